@@ -1,0 +1,38 @@
+# The two commands of the README: `make demo` and `make test`. Each sets
+# itself up from nothing but the toolchains (Python 3.11, Rust stable).
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+STAMP := $(VENV)/.deps-stamp
+
+.PHONY: demo test bench build setup cargo-test pytest clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "pytest>=8"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Release build of the engine, installed into the venv in place (editable).
+build: setup
+	. $(VENV)/bin/activate && maturin develop --release -q
+
+demo: build
+	$(VENV)/bin/alphaqos run scenarios/yan2013/exp1-1queue.yaml
+
+cargo-test:
+	cargo test --release -p alphaqos-sim -q
+
+pytest: build
+	$(VENV)/bin/pytest -q
+
+test: build cargo-test pytest
+
+bench: build
+	$(PY) benches/run.py
+
+clean:
+	rm -rf $(VENV) target runs

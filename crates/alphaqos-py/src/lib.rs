@@ -1,0 +1,74 @@
+//! PyO3 bindings of the alphaqos engine: the private module `alphaqos._core`.
+//! Thin by design: configuration crosses as JSON text, results as plain
+//! dicts of lists; engine errors become `ValueError`. No logic here.
+
+use alphaqos_sim::{Column, SimTime, Simulation as Engine};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+#[pyclass(unsendable, module = "alphaqos._core")]
+struct Simulation {
+    inner: Engine,
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        Engine::from_json(config_json).map(|inner| Simulation { inner }).map_err(PyValueError::new_err)
+    }
+
+    #[getter]
+    fn duration_ns(&self) -> u64 {
+        self.inner.duration().as_nanos()
+    }
+
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.inner.now().as_nanos()
+    }
+
+    #[getter]
+    fn events(&self) -> u64 {
+        self.inner.events()
+    }
+
+    /// Run the event loop up to `until_ns` (capped at the duration).
+    fn advance(&mut self, py: Python<'_>, until_ns: u64) {
+        let inner = &mut self.inner;
+        // The engine is single-threaded and owns no Python objects.
+        py.detach(|| inner.advance(SimTime(until_ns)));
+    }
+
+    /// The results tables: {table: {column: list}}.
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (name, table) in self.inner.results() {
+            let t = PyDict::new(py);
+            for (col, values) in table.columns {
+                match values {
+                    Column::U64(v) => t.set_item(col, v)?,
+                    Column::F64(v) => t.set_item(col, v)?,
+                    Column::Str(v) => t.set_item(col, v)?,
+                    Column::OptU64(v) => t.set_item(col, v)?,
+                }
+            }
+            out.set_item(name, t)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Version of the engine crate.
+#[pyfunction]
+fn version() -> &'static str {
+    alphaqos_sim::VERSION
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! The resolved configuration the engine runs: plain data, base units only
+//! (ns, bit/s, bytes). The Python front produces it from a scenario file; see
+//! docs/engine-config.md. Semantic checks that need the whole topology
+//! (unknown node, unreachable destination) happen in `Simulation::new`.
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub duration_ns: u64,
+    #[serde(default = "default_interval")]
+    pub metric_interval_ns: u64,
+    pub nodes: Vec<NodeConfig>,
+    #[serde(default)]
+    pub links: Vec<LinkConfig>,
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_interval() -> u64 {
+    100_000_000
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub name: String,
+    #[serde(default)]
+    pub router: bool,
+    #[serde(default)]
+    pub address: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub a: String,
+    pub b: String,
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    #[serde(default = "default_mtu")]
+    pub mtu_bytes: u32,
+    #[serde(default)]
+    pub overhead_bytes: u32,
+    #[serde(default)]
+    pub queue_ab: QueueConfig,
+    #[serde(default)]
+    pub queue_ba: QueueConfig,
+}
+
+fn default_mtu() -> u32 {
+    1500
+}
+
+/// One queue discipline; exactly one key in the JSON object.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum QueueConfig {
+    Fifo(FifoConfig),
+    Red(RedConfig),
+}
+
+impl Default for QueueConfig {
+    /// Linux's default txqueuelen: 1000 packets.
+    fn default() -> Self {
+        QueueConfig::Fifo(FifoConfig { limit_pkts: Some(1000), limit_bytes: None })
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FifoConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    pub min_th: f64,
+    pub max_th: f64,
+    #[serde(default)]
+    pub thresholds_in_bytes: bool,
+    #[serde(default = "default_max_p")]
+    pub max_p: f64,
+    #[serde(default = "default_w_q")]
+    pub w_q: f64,
+    #[serde(default = "yes")]
+    pub gentle: bool,
+    #[serde(default)]
+    pub byte_mode: bool,
+    #[serde(default = "default_mean_pkt")]
+    pub mean_pkt_bytes: u32,
+}
+
+fn default_max_p() -> f64 {
+    0.1
+}
+fn default_w_q() -> f64 {
+    0.002
+}
+fn default_mean_pkt() -> u32 {
+    1000
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub name: String,
+    pub src: String,
+    pub dst: String,
+    #[serde(default)]
+    pub start_ns: u64,
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    #[serde(default)]
+    pub tcp: Option<TcpConfig>,
+    #[serde(default)]
+    pub udp: Option<UdpConfig>,
+    #[serde(default)]
+    pub poisson: Option<PoissonConfig>,
+    #[serde(default)]
+    pub ping: Option<PingConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpConfig {
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    #[serde(default = "default_mss")]
+    pub mss_bytes: u32,
+    #[serde(default = "default_iw")]
+    pub init_cwnd_pkts: u32,
+    #[serde(default = "default_rwnd")]
+    pub rwnd_bytes: u64,
+    #[serde(default = "yes")]
+    pub delayed_ack: bool,
+    #[serde(default = "default_ack_every")]
+    pub ack_every: u32,
+    #[serde(default = "default_delack")]
+    pub delack_timeout_ns: u64,
+    #[serde(default = "default_min_rto")]
+    pub min_rto_ns: u64,
+    #[serde(default = "default_initial_rto")]
+    pub initial_rto_ns: u64,
+    #[serde(default = "default_max_rto")]
+    pub max_rto_ns: u64,
+    #[serde(default = "default_dupthresh")]
+    pub dupthresh: u32,
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("all TcpConfig fields have defaults")
+    }
+}
+
+fn default_cc() -> String {
+    "newreno".into()
+}
+fn default_mss() -> u32 {
+    1448
+}
+fn default_iw() -> u32 {
+    10
+}
+fn default_rwnd() -> u64 {
+    64 << 20
+}
+fn default_ack_every() -> u32 {
+    2
+}
+fn default_delack() -> u64 {
+    40_000_000
+}
+fn default_min_rto() -> u64 {
+    200_000_000
+}
+fn default_initial_rto() -> u64 {
+    1_000_000_000
+}
+fn default_max_rto() -> u64 {
+    60_000_000_000
+}
+fn default_dupthresh() -> u32 {
+    3
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpConfig {
+    pub size_bytes: u32,
+    /// `[time_ns, rate_bps]` steps, absolute times, ascending.
+    pub schedule: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoissonConfig {
+    pub rate_bps: u64,
+    pub size_bytes: u32,
+    /// Exponentially distributed sizes with mean `size_bytes` (else fixed).
+    #[serde(default)]
+    pub exp_size: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingConfig {
+    pub interval_ns: u64,
+    #[serde(default = "default_ping_size")]
+    pub size_bytes: u32,
+}
+
+fn default_ping_size() -> u32 {
+    84
+}

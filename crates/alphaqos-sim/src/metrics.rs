@@ -1,0 +1,265 @@
+//! Counters, series and delay statistics, with column names defined once.
+//!
+//! Results leave the engine as tables of equal-length columns (see
+//! docs/engine-config.md); the Python side turns them into polars
+//! DataFrames and Parquet without glue.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+/// Column names, shared by every table that has the column.
+pub mod col {
+    pub const FLOW: &str = "flow";
+    pub const KIND: &str = "kind";
+    pub const SRC: &str = "src";
+    pub const DST: &str = "dst";
+    pub const TIME_NS: &str = "time_ns";
+    pub const SEQ: &str = "seq";
+    pub const RTT_NS: &str = "rtt_ns";
+    pub const BYTES_ACKED: &str = "bytes_acked";
+    pub const GOODPUT_BPS: &str = "goodput_bps";
+    pub const CWND_BYTES: &str = "cwnd_bytes";
+    pub const SSTHRESH_BYTES: &str = "ssthresh_bytes";
+    pub const SRTT_NS: &str = "srtt_ns";
+    pub const RTO_NS: &str = "rto_ns";
+    pub const RETRANSMITS: &str = "retransmits";
+    pub const FAST_RETRANSMITS: &str = "fast_retransmits";
+    pub const TIMEOUTS: &str = "timeouts";
+    pub const OOO_ARRIVALS: &str = "ooo_arrivals";
+    pub const DUP_ACKS_SENT: &str = "dup_acks_sent";
+    pub const TX_PKTS: &str = "tx_pkts";
+    pub const TX_BYTES: &str = "tx_bytes";
+    pub const RX_PKTS: &str = "rx_pkts";
+    pub const RX_BYTES: &str = "rx_bytes";
+    pub const RX_RATE_BPS: &str = "rx_rate_bps";
+    pub const DROP_PKTS: &str = "drop_pkts";
+    pub const DROP_BYTES: &str = "drop_bytes";
+    pub const QUEUE: &str = "queue";
+    pub const LINK: &str = "link";
+    pub const LEN_PKTS: &str = "len_pkts";
+    pub const LEN_BYTES: &str = "len_bytes";
+    pub const ENQ_PKTS: &str = "enq_pkts";
+    pub const ENQ_BYTES: &str = "enq_bytes";
+    pub const DEQ_PKTS: &str = "deq_pkts";
+    pub const DEQ_BYTES: &str = "deq_bytes";
+    pub const BACKLOG_PKTS: &str = "backlog_pkts";
+    pub const BACKLOG_BYTES: &str = "backlog_bytes";
+    pub const RATE_BPS: &str = "rate_bps";
+    pub const DELAY_MEAN_NS: &str = "delay_mean_ns";
+    pub const DELAY_STD_NS: &str = "delay_std_ns";
+    pub const DELAY_MIN_NS: &str = "delay_min_ns";
+    pub const DELAY_P50_NS: &str = "delay_p50_ns";
+    pub const DELAY_P99_NS: &str = "delay_p99_ns";
+    pub const DELAY_MAX_NS: &str = "delay_max_ns";
+    pub const EVENTS: &str = "events";
+    pub const SIM_TIME_NS: &str = "sim_time_ns";
+    /// `drop_<reason>_pkts` for every `DropReason`.
+    pub fn drop_reason(reason: &str) -> String {
+        format!("drop_{reason}_pkts")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    Str(Vec<String>),
+    OptU64(Vec<Option<u64>>),
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::U64(v) => v.len(),
+            Column::F64(v) => v.len(),
+            Column::Str(v) => v.len(),
+            Column::OptU64(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Serialize for Column {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Column::U64(v) => v.serialize(s),
+            Column::F64(v) => v.serialize(s),
+            Column::Str(v) => v.serialize(s),
+            Column::OptU64(v) => v.serialize(s),
+        }
+    }
+}
+
+/// Named columns in a fixed order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    pub columns: Vec<(String, Column)>,
+}
+
+impl Table {
+    pub fn with(mut self, name: &str, c: Column) -> Self {
+        self.columns.push((name.to_string(), c));
+        self
+    }
+    pub fn get(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+    pub fn u64s(&self, name: &str) -> &[u64] {
+        match self.get(name) {
+            Some(Column::U64(v)) => v,
+            _ => panic!("no u64 column {name}"),
+        }
+    }
+    pub fn strs(&self, name: &str) -> &[String] {
+        match self.get(name) {
+            Some(Column::Str(v)) => v,
+            _ => panic!("no string column {name}"),
+        }
+    }
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.len())
+    }
+}
+
+impl Serialize for Table {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.columns.len()))?;
+        for (k, v) in &self.columns {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// One-way delay statistics: exact count, mean, standard deviation
+/// (Welford), minimum and maximum; percentiles from a log-linear histogram
+/// with a relative precision of 2^-10 (as HdrHistogram does), clamped to
+/// the exact minimum and maximum.
+#[derive(Clone, Debug, Default)]
+pub struct DelayStats {
+    n: u64,
+    sum: u128,
+    mean: f64,
+    m2: f64,
+    min: u64,
+    max: u64,
+    buckets: Vec<u64>,
+}
+
+const SUB_BITS: u32 = 10;
+const SUB: u64 = 1 << SUB_BITS;
+
+fn bucket_of(v: u64) -> usize {
+    if v < 2 * SUB {
+        return v as usize;
+    }
+    let exp = 63 - v.leading_zeros(); // >= SUB_BITS + 1
+    let shift = exp - SUB_BITS;
+    let mantissa = (v >> shift) - SUB; // in [0, SUB)
+    (2 * SUB + (shift as u64 - 1) * SUB + mantissa) as usize
+}
+
+fn bucket_low(b: usize) -> u64 {
+    let b = b as u64;
+    if b < 2 * SUB {
+        return b;
+    }
+    let shift = (b - 2 * SUB) / SUB + 1;
+    let mantissa = (b - 2 * SUB) % SUB;
+    (SUB + mantissa) << shift
+}
+
+impl DelayStats {
+    pub fn record(&mut self, v: u64) {
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+        }
+        self.n += 1;
+        self.sum += v as u128;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        let d = v as f64 - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (v as f64 - self.mean);
+        let b = bucket_of(v);
+        if b >= self.buckets.len() {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+    }
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+    }
+    /// Population standard deviation.
+    pub fn std(&self) -> Option<f64> {
+        (self.n > 0).then(|| (self.m2 / self.n as f64).sqrt())
+    }
+    pub fn min(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.min)
+    }
+    pub fn max(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.max)
+    }
+    /// The smallest recorded value v such that at least `q` of the samples
+    /// are <= v (to the histogram's precision).
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (b, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Some(bucket_low(b).clamp(self.min, self.max));
+            }
+        }
+        Some(self.max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotone_and_precise() {
+        let mut last = 0;
+        for v in (0..5_000_000u64).step_by(997).chain([u64::MAX / 2, u64::MAX]) {
+            let b = bucket_of(v);
+            assert!(b >= last);
+            last = b;
+            let lo = bucket_low(b);
+            assert!(lo <= v, "{v}: low {lo}");
+            assert!((v - lo) as f64 <= v as f64 / SUB as f64, "{v}: low {lo}");
+        }
+    }
+
+    #[test]
+    fn exact_moments_and_close_quantiles() {
+        let mut d = DelayStats::default();
+        for v in 1..=100_000u64 {
+            d.record(v * 1000);
+        }
+        assert_eq!(d.mean(), Some(50_000_500.0));
+        assert_eq!(d.min(), Some(1000));
+        assert_eq!(d.max(), Some(100_000_000));
+        let p50 = d.quantile(0.5).unwrap() as f64;
+        let p99 = d.quantile(0.99).unwrap() as f64;
+        assert!((p50 - 50_000_000.0).abs() / 5e7 < 2e-3, "{p50}");
+        assert!((p99 - 99_000_000.0).abs() / 9.9e7 < 2e-3, "{p99}");
+        let sd = d.std().unwrap();
+        let exact = 1000.0 * ((100_000f64 * 100_000.0 - 1.0) / 12.0).sqrt();
+        assert!((sd - exact).abs() / exact < 1e-9);
+        let mut one = DelayStats::default();
+        one.record(51_234);
+        one.record(51_234);
+        assert_eq!(one.quantile(0.5), Some(51_234), "clamped to exact min and max");
+        assert_eq!(one.std(), Some(0.0));
+    }
+}

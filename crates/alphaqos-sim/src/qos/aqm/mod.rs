@@ -1,0 +1,3 @@
+//! Active queue management: drop decisions made before the buffer is full.
+
+pub mod red;

@@ -1,0 +1,115 @@
+//! Queueing and scheduling at an interface's egress.
+//!
+//! Every egress queue of a link is a [`Qdisc`]: the interface hands it each
+//! packet to send and asks it for the next packet whenever the transmitter is
+//! free. A discipline may be classless (a FIFO, RED) or classful (several
+//! queues behind a scheduler, shapers): the trait lets a discipline answer
+//! "nothing now, but try again at t" for shapers, and report the counters of
+//! each of its queues under a class name, so that classful disciplines slot
+//! in without the interface knowing.
+
+pub mod aqm;
+pub mod fifo;
+
+use crate::config::QueueConfig;
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::SimTime;
+use crate::units::DataRate;
+
+/// Why a packet was dropped. Column names derive from `as_str`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// The queue (or its share of the buffer) was full.
+    Tail = 0,
+    /// An active queue management decision (RED, WRED).
+    Aqm = 1,
+    /// Out of profile at a policer with a discard action.
+    Policer = 2,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 3] = [DropReason::Tail, DropReason::Aqm, DropReason::Policer];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Tail => "tail",
+            DropReason::Aqm => "aqm",
+            DropReason::Policer => "policer",
+        }
+    }
+}
+
+/// The same counters for every queue, in the manner of DPDK's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounters {
+    pub enq_pkts: u64,
+    pub enq_bytes: u64,
+    pub deq_pkts: u64,
+    pub deq_bytes: u64,
+    pub drop_pkts: u64,
+    pub drop_bytes: u64,
+    /// Drops by reason, indexed by `DropReason as usize`.
+    pub drop_reason_pkts: [u64; 3],
+}
+
+impl QueueCounters {
+    pub fn on_enqueue(&mut self, size: u32) {
+        self.enq_pkts += 1;
+        self.enq_bytes += size as u64;
+    }
+    pub fn on_dequeue(&mut self, size: u32) {
+        self.deq_pkts += 1;
+        self.deq_bytes += size as u64;
+    }
+    pub fn on_drop(&mut self, size: u32, reason: DropReason) {
+        self.drop_pkts += 1;
+        self.drop_bytes += size as u64;
+        self.drop_reason_pkts[reason as usize] += 1;
+    }
+}
+
+/// Packets and bytes held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    pub pkts: u64,
+    pub bytes: u64,
+}
+
+/// The answer of a discipline asked for its next packet.
+#[derive(Debug)]
+pub enum Dequeued {
+    Packet(Packet),
+    /// Nothing queued.
+    Empty,
+    /// Packets are held (by a shaper) until the given time.
+    NotBefore(SimTime),
+}
+
+/// What a discipline may look at when it decides: the time, the link it
+/// feeds, and its own random stream.
+pub struct QueueCtx<'a> {
+    pub now: SimTime,
+    pub link_rate: DataRate,
+    pub rng: &'a mut Rng,
+}
+
+pub trait Qdisc: Send {
+    /// Accept `pkt`, or give it back with the reason it was dropped. The
+    /// discipline counts its own drops.
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)>;
+    /// The next packet to put on the wire.
+    fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued;
+    /// Everything held, over all classes.
+    fn backlog(&self) -> Backlog;
+    /// Visit the counters of every queue: `class` is "" for a classless
+    /// discipline, else the class name.
+    fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
+}
+
+/// Build a discipline from its configuration.
+pub fn build(cfg: &QueueConfig) -> Result<Box<dyn Qdisc>, String> {
+    Ok(match cfg {
+        QueueConfig::Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
+        QueueConfig::Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
+    })
+}

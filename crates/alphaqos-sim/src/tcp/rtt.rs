@@ -1,0 +1,77 @@
+//! Retransmission timer, RFC 6298 ("Computing TCP's Retransmission Timer"):
+//! `SRTT <- 7/8 SRTT + 1/8 R`, `RTTVAR <- 3/4 RTTVAR + 1/4 |SRTT - R|`,
+//! `RTO = SRTT + max(G, 4 RTTVAR)` clamped to [min_rto, max_rto], doubled on
+//! every expiry (Section 5.5) until a new sample arrives. The RFC's minimum
+//! is 1 s; Linux uses 200 ms, our default. Integer nanoseconds throughout.
+
+use crate::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    srtt: Option<u64>,
+    rttvar: u64,
+    rto: u64,
+    min_rto: u64,
+    max_rto: u64,
+    backoff: u32,
+}
+
+/// Clock granularity G of RFC 6298: a nanosecond clock.
+const G_NS: u64 = 1;
+
+impl RttEstimator {
+    pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
+        RttEstimator { srtt: None, rttvar: 0, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, backoff: 0 }
+    }
+    pub fn sample(&mut self, r: Duration) {
+        let r = r.0;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(s) => {
+                self.rttvar = (3 * self.rttvar + s.abs_diff(r)) / 4;
+                self.srtt = Some((7 * s + r) / 8);
+            }
+        }
+        let s = self.srtt.unwrap_or(r);
+        self.rto = (s + G_NS.max(4 * self.rttvar)).clamp(self.min_rto, self.max_rto);
+        self.backoff = 0;
+    }
+    pub fn backoff(&mut self) {
+        self.backoff = (self.backoff + 1).min(30);
+    }
+    pub fn rto(&self) -> Duration {
+        Duration(self.rto.saturating_mul(1u64 << self.backoff).min(self.max_rto))
+    }
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt.map(Duration)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_rfc6298() {
+        let ms = Duration::from_millis;
+        let mut e = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        assert_eq!(e.rto(), ms(1000));
+        e.sample(ms(100)); // SRTT 100, RTTVAR 50, RTO = 100 + 200 = 300
+        assert_eq!(e.srtt(), Some(ms(100)));
+        assert_eq!(e.rto(), ms(300));
+        e.sample(ms(200)); // RTTVAR = 3/4 50 + 1/4 100 = 62.5; SRTT = 112.5; RTO = 362.5
+        assert_eq!(e.srtt(), Some(Duration(112_500_000)));
+        assert_eq!(e.rto(), Duration(362_500_000));
+        e.backoff();
+        e.backoff();
+        assert_eq!(e.rto(), Duration(1_450_000_000));
+        e.sample(ms(112)); // a new sample clears the back-off
+        assert!(e.rto() < ms(400));
+        let mut tiny = RttEstimator::new(ms(1000), ms(200), ms(60_000));
+        tiny.sample(Duration::from_micros(100));
+        assert_eq!(tiny.rto(), ms(200), "clamped to the minimum");
+    }
+}

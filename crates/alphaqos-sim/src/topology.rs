@@ -1,0 +1,102 @@
+//! Nodes, full-duplex point-to-point links, and static shortest-path routes.
+//!
+//! A link is two interfaces, one per direction; each has its rate,
+//! propagation delay, MTU, per-frame overhead and egress queue discipline.
+//! Routes are computed once by breadth-first search (fewest hops, ties
+//! broken by link order in the scenario); only routers forward, so a path
+//! never crosses a host.
+
+use crate::packet::Packet;
+use crate::qos::Qdisc;
+use crate::rng::Rng;
+use crate::time::{Duration, SimTime};
+use crate::units::DataRate;
+use std::collections::VecDeque;
+
+pub const NO_ROUTE: u32 = u32::MAX;
+
+pub struct Node {
+    pub name: String,
+    pub router: bool,
+    pub addr: u32,
+    /// Outgoing interfaces, in link order.
+    pub ifaces: Vec<u32>,
+}
+
+pub struct Iface {
+    /// "<node>-><peer>"
+    pub name: String,
+    pub node: u32,
+    pub peer: u32,
+    pub rate: DataRate,
+    pub delay: Duration,
+    pub mtu: u32,
+    /// Bytes added to every packet on the wire (framing, preamble, gap).
+    pub overhead: u32,
+    pub qdisc: Box<dyn Qdisc>,
+    pub rng: Rng,
+    /// The transmitter is serializing a frame until this time.
+    pub busy_until: SimTime,
+    /// A `TxDone` event is scheduled.
+    pub txdone_pending: bool,
+    /// Frames propagating towards the peer, with their arrival times (FIFO:
+    /// the delay is constant, so arrivals keep their order).
+    pub pipe: VecDeque<(SimTime, Packet)>,
+    /// Frames and IP bytes put on the wire.
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Flows waiting for room in this (host) queue.
+    pub waiters: Vec<u32>,
+}
+
+impl Iface {
+    pub fn wire_time(&self, pkt: &Packet) -> Duration {
+        self.rate.tx_time(pkt.size as u64 + self.overhead as u64)
+    }
+}
+
+/// `next_hop[src * n + dst]`: the interface of `src` on the path to `dst`.
+pub fn compute_routes(nodes: &[Node], ifaces: &[Iface]) -> Vec<u32> {
+    let n = nodes.len();
+    let mut table = vec![NO_ROUTE; n * n];
+    let mut first = vec![NO_ROUTE; n];
+    let mut queue = VecDeque::new();
+    for src in 0..n {
+        first.iter_mut().for_each(|f| *f = NO_ROUTE);
+        queue.clear();
+        for &i in &nodes[src].ifaces {
+            let peer = ifaces[i as usize].peer as usize;
+            if peer != src && first[peer] == NO_ROUTE {
+                first[peer] = i;
+                queue.push_back(peer);
+            }
+        }
+        while let Some(u) = queue.pop_front() {
+            if !nodes[u].router {
+                continue; // hosts do not forward
+            }
+            for &i in &nodes[u].ifaces {
+                let v = ifaces[i as usize].peer as usize;
+                if v != src && first[v] == NO_ROUTE {
+                    first[v] = first[u];
+                    queue.push_back(v);
+                }
+            }
+        }
+        table[src * n..(src + 1) * n].copy_from_slice(&first);
+    }
+    table
+}
+
+/// Parse dotted IPv4.
+pub fn parse_ipv4(s: &str) -> Option<u32> {
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let mut a = 0u32;
+    for p in parts {
+        a = (a << 8) | p.parse::<u8>().ok()? as u32;
+    }
+    Some(a)
+}

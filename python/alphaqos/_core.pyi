@@ -1,0 +1,22 @@
+"""Private native module of alphaqos: the Rust engine (crates/alphaqos-sim).
+
+The configuration is the resolved JSON document of docs/engine-config.md;
+results are {table: {column: list}} with integer nanosecond times.
+"""
+
+class Simulation:
+    def __init__(self, config_json: str) -> None:
+        """Build the network; raises ValueError naming the faulty field."""
+    @property
+    def duration_ns(self) -> int: ...
+    @property
+    def now_ns(self) -> int: ...
+    @property
+    def events(self) -> int:
+        """Events processed so far."""
+    def advance(self, until_ns: int) -> None:
+        """Run the event loop up to until_ns (capped at the duration); releases the GIL."""
+    def results(self) -> dict[str, dict[str, list]]:
+        """The tables tcp, udp, ping, queue, queue_summary, flow_summary, run."""
+
+def version() -> str: ...
