@@ -1,7 +1,8 @@
 //! The sending side of a bulk TCP connection.
 //!
 //! - Window: `min(cwnd, rwnd)` bytes outstanding; full-sized segments only,
-//!   except the last of a finite transfer.
+//!   except the last of a finite transfer. cwnd grows only while it is the
+//!   limit (RFC 7661).
 //! - Fast retransmit and NewReno fast recovery, RFC 6582 Section 3.2: on the
 //!   `dupthresh`-th duplicate ACK (unless it does not cover `recover`),
 //!   `ssthresh` from the controller, `recover = highest sent`, retransmit the
@@ -13,7 +14,8 @@
 //!   window with many losses ends in a timeout rather than one
 //!   retransmission per RTT); the full ACK sets `cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS)`.
 //! - Retransmission timeout (RFC 6298 timers, RFC 5681 loss window): go back
-//!   to the first unacknowledged byte with cwnd = 1 SMSS, back the timer off.
+//!   to the first unacknowledged byte with cwnd = 1 SMSS, back the timer off;
+//!   ssthresh falls only if the loss episode is new.
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
 
@@ -173,6 +175,7 @@ impl TcpSender {
         let now = w.now();
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
+            let flight = self.snd_max - self.snd_una;
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
             let rtt = now.since(ts_ecr);
@@ -199,7 +202,9 @@ impl TcpSender {
                 }
             } else {
                 self.dupacks = 0;
-                self.cc.on_ack(&mut self.st, now, acked, Some(rtt));
+                if self.cwnd_limited(flight) {
+                    self.cc.on_ack(&mut self.st, now, acked, Some(rtt));
+                }
             }
             if self.snd_una == self.snd_max {
                 self.rto.clear();
@@ -215,6 +220,19 @@ impl TcpSender {
             }
         }
         self.send_data(w);
+    }
+
+    /// Grow the window only while it limits sending (RFC 7661, and Linux's
+    /// `tcp_is_cwnd_limited`): in slow start while cwnd < 2 x FlightSize,
+    /// in congestion avoidance while the flight fills the window. A flow
+    /// held back by the receiver window or by the application does not
+    /// inflate cwnd without bound.
+    fn cwnd_limited(&self, flight: u64) -> bool {
+        if self.st.cwnd < self.st.ssthresh {
+            self.st.cwnd < 2 * flight
+        } else {
+            flight + self.mss >= self.st.cwnd
+        }
     }
 
     fn enter_recovery(&mut self, w: &mut impl Wire) {
@@ -236,7 +254,15 @@ impl TcpSender {
         let now = w.now();
         self.stats.timeouts += 1;
         let flight = self.snd_max - self.snd_una;
-        self.cc.on_timeout(&mut self.st, now, flight);
+        // One reduction per loss episode: a timeout while the data of an
+        // earlier reduction is still unacknowledged (fast recovery, or a
+        // previous timeout) keeps ssthresh, as Linux's tcp_enter_loss does
+        // and RFC 5681 (Section 3.1) asks for repeated timeouts.
+        if self.recover.is_some_and(|r| self.snd_una < r) {
+            self.st.cwnd = self.mss;
+        } else {
+            self.cc.on_timeout(&mut self.st, now, flight);
+        }
         self.in_recovery = false;
         self.dupacks = 0;
         self.recover = Some(self.snd_max);

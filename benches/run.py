@@ -1,0 +1,96 @@
+"""alphaqos benchmark (`make bench`): simulated seconds per wall second,
+events per second and peak memory of the engine on reference scenarios.
+
+Each case runs in a fresh child process so that its peak memory (the
+process's maximum resident set, Python and the engine together) is its
+own. A case's outcome is checked before its speed is reported: a fast
+wrong answer is not a result.
+
+Usage: python benches/run.py [CASE ...]
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# name -> (scenario file, description)
+CASES = {
+    "reference": (
+        "reference-newreno-10g.yaml",
+        "one NewReno flow, 10 Gbps bottleneck, 20 ms RTT, BDP buffer, 10 s",
+    ),
+}
+
+
+def check(name: str, tables: dict) -> str:
+    """Assert the case's outcome; return a one-line description of it."""
+    if name == "reference":
+        tcp = tables["tcp"]
+        # Steady state: from 3 s on. Maximum goodput: 10 Gbps x 1448/1538
+        # (TCP payload per Ethernet frame with IPv4, TCP, timestamps, framing).
+        rates = [g for t, g in zip(tcp["time_ns"], tcp["goodput_bps"]) if t > 3e9]
+        util = sum(rates) / len(rates) / (10e9 * 1448 / 1538)
+        assert util >= 0.95, f"reference case: utilization {util:.3f} < 0.95"
+        return f"bottleneck utilization {util:.1%} after 3 s"
+    raise KeyError(name)
+
+
+def child(name: str) -> None:
+    """Run one case in this process and print its figures as JSON."""
+    from alphaqos import _core, load_scenario, resolve
+
+    scenario = load_scenario(HERE / CASES[name][0])
+    config = json.dumps(resolve(scenario))
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    sim = _core.Simulation(config)
+    sim.advance(sim.duration_ns)
+    wall = time.perf_counter() - start
+    outcome = check(name, sim.results())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({
+        "case": name,
+        "sim_s": sim.duration_ns / 1e9,
+        "wall_s": wall,
+        "events": sim.events,
+        "peak_rss_mb": peak / 1024,
+        "rss_before_mb": rss_before / 1024,
+        "outcome": outcome,
+    }))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--child":
+        child(argv[1])
+        return 0
+    names = argv or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(f"bench: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}", file=sys.stderr)
+        return 2
+    print(f"{'case':<12} {'sim s/wall s':>12} {'events/s':>12} {'peak MB':>8}  outcome")
+    for name in names:
+        out = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(out.stderr, file=sys.stderr)
+            print(f"bench: case {name} failed", file=sys.stderr)
+            return 1
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(
+            f"{name:<12} {r['sim_s'] / r['wall_s']:>12.2f} {r['events'] / r['wall_s'] / 1e6:>11.2f}M"
+            f" {r['peak_rss_mb']:>8.0f}  {r['outcome']}"
+        )
+        print(f"{'':<12} {CASES[name][1]}; {r['events']:,} events in {r['wall_s']:.2f} s;"
+              f" RSS before the run {r['rss_before_mb']:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
