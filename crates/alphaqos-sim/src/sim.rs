@@ -335,9 +335,9 @@ impl Simulation {
                 return Err(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
             }
             net.events.schedule(SimTime(f.start_ns), Event::Flow(i as u32, FlowTimer::Start));
-            if stop < cfg.duration_ns {
-                net.events.schedule(SimTime(stop), Event::Flow(i as u32, FlowTimer::Stop));
-            }
+            // Scheduled now, the stop precedes any send at the same instant:
+            // a flow is active on [start, stop).
+            net.events.schedule(SimTime(stop), Event::Flow(i as u32, FlowTimer::Stop));
             net.flow_stats.push(FlowStats::default());
             flows.push(flow);
             windows.push((f.start_ns, stop));
