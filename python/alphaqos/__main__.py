@@ -1,0 +1,5 @@
+"""``python -m alphaqos``: the same as the ``alphaqos`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,292 @@
+"""The ``alphaqos`` command line.
+
+``alphaqos run SCENARIO [--out DIR] [--seed N] [--duration D] [--quiet]``
+    Validate the scenario, simulate it with a progress bar, write the run
+    directory (see :mod:`alphaqos.results`) and print a summary per flow and
+    per queue. The default directory is ``runs/<name>-<UTC time>``; an
+    existing ``--out`` is an error. The run is written into a hidden
+    directory beside the target and renamed at the end, so a failed or
+    interrupted run leaves nothing behind.
+
+``alphaqos validate SCENARIO...``
+    Check scenarios without running them; one line per file.
+
+Bad input (an invalid scenario, an existing or unwritable output directory,
+a malformed option) is reported on one line, ``alphaqos: error: ...``, with
+exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import secrets
+import shlex
+import shutil
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import columns as col
+from . import units
+from ._version import __version__
+from .engine import EngineMissingError, simulate
+from .errors import ScenarioError
+from .results import PLOTS_DIR, Results
+from .scenario import Scenario, load_scenario
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the engine is missing, or the results could not be written
+EXIT_USAGE = 2  # bad input
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+DEFAULT_RUNS_DIR = Path("runs")
+
+
+class UsageError(Exception):
+    """Bad command-line input, reported on one line with exit status 2."""
+
+
+class RunFailure(Exception):
+    """The run could not complete for a reason other than its input."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage dump)."""
+
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``alphaqos`` command; returns the exit status."""
+    arguments = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(arguments)
+        args.invocation = shlex.join(["alphaqos", *arguments])
+        return args.handler(args)
+    except (UsageError, ScenarioError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except (EngineMissingError, RunFailure) as exc:
+        _error(str(exc))
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("alphaqos: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _error(message: str) -> None:
+    print(f"alphaqos: error: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="alphaqos", description="Packet-level simulation of QoS for large dataset transfers.")
+    parser.add_argument("--version", action="version", version=f"alphaqos {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="simulate a scenario and write its results")
+    run.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
+    run.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
+    run.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
+    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled")
+    run.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the run directory")
+    run.set_defaults(handler=_run)
+
+    validate = commands.add_parser("validate", help="check scenario files without running them")
+    validate.add_argument("scenarios", metavar="SCENARIO", nargs="+", help="scenario file (YAML)")
+    validate.set_defaults(handler=_validate)
+    return parser
+
+
+def _time_argument(text: str) -> str:
+    """Check a time option here, so that a bad one is named as the option."""
+    try:
+        units.parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+# --- alphaqos run -----------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
+    target = args.out if args.out is not None else _default_run_dir(scenario)
+    with _staged_directory(target) as staging:
+        results = simulate(scenario, progress=not args.quiet, command=args.invocation)
+        try:
+            results.save(staging)
+        except OSError as exc:
+            raise RunFailure(f"cannot write the results into {str(target)!r}: {exc.strerror or exc}") from None
+    if args.quiet:
+        print(target)
+    else:
+        _print_summary(results, target)
+    return EXIT_OK
+
+
+def _default_run_dir(scenario: Scenario) -> Path:
+    """``runs/<name>-<UTC time>``, with a counter if that is taken."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = DEFAULT_RUNS_DIR / f"{scenario.name}-{stamp}"
+    candidate, counter = base, 1
+    while candidate.exists():
+        counter += 1
+        candidate = base.with_name(f"{base.name}-{counter}")
+    return candidate
+
+
+@contextmanager
+def _staged_directory(target: Path) -> Iterator[Path]:
+    """Yield a fresh hidden directory beside ``target``; rename it to
+    ``target`` if the body succeeds, else remove it (and any parent
+    directories made for it)."""
+    if target.exists() or target.is_symlink():
+        raise UsageError(f"output directory {str(target)!r} already exists")
+    created: list[Path] = []
+    try:
+        created = _make_parents(target.parent)
+        staging = target.with_name(f".{target.name}.partial-{secrets.token_hex(4)}")
+        staging.mkdir()  # unlike tempfile.mkdtemp, keeps the umask's permissions
+    except OSError as exc:
+        _remove_empty(created)
+        raise UsageError(f"cannot create output directory {str(target)!r}: {exc.strerror or exc}") from None
+    try:
+        yield staging
+        if target.exists():
+            raise UsageError(f"output directory {str(target)!r} appeared during the run; results not saved")
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_empty(created)
+        raise
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; return those created,
+    outermost first."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    created = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            created.append(path)
+    except OSError:
+        _remove_empty(created)
+        raise
+    return created
+
+
+def _remove_empty(directories: list[Path]) -> None:
+    """Remove directories we made, innermost first; one that is no longer
+    empty is not ours to force and stays."""
+    for path in reversed(directories):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def _print_summary(results: Results, target: Path) -> None:
+    from rich import box
+    from rich.console import Console
+
+    summary = results.summary
+    flows = _table(f"Flows of {summary[col.NAME]}, seed {summary[col.SEED]}", box.SIMPLE_HEAD,
+                   ["flow", "kind", "path"], ["rate", "loss", "delay mean", "delay p99", "ping RTT"])  # fmt: skip
+    for name, flow in summary[col.FLOWS].items():
+        ping = flow[col.KIND] == "ping"
+        rtt = "-"
+        if ping and flow[col.RTT_MEAN] is not None:
+            rtt = f"{_ms(flow[col.RTT_MEAN])} ± {_ms(flow[col.RTT_STD])}"
+        flows.add_row(
+            name,
+            flow[col.KIND],
+            f"{flow[col.SRC]}→{flow[col.DST]}",
+            "-" if ping or flow[col.GOODPUT_BPS] is None else units.fmt_rate(flow[col.GOODPUT_BPS]),
+            f"{flow[col.LOSS]:.2%}",
+            "-" if ping else _ms(flow[col.DELAY_MEAN]),  # a ping's one-way delay would mislead beside its RTT
+            "-" if ping else _ms(flow[col.DELAY_P99]),
+            rtt,
+        )
+    queues = _table("Queues that carried packets", box.SIMPLE_HEAD,
+                    ["queue"], ["enqueued", "tail drops", "AQM drops", "policer drops", "max length"])  # fmt: skip
+    busy = {name: queue for name, queue in summary[col.QUEUES].items() if queue[col.ENQ_PKTS]}
+    for name, queue in busy.items():
+        queues.add_row(
+            name,
+            f"{queue[col.ENQ_PKTS]:,}",
+            f"{queue[col.DROP_TAIL_PKTS]:,}",
+            f"{queue[col.DROP_AQM_PKTS]:,}",
+            f"{queue[col.DROP_POLICER_PKTS]:,}",
+            f"{queue[col.MAX_LEN_PKTS]:,} pkts, {units.fmt_size(queue[col.MAX_LEN_BYTES])}",
+        )
+    # Tables are not wrapped when the output is a file or a pipe.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    console.print(flows)
+    console.print(queues)
+    idle = len(summary[col.QUEUES]) - len(busy)
+    if idle:
+        console.print(f"({idle} idle queue{'s' if idle > 1 else ''} not shown)")
+    console.print(
+        f"{summary[col.EVENTS]:,} events in {results.manifest.get('wall_time_s', 0):.1f} s of wall time "
+        f"for {units.fmt_time_ns(results.scenario.duration)} simulated"
+    )
+    console.print(f"results: {target}/ (Parquet tables, summary.json, scenario.yaml, manifest.json)")
+    console.print(f"plots:   {target / PLOTS_DIR}/")
+
+
+def _table(title: str, style, left: list[str], right: list[str]):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=style)
+    for heading in left:
+        table.add_column(heading, no_wrap=True)
+    for heading in right:
+        table.add_column(heading, justify="right", no_wrap=True)
+    return table
+
+
+def _ms(seconds: float | None) -> str:
+    """Seconds as milliseconds to 3 significant digits (at least 0.001 ms)."""
+    if seconds is None:
+        return "-"
+    ms = seconds * 1e3
+    return f"{ms:.3g} ms" if ms >= 1 else f"{ms:.3f} ms"
+
+
+# --- alphaqos validate --------------------------------------------------------
+
+
+def _validate(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    for path in args.scenarios:
+        try:
+            scenario = load_scenario(path)
+        except ScenarioError as exc:
+            _error(str(exc))
+            status = EXIT_USAGE
+            continue
+        print(f"{path}: ok: {_describe(scenario)}")
+    return status
+
+
+def _describe(scenario: Scenario) -> str:
+    """``name, 5 hosts, 2 routers, 6 links, 3 flows (1 tcp, 1 udp, 1 ping), 200 s, seed 1``."""
+    routers = sum(node.router for node in scenario.nodes.values())
+    kinds = Counter(flow.kind for flow in scenario.flows)
+    flows = f"{len(scenario.flows)} flows"
+    if kinds:
+        flows += " (" + ", ".join(f"{count} {kind}" for kind, count in kinds.items()) + ")"
+    return (
+        f"{scenario.name}, {len(scenario.nodes) - routers} hosts, {routers} routers, {len(scenario.links)} links, "
+        f"{flows}, {units.fmt_time_ns(scenario.duration)}, seed {scenario.seed}"
+    )

@@ -1,0 +1,114 @@
+"""Names of the result tables, their columns and the summary's fields.
+
+Defined here once; the results layer, the plots and the reports use these
+constants, never string literals. The engine's names are the same except for
+times: the engine writes integer nanoseconds in a column ending in ``_ns``
+(``srtt_ns``), the results layer turns it into float seconds under the name
+without the suffix (``srtt``). See ``docs/engine-config.md``.
+"""
+
+from __future__ import annotations
+
+NS_SUFFIX = "_ns"
+
+# Identifiers.
+FLOW = "flow"
+KIND = "kind"  # "tcp", "udp", "poisson" or "ping"
+SRC = "src"
+DST = "dst"
+QUEUE = "queue"  # "<from>-><to>", the egress queue of <from> towards <to>
+LINK = "link"
+SEQ = "seq"
+
+# Times, in seconds (engine: integer ns, with NS_SUFFIX).
+TIME = "time"
+SRTT = "srtt"
+RTO = "rto"
+RTT = "rtt"  # null when the ping was lost
+DELAY_MEAN = "delay_mean"
+DELAY_STD = "delay_std"
+DELAY_MIN = "delay_min"
+DELAY_P50 = "delay_p50"
+DELAY_P99 = "delay_p99"
+DELAY_MAX = "delay_max"
+
+# TCP series.
+BYTES_ACKED = "bytes_acked"
+GOODPUT_BPS = "goodput_bps"
+CWND_BYTES = "cwnd_bytes"
+SSTHRESH_BYTES = "ssthresh_bytes"
+RETRANSMITS = "retransmits"
+FAST_RETRANSMITS = "fast_retransmits"
+TIMEOUTS = "timeouts"
+OOO_ARRIVALS = "ooo_arrivals"
+DUP_ACKS_SENT = "dup_acks_sent"
+
+# Packet counters (UDP series and flow summary).
+TX_PKTS = "tx_pkts"
+TX_BYTES = "tx_bytes"
+RX_PKTS = "rx_pkts"
+RX_BYTES = "rx_bytes"
+RX_RATE_BPS = "rx_rate_bps"
+DROP_PKTS = "drop_pkts"
+DROP_BYTES = "drop_bytes"
+
+# Queues.
+LEN_PKTS = "len_pkts"
+LEN_BYTES = "len_bytes"
+ENQ_PKTS = "enq_pkts"
+ENQ_BYTES = "enq_bytes"
+DEQ_PKTS = "deq_pkts"
+DEQ_BYTES = "deq_bytes"
+DROP_TAIL_PKTS = "drop_tail_pkts"
+DROP_AQM_PKTS = "drop_aqm_pkts"
+DROP_POLICER_PKTS = "drop_policer_pkts"
+BACKLOG_PKTS = "backlog_pkts"
+BACKLOG_BYTES = "backlog_bytes"
+RATE_BPS = "rate_bps"
+
+# The run table (engine only; folded into the summary).
+EVENTS = "events"
+SIM_TIME = "sim_time"
+
+#: Drop reasons with their counter columns, in the engine's order.
+DROP_REASONS = {"tail": DROP_TAIL_PKTS, "aqm": DROP_AQM_PKTS, "policer": DROP_POLICER_PKTS}
+
+#: Result tables and their columns as the results layer holds them.
+TABLES: dict[str, tuple[str, ...]] = {
+    "tcp": (
+        FLOW, TIME, BYTES_ACKED, GOODPUT_BPS, CWND_BYTES, SSTHRESH_BYTES, SRTT, RTO,
+        RETRANSMITS, FAST_RETRANSMITS, TIMEOUTS, OOO_ARRIVALS, DUP_ACKS_SENT,
+    ),
+    "udp": (FLOW, TIME, TX_PKTS, RX_PKTS, RX_BYTES, RX_RATE_BPS, DROP_PKTS),
+    "ping": (FLOW, SEQ, TIME, RTT),
+    "queue": (QUEUE, TIME, LEN_PKTS, LEN_BYTES, TX_BYTES),
+    "queue_summary": (
+        QUEUE, LINK, ENQ_PKTS, ENQ_BYTES, DEQ_PKTS, DEQ_BYTES, DROP_PKTS, DROP_BYTES,
+        *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS,
+    ),
+    "flow_summary": (
+        FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS,
+        DELAY_MEAN, DELAY_STD, DELAY_P50, DELAY_P99, DELAY_MIN, DELAY_MAX, GOODPUT_BPS,
+    ),
+}  # fmt: skip
+
+#: Columns of text; every other column not in SECONDS is an integer count.
+TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK})
+#: Columns in float seconds, converted from the engine's integer ns.
+SECONDS = frozenset({TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX})
+
+# Fields of summary.json beyond the column names above.
+NAME = "name"
+SEED = "seed"
+DURATION = "duration"  # seconds
+FLOWS = "flows"
+QUEUES = "queues"
+LOSS = "loss"  # drop_pkts / tx_pkts
+PINGS_SENT = "pings_sent"
+PINGS_LOST = "pings_lost"
+RTT_MEAN = "rtt_mean"
+RTT_STD = "rtt_std"  # population standard deviation, as the engine's delay_std
+RTT_MIN = "rtt_min"
+RTT_MAX = "rtt_max"
+MAX_LEN_PKTS = "max_len_pkts"
+MAX_LEN_BYTES = "max_len_bytes"

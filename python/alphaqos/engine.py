@@ -1,0 +1,121 @@
+"""Running a validated scenario on the engine, ``alphaqos._core``.
+
+The engine runs the whole event loop in Rust; Python advances it in chunks
+of about 1/200 of the simulated duration, so that a progress display can be
+updated and Ctrl-C is noticed between chunks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from types import ModuleType
+
+from . import units
+from ._version import __version__
+from .errors import Issue, ScenarioError
+from .results import Results
+from .scenario import Scenario, resolve
+
+__all__ = ["EngineMissingError", "engine_version", "simulate"]
+
+CHUNKS = 200
+
+
+class EngineMissingError(ImportError):
+    """The compiled engine module is not built or not importable."""
+
+
+def _core() -> ModuleType:
+    try:
+        return importlib.import_module(f"{__package__}._core")
+    except ImportError as exc:
+        raise EngineMissingError(
+            f"the simulation engine alphaqos._core is not available ({exc}); build it with `make build`"
+        ) from exc
+
+
+def engine_version() -> str:
+    return _core().version()
+
+
+def simulate(scenario: Scenario, *, progress: bool = False, command: str | None = None) -> Results:
+    """Run ``scenario`` to its end and return its results.
+
+    ``progress`` shows a progress bar on stderr; ``command`` is recorded in
+    the manifest (default: this process's command line).
+    Raises :class:`ScenarioError` if the engine rejects the configuration.
+    """
+    core = _core()
+    try:
+        sim = core.Simulation(json.dumps(resolve(scenario)))
+    except ValueError as exc:
+        raise ScenarioError([Issue(loc=(), message=f"the engine rejected the scenario: {exc}")]) from None
+    started = datetime.now(UTC)
+    wall_start = time.perf_counter()
+    with _progress_display(scenario, enabled=progress) as report:
+        step = max(1, sim.duration_ns // CHUNKS)
+        target = 0
+        while target < sim.duration_ns:
+            target = min(target + step, sim.duration_ns)
+            sim.advance(target)
+            report(sim.now_ns, sim.events)
+    wall_time = time.perf_counter() - wall_start
+    manifest = {
+        "alphaqos_version": __version__,
+        "engine_version": core.version(),
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "seed": scenario.seed,
+        "command": command if command is not None else shlex.join(sys.argv),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "wall_time_s": round(wall_time, 3),
+        "events": sim.events,
+    }
+    return Results.from_engine(scenario, sim.results(), manifest)
+
+
+@contextmanager
+def _progress_display(scenario: Scenario, *, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """Yield ``report(now_ns, events)``; draws a rich progress bar if enabled."""
+    if not enabled:
+        yield lambda now_ns, events: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    total = units.fmt_time_ns(scenario.duration)
+    display = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[simulated]} / " + total + " simulated"),
+        TextColumn("{task.fields[speed]} events/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+    task = display.add_task(scenario.name, total=scenario.duration, simulated=units.fmt_time_ns(0), speed="-")
+    started = time.perf_counter()
+
+    def report(now_ns: int, events: int) -> None:
+        elapsed = time.perf_counter() - started
+        speed = _si(events / elapsed) if elapsed > 0 else "-"
+        display.update(task, completed=now_ns, simulated=units.fmt_time_ns(now_ns), speed=speed)
+
+    with display:
+        yield report
+
+
+def _si(value: float) -> str:
+    """``1234567`` -> ``"1.23M"``."""
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{prefix}"
+    return f"{value:.3g}"

@@ -1,0 +1,149 @@
+"""The standard plots of a run, one PNG each, against simulated time.
+
+=====================  =========================================================
+file                   what it shows
+=====================  =========================================================
+``throughput.png``     TCP goodput and UDP received rate per flow (Gbit/s)
+``ping_rtt.png``       ping round-trip times (ms), lost pings marked on the axis
+``queue_length.png``   length of every queue that ever held a packet, in
+                       packets if all of them are limited in packets, else MB
+``cwnd.png``           TCP congestion window per flow (MB), receive window dashed
+=====================  =========================================================
+
+A plot with nothing to show (no TCP flow, say) is not written. Figures are
+drawn with matplotlib's object API on the Agg canvas: no pyplot state, no
+display needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from . import columns as col
+
+if TYPE_CHECKING:
+    from .results import Results
+
+__all__ = ["PLOT_FILES", "write_plots"]
+
+GIGA = 1e9
+MEGA = 1e6
+MILLI = 1e-3
+FIGSIZE = (9, 4.5)
+DPI = 120
+
+
+def write_plots(results: Results, directory: str | Path) -> list[Path]:
+    """Draw every plot that has data into ``directory``; return the files."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for filename, draw in PLOT_FILES.items():
+        figure = Figure(figsize=FIGSIZE, layout="constrained")
+        axes = figure.add_subplot()
+        if not draw(results, axes):
+            continue
+        axes.set_xlabel("simulated time (s)")
+        axes.set_xlim(0, results.scenario.duration / GIGA)
+        axes.grid(True, alpha=0.3)
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend(loc="best", fontsize="small")
+        axes.set_title(f"{axes.get_title()} ({results.scenario.name})")
+        path = directory / filename
+        figure.savefig(path, dpi=DPI)
+        written.append(path)
+    return written
+
+
+def _kinds(results: Results) -> dict[str, str]:
+    return dict(results.flow_summary.select(col.FLOW, col.KIND).iter_rows())
+
+
+def _throughput(results: Results, axes: Axes) -> bool:
+    kinds = _kinds(results)
+    drawn = False
+    for table, rate, what in ((results.tcp, col.GOODPUT_BPS, "goodput"), (results.udp, col.RX_RATE_BPS, "received")):
+        for (flow,), series in table.group_by(col.FLOW, maintain_order=True):
+            label = f"{flow} ({kinds.get(flow, '?').upper()} {what})"
+            axes.plot(series[col.TIME], series[rate] / GIGA, label=label, linewidth=1)
+            drawn = True
+    axes.set_title("Throughput per flow")
+    axes.set_ylabel("rate (Gbit/s)")
+    axes.set_ylim(bottom=0)
+    return drawn
+
+
+def _ping_rtt(results: Results, axes: Axes) -> bool:
+    if results.ping.is_empty():
+        return False
+    for (flow,), pings in results.ping.group_by(col.FLOW, maintain_order=True):
+        answered = pings.filter(pl.col(col.RTT).is_not_null())
+        (line,) = axes.plot(answered[col.TIME], answered[col.RTT] / MILLI, ".-", label=flow, linewidth=0.8)
+        lost = pings.filter(pl.col(col.RTT).is_null())
+        if lost.height:
+            # Lost pings sit on the time axis, whatever the RTT scale.
+            axes.plot(
+                lost[col.TIME], [0] * lost.height, "x", color=line.get_color(),
+                transform=axes.get_xaxis_transform(), clip_on=False, label=f"{flow} (lost)",
+            )  # fmt: skip
+    axes.set_title("Ping round-trip time")
+    axes.set_ylabel("RTT (ms)")
+    axes.set_ylim(bottom=0)
+    return True
+
+
+def _queue_length(results: Results, axes: Axes) -> bool:
+    busy = results.queue.group_by(col.QUEUE).agg(pl.col(col.LEN_PKTS).max()).filter(pl.col(col.LEN_PKTS) > 0)
+    shown = set(busy[col.QUEUE])
+    if not shown:
+        return False
+    in_packets = all(_limited_in_packets(results, queue) for queue in shown)
+    column, scale, unit = (col.LEN_PKTS, 1, "packets") if in_packets else (col.LEN_BYTES, MEGA, "MB")
+    for (queue,), series in results.queue.group_by(col.QUEUE, maintain_order=True):
+        if queue in shown:
+            axes.plot(series[col.TIME], series[column] / scale, label=queue, linewidth=1)
+    axes.set_title("Queue length")
+    axes.set_ylabel(f"queue length ({unit})")
+    axes.set_ylim(bottom=0)
+    return True
+
+
+def _limited_in_packets(results: Results, queue: str) -> bool:
+    """Whether the scenario limits ``queue`` ("<from>-><to>") in packets."""
+    sender, _, receiver = queue.partition("->")
+    for link in results.scenario.links:
+        if set(link.between) == {sender, receiver}:
+            spec = link.queue_from(sender)
+            return getattr(spec, spec.kind).limit.pkts is not None
+    return False
+
+
+def _cwnd(results: Results, axes: Axes) -> bool:
+    if results.tcp.is_empty():
+        return False
+    rwnd = {flow.name: flow.tcp.rwnd for flow in results.scenario.flows if flow.tcp is not None}
+    for (flow,), series in results.tcp.group_by(col.FLOW, maintain_order=True):
+        (line,) = axes.plot(series[col.TIME], series[col.CWND_BYTES] / MEGA, label=flow, linewidth=1)
+        if flow in rwnd:
+            axes.axhline(rwnd[flow] / MEGA, color=line.get_color(), linestyle="--", linewidth=0.8,
+                         label=f"{flow} receive window")  # fmt: skip
+    axes.set_title("TCP congestion window")
+    axes.set_ylabel("cwnd (MB)")
+    axes.set_ylim(bottom=0)
+    return True
+
+
+#: Plot files and the functions that draw them; each returns False when it
+#: has nothing to draw.
+PLOT_FILES: dict[str, Callable[[Results, Axes], bool]] = {
+    "throughput.png": _throughput,
+    "ping_rtt.png": _ping_rtt,
+    "queue_length.png": _queue_length,
+    "cwnd.png": _cwnd,
+}

@@ -1,0 +1,198 @@
+"""A run's results: polars DataFrames, a headline summary, files on disk.
+
+:meth:`Results.from_engine` takes the engine's columnar tables
+(``docs/engine-config.md``), converts every ``*_ns`` column to float seconds
+under the name without the suffix (see :mod:`alphaqos.columns`) and computes
+:attr:`Results.summary`. :meth:`Results.save` writes a run directory::
+
+    tcp.parquet udp.parquet ping.parquet queue.parquet
+    queue_summary.parquet flow_summary.parquet
+    summary.json    headline figures per flow and per queue
+    scenario.yaml   the scenario as run: defaults filled in, human units
+    manifest.json   versions, seed, wall time, command
+    plots/*.png
+
+Everything but ``manifest.json`` and the plots depends only on the scenario
+and its seed: two runs write byte-identical Parquet and summary files.
+:meth:`Results.load` reads a run directory back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from . import columns as col
+from .scenario import Scenario, load_scenario
+
+__all__ = ["Results"]
+
+NS_PER_S = 1e9
+TABLE_FILES = {name: f"{name}.parquet" for name in col.TABLES}
+SUMMARY_FILE = "summary.json"
+SCENARIO_FILE = "scenario.yaml"
+MANIFEST_FILE = "manifest.json"
+PLOTS_DIR = "plots"
+
+
+@dataclass
+class Results:
+    """The tables of one run (times in seconds), its summary and scenario."""
+
+    scenario: Scenario
+    tcp: pl.DataFrame
+    udp: pl.DataFrame
+    ping: pl.DataFrame
+    queue: pl.DataFrame
+    queue_summary: pl.DataFrame
+    flow_summary: pl.DataFrame
+    summary: dict[str, Any]
+    #: How the run was made (versions, wall time, command); not deterministic.
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_engine(
+        cls, scenario: Scenario, tables: dict[str, dict[str, list]], manifest: dict[str, Any] | None = None
+    ) -> Results:
+        """Build results from ``alphaqos._core.Simulation.results()``."""
+        frames = {name: _frame(name, tables.get(name)) for name in col.TABLES}
+        run = tables.get("run") or {}
+        events = (run.get(col.EVENTS) or [0])[0]
+        sim_time_ns = (run.get(col.SIM_TIME + col.NS_SUFFIX) or [0])[0]
+        summary = _summarize(scenario, frames, events=events, sim_time=sim_time_ns / NS_PER_S)
+        return cls(scenario=scenario, **frames, summary=summary, manifest=dict(manifest or {}))
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The six tables by name."""
+        return {name: getattr(self, name) for name in col.TABLES}
+
+    def save(self, directory: str | Path, *, plots: bool = True) -> Path:
+        """Write the run directory (created if missing; files overwritten)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, frame in self.tables().items():
+            frame.write_parquet(directory / TABLE_FILES[name], compression="zstd", statistics=True)
+        _write_json(directory / SUMMARY_FILE, self.summary)
+        resolved = self.scenario.resolved()
+        header = "# The scenario as run: every default filled in, router addresses assigned.\n"
+        (directory / SCENARIO_FILE).write_text(header + resolved.to_yaml(), encoding="utf-8")
+        _write_json(directory / MANIFEST_FILE, self.manifest)
+        if plots:
+            from .plots import write_plots  # matplotlib is only needed here
+
+            write_plots(self, directory / PLOTS_DIR)
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Results:
+        """Read a run directory written by :meth:`save`."""
+        directory = Path(directory)
+        frames = {name: pl.read_parquet(directory / file) for name, file in TABLE_FILES.items()}
+        summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
+        manifest_path = directory / MANIFEST_FILE
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
+        scenario = load_scenario(directory / SCENARIO_FILE)
+        return cls(scenario=scenario, **frames, summary=summary, manifest=manifest)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def _frame(name: str, table: dict[str, list] | None) -> pl.DataFrame:
+    """One engine table as a DataFrame with the results layer's names and
+    types; columns the contract does not list are kept after the others."""
+    expected = col.TABLES[name]
+    if not table:
+        return pl.DataFrame([_series(c, [], seconds=c in col.SECONDS) for c in expected])
+    engine_names = {engine.removesuffix(col.NS_SUFFIX): engine for engine in table}
+    missing = [c for c in expected if c not in engine_names]
+    if missing:
+        raise ValueError(f"engine result table {name!r} lacks the columns {missing}")
+    names = [*expected, *(c for c in engine_names if c not in expected)]
+    return pl.DataFrame(
+        [_series(c, table[engine_names[c]], seconds=engine_names[c].endswith(col.NS_SUFFIX)) for c in names]
+    )
+
+
+def _series(name: str, values: list, *, seconds: bool) -> pl.Series:
+    """Text, float seconds (from integer ns) or integer counts."""
+    if name in col.TEXT:
+        return pl.Series(name, values, dtype=pl.String)
+    if seconds:
+        ns = pl.Series(name, values, dtype=pl.Int64).cast(pl.Float64)
+        # Element-wise division is correctly rounded; polars turns division
+        # by a scalar into multiplication by its reciprocal, which is not
+        # (300 ms would read 0.30000000000000004 s).
+        return ns / pl.repeat(NS_PER_S, ns.len(), dtype=pl.Float64, eager=True)
+    return pl.Series(name, values, dtype=pl.Int64)
+
+
+def _summarize(scenario: Scenario, frames: dict[str, pl.DataFrame], *, events: int, sim_time: float) -> dict[str, Any]:
+    """Headline figures per flow and per queue, JSON-ready."""
+    flows = {}
+    for row in frames["flow_summary"].iter_rows(named=True):
+        flows[row[col.FLOW]] = _flow_headline(row, frames)
+    queue_lengths = frames["queue"].group_by(col.QUEUE).agg(
+        pl.col(col.LEN_PKTS).max().alias(col.MAX_LEN_PKTS), pl.col(col.LEN_BYTES).max().alias(col.MAX_LEN_BYTES)
+    )
+    maxima = {row[col.QUEUE]: row for row in queue_lengths.iter_rows(named=True)}
+    queues = {}
+    for row in frames["queue_summary"].iter_rows(named=True):
+        peaks = maxima.get(row[col.QUEUE], {})
+        queues[row[col.QUEUE]] = {
+            col.LINK: row[col.LINK],
+            col.RATE_BPS: row[col.RATE_BPS],
+            col.ENQ_PKTS: row[col.ENQ_PKTS],
+            col.DEQ_PKTS: row[col.DEQ_PKTS],
+            col.DROP_PKTS: row[col.DROP_PKTS],
+            **{column: row[column] for column in col.DROP_REASONS.values()},
+            col.MAX_LEN_PKTS: peaks.get(col.MAX_LEN_PKTS, 0),
+            col.MAX_LEN_BYTES: peaks.get(col.MAX_LEN_BYTES, 0),
+        }
+    return {
+        col.NAME: scenario.name,
+        col.SEED: scenario.seed,
+        col.DURATION: scenario.duration / NS_PER_S,
+        col.SIM_TIME: sim_time,
+        col.EVENTS: events,
+        col.FLOWS: flows,
+        col.QUEUES: queues,
+    }
+
+
+def _flow_headline(row: dict[str, Any], frames: dict[str, pl.DataFrame]) -> dict[str, Any]:
+    name, kind = row[col.FLOW], row[col.KIND]
+    headline = {
+        col.KIND: kind,
+        col.SRC: row[col.SRC],
+        col.DST: row[col.DST],
+        col.TX_PKTS: row[col.TX_PKTS],
+        col.RX_PKTS: row[col.RX_PKTS],
+        col.DROP_PKTS: row[col.DROP_PKTS],
+        col.LOSS: row[col.DROP_PKTS] / row[col.TX_PKTS] if row[col.TX_PKTS] else 0.0,
+        col.GOODPUT_BPS: row[col.GOODPUT_BPS],
+        col.DELAY_MEAN: row[col.DELAY_MEAN],
+        col.DELAY_P99: row[col.DELAY_P99],
+    }
+    if kind == "tcp":
+        series = frames["tcp"].filter(pl.col(col.FLOW) == name)
+        last = series.row(-1, named=True) if series.height else {}
+        for column in (col.BYTES_ACKED, col.RETRANSMITS, col.TIMEOUTS):
+            headline[column] = last.get(column, 0)
+    elif kind == "ping":
+        pings = frames["ping"].filter(pl.col(col.FLOW) == name)
+        rtt = pings[col.RTT].drop_nulls()
+        headline |= {
+            col.PINGS_SENT: pings.height,
+            col.PINGS_LOST: pings.height - rtt.len(),
+            col.RTT_MEAN: rtt.mean(),
+            col.RTT_STD: rtt.std(ddof=0),
+            col.RTT_MIN: rtt.min(),
+            col.RTT_MAX: rtt.max(),
+        }
+    return headline

@@ -1,0 +1,833 @@
+"""The scenario schema: what users write, validated, then resolved for the engine.
+
+A scenario is a YAML file (or a dict of the same shape) describing a
+topology, its queues and the traffic that crosses it::
+
+    name: two-hosts
+    duration: 20s                    # seed (1) and metric_interval (100ms) optional
+    nodes:
+      H1: {address: 10.0.1.1}        # a host needs an IPv4 address
+      H2: {address: 10.0.2.1}
+      R:  {router: true}             # a router's address is optional
+    links:
+      - {between: [H1, R], rate: 10Gbps, delay: 0.05ms}
+      - between: [R, H2]
+        rate: 1Gbps
+        delay: 1ms
+        queues: {R: {fifo: {limit: 125MB}}}   # egress of R towards H2
+    flows:
+      - {name: bulk, tcp: {from: H1, to: H2, cc: newreno}, start: 1s}
+      - {name: probe, ping: {from: H2, to: H1, interval: 100ms}}
+
+Every key and its default is documented on the models below. Validation
+happens in two passes, both reported through
+:class:`~alphaqos.errors.ScenarioError` with the file, line and field path:
+
+1. structure (pydantic models, ``extra='forbid'``): known keys, types, units
+   (via :mod:`alphaqos.units`), ranges of single values;
+2. cross-field checks (:func:`_cross_checks`): names that must exist,
+   unique addresses, flow names and links, flows between hosts that a path
+   joins (routed as the engine routes: fewest hops, only routers forward),
+   packets that fit every MTU on that path, flow times within the run,
+   ascending UDP schedules, consistent RED thresholds and TCP timers.
+
+:func:`resolve` then turns a valid :class:`Scenario` into the engine's
+resolved configuration (integers in base units, every default filled in),
+as documented in ``docs/engine-config.md``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections import deque
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    Strict,
+    ValidationError,
+    model_validator,
+)
+
+from . import units
+from .errors import Issue, ScenarioError
+from .source import Source, read_source
+
+__all__ = [
+    "CONGESTION_CONTROLS",
+    "Fifo",
+    "Flow",
+    "Link",
+    "Node",
+    "Ping",
+    "Poisson",
+    "Queue",
+    "Red",
+    "Scenario",
+    "Tcp",
+    "Udp",
+    "load_scenario",
+    "resolve",
+]
+
+#: Congestion-control algorithms the engine implements. Add a name here when
+#: the engine gains one; the scenario schema accepts exactly this set.
+CONGESTION_CONTROLS: tuple[str, ...] = ("newreno",)
+
+#: Routers without an address get one from this network, in declaration
+#: order, skipping addresses already taken.
+ROUTER_ADDRESS_POOL = ipaddress.IPv4Network("10.255.0.0/16")
+
+# Smallest IP packets the apps can send: IPv4 header 20 B + UDP or ICMP
+# header 8 B. Largest: the IPv4 total-length field's 65535 B.
+MIN_PACKET_BYTES = 28
+MAX_PACKET_BYTES = 65535
+MIN_IPV4_MTU_BYTES = 68  # RFC 791: every IPv4 link carries 68-byte packets
+TCP_HEADER_BYTES = 52  # IP 20 + TCP 20 + timestamp option 12, per data segment
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
+
+NS_PER_S = 10**9
+NS_PER_MS = 10**6
+
+
+# --- value types ------------------------------------------------------------
+
+
+def _unit_type(parse, fmt):
+    """An int parsed from a unit string, written back exactly in JSON dumps."""
+    return Annotated[int, PlainValidator(parse), PlainSerializer(partial(fmt, exact=True), when_used="json")]
+
+
+Rate = _unit_type(units.parse_rate, units.fmt_rate)
+Size = _unit_type(units.parse_size, units.fmt_size)
+Time = _unit_type(units.parse_time, units.fmt_time_ns)
+
+
+def _positive(fmt):
+    def check(value: int) -> int:
+        if value <= 0:
+            raise ValueError(f"must be greater than {fmt(0, exact=True)}, got {fmt(value, exact=True)}")
+        return value
+
+    return AfterValidator(check)
+
+
+PositiveRate = Annotated[Rate, _positive(units.fmt_rate)]
+PositiveSize = Annotated[Size, _positive(units.fmt_size)]
+PositiveTime = Annotated[Time, _positive(units.fmt_time_ns)]
+
+
+def _packet_size(value: int) -> int:
+    if not MIN_PACKET_BYTES <= value <= MAX_PACKET_BYTES:
+        raise ValueError(
+            f"an IP packet size must be between {MIN_PACKET_BYTES}B (IP + UDP/ICMP headers) "
+            f"and {MAX_PACKET_BYTES}B, got {value}B"
+        )
+    return value
+
+
+def _mtu(value: int) -> int:
+    if not MIN_IPV4_MTU_BYTES <= value <= MAX_PACKET_BYTES:
+        raise ValueError(
+            f"an IPv4 MTU must be between {MIN_IPV4_MTU_BYTES}B and {MAX_PACKET_BYTES}B, "
+            f"got {value}B"
+        )
+    return value
+
+
+PacketSize = Annotated[Size, AfterValidator(_packet_size)]
+Mtu = Annotated[Size, AfterValidator(_mtu)]
+
+Count = Annotated[int, Strict(), Field(ge=1)]
+Flag = Annotated[bool, Strict()]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+Seed = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
+
+QueueLimit = Annotated[
+    units.QueueLimit,
+    PlainValidator(units.parse_queue_limit),
+    PlainSerializer(units.fmt_queue_limit, when_used="json"),
+]
+
+
+class Threshold(NamedTuple):
+    """A RED threshold: a packet count, or a size in bytes."""
+
+    value: float
+    in_bytes: bool
+
+
+def _parse_threshold(value: object) -> Threshold:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a non-negative packet count, got {value!r}")
+        return Threshold(float(value), in_bytes=False)
+    if isinstance(value, str):
+        return Threshold(float(units.parse_size(value)), in_bytes=True)
+    raise ValueError(f"expected a packet count like 5 or a size like '30KB', got {value!r}")
+
+
+def _fmt_threshold(threshold: Threshold) -> float | int | str:
+    if threshold.in_bytes:
+        return units.fmt_size(int(threshold.value), exact=True)
+    return int(threshold.value) if threshold.value.is_integer() else threshold.value
+
+
+ThresholdField = Annotated[
+    Threshold, PlainValidator(_parse_threshold), PlainSerializer(_fmt_threshold, when_used="json")
+]
+
+
+def _parse_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a name must be a string, got {value!r} (quote it in YAML)")
+    if not _NAME.match(value):
+        raise ValueError(f"invalid name {value!r}: use {_NAME_RULE}")
+    return value
+
+
+Name = Annotated[str, PlainValidator(_parse_name)]
+
+
+def _parse_ipv4(value: object) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value if isinstance(value, str) else ""))
+    except ipaddress.AddressValueError:
+        raise ValueError(f"expected a dotted IPv4 address like '10.0.1.1', got {value!r}") from None
+
+
+IPv4 = Annotated[str, PlainValidator(_parse_ipv4)]
+
+
+def _congestion_control(value: object) -> str:
+    if value not in CONGESTION_CONTROLS:
+        raise ValueError(
+            f"unknown congestion control {value!r} (expected one of: {', '.join(CONGESTION_CONTROLS)})"
+        )
+    return value
+
+
+CongestionControl = Annotated[str, PlainValidator(_congestion_control)]
+
+
+# --- models -----------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _exactly_one(model: BaseModel, keys: tuple[str, ...]) -> None:
+    present = [key for key in keys if getattr(model, key) is not None]
+    if len(present) != 1:
+        got = f"got {', '.join(present)}" if present else "got none"
+        raise ValueError(f"expected exactly one of: {', '.join(keys)} ({got})")
+
+
+class Node(_Model):
+    """A host (needs ``address``) or a router (``router: true``)."""
+
+    address: IPv4 | None = None
+    router: Flag = False
+
+
+class Fifo(_Model):
+    """Drop-tail FIFO queue."""
+
+    limit: QueueLimit = units.QueueLimit(pkts=1000)
+
+
+class Red(_Model):
+    """Random Early Detection (Floyd & Jacobson, "Random Early Detection
+    Gateways for Congestion Avoidance", 1993), with the "gentle" variant.
+    Thresholds are packet counts (numbers) or sizes (``"30KB"``), both of
+    the same kind."""
+
+    limit: QueueLimit = units.QueueLimit(pkts=1000)
+    min_th: ThresholdField
+    max_th: ThresholdField
+    max_p: Fraction = 0.1
+    w_q: Fraction = 0.002
+    gentle: Flag = True
+    byte_mode: Flag = False
+    mean_pkt_size: PositiveSize = 1000
+
+
+QUEUE_KINDS = ("fifo", "red")
+
+
+class Queue(_Model):
+    """An egress queue: exactly one of ``fifo`` and ``red``."""
+
+    fifo: Fifo | None = None
+    red: Red | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Queue:
+        _exactly_one(self, QUEUE_KINDS)
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in QUEUE_KINDS if getattr(self, kind) is not None)
+
+
+DEFAULT_QUEUE = Queue(fifo=Fifo())
+
+
+class Link(_Model):
+    """A full-duplex link. ``queue`` applies to both directions unless
+    ``queues`` overrides it for the direction leaving a given node."""
+
+    between: tuple[Name, Name]
+    rate: PositiveRate
+    delay: Time
+    mtu: Mtu = 1500
+    # Bytes added to each packet on the wire: Ethernet preamble 7 + SFD 1 +
+    # header 14 + FCS 4 + inter-frame gap 12 = 38.
+    overhead: Size = 38
+    queue: Queue = DEFAULT_QUEUE
+    queues: dict[Name, Queue] = {}
+
+    def queue_from(self, sender: str) -> Queue:
+        """The egress queue of ``sender`` onto this link."""
+        return self.queues.get(sender, self.queue)
+
+
+class _Endpoints(_Model):
+    src: Name = Field(alias="from")
+    dst: Name = Field(alias="to")
+
+
+class Tcp(_Endpoints):
+    """A bulk TCP transfer (unlimited unless ``size`` is given)."""
+
+    cc: CongestionControl
+    rwnd: PositiveSize = 64 * 2**20
+    mss: PositiveSize = 1448
+    init_cwnd: Count = 10
+    delayed_ack: Flag = True
+    ack_every: Count = 2
+    delack_timeout: PositiveTime = 40 * NS_PER_MS
+    min_rto: PositiveTime = 200 * NS_PER_MS
+    initial_rto: PositiveTime = 1 * NS_PER_S
+    max_rto: PositiveTime = 60 * NS_PER_S
+    dupthresh: Count = 3
+    size: PositiveSize | None = None
+
+
+class Udp(_Endpoints):
+    """Constant-bit-rate UDP: a fixed ``rate`` or a step ``schedule`` of
+    ``[time, rate]`` pairs (times from the start of the run, ascending)."""
+
+    rate: PositiveRate | None = None
+    schedule: Annotated[list[tuple[Time, Rate]], Field(min_length=1)] | None = None
+    size: PacketSize = 1500
+
+    @model_validator(mode="after")
+    def _rate_or_schedule(self) -> Udp:
+        _exactly_one(self, ("rate", "schedule"))
+        return self
+
+
+class Poisson(_Endpoints):
+    """UDP packets with exponential inter-arrival times at a mean ``rate``;
+    packet sizes ``fixed`` or ``exponential`` with mean ``size``."""
+
+    rate: PositiveRate
+    size: PacketSize = 1500
+    sizes: Literal["fixed", "exponential"] = "fixed"
+
+
+class Ping(_Endpoints):
+    """ICMP echo every ``interval``; ``size`` is the IP packet size
+    (84 B = IP 20 + ICMP 8 + ping's default 56 data bytes)."""
+
+    interval: PositiveTime = 1 * NS_PER_S
+    size: PacketSize = 84
+
+
+FLOW_KINDS = ("tcp", "udp", "ping", "poisson")
+
+
+class Flow(_Model):
+    """One application flow: exactly one of ``tcp``, ``udp``, ``ping``,
+    ``poisson``, active from ``start`` to ``stop`` (default: end of run)."""
+
+    name: Annotated[str, Strict(), Field(min_length=1)]
+    tcp: Tcp | None = None
+    udp: Udp | None = None
+    ping: Ping | None = None
+    poisson: Poisson | None = None
+    start: Time = 0
+    stop: Time | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Flow:
+        _exactly_one(self, FLOW_KINDS)
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in FLOW_KINDS if getattr(self, kind) is not None)
+
+    @property
+    def spec(self) -> Tcp | Udp | Ping | Poisson:
+        return getattr(self, self.kind)
+
+
+class Scenario(_Model):
+    """A whole scenario; see the module docstring for the YAML form."""
+
+    name: Name
+    description: str = ""
+    duration: PositiveTime
+    seed: Seed = 1
+    metric_interval: PositiveTime = 100 * NS_PER_MS
+    nodes: Annotated[dict[Name, Node], Field(min_length=1)]
+    links: list[Link] = []
+    flows: list[Flow] = []
+
+    def resolved(self) -> Scenario:
+        """The same scenario with router addresses assigned and every flow's
+        stop time filled in: what :func:`resolve` hands the engine."""
+        addresses = _assign_router_addresses(self.nodes)
+        nodes = {name: node.model_copy(update={"address": addresses[name]}) for name, node in self.nodes.items()}
+        flows = [flow.model_copy(update={"stop": self.stop_of(flow)}) for flow in self.flows]
+        return self.model_copy(update={"nodes": nodes, "flows": flows})
+
+    def stop_of(self, flow: Flow) -> int:
+        """A flow's stop time in ns (the end of the run by default)."""
+        return self.duration if flow.stop is None else flow.stop
+
+    def to_yaml(self) -> str:
+        """The scenario as YAML in human units; :func:`load_scenario` reads
+        it back to an equal scenario."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+
+
+# --- loading and validation -------------------------------------------------
+
+
+def load_scenario(
+    path_or_dict: str | Path | dict, *, seed: int | None = None, duration: str | None = None
+) -> Scenario:
+    """Read and validate a scenario (a YAML file's path, or a dict).
+
+    ``seed`` overrides the scenario's seed. ``duration`` (a time string such
+    as ``"10s"``) runs the scenario's timeline for that long instead: flow
+    stops and UDP schedule steps past the new end are cut, flows that stop
+    at the end of the run follow it. Nothing is rescaled.
+    Raises :class:`~alphaqos.errors.ScenarioError` on any problem.
+    """
+    source = read_source(path_or_dict)
+    if not isinstance(source.data, dict):
+        raise ScenarioError([source.issue((), "expected a mapping with name, duration, nodes, links and flows")])
+    data = source.data if seed is None else {**source.data, "seed": seed}
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_sorted([_issue_from_pydantic(error, source, seed) for error in exc.errors()])) from None
+    problems = _cross_checks(scenario)
+    if problems:
+        raise ScenarioError(_sorted([source.issue(loc, message) for loc, message in problems]))
+    if duration is None:
+        return scenario
+    shortened = _with_duration(scenario, _duration_override(duration, source))
+    note = f" (the duration override ends the run at {_t(shortened.duration)})"
+    problems = _cross_checks(shortened)
+    if problems:
+        raise ScenarioError(_sorted([source.issue(loc, message + note) for loc, message in problems]))
+    return shortened
+
+
+def _duration_override(duration: str, source: Source) -> int:
+    try:
+        value = units.parse_time(duration)
+        if value <= 0:
+            raise ValueError(f"must be greater than 0s, got {duration!r}")
+    except ValueError as exc:
+        raise ScenarioError([Issue(loc=("duration",), message=f"{exc} (duration override)", source=source.name)]) from None
+    return value
+
+
+def _with_duration(scenario: Scenario, duration: int) -> Scenario:
+    """``scenario`` run for ``duration``: explicit stops and schedule steps
+    past the new end are cut; default stops follow the new end."""
+    flows = []
+    for flow in scenario.flows:
+        update: dict[str, Any] = {}
+        if flow.stop is not None:
+            update["stop"] = min(flow.stop, duration)
+        if flow.udp is not None and flow.udp.schedule is not None:
+            steps = [(time, rate) for time, rate in flow.udp.schedule if time < duration]
+            # Every step past the end: the flow stays silent, at 0 bit/s.
+            update["udp"] = flow.udp.model_copy(update={"schedule": steps or [(0, 0)]})
+        flows.append(flow.model_copy(update=update))
+    return scenario.model_copy(update={"duration": duration, "flows": flows})
+
+
+def _sorted(issues: list[Issue]) -> list[Issue]:
+    """Issues in file order, so the first one reported is the topmost."""
+    return sorted(issues, key=lambda issue: issue.line or 0)
+
+
+def _issue_from_pydantic(error: dict[str, Any], source: Source, seed: int | None) -> Issue:
+    """Reword one pydantic error as "what was expected", at its YAML path."""
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "value_error":
+        message = str(error["ctx"]["error"])
+    elif kind == "extra_forbidden":
+        allowed = _allowed_keys(loc[:-1])
+        message = f"unknown key {loc[-1]!r}" + (f" (expected one of: {', '.join(allowed)})" if allowed else "")
+    elif kind == "missing":
+        message = "required key is missing"
+    else:
+        message = error["msg"]
+        if message.startswith("Input should be "):
+            message = "expected " + message.removeprefix("Input should be ")
+        if "input" in error and not isinstance(error["input"], (dict, list)) and ", got" not in message:
+            message += f", got {error['input']!r}"
+    if loc and loc[-1] == "[key]":
+        loc, message = loc[:-1], f"invalid key: {message}"
+    if seed is not None and loc == ("seed",):
+        return Issue(loc=loc, message=f"{message} (seed override)", source=source.name)
+    return source.issue(loc, message)
+
+
+def _allowed_keys(loc: tuple) -> list[str]:
+    """The keys the model at ``loc`` (a path into a Scenario) accepts."""
+    annotation: Any = Scenario
+    for part in loc:
+        annotation = _strip(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            fields = {info.alias or name: info for name, info in annotation.model_fields.items()}
+            if part not in fields:
+                return []
+            annotation = fields[part].annotation
+        elif get_origin(annotation) in (list, dict):
+            annotation = get_args(annotation)[-1]
+        else:
+            return []
+    annotation = _strip(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [info.alias or name for name, info in annotation.model_fields.items()]
+    return []
+
+
+def _strip(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` and ``X | None`` -> ``X``."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin is Union or type(annotation).__name__ == "UnionType":
+            annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+        else:
+            return annotation
+
+
+# --- cross-field checks -----------------------------------------------------
+
+
+def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
+    """Everything a single field cannot check alone, as (path, message)."""
+    return [
+        *_check_nodes(scenario),
+        *_check_links(scenario),
+        *_check_flows(scenario),
+        *_check_run(scenario),
+    ]
+
+
+def _check_run(scenario: Scenario):
+    if scenario.metric_interval > scenario.duration:
+        yield ("metric_interval",), f"{_t(scenario.metric_interval)} is longer than the run ({_t(scenario.duration)})"
+
+
+def _t(ns: int) -> str:
+    return units.fmt_time_ns(ns, exact=True)
+
+
+def _check_nodes(scenario: Scenario):
+    owner: dict[str, str] = {}
+    for name, node in scenario.nodes.items():
+        if not node.router and node.address is None:
+            yield ("nodes", name), "a host needs an IPv4 address (add 'address: ...', or 'router: true')"
+        if node.address is None:
+            continue
+        if node.address in owner:
+            yield ("nodes", name, "address"), f"address {node.address} is already used by node {owner[node.address]!r}"
+        owner.setdefault(node.address, name)
+
+
+def _check_links(scenario: Scenario):
+    joined: dict[frozenset, int] = {}
+    for index, link in enumerate(scenario.links):
+        a, b = link.between
+        for end_index, end in enumerate(link.between):
+            if end not in scenario.nodes:
+                yield ("links", index, "between", end_index), _unknown_node(end, scenario)
+        if a == b:
+            yield ("links", index, "between"), f"a link joins two different nodes, got {a!r} twice"
+        pair = frozenset(link.between)
+        if pair in joined:
+            yield ("links", index, "between"), f"duplicate link: links[{joined[pair]}] already joins {a!r} and {b!r}"
+        joined.setdefault(pair, index)
+        for sender in link.queues:
+            if sender not in link.between:
+                yield (
+                    ("links", index, "queues", sender),
+                    f"{sender!r} is not an end of this link (expected {a!r} or {b!r})",
+                )
+        queues = [(("links", index, "queue"), link.queue)]
+        queues += [(("links", index, "queues", sender), queue) for sender, queue in link.queues.items()]
+        for loc, queue in queues:
+            if queue.red is not None:
+                yield from _check_red(queue.red, (*loc, "red"))
+
+
+def _check_red(red: Red, loc: tuple):
+    if red.min_th.in_bytes != red.max_th.in_bytes:
+        yield (*loc, "max_th"), "min_th and max_th must both be packet counts or both be sizes"
+    elif red.min_th.value >= red.max_th.value:
+        yield (*loc, "max_th"), (
+            f"must be greater than min_th ({_fmt_threshold(red.min_th)}), got {_fmt_threshold(red.max_th)}"
+        )
+
+
+def _check_flows(scenario: Scenario):
+    first_use: dict[str, int] = {}
+    routes = _Routes(scenario)
+    for index, flow in enumerate(scenario.flows):
+        loc = ("flows", index)
+        if flow.name in first_use:
+            yield (*loc, "name"), f"duplicate flow name {flow.name!r} (also flows[{first_use[flow.name]}])"
+        first_use.setdefault(flow.name, index)
+        yield from _check_endpoints(scenario, flow, loc, routes)
+        yield from _check_times(scenario, flow, loc)
+        if flow.udp is not None and flow.udp.schedule is not None:
+            yield from _check_schedule(scenario, flow.udp.schedule, (*loc, "udp", "schedule"))
+        if flow.tcp is not None:
+            yield from _check_tcp(flow.tcp, (*loc, "tcp"))
+
+
+def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple, routes: _Routes):
+    spec, kind = flow.spec, flow.kind
+    usable = True
+    for key, end in (("from", spec.src), ("to", spec.dst)):
+        node = scenario.nodes.get(end)
+        if node is None:
+            yield (*loc, kind, key), _unknown_node(end, scenario)
+            usable = False
+        elif node.router:
+            yield (*loc, kind, key), f"{end!r} is a router; flows run between hosts"
+            usable = False
+    if not usable:
+        return
+    if spec.src == spec.dst:
+        yield (*loc, kind, "to"), f"a flow needs two different hosts, got {spec.src!r} twice"
+        return
+    path = routes.path(spec.src, spec.dst)
+    if path is None:
+        yield loc, (
+            f"flow {flow.name!r}: no path from {spec.src!r} to {spec.dst!r} over the links "
+            "(only routers forward packets)"
+        )
+        return
+    size_key, size = ("mss", flow.tcp.mss + TCP_HEADER_BYTES) if flow.tcp else ("size", spec.size)
+    for index in path:
+        link = scenario.links[index]
+        if size > link.mtu:
+            yield (*loc, kind, size_key), (
+                f"{size}B packets do not fit the {link.mtu}B MTU of links[{index}] ({'-'.join(link.between)}) on the flow's path"
+                + (f" (mss + {TCP_HEADER_BYTES}B of IP and TCP headers)" if flow.tcp else "")
+            )
+            return
+
+
+def _check_times(scenario: Scenario, flow: Flow, loc: tuple):
+    stop = scenario.stop_of(flow)
+    if stop > scenario.duration:
+        yield (*loc, "stop"), f"{_t(stop)} is after the end of the run (duration {_t(scenario.duration)})"
+    elif flow.start >= stop:
+        end = "its stop" if flow.stop is not None else "the end of the run"
+        yield (*loc, "start"), f"{_t(flow.start)} is not before {end} ({_t(stop)})"
+
+
+def _check_schedule(scenario: Scenario, schedule: list[tuple[int, int]], loc: tuple):
+    for step, (time, _rate) in enumerate(schedule):
+        if time >= scenario.duration:
+            yield (*loc, step, 0), f"{_t(time)} is not before the end of the run ({_t(scenario.duration)})"
+        if step and time <= schedule[step - 1][0]:
+            yield (*loc, step, 0), f"schedule times must ascend: {_t(time)} follows {_t(schedule[step - 1][0])}"
+
+
+def _check_tcp(tcp: Tcp, loc: tuple):
+    if tcp.rwnd < tcp.mss:
+        yield (*loc, "rwnd"), f"must be at least one segment (mss {units.fmt_size(tcp.mss, exact=True)})"
+    if tcp.min_rto > tcp.max_rto:
+        yield (*loc, "max_rto"), f"must not be less than min_rto ({_t(tcp.min_rto)})"
+    elif not tcp.min_rto <= tcp.initial_rto <= tcp.max_rto:
+        yield (*loc, "initial_rto"), f"must lie between min_rto ({_t(tcp.min_rto)}) and max_rto ({_t(tcp.max_rto)})"
+
+
+def _unknown_node(name: str, scenario: Scenario) -> str:
+    return f"unknown node {name!r} (nodes: {', '.join(scenario.nodes)})"
+
+
+class _Routes:
+    """Paths as the engine routes packets (``crates/alphaqos-sim/src/topology.rs``):
+    every node forwards towards a destination through the first hop of a
+    breadth-first search from itself, neighbours taken in link order; only
+    routers forward, so a path never crosses a host."""
+
+    def __init__(self, scenario: Scenario):
+        self._routers = {name for name, node in scenario.nodes.items() if node.router}
+        self._ports: dict[str, list[tuple[str, int]]] = {name: [] for name in scenario.nodes}
+        for index, link in enumerate(scenario.links):
+            a, b = link.between
+            if a in self._ports and b in self._ports and a != b:
+                self._ports[a].append((b, index))
+                self._ports[b].append((a, index))
+        self._first_hops: dict[str, dict[str, tuple[str, int]]] = {}
+
+    def path(self, src: str, dst: str) -> list[int] | None:
+        """Indices of the links from ``src`` to ``dst``, or None if unreachable."""
+        node, links = src, []
+        while node != dst:
+            hop = self._hops_from(node).get(dst)
+            if hop is None:
+                return None
+            node = hop[0]
+            links.append(hop[1])
+        return links
+
+    def _hops_from(self, src: str) -> dict[str, tuple[str, int]]:
+        """For each reachable node: (next node, link index) of the first hop."""
+        if src not in self._first_hops:
+            first: dict[str, tuple[str, int]] = {}
+            frontier: deque[str] = deque()
+            for peer, index in self._ports[src]:
+                if peer != src and peer not in first:
+                    first[peer] = (peer, index)
+                    frontier.append(peer)
+            while frontier:
+                node = frontier.popleft()
+                if node not in self._routers:
+                    continue
+                for peer, _index in self._ports[node]:
+                    if peer != src and peer not in first:
+                        first[peer] = first[node]
+                        frontier.append(peer)
+            self._first_hops[src] = first
+        return self._first_hops[src]
+
+
+def _assign_router_addresses(nodes: dict[str, Node]) -> dict[str, str]:
+    """Every node's address; routers without one draw from the pool."""
+    taken = {node.address for node in nodes.values() if node.address is not None}
+    pool = (str(address) for address in ROUTER_ADDRESS_POOL.hosts() if str(address) not in taken)
+    return {name: node.address if node.address is not None else next(pool) for name, node in nodes.items()}
+
+
+# --- the engine's resolved configuration -----------------------------------
+
+
+def resolve(scenario: Scenario) -> dict[str, Any]:
+    """The engine configuration of ``docs/engine-config.md``: plain JSON
+    types, integers in base units (ns, bit/s, bytes), all defaults filled."""
+    scenario = scenario.resolved()
+    return {
+        "name": scenario.name,
+        "seed": scenario.seed,
+        "duration_ns": scenario.duration,
+        "metric_interval_ns": scenario.metric_interval,
+        "nodes": [
+            {"name": name, "router": node.router, "address": node.address} for name, node in scenario.nodes.items()
+        ],
+        "links": [_resolve_link(link) for link in scenario.links],
+        "flows": [_resolve_flow(flow) for flow in scenario.flows],
+    }
+
+
+def _resolve_link(link: Link) -> dict[str, Any]:
+    a, b = link.between
+    return {
+        "a": a,
+        "b": b,
+        "rate_bps": link.rate,
+        "delay_ns": link.delay,
+        "mtu_bytes": link.mtu,
+        "overhead_bytes": link.overhead,
+        "queue_ab": _resolve_queue(link.queue_from(a)),
+        "queue_ba": _resolve_queue(link.queue_from(b)),
+    }
+
+
+def _resolve_queue(queue: Queue) -> dict[str, Any]:
+    if queue.fifo is not None:
+        return {"fifo": _resolve_limit(queue.fifo.limit)}
+    red = queue.red
+    return {
+        "red": {
+            **_resolve_limit(red.limit),
+            "min_th": red.min_th.value,
+            "max_th": red.max_th.value,
+            "thresholds_in_bytes": red.min_th.in_bytes,
+            "max_p": red.max_p,
+            "w_q": red.w_q,
+            "gentle": red.gentle,
+            "byte_mode": red.byte_mode,
+            "mean_pkt_bytes": red.mean_pkt_size,
+        }
+    }
+
+
+def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:
+    return {"limit_pkts": limit.pkts, "limit_bytes": limit.bytes}
+
+
+def _resolve_flow(flow: Flow) -> dict[str, Any]:
+    spec = flow.spec
+    common = {"name": flow.name, "src": spec.src, "dst": spec.dst, "start_ns": flow.start, "stop_ns": flow.stop}
+    if flow.tcp is not None:
+        tcp = flow.tcp
+        app = {
+            "cc": tcp.cc,
+            "mss_bytes": tcp.mss,
+            "init_cwnd_pkts": tcp.init_cwnd,
+            "rwnd_bytes": tcp.rwnd,
+            "delayed_ack": tcp.delayed_ack,
+            "ack_every": tcp.ack_every,
+            "delack_timeout_ns": tcp.delack_timeout,
+            "min_rto_ns": tcp.min_rto,
+            "initial_rto_ns": tcp.initial_rto,
+            "max_rto_ns": tcp.max_rto,
+            "dupthresh": tcp.dupthresh,
+            "size_bytes": tcp.size,
+        }
+    elif flow.udp is not None:
+        udp = flow.udp
+        schedule = udp.schedule if udp.schedule is not None else [(flow.start, udp.rate)]
+        app = {"size_bytes": udp.size, "schedule": [[time, rate] for time, rate in schedule]}
+    elif flow.poisson is not None:
+        poisson = flow.poisson
+        app = {"rate_bps": poisson.rate, "size_bytes": poisson.size, "exp_size": poisson.sizes == "exponential"}
+    else:
+        app = {"interval_ns": flow.ping.interval, "size_bytes": flow.ping.size}
+    return {**common, flow.kind: app}

@@ -1,0 +1,623 @@
+"""Units, the scenario schema and its errors, and the CLI's handling of bad
+input. None of these tests needs the engine: validation and output-directory
+checks happen before it is loaded."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from alphaqos import ScenarioError, cli, load_scenario, resolve
+from alphaqos.scenario import Scenario
+from alphaqos.units import (
+    QueueLimit,
+    fmt_rate,
+    fmt_size,
+    fmt_time_ns,
+    parse_queue_limit,
+    parse_rate,
+    parse_size,
+    parse_time,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+EXP1 = REPO / "scenarios" / "yan2013" / "exp1-1queue.yaml"
+
+# --- units ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "bps"),
+    [
+        ("10Gbps", 10_000_000_000),
+        ("10gbps", 10_000_000_000),
+        ("10 Gbps", 10_000_000_000),
+        ("10Gbit/s", 10_000_000_000),
+        ("2.5Gbps", 2_500_000_000),
+        ("1.5Mbps", 1_500_000),
+        ("500kbps", 500_000),
+        ("1Tbps", 10**12),
+        ("0bps", 0),
+        ("64bit/s", 64),
+        ("1e9bps", 10**9),
+    ],
+)
+def test_parse_rate(text, bps):
+    assert parse_rate(text) == bps
+
+
+@pytest.mark.parametrize(
+    ("text", "nbytes"),
+    [
+        ("1500B", 1500),
+        ("125MB", 125_000_000),
+        ("30KB", 30_000),
+        ("30kB", 30_000),
+        ("1GB", 10**9),
+        ("48MiB", 48 * 2**20),
+        ("64KiB", 65_536),
+        ("1GiB", 2**30),
+        ("0.5KB", 500),
+    ],
+)
+def test_parse_size(text, nbytes):
+    assert parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("0.05ms", 50_000),
+        ("1.05ms", 1_050_000),
+        ("200s", 200_000_000_000),
+        ("100ms", 100_000_000),
+        ("40ms", 40_000_000),
+        ("7us", 7_000),
+        ("7µs", 7_000),
+        ("12ns", 12),
+        ("2min", 120_000_000_000),
+        ("0.1s", 100_000_000),
+        ("0s", 0),
+    ],
+)
+def test_parse_time_is_exact(text, ns):
+    assert parse_time(text) == ns
+
+
+@pytest.mark.parametrize(
+    ("value", "limit"),
+    [
+        (1000, QueueLimit(pkts=1000)),
+        ("1000p", QueueLimit(pkts=1000)),
+        ("1000pkts", QueueLimit(pkts=1000)),
+        ("125MB", QueueLimit(bytes=125_000_000)),
+        ("unlimited", QueueLimit()),
+    ],
+)
+def test_parse_queue_limit(value, limit):
+    assert parse_queue_limit(value) == limit
+
+
+@pytest.mark.parametrize(
+    ("parse", "value", "expected"),
+    [
+        (parse_rate, "-1Gbps", "negative value"),
+        (parse_rate, "nan", "expected a rate like '10Gbps'"),
+        (parse_rate, "NaNGbps", "expected a rate like '10Gbps'"),
+        (parse_rate, "infGbps", "expected a rate like '10Gbps'"),
+        (parse_rate, "", "empty string"),
+        (parse_rate, "10", "missing unit"),
+        (parse_rate, "10GBps", "unknown rate unit 'GBps'"),
+        (parse_rate, "10Gbytes", "unknown rate unit"),
+        (parse_rate, 10_000, "expected a rate like '10Gbps'"),
+        (parse_rate, True, "expected a rate like '10Gbps'"),
+        (parse_rate, None, "expected a rate like '10Gbps'"),
+        (parse_rate, "0.5bps", "not a whole number of bit/s"),
+        (parse_size, "1500b", "unknown size unit 'b'"),
+        (parse_size, "1.5B", "not a whole number of bytes"),
+        (parse_size, "12XB", "expected a size like '1500B'"),
+        (parse_time, "0.5ns", "not a whole number of nanoseconds"),
+        (parse_time, "10 parsecs", "expected a time like '200ms'"),
+        (parse_time, "-5s", "negative value"),
+        (parse_time, "5", "missing unit"),
+        (parse_time, 1.5, "expected a time like '200ms'"),
+        (parse_time, "1e99s", "too large"),
+        (parse_time, "18446744073709551616ns", "too large"),
+        (parse_time, "1.0000000000000000000000000001ms", "not a whole number"),  # beyond float and default Decimal precision
+        (parse_time, "1" * 41 + "ns", "too many digits"),
+        (parse_queue_limit, 0, "must be positive"),
+        (parse_queue_limit, "2.5p", "not a whole number of packets"),
+        (parse_queue_limit, True, "expected a queue limit like '1000p'"),
+        (parse_queue_limit, "-3p", "negative value"),
+    ],
+)
+def test_unit_parsers_reject_with_what_was_expected(parse, value, expected):
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        parse(value)
+
+
+def test_human_formats():
+    assert fmt_rate(3e9) == "3 Gbps"
+    assert fmt_rate(2.5e9) == "2.5 Gbps"
+    assert fmt_rate(123_456_789) == "123.5 Mbps"
+    assert fmt_rate(0) == "0 bps"
+    assert fmt_time_ns(2_280_000) == "2.28 ms"
+    assert fmt_time_ns(200e9) == "200 s"
+    assert fmt_time_ns(50_000) == "50 us"
+    assert fmt_size(125e6) == "125 MB"
+
+
+def test_exact_formats():
+    assert fmt_rate(1_500_000, exact=True) == "1.5Mbps"
+    assert fmt_time_ns(1_050_000, exact=True) == "1.05ms"
+    assert fmt_size(1500, exact=True) == "1500B"
+    assert fmt_size(48 * 2**20, exact=True) == "48MiB"
+    assert fmt_size(125_000_000, exact=True) == "125MB"
+    assert fmt_size(0, exact=True) == "0B"
+
+
+@pytest.mark.parametrize("value", [0, 1, 999, 1000, 1448, 1500, 50_000, 1_050_000, 65_536, 48 * 2**20, 10**12 + 1])
+def test_exact_formats_parse_back(value):
+    assert parse_rate(fmt_rate(value, exact=True)) == value
+    assert parse_size(fmt_size(value, exact=True)) == value
+    assert parse_time(fmt_time_ns(value, exact=True)) == value
+
+
+# --- the scenario and its resolution ----------------------------------------
+
+
+def test_bundled_experiment_resolves_to_the_documented_config():
+    config = resolve(load_scenario(EXP1))
+    assert config["duration_ns"] == 200 * 10**9
+    assert config["metric_interval_ns"] == 100 * 10**6
+    nodes = {node["name"]: node for node in config["nodes"]}
+    assert nodes["W1"] == {"name": "W1", "router": False, "address": "10.0.1.1"}
+    assert nodes["WR"]["router"] and nodes["WR"]["address"] == "10.255.0.1"
+    links = {(link["a"], link["b"]): link for link in config["links"]}
+    access = links[("WR", "W1")]
+    assert access["delay_ns"] == 50_000
+    assert access["rate_bps"] == 10**10
+    assert access["overhead_bytes"] == 38 and access["mtu_bytes"] == 1500
+    assert access["queue_ab"] == {"fifo": {"limit_pkts": None, "limit_bytes": 125_000_000}}
+    assert access["queue_ba"] == {"fifo": {"limit_pkts": 1000, "limit_bytes": None}}
+    assert links[("WR", "ER")]["delay_ns"] == 1_050_000
+    assert links[("WR", "WA")]["rate_bps"] == 10**9
+    flows = {flow["name"]: flow for flow in config["flows"]}
+    assert flows["alpha"]["start_ns"] == 53 * 10**9 and flows["alpha"]["stop_ns"] == 153 * 10**9
+    assert flows["alpha"]["tcp"]["rwnd_bytes"] == 48 * 2**20
+    assert flows["alpha"]["tcp"]["size_bytes"] is None
+    assert flows["background"]["udp"] == {"size_bytes": 1500, "schedule": [[10**9, 3 * 10**9]]}
+    assert flows["probe"]["ping"] == {"interval_ns": 10**9, "size_bytes": 84}
+    assert flows["probe"]["stop_ns"] == 200 * 10**9
+
+
+def _tiny(**changes) -> dict:
+    scenario = {
+        "name": "tiny",
+        "duration": "2s",
+        "nodes": {"A": {"address": "10.0.0.1"}, "B": {"address": "10.0.0.2"}, "R": {"router": True}},
+        "links": [
+            {"between": ["A", "R"], "rate": "1Gbps", "delay": "1ms"},
+            {"between": ["R", "B"], "rate": "1Gbps", "delay": "2ms"},
+        ],
+        "flows": [{"name": "bulk", "udp": {"from": "A", "to": "B", "rate": "500Mbps"}}],
+    }
+    scenario.update(changes)
+    return scenario
+
+
+def test_defaults_fill_the_engine_config():
+    config = resolve(load_scenario(_tiny()))
+    assert config["seed"] == 1
+    link = config["links"][0]
+    assert link["mtu_bytes"] == 1500 and link["overhead_bytes"] == 38
+    assert link["queue_ab"] == link["queue_ba"] == {"fifo": {"limit_pkts": 1000, "limit_bytes": None}}
+    flow = config["flows"][0]
+    assert (flow["start_ns"], flow["stop_ns"]) == (0, 2 * 10**9)
+    assert flow["udp"] == {"size_bytes": 1500, "schedule": [[0, 500_000_000]]}
+
+
+def test_every_option_resolves():
+    scenario = _tiny(
+        seed=7,
+        metric_interval="10ms",
+        flows=[
+            {
+                "name": "t",
+                "tcp": {"from": "A", "to": "B", "cc": "newreno", "size": "10MB", "init_cwnd": 4, "delayed_ack": False},
+                "start": "0.5s",
+            },
+            {"name": "s", "udp": {"from": "B", "to": "A", "schedule": [["0s", "0bps"], ["1s", "100Mbps"]], "size": "1000B"}},
+            {"name": "p", "poisson": {"from": "A", "to": "B", "rate": "5Mbps", "size": "600B", "sizes": "exponential"}},
+            {"name": "q", "ping": {"from": "B", "to": "A", "interval": "10ms"}, "stop": "1s"},
+        ],
+    )
+    scenario["links"][1]["queue"] = {"red": {"limit": "300KB", "min_th": "30KB", "max_th": "90KB", "max_p": 0.2}}
+    scenario["links"][1]["queues"] = {"B": {"fifo": {"limit": "unlimited"}}}
+    config = resolve(load_scenario(scenario))
+    assert config["seed"] == 7 and config["metric_interval_ns"] == 10**7
+    tcp, udp, poisson, ping = config["flows"]
+    assert tcp["tcp"]["size_bytes"] == 10**7 and tcp["tcp"]["init_cwnd_pkts"] == 4
+    assert tcp["tcp"]["delayed_ack"] is False and tcp["start_ns"] == 5 * 10**8
+    assert udp["udp"]["schedule"] == [[0, 0], [10**9, 10**8]]
+    assert poisson["poisson"] == {"rate_bps": 5 * 10**6, "size_bytes": 600, "exp_size": True}
+    assert ping["stop_ns"] == 10**9
+    link = config["links"][1]
+    assert link["queue_ab"] == {
+        "red": {
+            "limit_pkts": None, "limit_bytes": 300_000, "min_th": 30_000.0, "max_th": 90_000.0,
+            "thresholds_in_bytes": True, "max_p": 0.2, "w_q": 0.002, "gentle": True, "byte_mode": False,
+            "mean_pkt_bytes": 1000,
+        }
+    }  # fmt: skip
+    assert link["queue_ba"] == {"fifo": {"limit_pkts": None, "limit_bytes": None}}
+
+
+def test_red_thresholds_in_packets():
+    scenario = _tiny()
+    scenario["links"][1]["queue"] = {"red": {"min_th": 5, "max_th": 15.5}}
+    red = resolve(load_scenario(scenario))["links"][1]["queue_ab"]["red"]
+    assert (red["min_th"], red["max_th"], red["thresholds_in_bytes"]) == (5.0, 15.5, False)
+    assert (red["limit_pkts"], red["limit_bytes"]) == (1000, None)
+
+
+@pytest.mark.parametrize("source", ["exp1", "every-option"])
+def test_resolved_yaml_reads_back_to_the_same_config(source, tmp_path):
+    if source == "exp1":
+        scenario = load_scenario(EXP1)
+    else:
+        data = _tiny(flows=[{"name": "s", "udp": {"from": "B", "to": "A", "schedule": [["0s", "1.5Mbps"]]}}])
+        data["links"][0]["queue"] = {"red": {"min_th": 5, "max_th": 15.5, "limit": "unlimited"}}
+        data["links"][1]["queues"] = {"R": {"fifo": {"limit": "48MiB"}}}
+        scenario = load_scenario(data)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(scenario.resolved().to_yaml())
+    assert resolve(load_scenario(path)) == resolve(scenario)
+
+
+def test_routers_get_free_addresses_in_order():
+    nodes = {
+        "A": {"address": "10.255.0.1"},
+        "B": {"address": "10.0.0.2"},
+        "R": {"router": True},
+        "S": {"router": True, "address": "10.255.0.2"},
+        "T": {"router": True},
+    }
+    links = [
+        {"between": ["A", "R"], "rate": "1Gbps", "delay": "1ms"},
+        {"between": ["R", "T"], "rate": "1Gbps", "delay": "1ms"},
+        {"between": ["T", "B"], "rate": "1Gbps", "delay": "1ms"},
+        {"between": ["S", "T"], "rate": "1Gbps", "delay": "1ms"},
+    ]
+    config = resolve(load_scenario(_tiny(nodes=nodes, links=links)))
+    addresses = {node["name"]: node["address"] for node in config["nodes"]}
+    assert addresses == {"A": "10.255.0.1", "B": "10.0.0.2", "R": "10.255.0.3", "S": "10.255.0.2", "T": "10.255.0.4"}
+
+
+def test_overrides_replace_seed_and_duration():
+    scenario = load_scenario(_tiny(), seed=42, duration="1500ms")
+    assert (scenario.seed, scenario.duration) == (42, 1_500_000_000)
+    assert resolve(scenario)["flows"][0]["stop_ns"] == 1_500_000_000  # the default stop follows the new end
+
+
+def test_a_shorter_duration_cuts_the_timeline_without_rescaling():
+    flows = [
+        {"name": "late", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}, "start": "0.5s", "stop": "1.8s"},
+        {"name": "steps", "udp": {"from": "A", "to": "B", "schedule": [["0s", "1Mbps"], ["0.2s", "2Mbps"], ["1.5s", "0bps"]]}},
+        {"name": "after", "udp": {"from": "B", "to": "A", "schedule": [["1.5s", "1Mbps"]]}},
+    ]  # fmt: skip
+    late, steps, after = resolve(load_scenario(_tiny(flows=flows), duration="1s"))["flows"]
+    assert (late["start_ns"], late["stop_ns"]) == (500_000_000, 10**9)
+    assert steps["udp"]["schedule"] == [[0, 10**6], [200_000_000, 2 * 10**6]]
+    assert after["udp"]["schedule"] == [[0, 0]]
+
+
+def test_a_flow_starting_after_the_shortened_run_is_an_error():
+    flows = [{"name": "late", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}, "start": "1.5s"}]
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(_tiny(flows=flows), duration="1s")
+    assert str(caught.value) == (
+        "flows[0].start: 1.5s is not before the end of the run (1s) (the duration override ends the run at 1s)"
+    )
+
+
+def test_override_errors_name_the_override():
+    with pytest.raises(ScenarioError, match=r"^seed: .*greater than or equal to 0.*\(seed override\)$"):
+        load_scenario(_tiny(), seed=-1)
+    with pytest.raises(ScenarioError, match=r"^duration: must be greater than 0s, got '0s' \(duration override\)$"):
+        load_scenario(_tiny(), duration="0s")
+    with pytest.raises(ScenarioError, match=r"^duration: missing unit in '5': .*\(duration override\)$"):
+        load_scenario(_tiny(), duration="5")
+
+
+def test_dict_errors_give_the_path_without_a_line():
+    data = _tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "foo"}}])
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(data)
+    assert str(caught.value) == "flows[0].tcp.cc: unknown congestion control 'foo' (expected one of: newreno)"
+
+
+def test_all_problems_are_kept_and_counted():
+    data = _tiny()
+    data["nodes"]["B"] = {}
+    data["flows"][0]["udp"]["rate"] = "0bps"
+    data["flows"][0]["udp"]["size"] = "20B"
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(data)
+    assert [issue.path for issue in caught.value.issues] == ["flows[0].udp.rate", "flows[0].udp.size"]
+    assert str(caught.value).endswith("(and 1 more problem)")
+
+
+def test_flows_do_not_cross_hosts():
+    data = _tiny(
+        nodes={"A": {"address": "10.0.0.1"}, "H": {"address": "10.0.0.3"}, "B": {"address": "10.0.0.2"}},
+        links=[
+            {"between": ["A", "H"], "rate": "1Gbps", "delay": "1ms"},
+            {"between": ["H", "B"], "rate": "1Gbps", "delay": "1ms"},
+        ],
+    )
+    with pytest.raises(ScenarioError, match="no path from 'A' to 'B'.*only routers forward"):
+        load_scenario(data)
+
+
+def test_packets_must_fit_the_mtu_of_the_routed_path():
+    data = _tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno"}}])
+    data["links"][1]["mtu"] = "1499B"
+    with pytest.raises(ScenarioError, match=r"flows\[0\]\.tcp\.mss: 1500B packets do not fit the 1499B MTU of links\[1\]"):
+        load_scenario(data)
+    data["flows"][0]["tcp"]["mss"] = "1447B"
+    load_scenario(data)
+
+
+def test_the_schema_docstring_example_is_valid():
+    import textwrap
+
+    import yaml
+
+    from alphaqos import scenario as module
+
+    example = textwrap.dedent(module.__doc__.split("::\n")[1].split("\nEvery key")[0])
+    config = resolve(load_scenario(yaml.safe_load(example)))
+    assert [flow["name"] for flow in config["flows"]] == ["bulk", "probe"]
+
+
+def test_scenario_models_reject_direct_nonsense():
+    with pytest.raises(ValueError):
+        Scenario.model_validate({"name": "x", "duration": "1s", "nodes": {}})
+
+
+# --- the CLI on bad input ----------------------------------------------------
+
+# Line numbers of this text matter: the cases below point into it.
+BASE = """\
+name: tiny
+duration: 2s
+nodes:
+  A: {address: 10.0.0.1}
+  B: {address: 10.0.0.2}
+  R: {router: true}
+links:
+  - between: [A, R]
+    rate: 1Gbps
+    delay: 1ms
+  - between: [R, B]
+    rate: 1Gbps
+    delay: 2ms
+    queues: {R: {fifo: {limit: 100p}}}
+flows:
+  - name: bulk
+    udp: {from: A, to: B, rate: 500Mbps}
+  - name: probe
+    ping: {from: A, to: B, interval: 100ms}
+    start: 0s
+    stop: 2s
+"""
+
+# (id, edits to BASE, text on the line the error must point at, field path, message fragment)
+BAD_INPUT = [
+    ("unknown-node-in-link", [("[R, B]", "[R, X]")], "[R, X]", "links[1].between[1]", "unknown node 'X' (nodes: A, B, R)"),
+    ("flow-from-router", [("udp: {from: A", "udp: {from: R")], "udp: {from: R", "flows[0].udp.from", "'R' is a router; flows run between hosts"),
+    ("flow-to-unknown", [("udp: {from: A, to: B", "udp: {from: A, to: Z")], "to: Z", "flows[0].udp.to", "unknown node 'Z'"),
+    ("host-without-address", [("B: {address: 10.0.0.2}", "B: {}")], "B: {}", "nodes.B", "a host needs an IPv4 address"),
+    ("duplicate-address", [("10.0.0.2", "10.0.0.1")], "B: {address", "nodes.B.address", "address 10.0.0.1 is already used by node 'A'"),
+    ("invalid-address", [("10.0.0.2", "10.0.0.300")], "B: {address", "nodes.B.address", "expected a dotted IPv4 address"),
+    ("duplicate-flow-name", [("name: probe", "name: bulk")], "  - name: bulk\n    ping", "flows[1].name", "duplicate flow name 'bulk'"),
+    ("duplicate-link", [("[R, B]", "[R, A]")], "[R, A]", "links[1].between", "duplicate link: links[0] already joins"),
+    ("link-to-itself", [("[R, B]", "[R, R]")], "[R, R]", "links[1].between", "two different nodes"),
+    (
+        "no-path",
+        [("  R: {router: true}", "  R: {router: true}\n  C: {address: 10.0.0.3}"), ("ping: {from: A, to: B", "ping: {from: A, to: C")],
+        "- name: probe", "flows[1]", "flow 'probe': no path from 'A' to 'C'",
+    ),
+    ("start-not-before-stop", [("start: 0s", "start: 2s")], "start: 2s", "flows[1].start", "2s is not before its stop (2s)"),
+    ("stop-after-duration", [("stop: 2s", "stop: 3s")], "stop: 3s", "flows[1].stop", "3s is after the end of the run (duration 2s)"),
+    (
+        "schedule-not-ascending",
+        [("rate: 500Mbps", "schedule: [[0s, 1Mbps], [1s, 2Mbps], [0.5s, 0bps]]")],
+        "schedule:", "flows[0].udp.schedule[2][0]", "schedule times must ascend: 500ms follows 1s",
+    ),
+    (
+        "schedule-beyond-duration",
+        [("rate: 500Mbps", "schedule: [[0s, 1Mbps], [5s, 0bps]]")],
+        "schedule:", "flows[0].udp.schedule[1][0]", "5s is not before the end of the run (2s)",
+    ),
+    ("zero-rate", [("rate: 500Mbps", "rate: 0bps")], "rate: 0bps", "flows[0].udp.rate", "must be greater than 0bps"),
+    ("zero-link-rate", [("    rate: 1Gbps\n    delay: 2ms", "    rate: 0Gbps\n    delay: 2ms")], "0Gbps", "links[1].rate", "must be greater than 0bps"),
+    ("bad-rate-unit", [("rate: 500Mbps", "rate: 500MBps")], "500MBps", "flows[0].udp.rate", "expected a rate like '10Gbps'"),
+    ("negative-delay", [("delay: 2ms", "delay: -2ms")], "-2ms", "links[1].delay", "negative value '-2ms'"),
+    ("unknown-top-level-key", [("duration: 2s", "duration: 2s\ncolour: red")], "colour", "colour", "unknown key 'colour' (expected one of: name, description, duration"),
+    ("unknown-nested-key", [("limit: 100p}", "limit: 100p, colour: red}")], "colour", "links[1].queues.R.fifo.colour", "unknown key 'colour' (expected one of: limit)"),
+    ("unknown-cc", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: foo}")], "cc: foo", "flows[0].tcp.cc", "unknown congestion control 'foo' (expected one of: newreno)"),
+    ("missing-key", [("    rate: 1Gbps\n    delay: 1ms\n", "    delay: 1ms\n")], "[A, R]", "links[0].rate", "required key is missing"),
+    ("two-flow-kinds", [("interval: 100ms}", "interval: 100ms}\n    udp: {from: A, to: B, rate: 1Mbps}")], "- name: probe", "flows[1]", "expected exactly one of: tcp, udp, ping, poisson (got udp, ping)"),
+    ("queue-of-a-stranger", [("queues: {R:", "queues: {A:")], "queues:", "links[1].queues.A", "'A' is not an end of this link (expected 'R' or 'B')"),
+    ("red-thresholds-reversed", [("{fifo: {limit: 100p}}", "{red: {min_th: 30, max_th: 10}}")], "queues:", "links[1].queues.R.red.max_th", "must be greater than min_th (30), got 10"),
+    ("red-max-p-above-one", [("{fifo: {limit: 100p}}", "{red: {min_th: 5, max_th: 15, max_p: 1.5}}")], "queues:", "links[1].queues.R.red.max_p", "less than or equal to 1"),
+    ("red-mixed-thresholds", [("{fifo: {limit: 100p}}", "{red: {min_th: 5, max_th: 30KB}}")], "queues:", "links[1].queues.R.red.max_th", "both be packet counts or both be sizes"),
+    ("zero-queue-limit", [("limit: 100p", "limit: 0p")], "queues:", "links[1].queues.R.fifo.limit", "must be positive"),
+    ("packet-over-mtu", [("rate: 500Mbps}", "rate: 500Mbps, size: 9000B}")], "size: 9000B", "flows[0].udp.size", "9000B packets do not fit the 1500B MTU of links[0] (A-R)"),
+    ("tiny-packet", [("rate: 500Mbps}", "rate: 500Mbps, size: 20B}")], "size: 20B", "flows[0].udp.size", "between 28B"),
+    ("metric-interval-too-long", [("duration: 2s", "duration: 2s\nmetric_interval: 5s")], "metric_interval", "metric_interval", "5s is longer than the run (2s)"),
+    ("invalid-yaml", [("    rate: 1Gbps\n    delay: 1ms", "    rate: 1Gbps: 2\n    delay: 1ms")], "1Gbps: 2", "", "invalid YAML: mapping values are not allowed here"),
+    ("duplicate-yaml-key", [("  B: {address", "  A: {address")], "  A: {address: 10.0.0.2", "", "invalid YAML: duplicate key 'A'"),
+    ("not-a-mapping", [(BASE, "- just\n- a list\n")], "just", "", "expected a mapping with name, duration"),
+]  # fmt: skip
+
+
+def _write(tmp_path: Path, edits: list[tuple[str, str]]) -> tuple[Path, str]:
+    text = BASE
+    for old, new in edits:
+        assert text.count(old) == 1, f"edit target {old!r} must occur once"
+        text = text.replace(old, new)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return path, text
+
+
+def _line_of(text: str, marker: str) -> int:
+    assert text.count(marker) == 1, f"marker {marker!r} must occur once"
+    return text[: text.index(marker)].count("\n") + 1
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("alphaqos: error: ")
+    return lines[0].removeprefix("alphaqos: error: ")
+
+
+def test_the_base_scenario_is_valid(tmp_path, capsys):
+    path, _ = _write(tmp_path, [])
+    assert cli.main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: ok: tiny, 2 hosts, 1 routers, 2 links, 2 flows (1 udp, 1 ping), 2 s, seed 1\n"
+
+
+@pytest.mark.parametrize(("edits", "marker", "path", "fragment"), [case[1:] for case in BAD_INPUT], ids=[case[0] for case in BAD_INPUT])
+def test_bad_scenario_exits_2_with_file_line_and_path(tmp_path, capsys, edits, marker, path, fragment):
+    scenario, text = _write(tmp_path, edits)
+    out = tmp_path / "run"
+    assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
+    message = _one_error_line(capsys)
+    where = f"{scenario}:{_line_of(text, marker)}: " + (f"{path}: " if path else "")
+    assert message.startswith(where), message
+    assert fragment in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
+
+
+def test_validate_reports_the_same_error(tmp_path, capsys):
+    scenario, text = _write(tmp_path, [("rate: 500Mbps", "rate: 0bps")])
+    assert cli.main(["validate", str(scenario)]) == 2
+    line = _line_of(text, "rate: 0bps")
+    assert _one_error_line(capsys) == f"{scenario}:{line}: flows[0].udp.rate: must be greater than 0bps, got 0bps"
+
+
+def test_missing_scenario_file(tmp_path, capsys):
+    missing = tmp_path / "nope.yaml"
+    assert cli.main(["run", str(missing), "--out", str(tmp_path / "run")]) == 2
+    assert _one_error_line(capsys) == f"{missing}: cannot read scenario: No such file or directory"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "fragment"),
+    [
+        (["--duration", "10"], "argument --duration: missing unit in '10'"),
+        (["--duration", "ten seconds"], "argument --duration: expected a time like"),
+        (["--seed", "x"], "argument --seed: invalid int value: 'x'"),
+        (["--seed", "-1"], "seed: expected greater than or equal to 0"),
+        (["--duration", "0s"], "duration: must be greater than 0s"),
+        (["--duration", "50ms"], "metric_interval: 100ms is longer than the run (50ms) (the duration override ends"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_options_exit_2(tmp_path, capsys, option, fragment):
+    scenario, _ = _write(tmp_path, [])
+    assert cli.main(["run", str(scenario), "--out", str(tmp_path / "run"), *option]) == 2
+    assert fragment in _one_error_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
+
+
+def test_no_command_exits_2(capsys):
+    assert cli.main([]) == 2
+    assert "required" in _one_error_line(capsys)
+
+
+def test_existing_out_dir_is_left_untouched(tmp_path, capsys):
+    scenario, _ = _write(tmp_path, [])
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
+    assert _one_error_line(capsys) == f"output directory {str(out)!r} already exists"
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "scenario.yaml"]
+
+
+def test_out_dir_under_a_file_exits_2(tmp_path, capsys):
+    scenario, _ = _write(tmp_path, [])
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a directory")
+    assert cli.main(["run", str(scenario), "--out", str(blocker / "deeper" / "run")]) == 2
+    assert _one_error_line(capsys).startswith(f"cannot create output directory '{blocker / 'deeper' / 'run'}': ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "scenario.yaml"]
+    assert blocker.read_text() == "a file, not a directory"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into read-only directories")
+def test_out_dir_under_a_read_only_dir_exits_2(tmp_path, capsys):
+    scenario, _ = _write(tmp_path, [])
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    try:
+        assert cli.main(["run", str(scenario), "--out", str(locked / "run")]) == 2
+        assert "Permission denied" in _one_error_line(capsys)
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o755)
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux sysfs")
+def test_out_dir_where_even_root_cannot_write_exits_2(tmp_path, capsys):
+    """sysfs refuses new directories to every user, root included."""
+    scenario, _ = _write(tmp_path, [])
+    out = Path("/sys/alphaqos-test/run")
+    assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
+    assert _one_error_line(capsys).startswith(f"cannot create output directory '{out}': ")
+    assert not out.parent.exists()
+
+
+def test_missing_engine_exits_1_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "alphaqos._core", None)  # makes the import fail
+    scenario, _ = _write(tmp_path, [])
+    assert cli.main(["run", str(scenario), "--out", str(tmp_path / "run")]) == 1
+    assert "the simulation engine alphaqos._core is not available" in _one_error_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError])
+def test_a_failed_run_leaves_no_directory(tmp_path, capsys, monkeypatch, failure):
+    """Ctrl-C (exit 130) or a crash during the run removes the staging
+    directory and the parents made for it."""
+    scenario, _ = _write(tmp_path, [])
+    staged = []
+
+    def fail(*args, **kwargs):
+        staged.extend(p for p in (tmp_path / "a" / "b").iterdir())
+        raise failure("boom")
+
+    monkeypatch.setattr(cli, "simulate", fail)
+    out = tmp_path / "a" / "b" / "run"
+    if failure is KeyboardInterrupt:
+        assert cli.main(["run", str(scenario), "--out", str(out)]) == 130
+        assert capsys.readouterr().err == "alphaqos: interrupted\n"
+    else:
+        with pytest.raises(RuntimeError):
+            cli.main(["run", str(scenario), "--out", str(out)])
+    assert len(staged) == 1 and staged[0].name.startswith(".run.partial-")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
