@@ -122,8 +122,9 @@ def test_summary_agrees_with_the_tables(tiny, tmp_path):
     # 1500 B packet: the receiver gets 1500/1538 of the link rate.
     assert cbr[col.GOODPUT_BPS] == pytest.approx(1e9 * 1500 / 1538, rel=0.02)
     assert cbr[col.LOSS] == pytest.approx(cbr[col.DROP_PKTS] / cbr[col.TX_PKTS]) and cbr[col.LOSS] > 0.1
-    # Every drop happened in some queue.
-    assert sum(q[col.DROP_PKTS] for q in summary[col.QUEUES].values()) == flows[col.DROP_PKTS].sum()
+    # Every drop, of either direction, happened in some queue.
+    dropped = flows[col.DROP_PKTS].sum() + flows[col.DROP_REV_PKTS].sum()
+    assert sum(q[col.DROP_PKTS] for q in summary[col.QUEUES].values()) == dropped
 
     probe = summary[col.FLOWS]["probe"]
     rtts = ping.filter(pl.col(col.FLOW) == "probe")[col.RTT]

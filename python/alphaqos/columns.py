@@ -51,6 +51,8 @@ RX_BYTES = "rx_bytes"
 RX_RATE_BPS = "rx_rate_bps"
 DROP_PKTS = "drop_pkts"
 DROP_BYTES = "drop_bytes"
+#: Reverse-direction packets (ACKs, echo replies) of a flow that were dropped.
+DROP_REV_PKTS = "drop_rev_pkts"
 
 # Queues.
 LEN_PKTS = "len_pkts"
@@ -87,7 +89,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS,
     ),
     "flow_summary": (
-        FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS,
+        FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS, DROP_REV_PKTS,
         DELAY_MEAN, DELAY_STD, DELAY_P50, DELAY_P99, DELAY_MIN, DELAY_MAX, GOODPUT_BPS,
     ),
 }  # fmt: skip

@@ -33,6 +33,7 @@ pub mod col {
     pub const RX_RATE_BPS: &str = "rx_rate_bps";
     pub const DROP_PKTS: &str = "drop_pkts";
     pub const DROP_BYTES: &str = "drop_bytes";
+    pub const DROP_REV_PKTS: &str = "drop_rev_pkts";
     pub const QUEUE: &str = "queue";
     pub const LINK: &str = "link";
     pub const LEN_PKTS: &str = "len_pkts";

@@ -32,8 +32,21 @@ pub struct FlowStats {
     pub tx_bytes: u64,
     pub rx_pkts: u64,
     pub rx_bytes: u64,
+    /// Data-direction packets dropped anywhere on the path.
     pub drop_pkts: u64,
+    /// Reverse-direction packets (ACKs, echo replies) dropped.
+    pub drop_rev_pkts: u64,
     pub delay: DelayStats,
+}
+
+impl FlowStats {
+    fn count_drop(&mut self, pkt: &Packet) {
+        if pkt.is_forward() {
+            self.drop_pkts += 1;
+        } else {
+            self.drop_rev_pkts += 1;
+        }
+    }
 }
 
 pub struct Net {
@@ -53,7 +66,7 @@ impl Net {
     /// Hand `pkt` to the network at `node`.
     pub fn send_from(&mut self, node: u32, pkt: Packet) {
         match self.route(node, pkt.dst) {
-            NO_ROUTE => self.flow_stats[pkt.flow as usize].drop_pkts += 1,
+            NO_ROUTE => self.flow_stats[pkt.flow as usize].count_drop(&pkt),
             i => self.enqueue(i, pkt),
         }
     }
@@ -63,7 +76,7 @@ impl Net {
         let ifc = &mut self.ifaces[i as usize];
         let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
         if let Err((p, _)) = ifc.qdisc.enqueue(pkt, &mut ctx) {
-            self.flow_stats[p.flow as usize].drop_pkts += 1;
+            self.flow_stats[p.flow as usize].count_drop(&p);
             return;
         }
         if !ifc.txdone_pending {
@@ -128,7 +141,7 @@ impl Net {
         if self.nodes[node as usize].router {
             self.send_from(node, pkt);
         } else {
-            self.flow_stats[pkt.flow as usize].drop_pkts += 1;
+            self.flow_stats[pkt.flow as usize].count_drop(&pkt);
         }
         None
     }
@@ -426,8 +439,10 @@ impl Simulation {
                     Recorder::push(m, col::BYTES_ACKED, s.bytes_acked());
                     Recorder::push(m, col::GOODPUT_BPS, rate(delivered - self.rec.prev_bytes[i]));
                     Recorder::push(m, col::CWND_BYTES, s.cwnd());
-                    Recorder::push(m, col::SSTHRESH_BYTES, s.ssthresh().min(i64::MAX as u64));
-                    Recorder::push(m, col::SRTT_NS, s.srtt().map_or(0, |d| d.as_nanos()));
+                    // u64::MAX stands for "none" (no RTT sample yet, ssthresh
+                    // still infinite) and leaves the engine as null.
+                    Recorder::push(m, col::SSTHRESH_BYTES, s.ssthresh());
+                    Recorder::push(m, col::SRTT_NS, s.srtt().map_or(u64::MAX, |d| d.as_nanos()));
                     Recorder::push(m, col::RTO_NS, s.rto().as_nanos());
                     Recorder::push(m, col::RETRANSMITS, s.stats.retransmits);
                     Recorder::push(m, col::FAST_RETRANSMITS, s.stats.fast_retransmits);
@@ -475,7 +490,13 @@ impl Simulation {
         let series = |flow_col: &str, names: &[String], cols: &BTreeMap<&'static str, Vec<u64>>, order: &[&str]| {
             let mut t = Table::default().with(flow_col, Column::Str(names.to_vec()));
             for c in order {
-                t = t.with(c, Column::U64(cols.get(c).cloned().unwrap_or_default()));
+                let v = cols.get(c).cloned().unwrap_or_default();
+                let column = if NULLABLE.contains(c) {
+                    Column::OptU64(v.into_iter().map(|x| (x != u64::MAX).then_some(x)).collect())
+                } else {
+                    Column::U64(v)
+                };
+                t = t.with(c, column);
             }
             t
         };
@@ -580,6 +601,7 @@ impl Simulation {
                 (col::RX_PKTS, st.rx_pkts),
                 (col::RX_BYTES, st.rx_bytes),
                 (col::DROP_PKTS, st.drop_pkts),
+                (col::DROP_REV_PKTS, st.drop_rev_pkts),
             ] {
                 u.entry(k).or_default().push(v);
             }
@@ -608,7 +630,7 @@ impl Simulation {
             .with(col::KIND, Column::Str(kind))
             .with(col::SRC, Column::Str(src))
             .with(col::DST, Column::Str(dst));
-        for k in [col::TX_PKTS, col::TX_BYTES, col::RX_PKTS, col::RX_BYTES, col::DROP_PKTS] {
+        for k in [col::TX_PKTS, col::TX_BYTES, col::RX_PKTS, col::RX_BYTES, col::DROP_PKTS, col::DROP_REV_PKTS] {
             t = t.with(k, Column::U64(u.remove(k).unwrap_or_else(|| vec![0; n])));
         }
         for k in [col::DELAY_MEAN_NS, col::DELAY_STD_NS, col::DELAY_MIN_NS, col::DELAY_P50_NS, col::DELAY_P99_NS, col::DELAY_MAX_NS, col::GOODPUT_BPS] {
@@ -622,6 +644,9 @@ impl Simulation {
         stop.min(self.net.now.as_nanos()).saturating_sub(start)
     }
 }
+
+/// Series columns where u64::MAX means null.
+const NULLABLE: [&str; 2] = [col::SRTT_NS, col::SSTHRESH_BYTES];
 
 fn queue_name(iface: &str, class: &str) -> String {
     if class.is_empty() {
