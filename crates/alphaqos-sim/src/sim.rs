@@ -20,9 +20,10 @@ use crate::topology::{compute_routes, parse_ipv4, Iface, Node, NO_ROUTE};
 use crate::units::DataRate;
 use std::collections::{BTreeMap, VecDeque};
 
-/// Host-queue occupancy above which a TCP sender holds back (Linux's
-/// tcp_limit_output_bytes is 256 KiB since 4.x; TSQ keeps a host's qdisc
-/// from filling with one connection's window).
+/// Bytes of one flow in its host's interface queue above which a TCP sender
+/// holds back (Linux's TCP Small Queues; tcp_limit_output_bytes is 256 KiB
+/// since 4.x): a connection's window waits in the socket, not in the qdisc.
+/// The sender is woken when its share has drained to half the limit.
 pub const TSQ_BYTES: u64 = 256 * 1024;
 
 /// Per-flow counters kept by the network (data direction only).
@@ -36,6 +37,10 @@ pub struct FlowStats {
     pub drop_pkts: u64,
     /// Reverse-direction packets (ACKs, echo replies) dropped.
     pub drop_rev_pkts: u64,
+    /// Bytes of this flow waiting in its source host's interface queue.
+    pub host_queued: u64,
+    /// The flow's sender waits for `host_queued` to drain (TSQ).
+    pub tsq_blocked: bool,
     pub delay: DelayStats,
 }
 
@@ -75,9 +80,13 @@ impl Net {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
         let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
+        let (flow, size, at_source) = (pkt.flow as usize, pkt.size as u64, ifc.node == pkt.src);
         if let Err((p, _)) = ifc.qdisc.enqueue(pkt, &mut ctx) {
-            self.flow_stats[p.flow as usize].count_drop(&p);
+            self.flow_stats[flow].count_drop(&p);
             return;
+        }
+        if at_source {
+            self.flow_stats[flow].host_queued += size;
         }
         if !ifc.txdone_pending {
             if now >= ifc.busy_until {
@@ -110,11 +119,13 @@ impl Net {
                     ifc.txdone_pending = true;
                     self.events.schedule(end, Event::TxDone(i));
                 }
-                // Wake blocked senders once the queue has drained to half the
-                // limit (hysteresis: not one wake-up per packet).
-                if !ifc.waiters.is_empty() && backlog.bytes <= TSQ_BYTES / 2 {
-                    for f in ifc.waiters.drain(..) {
-                        self.events.schedule(now, Event::Flow(f, FlowTimer::Wake));
+                if ifc.node == p.src {
+                    let st = &mut self.flow_stats[p.flow as usize];
+                    st.host_queued -= p.size as u64;
+                    // Hysteresis: wake at half the limit, not once per packet.
+                    if st.tsq_blocked && st.host_queued <= TSQ_BYTES / 2 {
+                        st.tsq_blocked = false;
+                        self.events.schedule(now, Event::Flow(p.flow, FlowTimer::Wake));
                     }
                 }
             }
@@ -213,14 +224,11 @@ impl Wire for DirWire<'_> {
         self.net.events.schedule(at, Event::Flow(self.flow, timer));
     }
     fn tx_room(&mut self) -> bool {
-        let i = self.net.route(self.from, self.to);
-        let ifc = &mut self.net.ifaces[i as usize];
-        if ifc.qdisc.backlog().bytes < TSQ_BYTES {
+        let st = &mut self.net.flow_stats[self.flow as usize];
+        if st.host_queued < TSQ_BYTES {
             return true;
         }
-        if !ifc.waiters.contains(&self.flow) {
-            ifc.waiters.push(self.flow);
-        }
+        st.tsq_blocked = true;
         false
     }
 }
@@ -328,7 +336,6 @@ impl Simulation {
                     pipe: VecDeque::new(),
                     tx_pkts: 0,
                     tx_bytes: 0,
-                    waiters: Vec::new(),
                 });
             }
         }

@@ -45,8 +45,6 @@ pub struct Iface {
     /// Frames and IP bytes put on the wire.
     pub tx_pkts: u64,
     pub tx_bytes: u64,
-    /// Flows waiting for room in this (host) queue.
-    pub waiters: Vec<u32>,
 }
 
 impl Iface {

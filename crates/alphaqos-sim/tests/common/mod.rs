@@ -150,13 +150,23 @@ impl Res {
         self.table("queue_summary").u64s(col)[r]
     }
     /// One column of a series table (tcp, udp, queue) restricted to the rows
-    /// whose key column (flow or queue) equals `key`, in time order.
+    /// whose key column (flow or queue) equals `key`, in time order. A null
+    /// in a nullable column (an unset ssthresh, no RTT sample yet) reads as
+    /// u64::MAX; use `series_opt` to see it.
     pub fn series(&self, table: &str, key: &str, col: &str) -> Vec<u64> {
+        self.series_opt(table, key, col).into_iter().map(|v| v.unwrap_or(u64::MAX)).collect()
+    }
+    pub fn series_opt(&self, table: &str, key: &str, col: &str) -> Vec<Option<u64>> {
         let t = self.table(table);
         let key_col = if table == "queue" { "queue" } else { "flow" };
         let keys = t.strs(key_col);
-        let vals = t.u64s(col);
-        keys.iter().zip(vals).filter(|(k, _)| *k == key).map(|(_, v)| *v).collect()
+        let vals: Vec<Option<u64>> = match t.get(col) {
+            Some(Column::U64(v)) => v.iter().map(|&x| Some(x)).collect(),
+            Some(Column::OptU64(v)) => v.clone(),
+            other => panic!("{table}: no u64 column {col}: {other:?}"),
+        };
+        assert_eq!(keys.len(), vals.len());
+        keys.iter().zip(vals).filter(|(k, _)| *k == key).map(|(_, v)| v).collect()
     }
     pub fn queue_names(&self) -> Vec<String> {
         self.table("queue_summary").strs("queue").to_vec()

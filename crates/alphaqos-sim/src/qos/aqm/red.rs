@@ -134,6 +134,9 @@ impl Red {
                 let s = ctx.link_rate.tx_time(self.params.mean_pkt_bytes as u64).as_nanos().max(1) as f64;
                 let m = ctx.now.since(since).as_nanos() as f64 / s;
                 self.avg *= (1.0 - w).powf(m);
+                // Counted once: if this packet is dropped, the next arrival
+                // at the still-empty queue averages in q = 0 (as ns-2 does).
+                self.idle_since = None;
             }
             _ => self.avg = (1.0 - w) * self.avg + w * self.current(),
         }
