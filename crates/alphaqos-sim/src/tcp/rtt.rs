@@ -10,6 +10,7 @@ use crate::time::Duration;
 pub struct RttEstimator {
     srtt: Option<u64>,
     rttvar: u64,
+    min_rtt: Option<u64>,
     rto: u64,
     min_rto: u64,
     max_rto: u64,
@@ -21,10 +22,11 @@ const G_NS: u64 = 1;
 
 impl RttEstimator {
     pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration) -> Self {
-        RttEstimator { srtt: None, rttvar: 0, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, backoff: 0 }
+        RttEstimator { srtt: None, rttvar: 0, min_rtt: None, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, backoff: 0 }
     }
     pub fn sample(&mut self, r: Duration) {
         let r = r.0;
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -44,6 +46,10 @@ impl RttEstimator {
     }
     pub fn rto(&self) -> Duration {
         Duration(self.rto.saturating_mul(1u64 << self.backoff).min(self.max_rto))
+    }
+    /// The smallest sample so far.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.min_rtt.map(Duration)
     }
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt.map(Duration)

@@ -19,7 +19,7 @@
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
 
-use super::cc::{CcState, Controller};
+use super::cc::{Ack, CcState, Controller};
 use super::rtt::RttEstimator;
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
@@ -180,6 +180,17 @@ impl TcpSender {
             self.snd_nxt = self.snd_nxt.max(ack);
             let rtt = now.since(ts_ecr);
             self.rtt.sample(rtt);
+            let sample = Ack {
+                now,
+                acked,
+                rtt: Some(rtt),
+                min_rtt: self.rtt.min_rtt(),
+                in_flight: flight,
+                snd_una: ack,
+                snd_max: self.snd_max,
+                cwnd_limited: self.cwnd_limited(flight),
+            };
+            self.cc.on_measure(&self.st, &sample);
             if self.in_recovery {
                 if self.recover.is_some_and(|r| ack >= r) {
                     // Full acknowledgment: leave recovery, deflate.
@@ -202,9 +213,7 @@ impl TcpSender {
                 }
             } else {
                 self.dupacks = 0;
-                if self.cwnd_limited(flight) {
-                    self.cc.on_ack(&mut self.st, now, acked, Some(rtt));
-                }
+                self.cc.on_ack(&mut self.st, &sample);
             }
             if self.snd_una == self.snd_max {
                 self.rto.clear();

@@ -15,12 +15,37 @@ pub struct CcState {
     pub mss: u64,
 }
 
+/// What the sender knows when an ACK acknowledges new data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    pub now: SimTime,
+    /// Bytes newly acknowledged (cumulatively) by this ACK.
+    pub acked: u64,
+    /// The RTT sample this ACK gave (RFC 7323 timestamps), if any.
+    pub rtt: Option<Duration>,
+    /// The smallest RTT sample of the connection so far.
+    pub min_rtt: Option<Duration>,
+    /// Bytes outstanding before this ACK.
+    pub in_flight: u64,
+    /// The cumulative ACK (the new snd_una) and the highest byte sent plus
+    /// one: a controller that works in rounds (HyStart) ends a round when
+    /// `snd_una` passes the `snd_max` it noted at the round's start.
+    pub snd_una: u64,
+    pub snd_max: u64,
+    /// The window limited sending (RFC 7661; Linux `tcp_is_cwnd_limited`):
+    /// controllers grow cwnd only then.
+    pub cwnd_limited: bool,
+}
+
 pub trait Controller: Send {
     fn name(&self) -> &'static str;
-    /// `acked` new bytes were acknowledged outside loss recovery.
-    fn on_ack(&mut self, s: &mut CcState, now: SimTime, acked: u64, rtt: Option<Duration>);
-    /// A loss was detected by duplicate ACKs with `flight` bytes outstanding:
-    /// the new slow-start threshold.
+    /// Every ACK of new data, in any state (also during loss recovery): for
+    /// measurements (RTT range, throughput). Must not change the window.
+    fn on_measure(&mut self, _s: &CcState, _ack: &Ack) {}
+    /// An ACK of new data outside loss recovery: grow (or set) the window.
+    fn on_ack(&mut self, s: &mut CcState, ack: &Ack);
+    /// A loss was detected by duplicate ACKs or SACK with `flight` bytes
+    /// outstanding: the new slow-start threshold.
     fn ssthresh_after_loss(&mut self, s: &CcState, now: SimTime, flight: u64) -> u64;
     /// The retransmission timer expired (RFC 5681, eq. 4 and the loss window).
     fn on_timeout(&mut self, s: &mut CcState, now: SimTime, flight: u64) {
