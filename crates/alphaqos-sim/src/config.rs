@@ -145,6 +145,10 @@ pub struct FlowConfig {
 pub struct TcpConfig {
     #[serde(default = "default_cc")]
     pub cc: String,
+    /// The controller's own parameters (see each file of `tcp/cc/`), in
+    /// base units; unknown keys are an error naming the controller.
+    #[serde(default = "empty_object")]
+    pub cc_params: serde_json::Value,
     #[serde(default = "default_mss")]
     pub mss_bytes: u32,
     #[serde(default = "default_iw")]
@@ -175,6 +179,9 @@ impl Default for TcpConfig {
     }
 }
 
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
 fn default_cc() -> String {
     "newreno".into()
 }

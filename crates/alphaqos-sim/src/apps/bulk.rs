@@ -22,7 +22,7 @@ impl BulkTcp {
         if cfg.dupthresh == 0 {
             return Err("dupthresh must be at least 1".into());
         }
-        Ok(BulkTcp { sender: TcpSender::new(cfg, cc::build(&cfg.cc)?), receiver: TcpReceiver::new(cfg) })
+        Ok(BulkTcp { sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?), receiver: TcpReceiver::new(cfg) })
     }
 
     pub fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {

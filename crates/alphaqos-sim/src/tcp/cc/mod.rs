@@ -59,9 +59,32 @@ pub trait Controller: Send {
 /// The controllers known by name.
 pub const NAMES: &[&str] = &["newreno"];
 
-pub fn build(name: &str) -> Result<Box<dyn Controller>, String> {
+/// Build the controller `name` from its parameters (a JSON object, base
+/// units) for a connection with segments of `mss` bytes.
+pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn Controller>, String> {
+    let _ = mss;
     match name {
-        "newreno" | "reno" => Ok(Box::new(newreno::NewReno::default())),
+        "newreno" | "reno" => {
+            no_params(name, params)?;
+            Ok(Box::new(newreno::NewReno::default()))
+        }
         other => Err(format!("unknown congestion control '{other}' (expected one of: {})", NAMES.join(", "))),
+    }
+}
+
+/// Parse a controller's parameters into its `Params` type (serde, with
+/// `deny_unknown_fields` and defaults); errors name the controller.
+pub fn parse_params<T: serde::de::DeserializeOwned>(name: &str, params: &serde_json::Value) -> Result<T, String> {
+    serde_json::from_value(params.clone()).map_err(|e| format!("cc_params for {name}: {e}"))
+}
+
+fn no_params(name: &str, params: &serde_json::Value) -> Result<(), String> {
+    match params.as_object() {
+        Some(m) if m.is_empty() => Ok(()),
+        Some(m) => Err(format!(
+            "cc_params for {name}: {name} takes no parameters, got {}",
+            m.keys().cloned().collect::<Vec<_>>().join(", ")
+        )),
+        None => Err(format!("cc_params for {name}: expected an object")),
     }
 }
