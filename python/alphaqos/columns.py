@@ -38,6 +38,9 @@ GOODPUT_BPS = "goodput_bps"
 CWND_BYTES = "cwnd_bytes"
 SSTHRESH_BYTES = "ssthresh_bytes"
 RETRANSMITS = "retransmits"
+RETRANSMITTED_BYTES = "retransmitted_bytes"
+#: Retransmitted segments whose data had all reached the receiver already.
+SPURIOUS_RETRANSMITS = "spurious_retransmits"
 FAST_RETRANSMITS = "fast_retransmits"
 TIMEOUTS = "timeouts"
 OOO_ARRIVALS = "ooo_arrivals"
@@ -67,6 +70,8 @@ DROP_POLICER_PKTS = "drop_policer_pkts"
 BACKLOG_PKTS = "backlog_pkts"
 BACKLOG_BYTES = "backlog_bytes"
 RATE_BPS = "rate_bps"
+#: Frames lost on the wire of an interface (link impairment, not the queue).
+LINK_LOSS_PKTS = "link_loss_pkts"
 
 # The run table (engine only; folded into the summary).
 EVENTS = "events"
@@ -79,14 +84,15 @@ DROP_REASONS = {"tail": DROP_TAIL_PKTS, "aqm": DROP_AQM_PKTS, "policer": DROP_PO
 TABLES: dict[str, tuple[str, ...]] = {
     "tcp": (
         FLOW, TIME, BYTES_ACKED, GOODPUT_BPS, CWND_BYTES, SSTHRESH_BYTES, SRTT, RTO,
-        RETRANSMITS, FAST_RETRANSMITS, TIMEOUTS, OOO_ARRIVALS, DUP_ACKS_SENT,
+        RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, FAST_RETRANSMITS, TIMEOUTS, OOO_ARRIVALS,
+        DUP_ACKS_SENT,
     ),
     "udp": (FLOW, TIME, TX_PKTS, RX_PKTS, RX_BYTES, RX_RATE_BPS, DROP_PKTS),
     "ping": (FLOW, SEQ, TIME, RTT),
     "queue": (QUEUE, TIME, LEN_PKTS, LEN_BYTES, TX_BYTES),
     "queue_summary": (
         QUEUE, LINK, ENQ_PKTS, ENQ_BYTES, DEQ_PKTS, DEQ_BYTES, DROP_PKTS, DROP_BYTES,
-        *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS,
+        *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS, LINK_LOSS_PKTS,
     ),
     "flow_summary": (
         FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS, DROP_REV_PKTS,

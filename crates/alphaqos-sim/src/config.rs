@@ -54,6 +54,41 @@ pub struct LinkConfig {
     pub queue_ab: QueueConfig,
     #[serde(default)]
     pub queue_ba: QueueConfig,
+    /// Random loss and reordering on the wire, per direction.
+    #[serde(default)]
+    pub impair_ab: Impairment,
+    #[serde(default)]
+    pub impair_ba: Impairment,
+}
+
+/// What the wire does to packets after they leave the queue: each is lost
+/// with probability `loss`; a fraction `reorder_fraction` arrives late by
+/// `reorder_by` positions (its own serialization time, `reorder_by` times
+/// over: the place it would take behind that many back-to-back frames).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Impairment {
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub reorder_fraction: f64,
+    #[serde(default)]
+    pub reorder_by: u32,
+}
+
+impl Impairment {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.loss) {
+            return Err(format!("loss must be in [0, 1], got {}", self.loss));
+        }
+        if !(0.0..=1.0).contains(&self.reorder_fraction) {
+            return Err(format!("reorder_fraction must be in [0, 1], got {}", self.reorder_fraction));
+        }
+        Ok(())
+    }
+    pub fn is_none(&self) -> bool {
+        self.loss == 0.0 && (self.reorder_fraction == 0.0 || self.reorder_by == 0)
+    }
 }
 
 fn default_mtu() -> u32 {
@@ -171,6 +206,25 @@ pub struct TcpConfig {
     pub dupthresh: u32,
     #[serde(default)]
     pub size_bytes: Option<u64>,
+    /// Selective acknowledgments (RFC 2018) with RFC 6675 loss recovery.
+    #[serde(default = "yes")]
+    pub sack: bool,
+    /// Window scaling (RFC 7323); without it the window is at most 64 KiB.
+    #[serde(default = "yes")]
+    pub window_scaling: bool,
+    /// Limited transmit (RFC 3042).
+    #[serde(default = "yes")]
+    pub limited_transmit: bool,
+    /// Send buffer: the most unacknowledged data the sender holds (None: unlimited).
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u64>,
+    /// Per-connection maximum pacing rate (Linux SO_MAX_PACING_RATE).
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
+    /// Linux-style internal pacing at 2x (slow start) or 1.2x (congestion
+    /// avoidance) cwnd / srtt.
+    #[serde(default)]
+    pub pacing: bool,
 }
 
 impl Default for TcpConfig {

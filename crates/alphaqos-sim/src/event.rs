@@ -35,6 +35,8 @@ pub enum FlowTimer {
     DelAck,
     /// Room again in the host's interface queue (TSQ-like back-pressure).
     Wake,
+    /// The pacing gap of a TCP sender has passed.
+    Pace,
 }
 
 #[derive(Debug)]

@@ -22,6 +22,9 @@ pub mod col {
     pub const SRTT_NS: &str = "srtt_ns";
     pub const RTO_NS: &str = "rto_ns";
     pub const RETRANSMITS: &str = "retransmits";
+    pub const RETRANSMITTED_BYTES: &str = "retransmitted_bytes";
+    pub const SPURIOUS_RETRANSMITS: &str = "spurious_retransmits";
+    pub const LINK_LOSS_PKTS: &str = "link_loss_pkts";
     pub const FAST_RETRANSMITS: &str = "fast_retransmits";
     pub const TIMEOUTS: &str = "timeouts";
     pub const OOO_ARRIVALS: &str = "ooo_arrivals";

@@ -12,10 +12,12 @@ pub const PROTO_UDP: u8 = 17;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
-    /// A TCP segment carrying bytes [seq, seq+len) and its timestamp value.
-    TcpData { seq: u64, len: u32, ts_val: SimTime },
-    /// A pure TCP ACK: cumulative `ack`, echoing timestamp `ts_ecr`.
-    TcpAck { ack: u64, ts_ecr: SimTime },
+    /// A TCP segment carrying bytes [seq, seq+len) and its timestamp value;
+    /// `retx` marks a retransmission (for the receiver's counters only).
+    TcpData { seq: u64, len: u32, ts_val: SimTime, retx: bool },
+    /// A pure TCP ACK: cumulative `ack`, echoing timestamp `ts_ecr`, the
+    /// advertised window `wnd` in bytes (already scaled) and SACK blocks.
+    TcpAck { ack: u64, ts_ecr: SimTime, wnd: u64, sack: SackBlocks },
     /// A UDP datagram of a generator, numbered from 0.
     Udp { seq: u64 },
     /// ICMP echo request (`reply == false`) or reply.
@@ -46,5 +48,38 @@ impl Packet {
     /// whose one-way delay is measured): TCP data, UDP, echo requests.
     pub fn is_forward(&self) -> bool {
         !matches!(self.payload, Payload::TcpAck { .. } | Payload::Echo { reply: true, .. })
+    }
+}
+
+/// Up to three SACK blocks (RFC 2018): with the timestamps option, three
+/// fit in the 40 bytes of TCP options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlocks {
+    n: u8,
+    blocks: [(u64, u64); 3],
+}
+
+impl SackBlocks {
+    pub const MAX: usize = 3;
+    pub fn push(&mut self, start: u64, end: u64) {
+        if (self.n as usize) < Self::MAX {
+            self.blocks[self.n as usize] = (start, end);
+            self.n += 1;
+        }
+    }
+    pub fn as_slice(&self) -> &[(u64, u64)] {
+        &self.blocks[..self.n as usize]
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    /// Option bytes on the wire: kind and length (2) + 8 per block, padded
+    /// with two NOPs to a multiple of 4.
+    pub fn option_bytes(&self) -> u32 {
+        if self.n == 0 {
+            0
+        } else {
+            4 + 8 * self.n as u32
+        }
     }
 }

@@ -105,14 +105,24 @@ impl Net {
         let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
         match ifc.qdisc.dequeue(&mut ctx) {
             Dequeued::Packet(p) => {
-                let end = now + ifc.wire_time(&p);
+                let wire = ifc.wire_time(&p);
+                let end = now + wire;
                 ifc.busy_until = end;
                 ifc.tx_pkts += 1;
                 ifc.tx_bytes += p.size as u64;
-                let arrive = end + ifc.delay;
-                ifc.pipe.push_back((arrive, p));
-                if ifc.pipe.len() == 1 {
-                    self.events.schedule(arrive, Event::Deliver(i));
+                let mut arrive = end + ifc.delay;
+                let imp = ifc.impair;
+                if imp.loss > 0.0 && ifc.rng.uniform() < imp.loss {
+                    ifc.lost_pkts += 1;
+                    self.flow_stats[p.flow as usize].count_drop(&p);
+                } else {
+                    if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.rng.uniform() < imp.reorder_fraction {
+                        // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
+                        arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
+                    }
+                    if ifc.push_pipe(arrive, p) {
+                        self.events.schedule(arrive, Event::Deliver(i));
+                    }
                 }
                 let backlog = ifc.qdisc.backlog();
                 if backlog.pkts > 0 {
@@ -141,10 +151,17 @@ impl Net {
     /// packet if it reached its destination; forwards it otherwise.
     fn deliver(&mut self, i: u32) -> Option<Packet> {
         let ifc = &mut self.ifaces[i as usize];
-        let (_, pkt) = ifc.pipe.pop_front().expect("Deliver event with an empty pipe");
-        if let Some(&(t, _)) = ifc.pipe.front() {
-            self.events.schedule(t, Event::Deliver(i));
+        if ifc.next_deliver != self.now {
+            return None; // superseded by an earlier arrival
         }
+        let (_, pkt) = ifc.pipe.pop_front().expect("Deliver event with an empty pipe");
+        ifc.next_deliver = match ifc.pipe.front() {
+            Some(&(t, _)) => {
+                self.events.schedule(t, Event::Deliver(i));
+                t
+            }
+            None => SimTime::MAX,
+        };
         let node = ifc.peer;
         if node == pkt.dst {
             return Some(pkt);
@@ -316,7 +333,8 @@ impl Simulation {
             if l.mtu_bytes < 68 {
                 return Err(format!("links[{i}].mtu_bytes: {} is below the IPv4 minimum of 68", l.mtu_bytes));
             }
-            for (from, to, q, key) in [(a, b, &l.queue_ab, "queue_ab"), (b, a, &l.queue_ba, "queue_ba")] {
+            for (from, to, q, key, imp) in [(a, b, &l.queue_ab, "queue_ab", l.impair_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba)] {
+                imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
                 let qdisc = qos::build(q).map_err(|e| format!("links[{i}].{key}: {e}"))?;
                 let id = ifaces.len() as u32;
@@ -334,6 +352,9 @@ impl Simulation {
                     busy_until: SimTime::ZERO,
                     txdone_pending: false,
                     pipe: VecDeque::new(),
+                    next_deliver: SimTime::MAX,
+                    impair: imp,
+                    lost_pkts: 0,
                     tx_pkts: 0,
                     tx_bytes: 0,
                 });
@@ -452,6 +473,8 @@ impl Simulation {
                     Recorder::push(m, col::SRTT_NS, s.srtt().map_or(u64::MAX, |d| d.as_nanos()));
                     Recorder::push(m, col::RTO_NS, s.rto().as_nanos());
                     Recorder::push(m, col::RETRANSMITS, s.stats.retransmits);
+                    Recorder::push(m, col::RETRANSMITTED_BYTES, s.stats.retransmitted_bytes);
+                    Recorder::push(m, col::SPURIOUS_RETRANSMITS, r.stats.spurious_retransmits);
                     Recorder::push(m, col::FAST_RETRANSMITS, s.stats.fast_retransmits);
                     Recorder::push(m, col::TIMEOUTS, s.stats.timeouts);
                     Recorder::push(m, col::OOO_ARRIVALS, r.stats.ooo_arrivals);
@@ -511,7 +534,7 @@ impl Simulation {
             "tcp".into(),
             series(col::FLOW, &self.rec.tcp_flow, &self.rec.tcp, &[
                 col::TIME_NS, col::BYTES_ACKED, col::GOODPUT_BPS, col::CWND_BYTES, col::SSTHRESH_BYTES, col::SRTT_NS,
-                col::RTO_NS, col::RETRANSMITS, col::FAST_RETRANSMITS, col::TIMEOUTS, col::OOO_ARRIVALS, col::DUP_ACKS_SENT,
+                col::RTO_NS, col::RETRANSMITS, col::RETRANSMITTED_BYTES, col::SPURIOUS_RETRANSMITS, col::FAST_RETRANSMITS, col::TIMEOUTS, col::OOO_ARRIVALS, col::DUP_ACKS_SENT,
             ]),
         );
         out.insert(
@@ -577,6 +600,7 @@ impl Simulation {
                 put(col::BACKLOG_PKTS, b.pkts);
                 put(col::BACKLOG_BYTES, b.bytes);
                 put(col::RATE_BPS, ifc.rate.as_bps());
+                put(col::LINK_LOSS_PKTS, ifc.lost_pkts);
             });
         }
         let mut t = Table::default().with(col::QUEUE, Column::Str(names)).with(col::LINK, Column::Str(links));
@@ -584,7 +608,7 @@ impl Simulation {
             .into_iter()
             .map(String::from)
             .chain(reason_cols.iter().cloned())
-            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS].map(String::from));
+            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS].map(String::from));
         for k in order {
             t = t.with(&k, Column::U64(u.remove(&k).unwrap_or_default()));
         }

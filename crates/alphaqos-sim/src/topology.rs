@@ -6,6 +6,7 @@
 //! broken by link order in the scenario); only routers forward, so a path
 //! never crosses a host.
 
+use crate::config::Impairment;
 use crate::packet::Packet;
 use crate::qos::Qdisc;
 use crate::rng::Rng;
@@ -39,9 +40,13 @@ pub struct Iface {
     pub busy_until: SimTime,
     /// A `TxDone` event is scheduled.
     pub txdone_pending: bool,
-    /// Frames propagating towards the peer, with their arrival times (FIFO:
-    /// the delay is constant, so arrivals keep their order).
+    /// Frames propagating towards the peer, in order of arrival time.
     pub pipe: VecDeque<(SimTime, Packet)>,
+    /// When the pipe's live `Deliver` event fires (SimTime::MAX: none).
+    pub next_deliver: SimTime,
+    pub impair: Impairment,
+    /// Frames lost on the wire (impairment).
+    pub lost_pkts: u64,
     /// Frames and IP bytes put on the wire.
     pub tx_pkts: u64,
     pub tx_bytes: u64,
@@ -97,4 +102,19 @@ pub fn parse_ipv4(s: &str) -> Option<u32> {
         a = (a << 8) | p.parse::<u8>().ok()? as u32;
     }
     Some(a)
+}
+
+impl Iface {
+    /// Put a frame arriving at `at` into the pipe, keeping arrival order
+    /// (a reordered frame lands behind later ones). Returns true if the
+    /// pipe needs a `Deliver` event at `at` (it became the earliest).
+    pub fn push_pipe(&mut self, at: SimTime, pkt: Packet) -> bool {
+        let pos = self.pipe.iter().rposition(|&(t, _)| t <= at).map_or(0, |p| p + 1);
+        self.pipe.insert(pos, (at, pkt));
+        if at < self.next_deliver {
+            self.next_deliver = at;
+            return true;
+        }
+        false
+    }
 }

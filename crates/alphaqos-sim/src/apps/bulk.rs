@@ -30,7 +30,7 @@ impl BulkTcp {
             FlowTimer::Start => self.sender.start(&mut io.fwd()),
             FlowTimer::Stop => self.sender.stop(),
             FlowTimer::Wake => self.sender.on_wake(&mut io.fwd()),
-            FlowTimer::Rto => self.sender.on_timer(t, &mut io.fwd()),
+            FlowTimer::Rto | FlowTimer::Pace => self.sender.on_timer(t, &mut io.fwd()),
             FlowTimer::DelAck => self.receiver.on_timer(t, &mut io.rev()),
             FlowTimer::Send | FlowTimer::Step => {}
         }
@@ -38,8 +38,8 @@ impl BulkTcp {
 
     pub fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
         match pkt.payload {
-            Payload::TcpData { seq, len, ts_val } => self.receiver.on_segment(seq, len, ts_val, &mut io.rev()),
-            Payload::TcpAck { ack, ts_ecr } => self.sender.on_ack(ack, ts_ecr, &mut io.fwd()),
+            Payload::TcpData { seq, len, ts_val, retx } => self.receiver.on_segment(seq, len, ts_val, retx, &mut io.rev()),
+            Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => self.sender.on_ack(ack, ts_ecr, wnd, sack, &mut io.fwd()),
             _ => {}
         }
     }

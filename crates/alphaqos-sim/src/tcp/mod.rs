@@ -1,13 +1,14 @@
 //! TCP as bulk-transfer hosts run it: a sender (`sender.rs`) with RFC 6298
-//! timers and RFC 6582 NewReno loss recovery, a receiver (`receiver.rs`)
-//! with delayed ACKs and an out-of-order buffer, and a pluggable congestion
-//! controller (`cc/`). Sequence numbers are 64-bit byte offsets that never
+//! timers and loss recovery by SACK (RFC 6675), NewReno (RFC 6582) or Reno,
+//! a receiver (`receiver.rs`) with delayed ACKs, SACK blocks and window
+//! scaling, and a pluggable congestion controller (`cc/`). Sequence numbers are 64-bit byte offsets that never
 //! wrap; segments carry an RFC 7323 timestamp for RTT samples.
 //!
 //! Sender and receiver talk to the network only through [`Wire`], so they
 //! can be tested alone and reused by any application.
 
 pub mod cc;
+pub mod ranges;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;

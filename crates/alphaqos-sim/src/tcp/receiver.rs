@@ -1,20 +1,24 @@
-//! The receiving side: cumulative ACKs, an out-of-order buffer, delayed
-//! ACKs (RFC 1122 4.2.3.2 / RFC 5681 4.2: at least every `ack_every`-th
-//! full segment, else after `delack_timeout`; at once for out-of-order
-//! segments and for segments that fill a hole), and the RFC 7323 rule for
-//! the timestamp to echo (`TS.Recent`, updated by a segment that covers the
-//! last ACK sent).
+//! The receiving side: cumulative ACKs, an out-of-order buffer, SACK blocks
+//! (RFC 2018), the advertised window with window scaling (RFC 7323), delayed
+//! ACKs (RFC 1122 4.2.3.2 / RFC 5681 4.2: at least every `ack_every`-th full
+//! segment, else after `delack_timeout`; at once for out-of-order segments
+//! and for segments that fill a hole), and the RFC 7323 rule for the
+//! timestamp to echo (`TS.Recent`, updated by a segment that covers the last
+//! ACK sent). The application reads in-order data at once, so the advertised
+//! window is the receive buffer less the out-of-order bytes it holds.
 //!
-//! Counters: `ooo_arrivals` counts segments that arrive above the next
-//! expected byte (after a gap), `dup_acks_sent` the ACKs that repeat the
-//! previous cumulative ACK.
+//! Counters, as a receiver-side tcpdump + tcptrace would count them:
+//! `ooo_arrivals` are segments carrying new data that arrive below the
+//! highest sequence already seen (out of sequence), `dup_acks_sent` the ACKs
+//! that repeat the previous cumulative ACK, `spurious_retransmits` the
+//! retransmitted segments whose data had all arrived before.
 
+use super::ranges::RangeSet;
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
-use crate::packet::{Payload, TCP_HEADER_BYTES};
+use crate::packet::{Payload, SackBlocks, TCP_HEADER_BYTES};
 use crate::time::{Duration, SimTime};
-use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReceiverStats {
@@ -22,12 +26,21 @@ pub struct ReceiverStats {
     pub ooo_arrivals: u64,
     pub dup_acks_sent: u64,
     pub acks_sent: u64,
+    pub spurious_retransmits: u64,
 }
 
 pub struct TcpReceiver {
     rcv_nxt: u64,
-    /// Out-of-order ranges [start, end), disjoint and not touching.
-    ooo: BTreeMap<u64, u64>,
+    /// Highest byte seen plus one.
+    highest: u64,
+    ooo: RangeSet,
+    sack: bool,
+    /// Out-of-order ranges in the order of their latest change, newest
+    /// first: the SACK blocks to report (RFC 2018, Section 4).
+    recent: Vec<(u64, u64)>,
+    rcvbuf: u64,
+    /// Window scale shift (RFC 7323, 2.2); None without window scaling.
+    wscale: Option<u32>,
     delayed_ack: bool,
     ack_every: u32,
     delack_timeout: Duration,
@@ -38,11 +51,22 @@ pub struct TcpReceiver {
     pub stats: ReceiverStats,
 }
 
+/// The smallest shift that lets a 16-bit window field express `buf` bytes
+/// (at most 14, RFC 7323 2.3).
+pub fn window_scale_for(buf: u64) -> u32 {
+    (0..=14).find(|&s| buf >> s <= 65_535).unwrap_or(14)
+}
+
 impl TcpReceiver {
     pub fn new(cfg: &TcpConfig) -> Self {
         TcpReceiver {
             rcv_nxt: 0,
-            ooo: BTreeMap::new(),
+            highest: 0,
+            ooo: RangeSet::default(),
+            sack: cfg.sack,
+            recent: Vec::new(),
+            rcvbuf: cfg.rwnd_bytes,
+            wscale: cfg.window_scaling.then(|| window_scale_for(cfg.rwnd_bytes)),
             delayed_ack: cfg.delayed_ack,
             ack_every: cfg.ack_every.max(1),
             delack_timeout: Duration(cfg.delack_timeout_ns),
@@ -59,29 +83,47 @@ impl TcpReceiver {
         self.rcv_nxt
     }
 
-    pub fn on_segment(&mut self, seq: u64, len: u32, ts_val: SimTime, w: &mut impl Wire) {
+    /// The window to advertise, as the scaled 16-bit field would carry it.
+    pub fn window(&self) -> u64 {
+        let free = self.rcvbuf.saturating_sub(self.ooo.bytes());
+        match self.wscale {
+            Some(s) => (free >> s).min(65_535) << s,
+            None => free.min(65_535),
+        }
+    }
+
+    pub fn on_segment(&mut self, seq: u64, len: u32, ts_val: SimTime, retx: bool, w: &mut impl Wire) {
         self.stats.segments += 1;
         let end = seq + len as u64;
         if seq <= self.last_ack_sent && end > self.last_ack_sent {
             self.ts_recent = ts_val;
         }
-        if end <= self.rcv_nxt {
-            // Entirely old: a spurious retransmission. Tell the sender where we are.
+        let old = end <= self.rcv_nxt || self.ooo.covers(seq.max(self.rcv_nxt), end);
+        if old {
+            self.stats.spurious_retransmits += retx as u64;
+        } else if seq < self.highest {
+            self.stats.ooo_arrivals += 1;
+        }
+        self.highest = self.highest.max(end);
+        if old {
+            // Nothing new: tell the sender where we are.
             self.send_ack(w);
         } else if seq > self.rcv_nxt {
-            self.stats.ooo_arrivals += 1;
-            self.insert_ooo(seq, end);
+            let (range, _) = self.ooo.insert(seq, end);
+            self.recent.retain(|&(s, e)| e < range.0 || s > range.1);
+            self.recent.insert(0, range);
             self.send_ack(w);
         } else {
             let filled_hole = !self.ooo.is_empty();
             self.rcv_nxt = end;
-            while let Some((&s, &e)) = self.ooo.first_key_value() {
-                if s > self.rcv_nxt {
-                    break;
+            if let Some((s, e)) = self.ooo.first() {
+                if s <= self.rcv_nxt {
+                    self.rcv_nxt = self.rcv_nxt.max(e);
                 }
-                self.rcv_nxt = self.rcv_nxt.max(e);
-                self.ooo.pop_first();
             }
+            self.ooo.remove_below(self.rcv_nxt);
+            let rcv_nxt = self.rcv_nxt;
+            self.recent.retain(|&(_, e)| e > rcv_nxt);
             self.unacked_segments += 1;
             if filled_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every {
                 self.send_ack(w);
@@ -98,25 +140,6 @@ impl TcpReceiver {
         }
     }
 
-    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
-        // Merge with every range that overlaps or touches [start, end).
-        if let Some((&s, &e)) = self.ooo.range(..=start).next_back() {
-            if e >= start {
-                start = s;
-                end = end.max(e);
-                self.ooo.remove(&s);
-            }
-        }
-        while let Some((&s, &e)) = self.ooo.range(start..).next() {
-            if s > end {
-                break;
-            }
-            end = end.max(e);
-            self.ooo.remove(&s);
-        }
-        self.ooo.insert(start, end);
-    }
-
     fn send_ack(&mut self, w: &mut impl Wire) {
         if self.rcv_nxt == self.last_ack_sent && self.stats.acks_sent > 0 {
             self.stats.dup_acks_sent += 1;
@@ -125,6 +148,29 @@ impl TcpReceiver {
         self.last_ack_sent = self.rcv_nxt;
         self.unacked_segments = 0;
         self.delack.clear();
-        w.send(Payload::TcpAck { ack: self.rcv_nxt, ts_ecr: self.ts_recent }, TCP_HEADER_BYTES);
+        let mut sack = SackBlocks::default();
+        if self.sack {
+            for &(s, e) in self.recent.iter().take(SackBlocks::MAX) {
+                sack.push(s, e);
+            }
+        }
+        let size = TCP_HEADER_BYTES + sack.option_bytes();
+        let wnd = self.window();
+        w.send(Payload::TcpAck { ack: self.rcv_nxt, ts_ecr: self.ts_recent, wnd, sack }, size);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_scale_is_the_smallest_sufficient_shift() {
+        assert_eq!(window_scale_for(65_535), 0);
+        assert_eq!(window_scale_for(65_536), 1);
+        // 64 MiB >> 10 is 65536, one too many for the 16-bit field.
+        assert_eq!(window_scale_for(64 << 20), 11);
+        assert_eq!(window_scale_for((64 << 20) - 1024), 10);
+        assert_eq!(window_scale_for(u64::MAX), 14);
     }
 }

@@ -1,41 +1,65 @@
 //! The sending side of a bulk TCP connection.
 //!
-//! - Window: `min(cwnd, rwnd)` bytes outstanding; full-sized segments only,
-//!   except the last of a finite transfer. cwnd grows only while it is the
-//!   limit (RFC 7661).
-//! - Fast retransmit and NewReno fast recovery, RFC 6582 Section 3.2: on the
-//!   `dupthresh`-th duplicate ACK (unless it does not cover `recover`),
-//!   `ssthresh` from the controller, `recover = highest sent`, retransmit the
-//!   first unacknowledged segment, `cwnd = ssthresh + dupthresh SMSS`; each
-//!   further duplicate inflates cwnd by one SMSS; a partial ACK retransmits
-//!   the next hole and deflates cwnd by the bytes it acknowledged (plus one
-//!   SMSS back if at least one SMSS), re-arming the timer on the first
-//!   partial ACK only (the "impatient" variant the RFC specifies, so that a
-//!   window with many losses ends in a timeout rather than one
-//!   retransmission per RTT); the full ACK sets `cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS)`.
+//! - Window: at most `min(cwnd, advertised window, send buffer)` bytes
+//!   outstanding; full-sized segments only, except the last of a finite
+//!   transfer. cwnd grows only while it is the limit (RFC 7661).
+//! - Loss recovery, one of three, as the host would run it:
+//!   - SACK (RFC 6675): a scoreboard of SACKed ranges; a hole is lost once
+//!     more than (DupThresh - 1) SMSS are SACKed above it; recovery starts
+//!     on the DupThresh-th duplicate ACK or when the first unacknowledged
+//!     segment is lost, with `cwnd = ssthresh`; while `pipe` (the bytes
+//!     estimated in the network) is below cwnd, NextSeg sends the first lost
+//!     hole not yet retransmitted, else new data; recovery ends when the
+//!     cumulative ACK reaches the recovery point.
+//!   - NewReno (RFC 6582, Section 3.2): on the DupThresh-th duplicate ACK
+//!     (unless it does not cover `recover`), retransmit the first
+//!     unacknowledged segment, `cwnd = ssthresh + DupThresh SMSS`; inflate by
+//!     one SMSS per further duplicate; a partial ACK retransmits the next
+//!     hole and deflates cwnd by the bytes it acknowledged (plus one SMSS
+//!     back if at least one SMSS), re-arming the timer on the first partial
+//!     ACK only (the "impatient" variant the RFC specifies); the full ACK sets
+//!     `cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS)`.
+//!   - Reno (RFC 5681, Section 3.2): like NewReno, but the first new ACK
+//!     ends recovery (`cwnd = ssthresh`), and every DupThresh duplicate ACKs
+//!     start a new one.
+//! - Limited transmit (RFC 3042): the first two duplicate ACKs each let one
+//!   new segment out beyond cwnd.
 //! - Retransmission timeout (RFC 6298 timers, RFC 5681 loss window): go back
-//!   to the first unacknowledged byte with cwnd = 1 SMSS, back the timer off;
-//!   ssthresh falls only if the loss episode is new.
+//!   to the first unacknowledged byte with cwnd = 1 SMSS (skipping SACKed
+//!   data), back the timer off; ssthresh falls only if the loss episode is
+//!   new.
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
+//! - Pacing: a maximum rate (Linux SO_MAX_PACING_RATE), and optionally
+//!   Linux's internal pacing at 2 cwnd/srtt in slow start, 1.2 cwnd/srtt in
+//!   congestion avoidance (`tcp_update_pacing_rate`).
 
 use super::cc::{Ack, CcState, Controller};
+use super::ranges::RangeSet;
 use super::rtt::RttEstimator;
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
-use crate::packet::{Payload, TCP_HEADER_BYTES};
+use crate::packet::{Payload, SackBlocks, TCP_HEADER_BYTES};
 use crate::time::{Duration, SimTime};
+use crate::units::DataRate;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SenderStats {
     pub segments_sent: u64,
-    /// Segments sent again (fast retransmits, partial-ACK and timeout resends).
+    /// Segments sent again (fast retransmits, recovery and timeout resends).
     pub retransmits: u64,
     pub retransmitted_bytes: u64,
     /// Entries into fast recovery.
     pub fast_retransmits: u64,
     pub timeouts: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    Sack,
+    NewReno,
+    Reno,
 }
 
 pub struct TcpSender {
@@ -46,17 +70,30 @@ pub struct TcpSender {
     snd_nxt: u64,
     /// Highest sequence sent plus one.
     snd_max: u64,
-    rwnd: u64,
+    /// The peer's advertised window, bytes.
+    peer_wnd: u64,
+    sndbuf: u64,
     cc: Box<dyn Controller>,
     st: CcState,
+    recovery: Recovery,
     dupthresh: u32,
     dupacks: u32,
+    limited_transmit: bool,
     in_recovery: bool,
-    /// A partial ACK already re-armed the timer in this recovery.
+    /// A partial ACK already re-armed the timer in this recovery (NewReno).
     partial_acked: bool,
+    /// The recovery point (RFC 6582 `recover`, RFC 6675 `RecoveryPoint`).
     recover: Option<u64>,
+    /// SACK scoreboard: SACKed ranges above snd_una.
+    sacked: RangeSet,
+    /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
+    high_rxt: u64,
     rtt: RttEstimator,
     rto: LazyTimer,
+    max_pacing_rate: Option<DataRate>,
+    internal_pacing: bool,
+    pace_next: SimTime,
+    pace: LazyTimer,
     active: bool,
     pub stats: SenderStats,
 }
@@ -64,26 +101,39 @@ pub struct TcpSender {
 impl TcpSender {
     pub fn new(cfg: &TcpConfig, cc: Box<dyn Controller>) -> Self {
         let mss = cfg.mss_bytes as u64;
+        let recovery = if cfg.sack {
+            Recovery::Sack
+        } else if cfg.cc == "reno" {
+            Recovery::Reno
+        } else {
+            Recovery::NewReno
+        };
         TcpSender {
             mss,
             limit: cfg.size_bytes.unwrap_or(u64::MAX),
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
-            rwnd: cfg.rwnd_bytes,
+            // Until the first ACK: the peer's buffer as the handshake announced it.
+            peer_wnd: if cfg.window_scaling { cfg.rwnd_bytes } else { cfg.rwnd_bytes.min(65_535) },
+            sndbuf: cfg.sndbuf_bytes.unwrap_or(u64::MAX),
             cc,
             st: CcState { cwnd: cfg.init_cwnd_pkts as u64 * mss, ssthresh: u64::MAX, mss },
+            recovery,
             dupthresh: cfg.dupthresh,
             dupacks: 0,
+            limited_transmit: cfg.limited_transmit,
             in_recovery: false,
             partial_acked: false,
             recover: None,
-            rtt: RttEstimator::new(
-                Duration(cfg.initial_rto_ns),
-                Duration(cfg.min_rto_ns),
-                Duration(cfg.max_rto_ns),
-            ),
+            sacked: RangeSet::default(),
+            high_rxt: 0,
+            rtt: RttEstimator::new(Duration(cfg.initial_rto_ns), Duration(cfg.min_rto_ns), Duration(cfg.max_rto_ns)),
             rto: LazyTimer::default(),
+            max_pacing_rate: cfg.max_pacing_rate_bps.map(DataRate),
+            internal_pacing: cfg.pacing,
+            pace_next: SimTime::ZERO,
+            pace: LazyTimer::default(),
             active: false,
             stats: SenderStats::default(),
         }
@@ -113,6 +163,9 @@ impl TcpSender {
     pub fn controller(&self) -> &str {
         self.cc.name()
     }
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
 
     pub fn start(&mut self, w: &mut impl Wire) {
         self.active = true;
@@ -123,6 +176,7 @@ impl TcpSender {
     pub fn stop(&mut self) {
         self.active = false;
         self.rto.clear();
+        self.pace.clear();
     }
 
     /// Room in the host queue again.
@@ -131,104 +185,139 @@ impl TcpSender {
     }
 
     pub fn on_timer(&mut self, timer: FlowTimer, w: &mut impl Wire) {
-        if timer == FlowTimer::Rto && self.rto.fire(FlowTimer::Rto, w) && self.active {
-            self.on_timeout(w);
+        match timer {
+            FlowTimer::Rto if self.rto.fire(FlowTimer::Rto, w) && self.active => self.on_timeout(w),
+            FlowTimer::Pace if self.pace.fire(FlowTimer::Pace, w) => self.send_data(w),
+            _ => {}
         }
     }
 
-    fn transmit(&mut self, seq: u64, w: &mut impl Wire) {
-        let len = self.mss.min(self.limit - seq);
-        if seq < self.snd_max {
+    /// The pacing rate now, if the connection paces.
+    fn pacing_rate(&self) -> Option<DataRate> {
+        let internal = if self.internal_pacing {
+            self.rtt.srtt().map(|srtt| {
+                // Linux tcp_update_pacing_rate: 200% of cwnd/srtt in slow start, 120% after.
+                let pct: u128 = if self.st.cwnd < self.st.ssthresh / 2 { 200 } else { 120 };
+                let bps = self.st.cwnd as u128 * 8 * 1_000_000_000 * pct / 100 / srtt.as_nanos().max(1) as u128;
+                DataRate(bps.min(u64::MAX as u128) as u64)
+            })
+        } else {
+            None
+        };
+        match (internal, self.max_pacing_rate) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn transmit(&mut self, seq: u64, len: u64, w: &mut impl Wire) {
+        let retx = seq < self.snd_max;
+        if retx {
             self.stats.retransmits += 1;
             self.stats.retransmitted_bytes += len;
         }
         self.stats.segments_sent += 1;
         let now = w.now();
-        w.send(Payload::TcpData { seq, len: len as u32, ts_val: now }, len as u32 + TCP_HEADER_BYTES);
+        let size = len as u32 + TCP_HEADER_BYTES;
+        w.send(Payload::TcpData { seq, len: len as u32, ts_val: now, retx }, size);
+        self.snd_max = self.snd_max.max(seq + len);
         if self.rto.deadline().is_none() {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
         }
+        if let Some(rate) = self.pacing_rate() {
+            self.pace_next = self.pace_next.max(now) + rate.tx_time(size as u64);
+        }
     }
 
-    /// Send new (or, after a timeout, resent) segments while the window allows.
+    /// RFC 6675 loss boundary: every hole below the returned sequence is
+    /// lost (more than (DupThresh - 1) SMSS are SACKed above it).
+    fn lost_edge(&self) -> u64 {
+        let threshold = (self.dupthresh as u64 - 1) * self.mss;
+        let mut above = 0;
+        for (s, e) in self.sacked.iter_rev() {
+            above += e - s;
+            if above > threshold {
+                return s;
+            }
+        }
+        self.snd_una
+    }
+
+    /// RFC 6675 SetPipe: outstanding bytes not SACKed, less those deemed
+    /// lost, plus those retransmitted (a retransmission is assumed in flight
+    /// until acknowledged).
+    fn pipe(&self) -> u64 {
+        let unsacked = (self.snd_max - self.snd_una) - self.sacked.bytes();
+        let lost_from = self.high_rxt.max(self.snd_una);
+        let edge = self.lost_edge();
+        let lost_not_resent = if lost_from < edge { (edge - lost_from) - self.sacked.covered_in(lost_from, edge) } else { 0 };
+        unsacked - lost_not_resent
+    }
+
+    /// RFC 6675 NextSeg, rule 1: the first lost hole not yet retransmitted.
+    fn next_lost_hole(&self) -> Option<(u64, u64)> {
+        let (start, next_sacked) = self.sacked.next_gap(self.high_rxt.max(self.snd_una));
+        (start < self.lost_edge()).then(|| (start, self.mss.min(next_sacked - start)))
+    }
+
+    /// The next new (or, after a timeout, resent) segment the windows allow.
+    fn next_new_segment(&mut self) -> Option<(u64, u64)> {
+        // After a timeout snd_nxt walks again from snd_una: skip SACKed data.
+        if let Some((_, e)) = self.sacked.containing(self.snd_nxt) {
+            self.snd_nxt = e;
+        }
+        if self.snd_nxt >= self.limit {
+            return None;
+        }
+        let len = self.mss.min(self.limit - self.snd_nxt);
+        let end = self.snd_nxt + len;
+        if end > self.snd_una + self.peer_wnd.max(self.mss) || end - self.snd_una > self.sndbuf {
+            return None;
+        }
+        if !(self.in_recovery && self.recovery == Recovery::Sack) {
+            // Limited transmit: one segment beyond cwnd per duplicate ACK, at most two.
+            let allowance = if self.limited_transmit && !self.in_recovery { self.dupacks.min(2) as u64 * self.mss } else { 0 };
+            let flight = (self.snd_nxt - self.snd_una) - self.sacked.covered_in(self.snd_una, self.snd_nxt);
+            if flight + len > self.st.cwnd + allowance {
+                return None;
+            }
+        }
+        Some((self.snd_nxt, len))
+    }
+
+    /// Send while the window (or, in SACK recovery, pipe) allows.
     fn send_data(&mut self, w: &mut impl Wire) {
         if !self.active {
             return;
         }
-        let wnd = self.st.cwnd.min(self.rwnd);
-        while self.snd_nxt < self.limit {
-            let len = self.mss.min(self.limit - self.snd_nxt);
-            if self.snd_nxt - self.snd_una + len > wnd || !w.tx_room() {
-                break;
+        loop {
+            if self.pacing_rate().is_some() && w.now() < self.pace_next {
+                self.pace.set(self.pace_next, FlowTimer::Pace, w);
+                return;
             }
-            let seq = self.snd_nxt;
-            self.transmit(seq, w);
-            self.snd_nxt += len;
-            self.snd_max = self.snd_max.max(self.snd_nxt);
-        }
-    }
-
-    pub fn on_ack(&mut self, ack: u64, ts_ecr: SimTime, w: &mut impl Wire) {
-        if !self.active || ack > self.snd_max {
-            return;
-        }
-        let now = w.now();
-        if ack > self.snd_una {
-            let acked = ack - self.snd_una;
-            let flight = self.snd_max - self.snd_una;
-            self.snd_una = ack;
-            self.snd_nxt = self.snd_nxt.max(ack);
-            let rtt = now.since(ts_ecr);
-            self.rtt.sample(rtt);
-            let sample = Ack {
-                now,
-                acked,
-                rtt: Some(rtt),
-                min_rtt: self.rtt.min_rtt(),
-                in_flight: flight,
-                snd_una: ack,
-                snd_max: self.snd_max,
-                cwnd_limited: self.cwnd_limited(flight),
-            };
-            self.cc.on_measure(&self.st, &sample);
-            if self.in_recovery {
-                if self.recover.is_some_and(|r| ack >= r) {
-                    // Full acknowledgment: leave recovery, deflate.
-                    let flight = self.snd_max - self.snd_una;
-                    self.st.cwnd = self.st.ssthresh.min(flight.max(self.mss) + self.mss);
-                    self.in_recovery = false;
-                    self.dupacks = 0;
-                    self.cc.on_recovery_exit(&mut self.st, now);
-                } else {
-                    // Partial acknowledgment: the next hole is lost too.
-                    self.transmit(self.snd_una, w);
-                    self.st.cwnd = self.st.cwnd.saturating_sub(acked).max(self.mss);
-                    if acked >= self.mss {
-                        self.st.cwnd += self.mss;
-                    }
-                    if !self.partial_acked {
-                        self.partial_acked = true;
-                        self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
-                    }
+            let sack_recovery = self.in_recovery && self.recovery == Recovery::Sack;
+            let seg = if sack_recovery {
+                if self.pipe() + self.mss > self.st.cwnd {
+                    return;
+                }
+                match self.next_lost_hole() {
+                    Some(hole) => Some(hole),
+                    None => self.next_new_segment(),
                 }
             } else {
-                self.dupacks = 0;
-                self.cc.on_ack(&mut self.st, &sample);
+                self.next_new_segment()
+            };
+            let Some((seq, len)) = seg else { return };
+            if !w.tx_room() {
+                return;
             }
-            if self.snd_una == self.snd_max {
-                self.rto.clear();
-            } else if !self.in_recovery {
-                self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
-            }
-        } else if ack == self.snd_una && self.snd_max > self.snd_una {
-            self.dupacks += 1;
-            if self.in_recovery {
-                self.st.cwnd += self.mss;
-            } else if self.dupacks == self.dupthresh && self.recover.is_none_or(|r| ack > r) {
-                self.enter_recovery(w);
+            self.transmit(seq, len, w);
+            if sack_recovery && seq < self.snd_nxt {
+                self.high_rxt = seq + len;
+            } else {
+                self.snd_nxt = seq + len;
             }
         }
-        self.send_data(w);
     }
 
     /// Grow the window only while it limits sending (RFC 7661, and Linux's
@@ -244,6 +333,109 @@ impl TcpSender {
         }
     }
 
+    pub fn on_ack(&mut self, ack: u64, ts_ecr: SimTime, wnd: u64, sack: &SackBlocks, w: &mut impl Wire) {
+        if !self.active || ack > self.snd_max {
+            return;
+        }
+        let now = w.now();
+        self.peer_wnd = wnd;
+        let mut newly_sacked = 0;
+        if self.recovery == Recovery::Sack {
+            for &(s, e) in sack.as_slice() {
+                if e > ack.max(self.snd_una) && e <= self.snd_max {
+                    newly_sacked += self.sacked.insert(s.max(ack), e).1;
+                }
+            }
+        }
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            let flight = self.snd_max - self.snd_una;
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+            self.sacked.remove_below(ack);
+            let rtt = now.since(ts_ecr);
+            self.rtt.sample(rtt);
+            let sample = Ack {
+                now,
+                acked,
+                rtt: Some(rtt),
+                min_rtt: self.rtt.min_rtt(),
+                in_flight: flight,
+                snd_una: ack,
+                snd_max: self.snd_max,
+                cwnd_limited: self.cwnd_limited(flight),
+            };
+            self.cc.on_measure(&self.st, &sample);
+            if self.in_recovery {
+                self.on_recovery_ack(acked, w);
+            } else {
+                self.dupacks = 0;
+                self.cc.on_ack(&mut self.st, &sample);
+            }
+            if self.snd_una == self.snd_max {
+                self.rto.clear();
+            } else if !self.in_recovery || self.recovery == Recovery::Sack {
+                self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+            }
+        } else if ack == self.snd_una && self.snd_max > self.snd_una && (self.recovery != Recovery::Sack || newly_sacked > 0 || sack.is_empty()) {
+            self.dupacks += 1;
+            if self.in_recovery && self.recovery != Recovery::Sack {
+                self.st.cwnd += self.mss;
+            }
+        }
+        if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected() {
+            self.enter_recovery(w);
+        }
+        self.send_data(w);
+    }
+
+    /// Has a new loss episode begun?
+    fn loss_detected(&self) -> bool {
+        let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
+        let by_sack = self.recovery == Recovery::Sack && self.lost_edge() > self.snd_una;
+        new_episode && (self.dupacks >= self.dupthresh || by_sack)
+    }
+
+    fn on_recovery_ack(&mut self, acked: u64, w: &mut impl Wire) {
+        let now = w.now();
+        let full = self.recover.is_some_and(|r| self.snd_una >= r);
+        match self.recovery {
+            Recovery::Sack if full => {
+                self.st.cwnd = self.st.ssthresh;
+                self.leave_recovery(now);
+            }
+            Recovery::Sack => {}
+            Recovery::Reno => {
+                self.st.cwnd = self.st.ssthresh;
+                self.leave_recovery(now);
+            }
+            Recovery::NewReno if full => {
+                let flight = self.snd_max - self.snd_una;
+                self.st.cwnd = self.st.ssthresh.min(flight.max(self.mss) + self.mss);
+                self.leave_recovery(now);
+            }
+            Recovery::NewReno => {
+                // Partial acknowledgment: the next hole is lost too.
+                let len = self.mss.min(self.snd_max - self.snd_una);
+                self.transmit(self.snd_una, len, w);
+                self.st.cwnd = self.st.cwnd.saturating_sub(acked).max(self.mss);
+                if acked >= self.mss {
+                    self.st.cwnd += self.mss;
+                }
+                if !self.partial_acked {
+                    self.partial_acked = true;
+                    self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+                }
+            }
+        }
+    }
+
+    fn leave_recovery(&mut self, now: SimTime) {
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.cc.on_recovery_exit(&mut self.st, now);
+    }
+
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
         let flight = self.snd_max - self.snd_una;
@@ -252,8 +444,14 @@ impl TcpSender {
         self.in_recovery = true;
         self.partial_acked = false;
         self.stats.fast_retransmits += 1;
-        self.transmit(self.snd_una, w);
-        self.st.cwnd = self.st.ssthresh + self.dupthresh as u64 * self.mss;
+        // The first unacknowledged segment is resent at once (RFC 6675 step 4.3, RFC 6582 step 2).
+        let len = self.mss.min(self.snd_max - self.snd_una).min(self.sacked.next_gap(self.snd_una).1 - self.snd_una);
+        self.transmit(self.snd_una, len, w);
+        self.high_rxt = self.snd_una + len;
+        self.st.cwnd = match self.recovery {
+            Recovery::Sack => self.st.ssthresh,
+            Recovery::NewReno | Recovery::Reno => self.st.ssthresh + self.dupthresh as u64 * self.mss,
+        };
     }
 
     fn on_timeout(&mut self, w: &mut impl Wire) {
@@ -276,6 +474,8 @@ impl TcpSender {
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
         self.snd_nxt = self.snd_una;
+        self.high_rxt = self.snd_una;
+        self.pace_next = now;
         self.rtt.backoff();
         self.rto.clear();
         self.send_data(w);

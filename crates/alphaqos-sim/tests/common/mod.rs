@@ -73,6 +73,12 @@ impl Cfg {
             "mtu_bytes": 9000, "overhead_bytes": overhead, "queue_ab": queue_ab, "queue_ba": queue_ba}));
         self
     }
+    /// Impair the last link added, in its a -> b direction.
+    pub fn impair_last(mut self, loss: f64, reorder_fraction: f64, reorder_by: u32) -> Cfg {
+        let link = self.arr("links").last_mut().expect("a link to impair");
+        link["impair_ab"] = json!({"loss": loss, "reorder_fraction": reorder_fraction, "reorder_by": reorder_by});
+        self
+    }
     pub fn flow(mut self, f: Value) -> Cfg {
         self.arr("flows").push(f);
         self
