@@ -225,6 +225,11 @@ pub struct TcpConfig {
     /// avoidance) cwnd / srtt.
     #[serde(default)]
     pub pacing: bool,
+    /// RACK-style time-based loss detection (RFC 8985) instead of the
+    /// duplicate-ACK threshold: tolerates reordering within min_rtt / 4.
+    /// Needs SACK.
+    #[serde(default)]
+    pub rack: bool,
 }
 
 impl Default for TcpConfig {

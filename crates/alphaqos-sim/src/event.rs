@@ -37,6 +37,8 @@ pub enum FlowTimer {
     Wake,
     /// The pacing gap of a TCP sender has passed.
     Pace,
+    /// RACK's reordering window of a hole has passed.
+    Rack,
 }
 
 #[derive(Debug)]

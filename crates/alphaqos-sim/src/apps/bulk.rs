@@ -19,6 +19,9 @@ impl BulkTcp {
         if cfg.mss_bytes == 0 {
             return Err("mss_bytes must be positive".into());
         }
+        if cfg.rack && !cfg.sack {
+            return Err("rack needs sack".into());
+        }
         if cfg.dupthresh == 0 {
             return Err("dupthresh must be at least 1".into());
         }
@@ -30,7 +33,7 @@ impl BulkTcp {
             FlowTimer::Start => self.sender.start(&mut io.fwd()),
             FlowTimer::Stop => self.sender.stop(),
             FlowTimer::Wake => self.sender.on_wake(&mut io.fwd()),
-            FlowTimer::Rto | FlowTimer::Pace => self.sender.on_timer(t, &mut io.fwd()),
+            FlowTimer::Rto | FlowTimer::Pace | FlowTimer::Rack => self.sender.on_timer(t, &mut io.fwd()),
             FlowTimer::DelAck => self.receiver.on_timer(t, &mut io.rev()),
             FlowTimer::Send | FlowTimer::Step => {}
         }

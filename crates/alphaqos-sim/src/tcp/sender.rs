@@ -28,6 +28,12 @@
 //!   to the first unacknowledged byte with cwnd = 1 SMSS (skipping SACKed
 //!   data), back the timer off; ssthresh falls only if the loss episode is
 //!   new.
+//! - RACK option (RFC 8985, simplified): with SACK, a hole counts as lost
+//!   once a reordering window (min RTT / 4, the RFC's default) has passed
+//!   since data above it was first SACKed, instead of after DupThresh
+//!   segments: reordering shorter than the window causes no retransmission.
+//!   The hole's age stands in for RACK's per-segment transmit times, which
+//!   it matches when the segments around a hole left back to back.
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
 //! - Pacing: a maximum rate (Linux SO_MAX_PACING_RATE), and optionally
@@ -88,6 +94,9 @@ pub struct TcpSender {
     sacked: RangeSet,
     /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
     high_rxt: u64,
+    /// RACK: (lowest SACKed byte above a hole, when it was first SACKed), ascending.
+    rack: Option<Vec<(u64, SimTime)>>,
+    rack_timer: LazyTimer,
     rtt: RttEstimator,
     rto: LazyTimer,
     max_pacing_rate: Option<DataRate>,
@@ -128,6 +137,8 @@ impl TcpSender {
             recover: None,
             sacked: RangeSet::default(),
             high_rxt: 0,
+            rack: cfg.rack.then(Vec::new),
+            rack_timer: LazyTimer::default(),
             rtt: RttEstimator::new(Duration(cfg.initial_rto_ns), Duration(cfg.min_rto_ns), Duration(cfg.max_rto_ns)),
             rto: LazyTimer::default(),
             max_pacing_rate: cfg.max_pacing_rate_bps.map(DataRate),
@@ -188,6 +199,12 @@ impl TcpSender {
         match timer {
             FlowTimer::Rto if self.rto.fire(FlowTimer::Rto, w) && self.active => self.on_timeout(w),
             FlowTimer::Pace if self.pace.fire(FlowTimer::Pace, w) => self.send_data(w),
+            FlowTimer::Rack if self.rack_timer.fire(FlowTimer::Rack, w) && self.active => {
+                if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(w.now()) {
+                    self.enter_recovery(w);
+                }
+                self.send_data(w);
+            }
             _ => {}
         }
     }
@@ -229,9 +246,14 @@ impl TcpSender {
         }
     }
 
-    /// RFC 6675 loss boundary: every hole below the returned sequence is
-    /// lost (more than (DupThresh - 1) SMSS are SACKed above it).
-    fn lost_edge(&self) -> u64 {
+    /// Every hole below the returned sequence is lost: by RACK's reordering
+    /// window if enabled, else RFC 6675's rule (more than (DupThresh - 1)
+    /// SMSS SACKed above it).
+    fn lost_edge(&self, now: SimTime) -> u64 {
+        if let Some(marks) = &self.rack {
+            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
+            return marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now).map_or(self.snd_una, |&(b, _)| b);
+        }
         let threshold = (self.dupthresh as u64 - 1) * self.mss;
         let mut above = 0;
         for (s, e) in self.sacked.iter_rev() {
@@ -246,18 +268,18 @@ impl TcpSender {
     /// RFC 6675 SetPipe: outstanding bytes not SACKed, less those deemed
     /// lost, plus those retransmitted (a retransmission is assumed in flight
     /// until acknowledged).
-    fn pipe(&self) -> u64 {
+    fn pipe(&self, now: SimTime) -> u64 {
         let unsacked = (self.snd_max - self.snd_una) - self.sacked.bytes();
         let lost_from = self.high_rxt.max(self.snd_una);
-        let edge = self.lost_edge();
+        let edge = self.lost_edge(now);
         let lost_not_resent = if lost_from < edge { (edge - lost_from) - self.sacked.covered_in(lost_from, edge) } else { 0 };
         unsacked - lost_not_resent
     }
 
     /// RFC 6675 NextSeg, rule 1: the first lost hole not yet retransmitted.
-    fn next_lost_hole(&self) -> Option<(u64, u64)> {
+    fn next_lost_hole(&self, now: SimTime) -> Option<(u64, u64)> {
         let (start, next_sacked) = self.sacked.next_gap(self.high_rxt.max(self.snd_una));
-        (start < self.lost_edge()).then(|| (start, self.mss.min(next_sacked - start)))
+        (start < self.lost_edge(now)).then(|| (start, self.mss.min(next_sacked - start)))
     }
 
     /// The next new (or, after a timeout, resent) segment the windows allow.
@@ -297,10 +319,11 @@ impl TcpSender {
             }
             let sack_recovery = self.in_recovery && self.recovery == Recovery::Sack;
             let seg = if sack_recovery {
-                if self.pipe() + self.mss > self.st.cwnd {
+                let now = w.now();
+                if self.pipe(now) + self.mss > self.st.cwnd {
                     return;
                 }
-                match self.next_lost_hole() {
+                match self.next_lost_hole(now) {
                     Some(hole) => Some(hole),
                     None => self.next_new_segment(),
                 }
@@ -343,7 +366,16 @@ impl TcpSender {
         if self.recovery == Recovery::Sack {
             for &(s, e) in sack.as_slice() {
                 if e > ack.max(self.snd_una) && e <= self.snd_max {
+                    let top = self.sacked.last().map_or(ack.max(self.snd_una), |(_, e)| e);
                     newly_sacked += self.sacked.insert(s.max(ack), e).1;
+                    if let Some(marks) = &mut self.rack {
+                        if s > top {
+                            // A new hole [top, s): its reordering window starts now.
+                            marks.push((s, now));
+                            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
+                            self.rack_timer.set(now + reo_wnd, FlowTimer::Rack, w);
+                        }
+                    }
                 }
             }
         }
@@ -353,6 +385,9 @@ impl TcpSender {
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
             self.sacked.remove_below(ack);
+            if let Some(marks) = &mut self.rack {
+                marks.retain(|&(b, _)| b > ack);
+            }
             let rtt = now.since(ts_ecr);
             self.rtt.sample(rtt);
             let sample = Ack {
@@ -383,17 +418,18 @@ impl TcpSender {
                 self.st.cwnd += self.mss;
             }
         }
-        if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected() {
+        if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
         }
         self.send_data(w);
     }
 
     /// Has a new loss episode begun?
-    fn loss_detected(&self) -> bool {
+    fn loss_detected(&self, now: SimTime) -> bool {
         let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
-        let by_sack = self.recovery == Recovery::Sack && self.lost_edge() > self.snd_una;
-        new_episode && (self.dupacks >= self.dupthresh || by_sack)
+        let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now) > self.snd_una;
+        let by_dupacks = self.rack.is_none() && self.dupacks >= self.dupthresh;
+        new_episode && (by_dupacks || by_sack)
     }
 
     fn on_recovery_ack(&mut self, acked: u64, w: &mut impl Wire) {
