@@ -52,23 +52,28 @@ impl Packet {
 }
 
 /// Up to three SACK blocks (RFC 2018): with the timestamps option, three
-/// fit in the 40 bytes of TCP options.
+/// fit in the 40 bytes of TCP options. Stored as 32-bit offsets from a base
+/// (the ACK's cumulative acknowledgment, below every block), as the wire
+/// carries 32-bit sequence numbers; it keeps packets small to copy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
     n: u8,
-    blocks: [(u64, u64); 3],
+    blocks: [(u32, u32); 3],
 }
 
 impl SackBlocks {
     pub const MAX: usize = 3;
-    pub fn push(&mut self, start: u64, end: u64) {
+    /// Add [start, end), both at most 4 GiB above `base`.
+    pub fn push(&mut self, base: u64, start: u64, end: u64) {
         if (self.n as usize) < Self::MAX {
-            self.blocks[self.n as usize] = (start, end);
+            let off = |x: u64| u32::try_from(x - base).expect("SACK block within 4 GiB of the ACK");
+            self.blocks[self.n as usize] = (off(start), off(end));
             self.n += 1;
         }
     }
-    pub fn as_slice(&self) -> &[(u64, u64)] {
-        &self.blocks[..self.n as usize]
+    /// The blocks as absolute [start, end) ranges.
+    pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (base + s as u64, base + e as u64))
     }
     pub fn is_empty(&self) -> bool {
         self.n == 0

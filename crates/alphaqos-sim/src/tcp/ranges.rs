@@ -62,8 +62,10 @@ impl RangeSet {
         ((start, end), self.bytes - before)
     }
 
-    /// Forget everything below `x` (cumulatively acknowledged or delivered).
-    pub fn remove_below(&mut self, x: u64) {
+    /// Forget everything below `x` (cumulatively acknowledged or
+    /// delivered); returns the bytes forgotten.
+    pub fn remove_below(&mut self, x: u64) -> u64 {
+        let before = self.bytes;
         while let Some((&s, &e)) = self.map.first_key_value() {
             if s >= x {
                 break;
@@ -76,6 +78,7 @@ impl RangeSet {
                 break;
             }
         }
+        before - self.bytes
     }
 
     /// The range containing byte `x`, if any.
@@ -110,6 +113,57 @@ impl RangeSet {
     }
 }
 
+/// The covered bytes below a moving position, kept up to date as the set
+/// changes, so that "how much below x is covered" costs no walk over the
+/// set (the sender asks it for every ACK, and after a burst of losses the
+/// scoreboard holds thousands of ranges).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pos: u64,
+    below: u64,
+}
+
+impl Cursor {
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+    /// Covered bytes of `set` below `pos`.
+    pub fn below(&self) -> u64 {
+        self.below
+    }
+    /// Move to `to`, with `set` as it is now.
+    pub fn move_to(&mut self, set: &RangeSet, to: u64) {
+        if to >= self.pos {
+            self.below += set.covered_in(self.pos, to);
+        } else {
+            self.below -= set.covered_in(to, self.pos);
+        }
+        self.pos = to;
+    }
+    /// Insert [start, end) into `set`, keeping every cursor right; returns
+    /// the bytes newly covered.
+    pub fn insert(set: &mut RangeSet, start: u64, end: u64, cursors: &mut [&mut Cursor]) -> u64 {
+        let before: Vec<u64> = cursors.iter().map(|c| set.covered_in(start, end.min(c.pos))).collect();
+        let added = set.insert(start, end).1;
+        for (c, b) in cursors.iter_mut().zip(before) {
+            c.below += end.min(c.pos).saturating_sub(start) - b;
+        }
+        added
+    }
+    /// `set.remove_below(x)`, keeping every cursor right (a cursor below `x`
+    /// moves up to it).
+    pub fn remove_below(set: &mut RangeSet, x: u64, cursors: &mut [&mut Cursor]) {
+        let removed = set.remove_below(x);
+        for c in cursors.iter_mut() {
+            if c.pos >= x {
+                c.below -= removed;
+            } else {
+                **c = Cursor { pos: x, below: 0 };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,9 +191,45 @@ mod tests {
         assert_eq!(r.next_gap(0), (0, 10));
         assert_eq!(r.next_gap(12), (20, 30));
         assert_eq!(r.next_gap(35), (40, u64::MAX));
-        r.remove_below(15);
+        assert_eq!(r.remove_below(15), 5);
         assert_eq!((r.first(), r.bytes()), (Some((15, 20)), 15));
         r.remove_below(100);
         assert!(r.is_empty() && r.bytes() == 0);
+    }
+
+    #[test]
+    fn cursors_agree_with_a_full_walk() {
+        // A deterministic mix of inserts, removals and moves; after each step
+        // every cursor's count equals covered_in(0, pos).
+        let mut set = RangeSet::default();
+        let (mut a, mut b) = (Cursor::default(), Cursor::default());
+        let mut x: u64 = 12345;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut floor = 0;
+        for step in 0..5000 {
+            match next() % 4 {
+                0 | 1 => {
+                    let s = floor + next() % 1000;
+                    let e = s + 1 + next() % 50;
+                    Cursor::insert(&mut set, s, e, &mut [&mut a, &mut b]);
+                }
+                2 => {
+                    let to = floor + next() % 1000;
+                    if step % 2 == 0 { a.move_to(&set, to) } else { b.move_to(&set, to) }
+                }
+                _ => {
+                    floor += next() % 20;
+                    Cursor::remove_below(&mut set, floor, &mut [&mut a, &mut b]);
+                }
+            }
+            for c in [&a, &b] {
+                assert_eq!(c.below(), set.covered_in(0, c.pos()), "step {step}");
+            }
+        }
     }
 }

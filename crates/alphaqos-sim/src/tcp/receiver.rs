@@ -151,7 +151,7 @@ impl TcpReceiver {
         let mut sack = SackBlocks::default();
         if self.sack {
             for &(s, e) in self.recent.iter().take(SackBlocks::MAX) {
-                sack.push(s, e);
+                sack.push(self.rcv_nxt, s, e);
             }
         }
         let size = TCP_HEADER_BYTES + sack.option_bytes();

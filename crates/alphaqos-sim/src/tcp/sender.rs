@@ -41,7 +41,7 @@
 //!   congestion avoidance (`tcp_update_pacing_rate`).
 
 use super::cc::{Ack, CcState, Controller};
-use super::ranges::RangeSet;
+use super::ranges::{Cursor, RangeSet};
 use super::rtt::RttEstimator;
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
@@ -94,6 +94,9 @@ pub struct TcpSender {
     sacked: RangeSet,
     /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
     high_rxt: u64,
+    /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
+    rxt_cur: Cursor,
+    nxt_cur: Cursor,
     /// RACK: (lowest SACKed byte above a hole, when it was first SACKed), ascending.
     rack: Option<Vec<(u64, SimTime)>>,
     rack_timer: LazyTimer,
@@ -137,6 +140,8 @@ impl TcpSender {
             recover: None,
             sacked: RangeSet::default(),
             high_rxt: 0,
+            rxt_cur: Cursor::default(),
+            nxt_cur: Cursor::default(),
             rack: cfg.rack.then(Vec::new),
             rack_timer: LazyTimer::default(),
             rtt: RttEstimator::new(Duration(cfg.initial_rto_ns), Duration(cfg.min_rto_ns), Duration(cfg.max_rto_ns)),
@@ -249,20 +254,24 @@ impl TcpSender {
     /// Every hole below the returned sequence is lost: by RACK's reordering
     /// window if enabled, else RFC 6675's rule (more than (DupThresh - 1)
     /// SMSS SACKed above it).
-    fn lost_edge(&self, now: SimTime) -> u64 {
+    /// Also returns the SACKed bytes at and above that sequence.
+    fn lost_edge(&self, now: SimTime) -> (u64, u64) {
         if let Some(marks) = &self.rack {
             let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
-            return marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now).map_or(self.snd_una, |&(b, _)| b);
+            return match marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
+                Some(&(b, _)) => (b, self.sacked.iter_rev().take_while(|&(s, _)| s >= b).map(|(s, e)| e - s).sum()),
+                None => (self.snd_una, self.sacked.bytes()),
+            };
         }
         let threshold = (self.dupthresh as u64 - 1) * self.mss;
         let mut above = 0;
         for (s, e) in self.sacked.iter_rev() {
             above += e - s;
             if above > threshold {
-                return s;
+                return (s, above);
             }
         }
-        self.snd_una
+        (self.snd_una, self.sacked.bytes())
     }
 
     /// RFC 6675 SetPipe: outstanding bytes not SACKed, less those deemed
@@ -270,23 +279,28 @@ impl TcpSender {
     /// until acknowledged).
     fn pipe(&self, now: SimTime) -> u64 {
         let unsacked = (self.snd_max - self.snd_una) - self.sacked.bytes();
-        let lost_from = self.high_rxt.max(self.snd_una);
-        let edge = self.lost_edge(now);
-        let lost_not_resent = if lost_from < edge { (edge - lost_from) - self.sacked.covered_in(lost_from, edge) } else { 0 };
+        let lost_from = self.rxt_cur.pos();
+        let (edge, above) = self.lost_edge(now);
+        let lost_not_resent = if lost_from < edge {
+            // SACKed bytes in [lost_from, edge): all, less those below and above.
+            (edge - lost_from) - (self.sacked.bytes() - self.rxt_cur.below() - above)
+        } else {
+            0
+        };
         unsacked - lost_not_resent
     }
 
     /// RFC 6675 NextSeg, rule 1: the first lost hole not yet retransmitted.
     fn next_lost_hole(&self, now: SimTime) -> Option<(u64, u64)> {
         let (start, next_sacked) = self.sacked.next_gap(self.high_rxt.max(self.snd_una));
-        (start < self.lost_edge(now)).then(|| (start, self.mss.min(next_sacked - start)))
+        (start < self.lost_edge(now).0).then(|| (start, self.mss.min(next_sacked - start)))
     }
 
     /// The next new (or, after a timeout, resent) segment the windows allow.
     fn next_new_segment(&mut self) -> Option<(u64, u64)> {
         // After a timeout snd_nxt walks again from snd_una: skip SACKed data.
         if let Some((_, e)) = self.sacked.containing(self.snd_nxt) {
-            self.snd_nxt = e;
+            self.set_snd_nxt(e);
         }
         if self.snd_nxt >= self.limit {
             return None;
@@ -299,7 +313,7 @@ impl TcpSender {
         if !(self.in_recovery && self.recovery == Recovery::Sack) {
             // Limited transmit: one segment beyond cwnd per duplicate ACK, at most two.
             let allowance = if self.limited_transmit && !self.in_recovery { self.dupacks.min(2) as u64 * self.mss } else { 0 };
-            let flight = (self.snd_nxt - self.snd_una) - self.sacked.covered_in(self.snd_una, self.snd_nxt);
+            let flight = (self.snd_nxt - self.snd_una) - self.nxt_cur.below();
             if flight + len > self.st.cwnd + allowance {
                 return None;
             }
@@ -336,11 +350,21 @@ impl TcpSender {
             }
             self.transmit(seq, len, w);
             if sack_recovery && seq < self.snd_nxt {
-                self.high_rxt = seq + len;
+                self.set_high_rxt(seq + len);
             } else {
-                self.snd_nxt = seq + len;
+                self.set_snd_nxt(seq + len);
             }
         }
+    }
+
+    fn set_snd_nxt(&mut self, v: u64) {
+        self.snd_nxt = v;
+        self.nxt_cur.move_to(&self.sacked, v);
+    }
+
+    fn set_high_rxt(&mut self, v: u64) {
+        self.high_rxt = v;
+        self.rxt_cur.move_to(&self.sacked, v.max(self.snd_una));
     }
 
     /// Grow the window only while it limits sending (RFC 7661, and Linux's
@@ -364,10 +388,10 @@ impl TcpSender {
         self.peer_wnd = wnd;
         let mut newly_sacked = 0;
         if self.recovery == Recovery::Sack {
-            for &(s, e) in sack.as_slice() {
+            for (s, e) in sack.iter(ack) {
                 if e > ack.max(self.snd_una) && e <= self.snd_max {
                     let top = self.sacked.last().map_or(ack.max(self.snd_una), |(_, e)| e);
-                    newly_sacked += self.sacked.insert(s.max(ack), e).1;
+                    newly_sacked += Cursor::insert(&mut self.sacked, s.max(ack), e, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
                     if let Some(marks) = &mut self.rack {
                         if s > top {
                             // A new hole [top, s): its reordering window starts now.
@@ -383,8 +407,8 @@ impl TcpSender {
             let acked = ack - self.snd_una;
             let flight = self.snd_max - self.snd_una;
             self.snd_una = ack;
+            Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
             self.snd_nxt = self.snd_nxt.max(ack);
-            self.sacked.remove_below(ack);
             if let Some(marks) = &mut self.rack {
                 marks.retain(|&(b, _)| b > ack);
             }
@@ -427,7 +451,7 @@ impl TcpSender {
     /// Has a new loss episode begun?
     fn loss_detected(&self, now: SimTime) -> bool {
         let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
-        let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now) > self.snd_una;
+        let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now).0 > self.snd_una;
         let by_dupacks = self.rack.is_none() && self.dupacks >= self.dupthresh;
         new_episode && (by_dupacks || by_sack)
     }
@@ -483,7 +507,7 @@ impl TcpSender {
         // The first unacknowledged segment is resent at once (RFC 6675 step 4.3, RFC 6582 step 2).
         let len = self.mss.min(self.snd_max - self.snd_una).min(self.sacked.next_gap(self.snd_una).1 - self.snd_una);
         self.transmit(self.snd_una, len, w);
-        self.high_rxt = self.snd_una + len;
+        self.set_high_rxt(self.snd_una + len);
         self.st.cwnd = match self.recovery {
             Recovery::Sack => self.st.ssthresh,
             Recovery::NewReno | Recovery::Reno => self.st.ssthresh + self.dupthresh as u64 * self.mss,
@@ -509,8 +533,8 @@ impl TcpSender {
         self.in_recovery = false;
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
-        self.snd_nxt = self.snd_una;
-        self.high_rxt = self.snd_una;
+        self.set_snd_nxt(self.snd_una);
+        self.set_high_rxt(self.snd_una);
         self.pace_next = now;
         self.rtt.backoff();
         self.rto.clear();
