@@ -36,7 +36,8 @@ def engine_tables(with_tcp: bool = True) -> dict[str, dict[str, list]]:
         "flow": ["t"] * 3, "time_ns": times, "bytes_acked": [10_000, 30_000, 60_000],
         "goodput_bps": [800_000, 1_600_000, 2_400_000], "cwnd_bytes": [14_480, 28_960, 14_480],
         "ssthresh_bytes": [None, None, 14_480], "srtt_ns": [None, 2 * MS, 3 * MS],
-        "rto_ns": [1000 * MS, 202 * MS, 203 * MS], "retransmits": [0, 0, 2], "fast_retransmits": [0, 0, 1],
+        "rto_ns": [1000 * MS, 202 * MS, 203 * MS], "retransmits": [0, 0, 2], "retransmitted_bytes": [0, 0, 2896],
+        "spurious_retransmits": [0, 0, 0], "fast_retransmits": [0, 0, 1],
         "timeouts": [0, 0, 1], "ooo_arrivals": [0, 1, 1], "dup_acks_sent": [0, 3, 3],
     }  # fmt: skip
     return {
@@ -55,7 +56,7 @@ def engine_tables(with_tcp: bool = True) -> dict[str, dict[str, list]]:
             "queue": ["A->R", "R->B"], "link": ["A->R", "R->B"], "enq_pkts": [2600, 2590], "enq_bytes": [1, 2],
             "deq_pkts": [2600, 2585], "deq_bytes": [1, 2], "drop_pkts": [0, 5], "drop_bytes": [0, 7500],
             "drop_tail_pkts": [0, 5], "drop_aqm_pkts": [0, 0], "drop_policer_pkts": [0, 0],
-            "backlog_pkts": [0, 1], "backlog_bytes": [0, 1500], "rate_bps": [10**9, 10**9],
+            "backlog_pkts": [0, 1], "backlog_bytes": [0, 1500], "rate_bps": [10**9, 10**9], "link_loss_pkts": [0, 0],
         },  # fmt: skip
         "flow_summary": {
             "flow": ["t", "u", "p"], "kind": ["tcp", "udp", "ping"], "src": ["A", "A", "B"], "dst": ["B", "B", "A"],

@@ -338,7 +338,7 @@ def test_dict_errors_give_the_path_without_a_line():
     data = _tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "foo"}}])
     with pytest.raises(ScenarioError) as caught:
         load_scenario(data)
-    assert str(caught.value) == "flows[0].tcp.cc: unknown congestion control 'foo' (expected one of: newreno)"
+    assert str(caught.value) == "flows[0].tcp.cc: unknown congestion control 'foo' (expected one of: newreno, reno, cubic, htcp, bic, highspeed, base_flow)"
 
 
 def test_all_problems_are_kept_and_counted():
@@ -451,7 +451,7 @@ BAD_INPUT = [
     ("negative-delay", [("delay: 2ms", "delay: -2ms")], "-2ms", "links[1].delay", "negative value '-2ms'"),
     ("unknown-top-level-key", [("duration: 2s", "duration: 2s\ncolour: red")], "colour", "colour", "unknown key 'colour' (expected one of: name, description, duration"),
     ("unknown-nested-key", [("limit: 100p}", "limit: 100p, colour: red}")], "colour", "links[1].queues.R.fifo.colour", "unknown key 'colour' (expected one of: limit)"),
-    ("unknown-cc", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: foo}")], "cc: foo", "flows[0].tcp.cc", "unknown congestion control 'foo' (expected one of: newreno)"),
+    ("unknown-cc", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: foo}")], "cc: foo", "flows[0].tcp.cc", "unknown congestion control 'foo' (expected one of: newreno, reno, cubic, htcp, bic, highspeed, base_flow)"),
     ("missing-key", [("    rate: 1Gbps\n    delay: 1ms\n", "    delay: 1ms\n")], "[A, R]", "links[0].rate", "required key is missing"),
     ("two-flow-kinds", [("interval: 100ms}", "interval: 100ms}\n    udp: {from: A, to: B, rate: 1Mbps}")], "- name: probe", "flows[1]", "expected exactly one of: tcp, udp, ping, poisson (got udp, ping)"),
     ("queue-of-a-stranger", [("queues: {R:", "queues: {A:")], "queues:", "links[1].queues.A", "'A' is not an end of this link (expected 'R' or 'B')"),

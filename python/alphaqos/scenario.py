@@ -60,6 +60,7 @@ from pydantic import (
 )
 
 from . import units
+from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
 from .source import Source, read_source
 
@@ -80,9 +81,9 @@ __all__ = [
     "resolve",
 ]
 
-#: Congestion-control algorithms the engine implements. Add a name here when
-#: the engine gains one; the scenario schema accepts exactly this set.
-CONGESTION_CONTROLS: tuple[str, ...] = ("newreno",)
+#: Congestion-control algorithms the engine implements, with their
+#: parameters in :mod:`alphaqos.cc`.
+CONGESTION_CONTROLS: tuple[str, ...] = tuple(CC_PARAMS)
 
 #: Routers without an address get one from this network, in declaration
 #: order, skipping addresses already taken.
@@ -153,6 +154,7 @@ Mtu = Annotated[Size, AfterValidator(_mtu)]
 Count = Annotated[int, Strict(), Field(ge=1)]
 Flag = Annotated[bool, Strict()]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Seed = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
 QueueLimit = Annotated[
@@ -287,9 +289,28 @@ class Queue(_Model):
 DEFAULT_QUEUE = Queue(fifo=Fifo())
 
 
+class Reorder(_Model):
+    """A ``fraction`` of the packets arrives ``by`` positions late."""
+
+    fraction: Probability
+    by: Count
+
+
+class Impair(_Model):
+    """What the wire does after the queue: random ``loss`` (a probability
+    per packet) and ``reorder``."""
+
+    loss: Probability = 0.0
+    reorder: Reorder | None = None
+
+
+NO_IMPAIRMENT = Impair()
+
+
 class Link(_Model):
     """A full-duplex link. ``queue`` applies to both directions unless
-    ``queues`` overrides it for the direction leaving a given node."""
+    ``queues`` overrides it for the direction leaving a given node; the same
+    for ``impair`` and ``impairs``."""
 
     between: tuple[Name, Name]
     rate: PositiveRate
@@ -300,10 +321,16 @@ class Link(_Model):
     overhead: Size = 38
     queue: Queue = DEFAULT_QUEUE
     queues: dict[Name, Queue] = {}
+    impair: Impair = NO_IMPAIRMENT
+    impairs: dict[Name, Impair] = {}
 
     def queue_from(self, sender: str) -> Queue:
         """The egress queue of ``sender`` onto this link."""
         return self.queues.get(sender, self.queue)
+
+    def impair_from(self, sender: str) -> Impair:
+        """The impairment of the direction leaving ``sender``."""
+        return self.impairs.get(sender, self.impair)
 
 
 class _Endpoints(_Model):
@@ -326,6 +353,16 @@ class Tcp(_Endpoints):
     max_rto: PositiveTime = 60 * NS_PER_S
     dupthresh: Count = 3
     size: PositiveSize | None = None
+    # Linux defaults: SACK, window scaling and limited transmit on.
+    sack: Flag = True
+    window_scaling: Flag = True
+    limited_transmit: Flag = True
+    sndbuf: PositiveSize | None = None
+    max_pacing_rate: PositiveRate | None = None
+    pacing: Flag = False
+    # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
+    rack: Flag = False
+    cc_params: dict[str, Any] = {}
 
 
 class Udp(_Endpoints):
@@ -588,12 +625,13 @@ def _check_links(scenario: Scenario):
         if pair in joined:
             yield ("links", index, "between"), f"duplicate link: links[{joined[pair]}] already joins {a!r} and {b!r}"
         joined.setdefault(pair, index)
-        for sender in link.queues:
-            if sender not in link.between:
-                yield (
-                    ("links", index, "queues", sender),
-                    f"{sender!r} is not an end of this link (expected {a!r} or {b!r})",
-                )
+        for key, per_sender in (("queues", link.queues), ("impairs", link.impairs)):
+            for sender in per_sender:
+                if sender not in link.between:
+                    yield (
+                        ("links", index, key, sender),
+                        f"{sender!r} is not an end of this link (expected {a!r} or {b!r})",
+                    )
         queues = [(("links", index, "queue"), link.queue)]
         queues += [(("links", index, "queues", sender), queue) for sender, queue in link.queues.items()]
         for loc, queue in queues:
@@ -684,6 +722,12 @@ def _check_tcp(tcp: Tcp, loc: tuple):
         yield (*loc, "max_rto"), f"must not be less than min_rto ({_t(tcp.min_rto)})"
     elif not tcp.min_rto <= tcp.initial_rto <= tcp.max_rto:
         yield (*loc, "initial_rto"), f"must lie between min_rto ({_t(tcp.min_rto)}) and max_rto ({_t(tcp.max_rto)})"
+    if tcp.rack and not tcp.sack:
+        yield (*loc, "rack"), "RACK loss detection needs sack: true"
+    try:
+        validate_cc_params(tcp.cc, tcp.cc_params)
+    except ValueError as exc:
+        yield (*loc, "cc_params"), str(exc)
 
 
 def _unknown_node(name: str, scenario: Scenario) -> str:
@@ -776,6 +820,17 @@ def _resolve_link(link: Link) -> dict[str, Any]:
         "overhead_bytes": link.overhead,
         "queue_ab": _resolve_queue(link.queue_from(a)),
         "queue_ba": _resolve_queue(link.queue_from(b)),
+        "impair_ab": _resolve_impair(link.impair_from(a)),
+        "impair_ba": _resolve_impair(link.impair_from(b)),
+    }
+
+
+def _resolve_impair(impair: Impair) -> dict[str, Any]:
+    reorder = impair.reorder
+    return {
+        "loss": impair.loss,
+        "reorder_fraction": reorder.fraction if reorder else 0.0,
+        "reorder_by": reorder.by if reorder else 0,
     }
 
 
@@ -820,6 +875,14 @@ def _resolve_flow(flow: Flow) -> dict[str, Any]:
             "max_rto_ns": tcp.max_rto,
             "dupthresh": tcp.dupthresh,
             "size_bytes": tcp.size,
+            "sack": tcp.sack,
+            "window_scaling": tcp.window_scaling,
+            "limited_transmit": tcp.limited_transmit,
+            "sndbuf_bytes": tcp.sndbuf,
+            "max_pacing_rate_bps": tcp.max_pacing_rate,
+            "pacing": tcp.pacing,
+            "rack": tcp.rack,
+            "cc_params": resolve_cc_params(validate_cc_params(tcp.cc, tcp.cc_params)),
         }
     elif flow.udp is not None:
         udp = flow.udp

@@ -3,6 +3,12 @@
 //! detection and recovery; a controller decides how the window grows on new
 //! ACKs and how far it falls on a loss.
 
+pub mod base_flow;
+pub mod bic;
+pub mod common;
+pub mod cubic;
+pub mod highspeed;
+pub mod htcp;
 pub mod newreno;
 
 use crate::time::{Duration, SimTime};
@@ -57,16 +63,42 @@ pub trait Controller: Send {
 }
 
 /// The controllers known by name.
-pub const NAMES: &[&str] = &["newreno"];
+pub const NAMES: &[&str] = &["newreno", "reno", "cubic", "htcp", "bic", "highspeed", "base_flow"];
 
 /// Build the controller `name` from its parameters (a JSON object, base
 /// units) for a connection with segments of `mss` bytes.
 pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn Controller>, String> {
-    let _ = mss;
     match name {
+        // Reno and NewReno grow and cut the window alike; they differ in
+        // loss recovery, which the sender implements.
         "newreno" | "reno" => {
             no_params(name, params)?;
             Ok(Box::new(newreno::NewReno::default()))
+        }
+        "cubic" => {
+            let p: cubic::Params = parse_params(name, params)?;
+            p.validate()?;
+            Ok(Box::new(cubic::Cubic::new(&p)))
+        }
+        "htcp" => {
+            let p: htcp::Params = parse_params(name, params)?;
+            p.validate()?;
+            Ok(Box::new(htcp::Htcp::new(&p)))
+        }
+        "bic" => {
+            let p: bic::Params = parse_params(name, params)?;
+            p.validate()?;
+            Ok(Box::new(bic::Bic::new(&p)))
+        }
+        "highspeed" => {
+            let p: highspeed::Params = parse_params(name, params)?;
+            p.validate()?;
+            Ok(Box::new(highspeed::HighSpeed::new(&p)))
+        }
+        "base_flow" => {
+            let p: base_flow::Params = parse_params(name, params)?;
+            p.validate()?;
+            Ok(Box::new(base_flow::BaseFlow::new(&p, mss)))
         }
         other => Err(format!("unknown congestion control '{other}' (expected one of: {})", NAMES.join(", "))),
     }
