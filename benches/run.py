@@ -26,19 +26,43 @@ CASES = {
         "reference-newreno-10g.yaml",
         "one NewReno flow, 10 Gbps bottleneck, 20 ms RTT, BDP buffer, 10 s",
     ),
+    "cubic-100ms": (
+        "cubic-10g-100ms.yaml",
+        "one CUBIC flow, 10 Gbps, 100 ms RTT, BDP buffer, 30 s",
+    ),
+    "cubic-8flows": (
+        "cubic-8flows-10g.yaml",
+        "eight CUBIC flows sharing 10 Gbps, 20 ms RTT, BDP buffer, 10 s",
+    ),
 }
+
+# TCP payload per Ethernet frame with IPv4, TCP and timestamps: 1448 of 1538 B.
+MAX_GOODPUT_10G = 10e9 * 1448 / 1538
+
+
+def _mean_after(tcp: dict, flow: str, after_ns: float) -> float:
+    rates = [g for f, t, g in zip(tcp["flow"], tcp["time_ns"], tcp["goodput_bps"]) if f == flow and t > after_ns]
+    return sum(rates) / len(rates)
 
 
 def check(name: str, tables: dict) -> str:
     """Assert the case's outcome; return a one-line description of it."""
+    tcp = tables["tcp"]
     if name == "reference":
-        tcp = tables["tcp"]
-        # Steady state: from 3 s on. Maximum goodput: 10 Gbps x 1448/1538
-        # (TCP payload per Ethernet frame with IPv4, TCP, timestamps, framing).
-        rates = [g for t, g in zip(tcp["time_ns"], tcp["goodput_bps"]) if t > 3e9]
-        util = sum(rates) / len(rates) / (10e9 * 1448 / 1538)
+        util = _mean_after(tcp, "tcp", 3e9) / MAX_GOODPUT_10G
         assert util >= 0.95, f"reference case: utilization {util:.3f} < 0.95"
         return f"bottleneck utilization {util:.1%} after 3 s"
+    if name == "cubic-100ms":
+        util = _mean_after(tcp, "tcp", 10e9) / MAX_GOODPUT_10G
+        assert util >= 0.9, f"cubic-100ms: utilization {util:.3f} < 0.9"
+        return f"bottleneck utilization {util:.1%} after 10 s"
+    if name == "cubic-8flows":
+        flows = sorted(set(tcp["flow"]))
+        rates = [_mean_after(tcp, f, 3e9) for f in flows]
+        util = sum(rates) / MAX_GOODPUT_10G
+        jain = sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))
+        assert util >= 0.95, f"cubic-8flows: utilization {util:.3f} < 0.95"
+        return f"utilization {util:.1%}, Jain's index {jain:.3f} after 3 s"
     raise KeyError(name)
 
 
@@ -75,7 +99,7 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"bench: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}", file=sys.stderr)
         return 2
-    print(f"{'case':<12} {'sim s/wall s':>12} {'events/s':>12} {'peak MB':>8}  outcome")
+    print(f"{'case':<14} {'sim s/wall s':>12} {'events/s':>12} {'peak MB':>8}  outcome")
     for name in names:
         out = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True)
         if out.returncode != 0:
@@ -84,10 +108,10 @@ def main(argv: list[str]) -> int:
             return 1
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(
-            f"{name:<12} {r['sim_s'] / r['wall_s']:>12.2f} {r['events'] / r['wall_s'] / 1e6:>11.2f}M"
+            f"{name:<14} {r['sim_s'] / r['wall_s']:>12.2f} {r['events'] / r['wall_s'] / 1e6:>11.2f}M"
             f" {r['peak_rss_mb']:>8.0f}  {r['outcome']}"
         )
-        print(f"{'':<12} {CASES[name][1]}; {r['events']:,} events in {r['wall_s']:.2f} s;"
+        print(f"{'':<14} {CASES[name][1]}; {r['events']:,} events in {r['wall_s']:.2f} s;"
               f" RSS before the run {r['rss_before_mb']:.0f} MB")
     return 0
 

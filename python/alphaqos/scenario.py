@@ -351,6 +351,9 @@ class Tcp(_Endpoints):
     min_rto: PositiveTime = 200 * NS_PER_MS
     initial_rto: PositiveTime = 1 * NS_PER_S
     max_rto: PositiveTime = 60 * NS_PER_S
+    # How RTO follows SRTT/RTTVAR: Linux's SRTT + max(4 RTTVAR, min_rto), or
+    # RFC 6298's max(min_rto, SRTT + 4 RTTVAR) (whose own min_rto is 1s).
+    rto: Literal["linux", "rfc6298"] = "linux"
     dupthresh: Count = 3
     size: PositiveSize | None = None
     # Linux defaults: SACK, window scaling and limited transmit on.
@@ -873,6 +876,7 @@ def _resolve_flow(flow: Flow) -> dict[str, Any]:
             "min_rto_ns": tcp.min_rto,
             "initial_rto_ns": tcp.initial_rto,
             "max_rto_ns": tcp.max_rto,
+            "rto_style": tcp.rto,
             "dupthresh": tcp.dupthresh,
             "size_bytes": tcp.size,
             "sack": tcp.sack,

@@ -202,6 +202,10 @@ pub struct TcpConfig {
     pub initial_rto_ns: u64,
     #[serde(default = "default_max_rto")]
     pub max_rto_ns: u64,
+    /// "linux" (RTO = SRTT + max(4 RTTVAR, min_rto)) or "rfc6298"
+    /// (RTO = max(min_rto, SRTT + 4 RTTVAR)).
+    #[serde(default = "default_rto_style")]
+    pub rto_style: String,
     #[serde(default = "default_dupthresh")]
     pub dupthresh: u32,
     #[serde(default)]
@@ -267,6 +271,9 @@ fn default_initial_rto() -> u64 {
 }
 fn default_max_rto() -> u64 {
     60_000_000_000
+}
+fn default_rto_style() -> String {
+    "linux".into()
 }
 fn default_dupthresh() -> u32 {
     3

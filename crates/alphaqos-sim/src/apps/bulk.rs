@@ -19,6 +19,9 @@ impl BulkTcp {
         if cfg.mss_bytes == 0 {
             return Err("mss_bytes must be positive".into());
         }
+        if cfg.rto_style != "linux" && cfg.rto_style != "rfc6298" {
+            return Err(format!("rto_style: '{}' is neither linux nor rfc6298", cfg.rto_style));
+        }
         if cfg.rack && !cfg.sack {
             return Err("rack needs sack".into());
         }

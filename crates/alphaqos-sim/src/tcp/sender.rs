@@ -24,7 +24,8 @@
 //!     start a new one.
 //! - Limited transmit (RFC 3042): the first two duplicate ACKs each let one
 //!   new segment out beyond cwnd.
-//! - Retransmission timeout (RFC 6298 timers, RFC 5681 loss window): go back
+//! - Retransmission timeout (RFC 6298 timers computed as Linux does by
+//!   default, see `rtt.rs`; RFC 5681 loss window): go back
 //!   to the first unacknowledged byte with cwnd = 1 SMSS (skipping SACKed
 //!   data), back the timer off; ssthresh falls only if the loss episode is
 //!   new.
@@ -42,7 +43,7 @@
 
 use super::cc::{Ack, CcState, Controller};
 use super::ranges::{Cursor, RangeSet};
-use super::rtt::RttEstimator;
+use super::rtt::{RttEstimator, RtoStyle};
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
@@ -144,7 +145,12 @@ impl TcpSender {
             nxt_cur: Cursor::default(),
             rack: cfg.rack.then(Vec::new),
             rack_timer: LazyTimer::default(),
-            rtt: RttEstimator::new(Duration(cfg.initial_rto_ns), Duration(cfg.min_rto_ns), Duration(cfg.max_rto_ns)),
+            rtt: RttEstimator::new(
+                Duration(cfg.initial_rto_ns),
+                Duration(cfg.min_rto_ns),
+                Duration(cfg.max_rto_ns),
+                if cfg.rto_style == "rfc6298" { RtoStyle::Rfc6298 } else { RtoStyle::Linux },
+            ),
             rto: LazyTimer::default(),
             max_pacing_rate: cfg.max_pacing_rate_bps.map(DataRate),
             internal_pacing: cfg.pacing,
