@@ -77,3 +77,22 @@ HEADLINES = {
 @pytest.mark.parametrize("name", sorted(HEADLINES))
 def test_headline(name):
     HEADLINES[name]()
+
+
+def test_readme_validate_example_prints_what_the_readme_shows(tmp_path):
+    """The README's error example, run as written (the sed, then validate)."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```console\n(\$ sed .*?)```", readme, re.S).group(1).splitlines()
+    sed, validate, expected = block[0][2:], block[1][2:], block[2]
+    sed_args = shlex.split(sed.split(">")[0])
+    (tmp_path / "bad.yaml").write_bytes(subprocess.run(sed_args, cwd=ROOT, check=True, capture_output=True).stdout)
+    assert validate.endswith("alphaqos validate bad.yaml")
+    out = subprocess.run([sys.executable, "-m", "alphaqos", "validate", "bad.yaml"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip() == expected

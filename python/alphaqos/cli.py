@@ -217,6 +217,14 @@ def _print_summary(results: Results, target: Path) -> None:
             "-" if ping else _ms(flow[col.DELAY_P99]),
             rtt,
         )
+    tcp_flows = {name: flow for name, flow in summary[col.FLOWS].items() if flow[col.KIND] == "tcp"}
+    tcp = _table("TCP loss recovery (sender) and arrivals out of sequence (receiver)", box.SIMPLE_HEAD, ["flow"],
+                 ["retransmits", "fast rtx", "timeouts", "spurious", "out of seq.", "dup ACKs"])  # fmt: skip
+    for name, flow in tcp_flows.items():
+        tcp.add_row(name, *(f"{flow[c]:,}" for c in (
+            col.RETRANSMITS, col.FAST_RETRANSMITS, col.TIMEOUTS, col.SPURIOUS_RETRANSMITS, col.OOO_ARRIVALS,
+            col.DUP_ACKS_SENT,
+        )))  # fmt: skip
     queues = _table("Queues that carried packets", box.SIMPLE_HEAD,
                     ["queue"], ["enqueued", "tail drops", "AQM drops", "policer drops", "max length"])  # fmt: skip
     busy = {name: queue for name, queue in summary[col.QUEUES].items() if queue[col.ENQ_PKTS]}
@@ -232,6 +240,8 @@ def _print_summary(results: Results, target: Path) -> None:
     # Tables are not wrapped when the output is a file or a pipe.
     console = Console() if sys.stdout.isatty() else Console(width=120)
     console.print(flows)
+    if tcp_flows:
+        console.print(tcp)
     console.print(queues)
     idle = len(summary[col.QUEUES]) - len(busy)
     if idle:

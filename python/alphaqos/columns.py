@@ -80,6 +80,13 @@ SIM_TIME = "sim_time"
 #: Drop reasons with their counter columns, in the engine's order.
 DROP_REASONS = {"tail": DROP_TAIL_PKTS, "aqm": DROP_AQM_PKTS, "policer": DROP_POLICER_PKTS}
 
+#: The cumulative TCP counters a run's summary reports per flow (the sender's
+#: and, as a receiver-side tcptrace would count them, the receiver's).
+TCP_COUNTERS = (
+    BYTES_ACKED, RETRANSMITS, RETRANSMITTED_BYTES, FAST_RETRANSMITS, TIMEOUTS,
+    SPURIOUS_RETRANSMITS, OOO_ARRIVALS, DUP_ACKS_SENT,
+)  # fmt: skip
+
 #: Result tables and their columns as the results layer holds them.
 TABLES: dict[str, tuple[str, ...]] = {
     "tcp": (

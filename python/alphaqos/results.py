@@ -182,7 +182,7 @@ def _flow_headline(row: dict[str, Any], frames: dict[str, pl.DataFrame]) -> dict
     if kind == "tcp":
         series = frames["tcp"].filter(pl.col(col.FLOW) == name)
         last = series.row(-1, named=True) if series.height else {}
-        for column in (col.BYTES_ACKED, col.RETRANSMITS, col.TIMEOUTS):
+        for column in col.TCP_COUNTERS:
             headline[column] = last.get(column, 0)
     elif kind == "ping":
         pings = frames["ping"].filter(pl.col(col.FLOW) == name)
