@@ -22,6 +22,11 @@
 //!   - Reno (RFC 5681, Section 3.2): like NewReno, but the first new ACK
 //!     ends recovery (`cwnd = ssthresh`), and every DupThresh duplicate ACKs
 //!     start a new one.
+//! - Lost retransmissions (as Linux's `tcp_mark_lost_retrans`): in SACK
+//!   recovery, a retransmission is lost once data sent after it, new data
+//!   or a later retransmission, has been SACKed; it is sent again instead of
+//!   waiting for the timer (RFC 6675 alone would count it in flight until an
+//!   RTO).
 //! - Limited transmit (RFC 3042): the first two duplicate ACKs each let one
 //!   new segment out beyond cwnd.
 //! - Retransmission timeout (RFC 6298 timers computed as Linux does by
@@ -60,6 +65,8 @@ pub struct SenderStats {
     /// Entries into fast recovery.
     pub fast_retransmits: u64,
     pub timeouts: u64,
+    /// Retransmissions found lost (and sent again) in SACK recovery.
+    pub lost_retransmits: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +102,12 @@ pub struct TcpSender {
     sacked: RangeSet,
     /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
     high_rxt: u64,
+    /// Retransmissions of this SACK recovery not yet delivered, in the
+    /// order sent: (start, end, snd_max when sent, transmission number).
+    retx: std::collections::VecDeque<(u64, u64, u64, u64)>,
+    /// Retransmissions found lost, to send again: (start, end).
+    retx_lost: std::collections::VecDeque<(u64, u64)>,
+    tx_count: u64,
     /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
     rxt_cur: Cursor,
     nxt_cur: Cursor,
@@ -141,6 +154,9 @@ impl TcpSender {
             recover: None,
             sacked: RangeSet::default(),
             high_rxt: 0,
+            retx: Default::default(),
+            retx_lost: Default::default(),
+            tx_count: 0,
             rxt_cur: Cursor::default(),
             nxt_cur: Cursor::default(),
             rack: cfg.rack.then(Vec::new),
@@ -245,6 +261,10 @@ impl TcpSender {
             self.stats.retransmitted_bytes += len;
         }
         self.stats.segments_sent += 1;
+        self.tx_count += 1;
+        if retx && self.in_recovery && self.recovery == Recovery::Sack {
+            self.retx.push_back((seq, seq + len, self.snd_max, self.tx_count));
+        }
         let now = w.now();
         let size = len as u32 + TCP_HEADER_BYTES;
         w.send(Payload::TcpData { seq, len: len as u32, ts_val: now, retx }, size);
@@ -293,7 +313,8 @@ impl TcpSender {
         } else {
             0
         };
-        unsacked - lost_not_resent
+        let lost_retx: u64 = self.retx_lost.iter().map(|&(s, e)| e - s).sum();
+        unsacked.saturating_sub(lost_not_resent + lost_retx)
     }
 
     /// RFC 6675 NextSeg, rule 1: the first lost hole not yet retransmitted.
@@ -343,9 +364,12 @@ impl TcpSender {
                 if self.pipe(now) + self.mss > self.st.cwnd {
                     return;
                 }
-                match self.next_lost_hole(now) {
-                    Some(hole) => Some(hole),
-                    None => self.next_new_segment(),
+                match self.retx_lost.pop_front() {
+                    Some((s, e)) => Some((s, e - s)),
+                    None => match self.next_lost_hole(now) {
+                        Some(hole) => Some(hole),
+                        None => self.next_new_segment(),
+                    },
                 }
             } else {
                 self.next_new_segment()
@@ -356,7 +380,7 @@ impl TcpSender {
             }
             self.transmit(seq, len, w);
             if sack_recovery && seq < self.snd_nxt {
-                self.set_high_rxt(seq + len);
+                self.set_high_rxt(self.high_rxt.max(seq + len));
             } else {
                 self.set_snd_nxt(seq + len);
             }
@@ -448,10 +472,39 @@ impl TcpSender {
                 self.st.cwnd += self.mss;
             }
         }
+        if self.in_recovery && self.recovery == Recovery::Sack {
+            self.find_lost_retransmissions();
+        }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
         }
         self.send_data(w);
+    }
+
+    /// Drop delivered retransmissions from the watch list; those sent
+    /// before a delivered one, or before data that has been SACKed since,
+    /// are lost.
+    fn find_lost_retransmissions(&mut self) {
+        let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
+        let mut newest_delivered = 0;
+        let (una, sacked) = (self.snd_una, &self.sacked);
+        self.retx.retain(|&(s, e, _, order)| {
+            let delivered = e <= una || sacked.covers(s.max(una), e);
+            if delivered {
+                newest_delivered = newest_delivered.max(order);
+            }
+            !delivered
+        });
+        while let Some(&(s, e, marker, order)) = self.retx.front() {
+            if order > newest_delivered && top_sacked <= marker {
+                break;
+            }
+            self.retx.pop_front();
+            self.retx_lost.push_back((s, e));
+            self.stats.lost_retransmits += 1;
+        }
+        let una = self.snd_una;
+        self.retx_lost.retain(|&(_, e)| e > una);
     }
 
     /// Has a new loss episode begun?
@@ -498,6 +551,8 @@ impl TcpSender {
 
     fn leave_recovery(&mut self, now: SimTime) {
         self.in_recovery = false;
+        self.retx.clear();
+        self.retx_lost.clear();
         self.dupacks = 0;
         self.cc.on_recovery_exit(&mut self.st, now);
     }
@@ -537,6 +592,8 @@ impl TcpSender {
             self.cc.on_timeout(&mut self.st, now, flight);
         }
         self.in_recovery = false;
+        self.retx.clear();
+        self.retx_lost.clear();
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
         self.set_snd_nxt(self.snd_una);
