@@ -10,6 +10,15 @@ pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
+/// The colour a meter gives a packet (RFC 2697/2698): its loss priority.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Color {
+    #[default]
+    Green = 0,
+    Yellow = 1,
+    Red = 2,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
     /// A TCP segment carrying bytes [seq, seq+len) and its timestamp value;
@@ -38,6 +47,11 @@ pub struct Packet {
     pub size: u32,
     pub proto: u8,
     pub dscp: u8,
+    /// Forwarding class set by a router's classifier (index into the egress
+    /// scheduler's queues; 0 is the default class).
+    pub fclass: u8,
+    /// Colour (loss priority) set by a meter: see [`Color`].
+    pub color: Color,
     /// When the sending application handed the packet to its host.
     pub created: SimTime,
     pub payload: Payload,
@@ -85,6 +99,26 @@ impl SackBlocks {
             0
         } else {
             4 + 8 * self.n as u32
+        }
+    }
+}
+
+impl Packet {
+    /// A packet with every QoS field at its default: for tests and tools.
+    pub fn test(flow: u32, size: u32) -> Packet {
+        Packet {
+            flow,
+            src: 0,
+            dst: 1,
+            src_ip: 0,
+            dst_ip: 0,
+            size,
+            proto: PROTO_UDP,
+            dscp: 0,
+            fclass: 0,
+            color: Color::Green,
+            created: SimTime::ZERO,
+            payload: Payload::Udp { seq: 0 },
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::apps::{bulk::BulkTcp, cbr::Cbr, ping::Ping, poisson::PoissonSource, A
 use crate::config::{Config, FlowConfig};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
-use crate::packet::{Packet, Payload, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
+use crate::packet::{Color, Packet, Payload, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
 use crate::qos::{self, Dequeued, DropReason, QueueCtx};
 use crate::rng::Rng;
 use crate::tcp::Wire;
@@ -227,6 +227,8 @@ impl Wire for DirWire<'_> {
             size,
             proto: self.proto,
             dscp: 0,
+            fclass: 0,
+            color: Color::Green,
             created: self.net.now,
             payload,
         };

@@ -90,24 +90,12 @@ impl Qdisc for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Payload;
     use crate::rng::Rng;
     use crate::time::SimTime;
     use crate::units::DataRate;
 
     pub(crate) fn pkt(size: u32) -> Packet {
-        Packet {
-            flow: 0,
-            src: 0,
-            dst: 1,
-            src_ip: 0,
-            dst_ip: 0,
-            size,
-            proto: 17,
-            dscp: 0,
-            created: SimTime::ZERO,
-            payload: Payload::Udp { seq: 0 },
-        }
+        Packet::test(0, size)
     }
 
     #[test]

@@ -207,7 +207,6 @@ impl Qdisc for Red {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Payload;
     use crate::rng::Rng;
     use crate::units::DataRate;
 
@@ -226,18 +225,7 @@ mod tests {
     }
 
     fn pkt() -> Packet {
-        Packet {
-            flow: 0,
-            src: 0,
-            dst: 1,
-            src_ip: 0,
-            dst_ip: 0,
-            size: 1000,
-            proto: 17,
-            dscp: 0,
-            created: SimTime::ZERO,
-            payload: Payload::Udp { seq: 0 },
-        }
+        Packet::test(0, 1000)
     }
 
     #[test]
