@@ -106,6 +106,19 @@ pub trait Qdisc: Send {
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
 }
 
+/// An early-drop decision made as a packet arrives at a queue (RED, WRED,
+/// RIO, the colour-blind and colour-aware profiles of router vendors). A
+/// queue asks its profile before the tail-drop check; the profile may keep
+/// state (an average, a count since the last drop) and draw from the
+/// queue's random stream.
+pub trait DropProfile: Send {
+    /// Drop `pkt` (whose colour is `pkt.color`) arriving at a queue that
+    /// holds `held` out of at most `limit`?
+    fn early_drop(&mut self, pkt: &Packet, held: Backlog, limit: fifo::Limit, ctx: &mut QueueCtx) -> bool;
+    /// The queue went empty at `now` (for idle-time corrections).
+    fn on_empty(&mut self, _now: SimTime) {}
+}
+
 /// Build a discipline from its configuration.
 pub fn build(cfg: &QueueConfig) -> Result<Box<dyn Qdisc>, String> {
     Ok(match cfg {
