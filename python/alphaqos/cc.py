@@ -39,7 +39,6 @@ base_flow   ctr (required, a rate), rtt_filter ("latest" or "min"),
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -47,14 +46,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PlainSerializer,
-    PlainValidator,
     Strict,
     ValidationError,
     model_validator,
 )
 
-from . import units
+from .fields import Flag, PositiveRate
 
 __all__ = [
     "CC_PARAMS",
@@ -77,7 +74,6 @@ BETA_SCALE = 1024
 HIGHSPEED_MAX_LOW_WINDOW = 3872
 MAX_RTT_SAMPLES = 65536
 
-Flag = Annotated[bool, Strict()]
 Segments = Annotated[int, Strict(), Field(ge=0, le=U64_MAX)]
 PositiveSegments = Annotated[int, Strict(), Field(ge=1, le=U64_MAX)]
 
@@ -92,21 +88,6 @@ def _beta(value: float) -> float:
 #: parts of 1024).
 Beta = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False), AfterValidator(_beta)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
-
-
-def _positive_rate(value: int) -> int:
-    if value <= 0:
-        raise ValueError("must be greater than 0bps")
-    return value
-
-
-#: A rate such as ``"500Mbps"``: an int of bit/s, written back exactly in JSON dumps.
-PositiveRate = Annotated[
-    int,
-    PlainValidator(units.parse_rate),
-    AfterValidator(_positive_rate),
-    PlainSerializer(partial(units.fmt_rate, exact=True), when_used="json"),
-]
 
 
 class _Params(BaseModel):

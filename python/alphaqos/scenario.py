@@ -42,7 +42,6 @@ import ipaddress
 import math
 import re
 from collections import deque
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
@@ -60,6 +59,7 @@ from pydantic import (
 )
 
 from . import units
+from .fields import Flag, PositiveRate, PositiveSize, PositiveTime, Rate, Size, Time
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
 from .source import Source, read_source
@@ -106,30 +106,6 @@ NS_PER_MS = 10**6
 # --- value types ------------------------------------------------------------
 
 
-def _unit_type(parse, fmt):
-    """An int parsed from a unit string, written back exactly in JSON dumps."""
-    return Annotated[int, PlainValidator(parse), PlainSerializer(partial(fmt, exact=True), when_used="json")]
-
-
-Rate = _unit_type(units.parse_rate, units.fmt_rate)
-Size = _unit_type(units.parse_size, units.fmt_size)
-Time = _unit_type(units.parse_time, units.fmt_time_ns)
-
-
-def _positive(fmt):
-    def check(value: int) -> int:
-        if value <= 0:
-            raise ValueError(f"must be greater than {fmt(0, exact=True)}, got {fmt(value, exact=True)}")
-        return value
-
-    return AfterValidator(check)
-
-
-PositiveRate = Annotated[Rate, _positive(units.fmt_rate)]
-PositiveSize = Annotated[Size, _positive(units.fmt_size)]
-PositiveTime = Annotated[Time, _positive(units.fmt_time_ns)]
-
-
 def _packet_size(value: int) -> int:
     if not MIN_PACKET_BYTES <= value <= MAX_PACKET_BYTES:
         raise ValueError(
@@ -152,7 +128,6 @@ PacketSize = Annotated[Size, AfterValidator(_packet_size)]
 Mtu = Annotated[Size, AfterValidator(_mtu)]
 
 Count = Annotated[int, Strict(), Field(ge=1)]
-Flag = Annotated[bool, Strict()]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Seed = Annotated[int, Strict(), Field(ge=0, lt=2**64)]

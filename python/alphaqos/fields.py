@@ -1,0 +1,43 @@
+"""Value types shared by the scenario schema and the controllers'
+parameters: integers parsed from unit strings once, at the edge, and
+written back exactly (``"0.05ms"`` stays ``"0.05ms"`` in a resolved file).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Annotated
+
+from pydantic import AfterValidator, PlainSerializer, PlainValidator, Strict
+
+from . import units
+
+__all__ = ["Flag", "PositiveRate", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
+
+
+def _unit_type(parse, fmt):
+    """An int parsed from a unit string, written back exactly in JSON dumps."""
+    return Annotated[int, PlainValidator(parse), PlainSerializer(partial(fmt, exact=True), when_used="json")]
+
+
+Rate = _unit_type(units.parse_rate, units.fmt_rate)
+Size = _unit_type(units.parse_size, units.fmt_size)
+Time = _unit_type(units.parse_time, units.fmt_time_ns)
+
+
+def _positive(fmt):
+    def check(value: int) -> int:
+        if value <= 0:
+            raise ValueError(f"must be greater than {fmt(0, exact=True)}, got {fmt(value, exact=True)}")
+        return value
+
+    return AfterValidator(check)
+
+
+PositiveRate = Annotated[Rate, _positive(units.fmt_rate)]
+PositiveSize = Annotated[Size, _positive(units.fmt_size)]
+PositiveTime = Annotated[Time, _positive(units.fmt_time_ns)]
+
+
+#: A strict boolean: ``yes``/``1`` are not accepted for ``true``.
+Flag = Annotated[bool, Strict()]
