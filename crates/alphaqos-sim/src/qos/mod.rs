@@ -10,6 +10,7 @@
 
 pub mod aqm;
 pub mod fifo;
+pub mod meter;
 
 use crate::config::QueueConfig;
 use crate::packet::Packet;
