@@ -88,13 +88,18 @@ impl Net {
         if at_source {
             self.flow_stats[flow].host_queued += size;
         }
-        if !ifc.txdone_pending {
+        if ifc.tx_event == SimTime::MAX {
             if now >= ifc.busy_until {
                 self.start_tx(i);
             } else {
-                ifc.txdone_pending = true;
+                ifc.tx_event = ifc.busy_until;
                 self.events.schedule(ifc.busy_until, Event::TxDone(i));
             }
+        } else if now >= ifc.busy_until {
+            // The link is idle and the discipline asked to be woken later
+            // (a shaped class): the new packet may be sendable now.
+            ifc.tx_event = SimTime::MAX;
+            self.start_tx(i);
         }
     }
 
@@ -126,7 +131,7 @@ impl Net {
                 }
                 let backlog = ifc.qdisc.backlog();
                 if backlog.pkts > 0 {
-                    ifc.txdone_pending = true;
+                    ifc.tx_event = end;
                     self.events.schedule(end, Event::TxDone(i));
                 }
                 if ifc.node == p.src {
@@ -141,7 +146,7 @@ impl Net {
             }
             Dequeued::Empty => {}
             Dequeued::NotBefore(t) => {
-                ifc.txdone_pending = true;
+                ifc.tx_event = t;
                 self.events.schedule(t, Event::TxDone(i));
             }
         }
@@ -352,7 +357,7 @@ impl Simulation {
                     overhead: l.overhead_bytes,
                     qdisc,
                     busy_until: SimTime::ZERO,
-                    txdone_pending: false,
+                    tx_event: SimTime::MAX,
                     pipe: VecDeque::new(),
                     next_deliver: SimTime::MAX,
                     impair: imp,
@@ -423,8 +428,11 @@ impl Simulation {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::TxDone(i) => {
-                self.net.ifaces[i as usize].txdone_pending = false;
-                self.net.start_tx(i);
+                let ifc = &mut self.net.ifaces[i as usize];
+                if ifc.tx_event == self.net.now {
+                    ifc.tx_event = SimTime::MAX;
+                    self.net.start_tx(i);
+                } // else superseded
             }
             Event::Deliver(i) => {
                 if let Some(pkt) = self.net.deliver(i) {

@@ -38,8 +38,9 @@ pub struct Iface {
     pub rng: Rng,
     /// The transmitter is serializing a frame until this time.
     pub busy_until: SimTime,
-    /// A `TxDone` event is scheduled.
-    pub txdone_pending: bool,
+    /// When the live `TxDone` event fires (SimTime::MAX: none): the end of
+    /// the frame on the wire, or when a shaping discipline can send again.
+    pub tx_event: SimTime,
     /// Frames propagating towards the peer, in order of arrival time.
     pub pipe: VecDeque<(SimTime, Packet)>,
     /// When the pipe's live `Deliver` event fires (SimTime::MAX: none).

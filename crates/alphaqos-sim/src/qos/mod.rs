@@ -11,6 +11,7 @@
 pub mod aqm;
 pub mod fifo;
 pub mod meter;
+pub mod sched;
 
 use crate::config::QueueConfig;
 use crate::packet::Packet;

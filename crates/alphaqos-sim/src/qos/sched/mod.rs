@@ -1,0 +1,450 @@
+//! Classful egress scheduling: N class queues behind one scheduler.
+//!
+//! What it models: the egress of a router interface that holds several
+//! "virtual queues" (Junos forwarding-class queues, Cisco MDRR queues), each
+//! with its own share of the buffer, and a scheduler that decides which
+//! queue the transmitter serves next. [`Scheduled`] is the [`Qdisc`] the
+//! interface sees; the decision is delegated to a small [`Scheduler`], one
+//! file per discipline:
+//!
+//! | file | discipline | reference |
+//! |---|---|---|
+//! | [`prio`] | strict priority | - |
+//! | [`wrr`] | weighted round robin, weights in packets | - |
+//! | [`drr`] | deficit round robin, quanta in bytes | Shreedhar & Varghese, SIGCOMM 1995 |
+//! | [`mdrr`] | Cisco MDRR: DRR + a low-latency queue (strict or alternate) | Cisco 12000 documentation |
+//! | [`junos`] | Juniper transmit-rate / priority / exact (WFQ + PQ) | Yan et al., CTRQ 2013, Section III-A |
+//!
+//! # Buffer
+//!
+//! Each class has its own [`Limit`]: the buffer is *strictly partitioned*, as
+//! Yan, Veeraraghavan, Tracy and Guok measured on the Juniper MX80 ("On How
+//! to Provision QoS for Large Dataset Transfers", CTRQ 2013, Section III-A):
+//! a full queue drops arrivals while another queue still has room. A share
+//! is given as [`BufferSize::Percent`] of the interface buffer (Junos
+//! `buffer-size percent`) or as an absolute limit. On arrival a class first
+//! asks its optional [`DropProfile`] (RED, WRED: the drop is counted as
+//! [`DropReason::Aqm`]), then checks its limit (counted as
+//! [`DropReason::Tail`]).
+//!
+//! # Classification
+//!
+//! A packet goes to the class indexed by `pkt.fclass` (set by the router's
+//! classifier). An index out of range goes to the *default class*: class 0
+//! unless [`Scheduled::with_default_class`] says otherwise (Junos puts
+//! unclassified traffic in `best-effort`, queue 0).
+//!
+//! # The scheduler contract
+//!
+//! [`Scheduler::select`] is asked only when at least one class is
+//! backlogged. A work-conserving scheduler answers [`Pick::Serve`] with a
+//! backlogged class; a non-work-conserving one (Junos `exact`) may answer
+//! [`Pick::Wait`]`(t)`, which the interface sees as
+//! [`Dequeued::NotBefore`]`(t)`. After a packet leaves, the scheduler is told
+//! (`on_sent`), and when a class turns empty or non-empty (`on_empty`,
+//! `on_arrival`), so that round-robin disciplines can keep an active list.
+//!
+//! # Parameters
+//!
+//! - per class ([`ClassSpec`]): `name` (unique, the `class` column of the
+//!   queue counters), `limit` (packets and/or bytes; see [`BufferSize`]),
+//!   optional `drop_profile`;
+//! - `default_class` (0).
+//!
+//! # Tests
+//!
+//! Unit tests below (classification, partitioned buffer, drop accounting);
+//! `tests/sched.rs` drives every scheduler on a simulated link: long-run
+//! shares, work conservation under random arrivals, per-class conservation.
+
+pub mod drr;
+pub mod junos;
+pub mod mdrr;
+pub mod prio;
+pub mod wrr;
+
+use super::fifo::Limit;
+use super::{Backlog, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
+use crate::packet::Packet;
+use crate::time::{Duration, SimTime};
+use crate::units::DataRate;
+use std::collections::VecDeque;
+
+/// A class's share of the interface buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BufferSize {
+    /// Junos `buffer-size percent p`: `p` percent (0..=100) of the interface
+    /// buffer, applied to its packet and its byte limit alike (rounded down;
+    /// an unlimited dimension stays unlimited).
+    Percent(f64),
+    /// An absolute limit, independent of the interface buffer.
+    Absolute(Limit),
+}
+
+impl BufferSize {
+    /// The class limit this share gives on an interface whose whole buffer
+    /// is `interface`.
+    pub fn resolve(&self, interface: Limit) -> Result<Limit, String> {
+        match *self {
+            BufferSize::Absolute(l) => Ok(l),
+            BufferSize::Percent(p) => {
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(format!("buffer-size: percent must be in [0, 100], got {p}"));
+                }
+                let part = |x: u64| if x == u64::MAX { u64::MAX } else { (x as f64 * p / 100.0).floor() as u64 };
+                Ok(Limit { pkts: part(interface.pkts), bytes: part(interface.bytes) })
+            }
+        }
+    }
+}
+
+/// User parameters of one class.
+pub struct ClassSpec {
+    /// Unique, non-empty: the class column of the per-queue counters.
+    pub name: String,
+    /// Its buffer (strictly its own).
+    pub limit: Limit,
+    /// Early drop consulted before the tail check (WRED per colour, RED).
+    pub drop_profile: Option<Box<dyn DropProfile>>,
+}
+
+impl ClassSpec {
+    pub fn new(name: impl Into<String>, limit: Limit) -> Self {
+        ClassSpec { name: name.into(), limit, drop_profile: None }
+    }
+    pub fn with_drop_profile(mut self, p: Box<dyn DropProfile>) -> Self {
+        self.drop_profile = Some(p);
+        self
+    }
+}
+
+/// One class queue: FIFO order within the class, its own limit and counters.
+/// Schedulers read it through [`ClassQueue::backlog`] and
+/// [`ClassQueue::head_size`].
+pub struct ClassQueue {
+    name: String,
+    limit: Limit,
+    profile: Option<Box<dyn DropProfile>>,
+    pkts: VecDeque<Packet>,
+    bytes: u64,
+    counters: QueueCounters,
+}
+
+impl ClassQueue {
+    fn new(spec: ClassSpec) -> Self {
+        ClassQueue {
+            name: spec.name,
+            limit: spec.limit,
+            profile: spec.drop_profile,
+            pkts: VecDeque::new(),
+            bytes: 0,
+            counters: QueueCounters::default(),
+        }
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+    pub fn backlog(&self) -> Backlog {
+        Backlog { pkts: self.pkts.len() as u64, bytes: self.bytes }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+    /// Size in bytes of the packet at the head, the next one this class sends.
+    pub fn head_size(&self) -> Option<u32> {
+        self.pkts.front().map(|p| p.size)
+    }
+    pub fn counters(&self) -> &QueueCounters {
+        &self.counters
+    }
+    fn pop(&mut self) -> Option<Packet> {
+        let p = self.pkts.pop_front()?;
+        self.bytes -= p.size as u64;
+        self.counters.on_dequeue(p.size);
+        Some(p)
+    }
+}
+
+/// A scheduler's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Send the head packet of this (backlogged) class.
+    Serve(usize),
+    /// Nothing may be sent before this time (non-work-conserving classes
+    /// only, e.g. Junos `exact`): the interface asks again then.
+    Wait(SimTime),
+}
+
+/// Picks which class the transmitter serves next. Every hook receives `now`.
+pub trait Scheduler: Send {
+    /// The number of classes it was configured for.
+    fn num_classes(&self) -> usize;
+    /// Which class to serve. Called only when at least one class is
+    /// backlogged; must answer a backlogged class or `Wait(t)` with `t > now`.
+    fn select(&mut self, classes: &[ClassQueue], now: SimTime, link_rate: DataRate) -> Pick;
+    /// A packet of `bytes` from `class` went to the transmitter at `now`.
+    fn on_sent(&mut self, class: usize, bytes: u32, now: SimTime, link_rate: DataRate);
+    /// `class` was empty and has just received a packet.
+    fn on_arrival(&mut self, _class: usize, _now: SimTime) {}
+    /// `class` has just sent its last packet.
+    fn on_empty(&mut self, _class: usize, _now: SimTime) {}
+}
+
+impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
+    fn num_classes(&self) -> usize {
+        (**self).num_classes()
+    }
+    fn select(&mut self, classes: &[ClassQueue], now: SimTime, link_rate: DataRate) -> Pick {
+        (**self).select(classes, now, link_rate)
+    }
+    fn on_sent(&mut self, class: usize, bytes: u32, now: SimTime, link_rate: DataRate) {
+        (**self).on_sent(class, bytes, now, link_rate)
+    }
+    fn on_arrival(&mut self, class: usize, now: SimTime) {
+        (**self).on_arrival(class, now)
+    }
+    fn on_empty(&mut self, class: usize, now: SimTime) {
+        (**self).on_empty(class, now)
+    }
+}
+
+/// The classful discipline: class queues plus a scheduler.
+pub struct Scheduled<S: Scheduler = Box<dyn Scheduler>> {
+    classes: Vec<ClassQueue>,
+    sched: S,
+    default_class: usize,
+    total: Backlog,
+}
+
+impl<S: Scheduler> Scheduled<S> {
+    /// Classes in index order (`pkt.fclass` indexes them); the default class
+    /// is 0. Rejects an empty list, more than 256 classes (`fclass` is a
+    /// byte), empty or repeated names, and a scheduler built for another
+    /// number of classes.
+    pub fn new(classes: Vec<ClassSpec>, sched: S) -> Result<Self, String> {
+        if classes.is_empty() {
+            return Err("scheduled: need at least one class".into());
+        }
+        if classes.len() > 256 {
+            return Err(format!("scheduled: at most 256 classes (fclass is a byte), got {}", classes.len()));
+        }
+        for (i, c) in classes.iter().enumerate() {
+            if c.name.is_empty() {
+                return Err(format!("scheduled: classes[{i}] has an empty name"));
+            }
+            if classes[..i].iter().any(|d| d.name == c.name) {
+                return Err(format!("scheduled: classes[{i}]: name {:?} is used twice", c.name));
+            }
+        }
+        if sched.num_classes() != classes.len() {
+            return Err(format!(
+                "scheduled: the scheduler is configured for {} classes, the queue has {}",
+                sched.num_classes(),
+                classes.len()
+            ));
+        }
+        Ok(Scheduled { classes: classes.into_iter().map(ClassQueue::new).collect(), sched, default_class: 0, total: Backlog::default() })
+    }
+
+    /// Packets whose `fclass` is out of range go to class `i` instead of 0.
+    pub fn with_default_class(mut self, i: usize) -> Result<Self, String> {
+        if i >= self.classes.len() {
+            return Err(format!("scheduled: default class {i} out of range (0..{})", self.classes.len()));
+        }
+        self.default_class = i;
+        Ok(self)
+    }
+
+    pub fn default_class(&self) -> usize {
+        self.default_class
+    }
+
+    /// The class a packet is queued in.
+    pub fn class_of(&self, pkt: &Packet) -> usize {
+        let i = pkt.fclass as usize;
+        if i < self.classes.len() {
+            i
+        } else {
+            self.default_class
+        }
+    }
+
+    pub fn classes(&self) -> &[ClassQueue] {
+        &self.classes
+    }
+
+    pub fn class_index(&self, name: &str) -> Option<usize> {
+        self.classes.iter().position(|c| c.name == name)
+    }
+
+    pub fn scheduler(&self) -> &S {
+        &self.sched
+    }
+}
+
+impl<S: Scheduler> Qdisc for Scheduled<S> {
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
+        let i = self.class_of(&pkt);
+        let c = &mut self.classes[i];
+        let held = Backlog { pkts: c.pkts.len() as u64, bytes: c.bytes };
+        if let Some(p) = c.profile.as_mut() {
+            if p.early_drop(&pkt, held, c.limit, ctx) {
+                c.counters.on_drop(pkt.size, DropReason::Aqm);
+                return Err((pkt, DropReason::Aqm));
+            }
+        }
+        if !c.limit.admits(held, pkt.size) {
+            c.counters.on_drop(pkt.size, DropReason::Tail);
+            return Err((pkt, DropReason::Tail));
+        }
+        let was_empty = c.pkts.is_empty();
+        c.counters.on_enqueue(pkt.size);
+        c.bytes += pkt.size as u64;
+        self.total.pkts += 1;
+        self.total.bytes += pkt.size as u64;
+        c.pkts.push_back(pkt);
+        if was_empty {
+            self.sched.on_arrival(i, ctx.now);
+        }
+        Ok(())
+    }
+
+    fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
+        if self.total.pkts == 0 {
+            return Dequeued::Empty;
+        }
+        match self.sched.select(&self.classes, ctx.now, ctx.link_rate) {
+            Pick::Serve(i) => {
+                let c = &mut self.classes[i];
+                let p = match c.pop() {
+                    Some(p) => p,
+                    None => panic!("scheduler picked class {i} ({:?}), which is empty", c.name),
+                };
+                self.total.pkts -= 1;
+                self.total.bytes -= p.size as u64;
+                self.sched.on_sent(i, p.size, ctx.now, ctx.link_rate);
+                if c.pkts.is_empty() {
+                    self.sched.on_empty(i, ctx.now);
+                    if let Some(d) = c.profile.as_mut() {
+                        d.on_empty(ctx.now);
+                    }
+                }
+                Dequeued::Packet(p)
+            }
+            // Never ask the interface to come back at or before `now`.
+            Pick::Wait(t) => Dequeued::NotBefore(t.max(ctx.now + Duration(1))),
+        }
+    }
+
+    fn backlog(&self) -> Backlog {
+        self.total
+    }
+
+    fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
+        for c in &self.classes {
+            f(&c.name, &c.counters, c.backlog());
+        }
+    }
+}
+
+/// Round-robin helper shared by the schedulers: the first index `i` in
+/// cyclic order from `start` (inclusive) over `0..n` with `ok(i)`.
+pub(crate) fn next_cyclic(n: usize, start: usize, mut ok: impl FnMut(usize) -> bool) -> Option<usize> {
+    (0..n).map(|k| (start + k) % n).find(|&i| ok(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prio::StrictPriority;
+    use super::*;
+    use crate::rng::Rng;
+
+    fn pkt(class: u8, size: u32) -> Packet {
+        let mut p = Packet::test(0, size);
+        p.fclass = class;
+        p
+    }
+
+    fn two(limit: Limit) -> Scheduled<StrictPriority> {
+        let classes = vec![ClassSpec::new("a", limit), ClassSpec::new("b", limit)];
+        Scheduled::new(classes, StrictPriority::new(vec![1, 0])).unwrap()
+    }
+
+    #[test]
+    fn percent_buffer_shares() {
+        let buf = Limit { pkts: 1000, bytes: 1_250_000 };
+        assert_eq!(BufferSize::Percent(5.0).resolve(buf).unwrap(), Limit { pkts: 50, bytes: 62_500 });
+        assert_eq!(BufferSize::Percent(70.0).resolve(Limit::UNLIMITED).unwrap(), Limit::UNLIMITED);
+        assert_eq!(BufferSize::Percent(0.5).resolve(Limit { pkts: 3, bytes: u64::MAX }).unwrap().pkts, 0);
+        assert!(BufferSize::Percent(101.0).resolve(buf).is_err());
+        let abs = Limit::from_opts(Some(7), None);
+        assert_eq!(BufferSize::Absolute(abs).resolve(buf).unwrap(), abs);
+    }
+
+    #[test]
+    fn construction_is_validated() {
+        let l = Limit::UNLIMITED;
+        let sp = || StrictPriority::new(vec![0, 0]);
+        assert!(Scheduled::new(vec![], StrictPriority::new(vec![])).is_err());
+        assert!(Scheduled::new(vec![ClassSpec::new("a", l), ClassSpec::new("a", l)], sp()).is_err());
+        assert!(Scheduled::new(vec![ClassSpec::new("a", l), ClassSpec::new("", l)], sp()).is_err());
+        assert!(Scheduled::new(vec![ClassSpec::new("a", l)], sp()).is_err());
+        let q = Scheduled::new(vec![ClassSpec::new("a", l), ClassSpec::new("b", l)], sp()).unwrap();
+        assert!(q.with_default_class(2).is_err());
+    }
+
+    #[test]
+    fn out_of_range_classes_go_to_the_default_class() {
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut q = two(Limit::UNLIMITED);
+        q.enqueue(pkt(9, 100), &mut ctx).unwrap();
+        assert_eq!(q.classes()[0].backlog().pkts, 1);
+        let mut q = two(Limit::UNLIMITED).with_default_class(1).unwrap();
+        q.enqueue(pkt(200, 100), &mut ctx).unwrap();
+        q.enqueue(pkt(0, 100), &mut ctx).unwrap();
+        assert_eq!((q.classes()[0].backlog().pkts, q.classes()[1].backlog().pkts), (1, 1));
+        assert_eq!(q.class_index("b"), Some(1));
+    }
+
+    #[test]
+    fn buffer_is_strictly_partitioned_and_drops_are_counted_by_reason() {
+        struct EveryOther(bool);
+        impl DropProfile for EveryOther {
+            fn early_drop(&mut self, _: &Packet, _: Backlog, _: Limit, _: &mut QueueCtx) -> bool {
+                self.0 = !self.0;
+                self.0
+            }
+        }
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let lim = Limit::from_opts(Some(3), None);
+        let classes = vec![ClassSpec::new("a", lim), ClassSpec::new("b", lim).with_drop_profile(Box::new(EveryOther(false)))];
+        let mut q = Scheduled::new(classes, StrictPriority::new(vec![1, 0])).unwrap();
+        for _ in 0..5 {
+            let _ = q.enqueue(pkt(0, 1000), &mut ctx);
+        }
+        // Class a is full (3) and drops, class b still has all its room.
+        assert_eq!(q.enqueue(pkt(0, 1000), &mut ctx).unwrap_err().1, DropReason::Tail);
+        assert_eq!(q.enqueue(pkt(1, 1000), &mut ctx).unwrap_err().1, DropReason::Aqm);
+        assert!(q.enqueue(pkt(1, 1000), &mut ctx).is_ok());
+        let mut seen = vec![];
+        q.for_each_queue(&mut |name, c, b| seen.push((name.to_string(), c.clone(), b)));
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].0, "a");
+        assert_eq!((seen[0].1.enq_pkts, seen[0].1.drop_pkts, seen[0].1.drop_reason_pkts), (3, 3, [3, 0, 0]));
+        assert_eq!((seen[1].1.enq_pkts, seen[1].1.drop_pkts, seen[1].1.drop_reason_pkts), (1, 1, [0, 1, 0]));
+        assert_eq!(q.backlog(), Backlog { pkts: 4, bytes: 4000 });
+        // Strict priority: a (level 1) drains first.
+        let order: Vec<u8> = std::iter::from_fn(|| match q.dequeue(&mut ctx) {
+            Dequeued::Packet(p) => Some(p.fclass),
+            _ => None,
+        })
+        .collect();
+        assert_eq!(order, vec![0, 0, 0, 1]);
+        assert!(matches!(q.dequeue(&mut ctx), Dequeued::Empty));
+    }
+}
