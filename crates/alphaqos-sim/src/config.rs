@@ -37,6 +37,50 @@ pub struct NodeConfig {
     pub router: bool,
     #[serde(default)]
     pub address: Option<String>,
+    /// A router's firewall filter, applied to every packet it forwards
+    /// (first matching term wins).
+    #[serde(default)]
+    pub filter: Vec<FilterTermConfig>,
+}
+
+/// One term of a firewall filter (Junos `term`: `from` conditions, `then` actions).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterTermConfig {
+    pub name: String,
+    /// Source and destination prefixes, "a.b.c.d/len".
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    #[serde(default)]
+    pub proto: Option<u8>,
+    /// Set the forwarding class (the egress queue index).
+    #[serde(default)]
+    pub fclass: Option<u8>,
+    #[serde(default)]
+    pub policer: Option<PolicerConfig>,
+    #[serde(default)]
+    pub discard: bool,
+}
+
+/// A single-rate two-colour policer and what it does out of profile.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicerConfig {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+    /// "discard", "loss_priority_high" (keep, coloured red) or
+    /// {"fclass": n} (reclassify, e.g. to a scavenger queue).
+    pub out_of_profile: OutOfProfile,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum OutOfProfile {
+    Discard,
+    LossPriorityHigh,
+    Fclass(u8),
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -101,6 +145,45 @@ fn default_mtu() -> u32 {
 pub enum QueueConfig {
     Fifo(FifoConfig),
     Red(RedConfig),
+    Junos(JunosConfig),
+}
+
+/// A Junos-style egress: the interface buffer, and one queue per forwarding
+/// class in class-index order (see `qos/sched/junos.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JunosConfig {
+    #[serde(default)]
+    pub buffer_pkts: Option<u64>,
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    pub classes: Vec<JunosClassConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JunosClassConfig {
+    pub name: String,
+    /// Exactly one of a percent of the link, an absolute rate, or the remainder.
+    #[serde(default)]
+    pub transmit_rate_percent: Option<f64>,
+    #[serde(default)]
+    pub transmit_rate_bps: Option<u64>,
+    #[serde(default)]
+    pub transmit_rate_remainder: bool,
+    pub priority: String,
+    #[serde(default)]
+    pub exact: bool,
+    /// Percent of the interface buffer (strictly partitioned).
+    pub buffer_percent: f64,
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
+    /// Drop curves per loss priority: (fill %, drop %) points, interpolated,
+    /// on the queue's instantaneous fill in bytes (Junos drop profiles).
+    #[serde(default)]
+    pub drop_green: Option<Vec<(f64, f64)>>,
+    #[serde(default)]
+    pub drop_red: Option<Vec<(f64, f64)>>,
 }
 
 impl Default for QueueConfig {

@@ -54,6 +54,12 @@ pub mod col {
     pub const DELAY_P50_NS: &str = "delay_p50_ns";
     pub const DELAY_P99_NS: &str = "delay_p99_ns";
     pub const DELAY_MAX_NS: &str = "delay_max_ns";
+    pub const NODE: &str = "node";
+    pub const TERM: &str = "term";
+    pub const MATCHED_PKTS: &str = "matched_pkts";
+    pub const MATCHED_BYTES: &str = "matched_bytes";
+    pub const OUT_OF_PROFILE_PKTS: &str = "out_of_profile_pkts";
+    pub const DISCARDED_PKTS: &str = "discarded_pkts";
     pub const EVENTS: &str = "events";
     pub const SIM_TIME_NS: &str = "sim_time_ns";
     /// `drop_<reason>_pkts` for every `DropReason`.

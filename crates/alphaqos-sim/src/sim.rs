@@ -12,6 +12,7 @@ use crate::config::{Config, FlowConfig};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
 use crate::packet::{Color, Packet, Payload, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
+use crate::qos::classify::Filter;
 use crate::qos::{self, Dequeued, DropReason, QueueCtx};
 use crate::rng::Rng;
 use crate::tcp::Wire;
@@ -61,6 +62,8 @@ pub struct Net {
     pub ifaces: Vec<Iface>,
     next_hop: Vec<u32>,
     pub flow_stats: Vec<FlowStats>,
+    /// Each router's firewall filter (None: forward unchanged).
+    pub filters: Vec<Option<Filter>>,
 }
 
 impl Net {
@@ -172,6 +175,16 @@ impl Net {
             return Some(pkt);
         }
         if self.nodes[node as usize].router {
+            let pkt = match &mut self.filters[node as usize] {
+                Some(f) => match f.apply(self.now, pkt) {
+                    Ok(p) => p,
+                    Err(p) => {
+                        self.flow_stats[p.flow as usize].count_drop(&p);
+                        return None;
+                    }
+                },
+                None => pkt,
+            };
             self.send_from(node, pkt);
         } else {
             self.flow_stats[pkt.flow as usize].count_drop(&pkt);
@@ -312,6 +325,7 @@ impl Simulation {
             return Err("metric_interval_ns: must be positive".into());
         }
         let mut nodes: Vec<Node> = Vec::new();
+        let mut filters = Vec::new();
         let mut index = BTreeMap::new();
         for (i, n) in cfg.nodes.iter().enumerate() {
             if index.insert(n.name.clone(), i as u32).is_some() {
@@ -322,6 +336,14 @@ impl Simulation {
                 None if n.router => 0x0AFF_0000 | (i as u32 + 1), // 10.255.0.0/16
                 None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
             };
+            if !n.filter.is_empty() && !n.router {
+                return Err(format!("nodes[{i}].filter: only routers filter packets ('{}' is a host)", n.name));
+            }
+            filters.push(if n.filter.is_empty() {
+                None
+            } else {
+                Some(Filter::new(&n.filter).map_err(|e| format!("nodes[{i}].{e}"))?)
+            });
             nodes.push(Node { name: n.name.clone(), router: n.router, addr, ifaces: Vec::new() });
         }
         let node_id = |name: &str, path: String| -> Result<u32, String> {
@@ -368,7 +390,7 @@ impl Simulation {
             }
         }
         let next_hop = compute_routes(&nodes, &ifaces);
-        let mut net = Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, flow_stats: Vec::new() };
+        let mut net = Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, flow_stats: Vec::new(), filters };
         let duration = SimTime(cfg.duration_ns);
         let mut flows = Vec::new();
         let mut windows = Vec::new();
@@ -558,6 +580,7 @@ impl Simulation {
             series(col::QUEUE, &self.rec.queue_name, &self.rec.queue, &[col::TIME_NS, col::LEN_PKTS, col::LEN_BYTES, col::TX_BYTES]),
         );
         out.insert("ping".into(), self.ping_table());
+        out.insert("filter".into(), self.filter_table());
         out.insert("queue_summary".into(), self.queue_summary());
         out.insert("flow_summary".into(), self.flow_summary());
         out.insert(
@@ -567,6 +590,29 @@ impl Simulation {
                 .with(col::SIM_TIME_NS, Column::U64(vec![self.net.now.as_nanos()])),
         );
         out
+    }
+
+    fn filter_table(&self) -> Table {
+        let (mut node, mut term) = (vec![], vec![]);
+        let mut u: [Vec<u64>; 4] = Default::default();
+        for (n, f) in self.net.filters.iter().enumerate() {
+            for t in f.iter().flat_map(|f| &f.terms) {
+                node.push(self.net.nodes[n].name.clone());
+                term.push(t.name.clone());
+                let c = &t.counters;
+                for (col, v) in u.iter_mut().zip([c.matched_pkts, c.matched_bytes, c.out_of_profile_pkts, c.discarded_pkts]) {
+                    col.push(v);
+                }
+            }
+        }
+        let [matched_pkts, matched_bytes, oop, discarded] = u;
+        Table::default()
+            .with(col::NODE, Column::Str(node))
+            .with(col::TERM, Column::Str(term))
+            .with(col::MATCHED_PKTS, Column::U64(matched_pkts))
+            .with(col::MATCHED_BYTES, Column::U64(matched_bytes))
+            .with(col::OUT_OF_PROFILE_PKTS, Column::U64(oop))
+            .with(col::DISCARDED_PKTS, Column::U64(discarded))
     }
 
     fn ping_table(&self) -> Table {

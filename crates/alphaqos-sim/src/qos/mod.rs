@@ -9,6 +9,7 @@
 //! in without the interface knowing.
 
 pub mod aqm;
+pub mod classify;
 pub mod fifo;
 pub mod meter;
 pub mod sched;
@@ -126,5 +127,43 @@ pub fn build(cfg: &QueueConfig) -> Result<Box<dyn Qdisc>, String> {
     Ok(match cfg {
         QueueConfig::Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
         QueueConfig::Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
+        QueueConfig::Junos(c) => Box::new(build_junos(c)?),
     })
+}
+
+fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
+    use aqm::wred::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
+    use sched::junos::{JunosClass, Priority, QueueParams, TransmitRate};
+    let mut classes = Vec::with_capacity(c.classes.len());
+    for (i, k) in c.classes.iter().enumerate() {
+        let at = |e: String| format!("classes[{i}] ({}): {e}", k.name);
+        let rate = match (k.transmit_rate_percent, k.transmit_rate_bps, k.transmit_rate_remainder) {
+            (Some(p), None, false) => TransmitRate::Percent(p),
+            (None, Some(r), false) => TransmitRate::Rate(DataRate(r)),
+            (None, None, true) => TransmitRate::Remainder,
+            _ => return Err(at("give exactly one transmit rate: percent, bps or remainder".into())),
+        };
+        let mut params = QueueParams::new(rate, Priority::parse(&k.priority).map_err(at)?);
+        if k.exact {
+            params = params.exact();
+        }
+        if let Some(b) = k.burst_bytes {
+            params = params.burst_bytes(b);
+        }
+        let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::interpolated).transpose();
+        let curves = [curve(&k.drop_green).map_err(at)?, None, curve(&k.drop_red).map_err(at)?];
+        let drop_profile: Option<Box<dyn DropProfile>> = if curves.iter().any(Option::is_some) {
+            let p = PiecewiseWredParams { measure: FillMeasure::JUNOS, curves };
+            Some(Box::new(PiecewiseWred::new(p).map_err(at)?))
+        } else {
+            None
+        };
+        classes.push(JunosClass {
+            name: k.name.clone(),
+            scheduler: params,
+            buffer_size: sched::BufferSize::Percent(k.buffer_percent),
+            drop_profile,
+        });
+    }
+    sched::junos::scheduled(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes))
 }
