@@ -175,7 +175,7 @@ def test_bundled_experiment_resolves_to_the_documented_config():
     assert config["duration_ns"] == 200 * 10**9
     assert config["metric_interval_ns"] == 100 * 10**6
     nodes = {node["name"]: node for node in config["nodes"]}
-    assert nodes["W1"] == {"name": "W1", "router": False, "address": "10.0.1.1"}
+    assert nodes["W1"] == {"name": "W1", "router": False, "address": "10.0.1.1", "filter": []}
     assert nodes["WR"]["router"] and nodes["WR"]["address"] == "10.255.0.1"
     links = {(link["a"], link["b"]): link for link in config["links"]}
     access = links[("WR", "W1")]

@@ -6,13 +6,14 @@ written back exactly (``"0.05ms"`` stays ``"0.05ms"`` in a resolved file).
 from __future__ import annotations
 
 from functools import partial
+import re
 from typing import Annotated
 
-from pydantic import AfterValidator, PlainSerializer, PlainValidator, Strict
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, PlainValidator, Strict
 
 from . import units
 
-__all__ = ["Flag", "PositiveRate", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
+__all__ = ["Flag", "Model", "Name", "PositiveRate", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
 
 
 def _unit_type(parse, fmt):
@@ -41,3 +42,24 @@ PositiveTime = Annotated[Time, _positive(units.fmt_time_ns)]
 
 #: A strict boolean: ``yes``/``1`` are not accepted for ``true``.
 Flag = Annotated[bool, Strict()]
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
+
+
+def _parse_name(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a name must be a string, got {value!r} (quote it in YAML)")
+    if not _NAME.match(value):
+        raise ValueError(f"invalid name {value!r}: use {_NAME_RULE}")
+    return value
+
+
+Name = Annotated[str, PlainValidator(_parse_name)]
+
+
+class Model(BaseModel):
+    """A strict, immutable schema model: unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import ipaddress
 import math
-import re
 from collections import deque
 from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
@@ -49,7 +48,6 @@ import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     PlainSerializer,
     PlainValidator,
@@ -59,7 +57,9 @@ from pydantic import (
 )
 
 from . import units
-from .fields import Flag, PositiveRate, PositiveSize, PositiveTime, Rate, Size, Time
+from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, Rate, Size, Time
+from .fields import Model as _Model
+from .policy import Policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
 from .source import Source, read_source
@@ -95,9 +95,6 @@ MIN_PACKET_BYTES = 28
 MAX_PACKET_BYTES = 65535
 MIN_IPV4_MTU_BYTES = 68  # RFC 791: every IPv4 link carries 68-byte packets
 TCP_HEADER_BYTES = 52  # IP 20 + TCP 20 + timestamp option 12, per data segment
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_NAME_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit"
 
 NS_PER_S = 10**9
 NS_PER_MS = 10**6
@@ -167,17 +164,6 @@ ThresholdField = Annotated[
 ]
 
 
-def _parse_name(value: object) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"a name must be a string, got {value!r} (quote it in YAML)")
-    if not _NAME.match(value):
-        raise ValueError(f"invalid name {value!r}: use {_NAME_RULE}")
-    return value
-
-
-Name = Annotated[str, PlainValidator(_parse_name)]
-
-
 def _parse_ipv4(value: object) -> str:
     try:
         return str(ipaddress.IPv4Address(value if isinstance(value, str) else ""))
@@ -202,10 +188,6 @@ CongestionControl = Annotated[str, PlainValidator(_congestion_control)]
 # --- models -----------------------------------------------------------------
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 def _exactly_one(model: BaseModel, keys: tuple[str, ...]) -> None:
     present = [key for key in keys if getattr(model, key) is not None]
     if len(present) != 1:
@@ -218,6 +200,8 @@ class Node(_Model):
 
     address: IPv4 | None = None
     router: Flag = False
+    #: A router applies this policy's firewall filter to what it forwards.
+    policy: Name | None = None
 
 
 class Fifo(_Model):
@@ -242,14 +226,16 @@ class Red(_Model):
     mean_pkt_size: PositiveSize = 1000
 
 
-QUEUE_KINDS = ("fifo", "red")
+QUEUE_KINDS = ("fifo", "red", "policy")
 
 
 class Queue(_Model):
-    """An egress queue: exactly one of ``fifo`` and ``red``."""
+    """An egress queue: exactly one of ``fifo``, ``red`` and ``policy``
+    (the classes of a QoS policy, see :mod:`alphaqos.policy`)."""
 
     fifo: Fifo | None = None
     red: Red | None = None
+    policy: Name | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
@@ -412,6 +398,7 @@ class Scenario(_Model):
     seed: Seed = 1
     metric_interval: PositiveTime = 100 * NS_PER_MS
     nodes: Annotated[dict[Name, Node], Field(min_length=1)]
+    policies: dict[Name, Policy] = {}
     links: list[Link] = []
     flows: list[Flow] = []
 
@@ -581,6 +568,11 @@ def _t(ns: int) -> str:
 def _check_nodes(scenario: Scenario):
     owner: dict[str, str] = {}
     for name, node in scenario.nodes.items():
+        if node.policy is not None:
+            if not node.router:
+                yield ("nodes", name, "policy"), "only routers apply a policy's filter (add 'router: true')"
+            elif node.policy not in scenario.policies:
+                yield ("nodes", name, "policy"), _unknown_policy(node.policy, scenario)
         if not node.router and node.address is None:
             yield ("nodes", name), "a host needs an IPv4 address (add 'address: ...', or 'router: true')"
         if node.address is None:
@@ -588,6 +580,11 @@ def _check_nodes(scenario: Scenario):
         if node.address in owner:
             yield ("nodes", name, "address"), f"address {node.address} is already used by node {owner[node.address]!r}"
         owner.setdefault(node.address, name)
+
+
+def _unknown_policy(name: str, scenario: Scenario) -> str:
+    known = ", ".join(scenario.policies) or "none defined under 'policies'"
+    return f"unknown policy {name!r} (policies: {known})"
 
 
 def _check_links(scenario: Scenario):
@@ -615,6 +612,8 @@ def _check_links(scenario: Scenario):
         for loc, queue in queues:
             if queue.red is not None:
                 yield from _check_red(queue.red, (*loc, "red"))
+            if queue.policy is not None and queue.policy not in scenario.policies:
+                yield (*loc, "policy"), _unknown_policy(queue.policy, scenario)
 
 
 def _check_red(red: Red, loc: tuple):
@@ -780,14 +779,20 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         "duration_ns": scenario.duration,
         "metric_interval_ns": scenario.metric_interval,
         "nodes": [
-            {"name": name, "router": node.router, "address": node.address} for name, node in scenario.nodes.items()
+            {
+                "name": name,
+                "router": node.router,
+                "address": node.address,
+                "filter": resolve_filter(scenario.policies[node.policy]) if node.policy else [],
+            }
+            for name, node in scenario.nodes.items()
         ],
-        "links": [_resolve_link(link) for link in scenario.links],
+        "links": [_resolve_link(link, scenario.policies) for link in scenario.links],
         "flows": [_resolve_flow(flow) for flow in scenario.flows],
     }
 
 
-def _resolve_link(link: Link) -> dict[str, Any]:
+def _resolve_link(link: Link, policies: dict[str, Policy]) -> dict[str, Any]:
     a, b = link.between
     return {
         "a": a,
@@ -796,8 +801,8 @@ def _resolve_link(link: Link) -> dict[str, Any]:
         "delay_ns": link.delay,
         "mtu_bytes": link.mtu,
         "overhead_bytes": link.overhead,
-        "queue_ab": _resolve_queue(link.queue_from(a)),
-        "queue_ba": _resolve_queue(link.queue_from(b)),
+        "queue_ab": _resolve_queue(link.queue_from(a), policies),
+        "queue_ba": _resolve_queue(link.queue_from(b), policies),
         "impair_ab": _resolve_impair(link.impair_from(a)),
         "impair_ba": _resolve_impair(link.impair_from(b)),
     }
@@ -812,7 +817,9 @@ def _resolve_impair(impair: Impair) -> dict[str, Any]:
     }
 
 
-def _resolve_queue(queue: Queue) -> dict[str, Any]:
+def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
+    if queue.policy is not None:
+        return resolve_egress(policies[queue.policy])
     if queue.fifo is not None:
         return {"fifo": _resolve_limit(queue.fifo.limit)}
     red = queue.red

@@ -1,0 +1,90 @@
+"""QoS policies in scenarios: resolution to the engine's filter terms and
+Junos-style egress, and the errors a mistyped policy gives."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from alphaqos import ScenarioError, load_scenario, resolve
+
+POLICY = {
+    "buffer": "10MB",
+    "classes": {
+        "beta": {"transmit_rate": "40%", "buffer_size": "40%", "priority": "medium-low"},
+        "alpha": {"transmit_rate": "60%", "buffer_size": "50%", "priority": "medium-high",
+                  "drop_profile": {"high": [[0, 0], [100, 100]]}},
+        "ss": {"transmit_rate": "remainder", "buffer_size": "10%", "priority": "low"},
+    },
+    "filter": [
+        {"name": "alpha", "from": {"source": "10.0.0.1/32", "destination": "10.0.0.0/24", "protocol": "tcp"},
+         "then": {"class": "alpha", "policer": {"rate": "1Gbps", "burst": "31KB", "out_of_profile": {"class": "ss"}}}},
+        {"name": "drop-udp", "from": {"protocol": "udp"}, "then": {"discard": True}},
+    ],
+}  # fmt: skip
+
+
+def _scenario(**changes) -> dict:
+    scenario = {
+        "name": "policy",
+        "duration": "1s",
+        "policies": {"p": copy.deepcopy(POLICY)},
+        "nodes": {"A": {"address": "10.0.0.1"}, "B": {"address": "10.0.0.2"}, "R": {"router": True, "policy": "p"}},
+        "links": [
+            {"between": ["A", "R"], "rate": "1Gbps", "delay": "1ms"},
+            {"between": ["R", "B"], "rate": "1Gbps", "delay": "1ms", "queues": {"R": {"policy": "p"}}},
+        ],
+        "flows": [{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno"}}],
+    }
+    scenario.update(changes)
+    return scenario
+
+
+def test_policy_resolves_to_filter_terms_and_a_junos_egress():
+    config = resolve(load_scenario(_scenario()))
+    router = next(n for n in config["nodes"] if n["name"] == "R")
+    alpha, drop = router["filter"]
+    assert alpha == {
+        "name": "alpha", "src": "10.0.0.1/32", "dst": "10.0.0.0/24", "proto": 6, "fclass": 1, "discard": False,
+        "policer": {"rate_bps": 10**9, "burst_bytes": 31_000, "out_of_profile": {"fclass": 2}},
+    }  # fmt: skip
+    assert drop["proto"] == 17 and drop["discard"] is True and drop["fclass"] is None
+    egress = config["links"][1]["queue_ab"]["junos"]
+    assert egress["buffer_bytes"] == 10_000_000
+    beta, a, ss = egress["classes"]
+    assert (beta["transmit_rate_percent"], beta["buffer_percent"], beta["priority"]) == (40.0, 40.0, "medium-low")
+    assert a["drop_red"] == [[0, 0], [100, 100]] and a["drop_green"] is None
+    assert ss["transmit_rate_remainder"] is True and ss["transmit_rate_percent"] is None
+    # The reverse direction keeps the default FIFO.
+    assert config["links"][1]["queue_ba"] == {"fifo": {"limit_pkts": 1000, "limit_bytes": None}}
+
+
+def _broken(path: list, value) -> dict:
+    scenario = _scenario()
+    target = scenario
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return scenario
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "where", "message"),
+    [
+        (["nodes", "R", "policy"], "q", "nodes.R.policy", "unknown policy 'q'"),
+        (["nodes", "A", "policy"], "p", "nodes.A.policy", "only routers"),
+        (["links", 1, "queues"], {"R": {"policy": "zz"}}, "links[1].queues.R.policy", "unknown policy 'zz'"),
+        (["policies", "p", "filter", 0, "then", "class"], "gold", "policies.p", "unknown class 'gold'"),
+        (["policies", "p", "classes", "beta", "buffer_size"], "60%", "policies.p", "more than 100%"),
+        (["policies", "p", "classes", "beta", "transmit_rate"], "fast", "policies.p.classes.beta.transmit_rate", "percentage"),
+        (["policies", "p", "filter", 0, "from", "source"], "10.0.0/24", "policies.p.filter[0].from.source", "IPv4 prefix"),
+        (["policies", "p", "classes", "beta", "priority"], "urgent", "policies.p.classes.beta.priority", "medium-low"),
+    ],
+)
+def test_bad_policies_name_the_field(path, value, where, message):
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(_broken(path, value))
+    text = str(caught.value)
+    assert text.startswith(where), text
+    assert message in text, text
