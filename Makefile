@@ -20,8 +20,11 @@ setup: $(STAMP)
 build: setup
 	. $(VENV)/bin/activate && maturin develop --release -q
 
+# The first document's experiment 1: one shared FIFO, then the alpha flow in
+# a queue of its own (compare the ping RTT in the two summaries and plots).
 demo: build
 	$(VENV)/bin/alphaqos run scenarios/yan2013/exp1-1queue.yaml
+	$(VENV)/bin/alphaqos run scenarios/yan2013/exp1-2queues.yaml
 
 cargo-test:
 	cargo test --release -p alphaqos-sim -q
