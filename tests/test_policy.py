@@ -88,3 +88,11 @@ def test_bad_policies_name_the_field(path, value, where, message):
     text = str(caught.value)
     assert text.startswith(where), text
     assert message in text, text
+
+
+def test_a_policy_scenario_writes_back_as_yaml_and_reads_the_same(tmp_path, recwarn):
+    scenario = load_scenario(_scenario())
+    path = tmp_path / "resolved.yaml"
+    path.write_text(scenario.to_yaml())
+    assert resolve(load_scenario(path)) == resolve(scenario)
+    assert not [w for w in recwarn if "serializ" in str(w.message).lower()], "clean serialization"

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, Pla
 
 from . import units
 
-__all__ = ["Flag", "Model", "Name", "PositiveRate", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
+__all__ = ["Flag", "Model", "Name", "PositiveRate", "QueueLimit", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
 
 
 def _unit_type(parse, fmt):
@@ -39,6 +39,13 @@ PositiveRate = Annotated[Rate, _positive(units.fmt_rate)]
 PositiveSize = Annotated[Size, _positive(units.fmt_size)]
 PositiveTime = Annotated[Time, _positive(units.fmt_time_ns)]
 
+
+#: A queue or buffer limit: ``"125MB"``, ``"1000p"``, ``1000``, ``"unlimited"``.
+QueueLimit = Annotated[
+    units.QueueLimit,
+    PlainValidator(units.parse_queue_limit),
+    PlainSerializer(units.fmt_queue_limit, when_used="json"),
+]
 
 #: A strict boolean: ``yes``/``1`` are not accepted for ``true``.
 Flag = Annotated[bool, Strict()]

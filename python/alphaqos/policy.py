@@ -35,10 +35,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainValidator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from . import units
-from .fields import Flag, Model, Name, PositiveRate, PositiveSize
+from .fields import Flag, Model, Name, PositiveRate, PositiveSize, QueueLimit
 
 __all__ = ["Policy", "resolve_egress", "resolve_filter"]
 
@@ -68,7 +68,11 @@ def _percent(value: object) -> float:
     return p
 
 
-Percent = Annotated[float, PlainValidator(_percent)]
+def _fmt_percent(p: float) -> str:
+    return f"{p:g}%"
+
+
+Percent = Annotated[float, PlainValidator(_percent), PlainSerializer(_fmt_percent, when_used="json")]
 
 
 def _transmit_rate(value: object) -> float | int | str:
@@ -86,7 +90,17 @@ def _transmit_rate(value: object) -> float | int | str:
     return rate
 
 
-TransmitRate = Annotated[float | int | str, PlainValidator(_transmit_rate)]
+def _fmt_transmit_rate(value: float | int | str) -> str:
+    if isinstance(value, float):
+        return _fmt_percent(value)
+    if isinstance(value, int):
+        return units.fmt_rate(value, exact=True)
+    return value
+
+
+TransmitRate = Annotated[
+    float | int | str, PlainValidator(_transmit_rate), PlainSerializer(_fmt_transmit_rate, when_used="json")
+]
 
 class DropProfile(Model):
     """Drop curves per loss priority against the queue's fill (Junos
@@ -142,7 +156,7 @@ class Term(Model):
 
 
 class Policy(Model):
-    buffer: Annotated[units.QueueLimit, PlainValidator(units.parse_queue_limit)] = units.QueueLimit(pkts=1000)
+    buffer: QueueLimit = units.QueueLimit(pkts=1000)
     classes: Annotated[dict[Name, ForwardingClass], Field(min_length=1)]
     filter: list[Term] = []
 

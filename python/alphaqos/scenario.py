@@ -57,7 +57,7 @@ from pydantic import (
 )
 
 from . import units
-from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, Rate, Size, Time
+from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, Time
 from .fields import Model as _Model
 from .policy import Policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
@@ -129,11 +129,6 @@ Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Seed = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
-QueueLimit = Annotated[
-    units.QueueLimit,
-    PlainValidator(units.parse_queue_limit),
-    PlainSerializer(units.fmt_queue_limit, when_used="json"),
-]
 
 
 class Threshold(NamedTuple):
