@@ -11,6 +11,7 @@
 pub mod aqm;
 pub mod classify;
 pub mod fifo;
+pub mod htb;
 pub mod meter;
 pub mod sched;
 
