@@ -96,3 +96,53 @@ def test_a_policy_scenario_writes_back_as_yaml_and_reads_the_same(tmp_path, recw
     path.write_text(scenario.to_yaml())
     assert resolve(load_scenario(path)) == resolve(scenario)
     assert not [w for w in recwarn if "serializ" in str(w.message).lower()], "clean serialization"
+
+
+# --- host shaping with HTB (second source document) --------------------------
+
+
+def _shaped(htb: dict) -> dict:
+    return {
+        "name": "htb",
+        "duration": "3s",
+        "nodes": {"H": {"address": "10.10.200.20"}, "R": {"router": True}, "D": {"address": "10.10.200.30"}},
+        "links": [
+            {"between": ["H", "R"], "rate": "10Gbps", "delay": "0.1ms", "queues": {"H": {"htb": htb}}},
+            {"between": ["R", "D"], "rate": "10Gbps", "delay": "0.1ms"},
+        ],
+        "flows": [{"name": "flood", "udp": {"from": "H", "to": "D", "rate": "2Gbps", "size": "1500B"}}],
+    }
+
+
+# Zurawski's shaper: a 1 Gbit/s circuit, the host shaped to 90% of it.
+HTB = {
+    "classes": {"1:1": {"rate": "900Mbps", "ceil": "900Mbps"}, "1:10": {"parent": "1:1", "rate": "900Mbps"}},
+    "filters": [{"src": "10.10.200.20/32", "class": "1:10"}],
+}
+
+
+def test_htb_shapes_a_host_to_its_circuit_rate():
+    pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
+    import alphaqos
+
+    res = alphaqos.run(_shaped(HTB))
+    rx = res.udp.filter(res.udp["time"] > 1)["rx_rate_bps"].mean()
+    assert rx == pytest.approx(900e6, rel=0.01)
+    assert "H->R/1:10" in res.summary["queues"]
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "message"),
+    [
+        ({"classes": {"1:10": {"parent": "1:1", "rate": "1Gbps"}, "1:1": {"rate": "1Gbps"}}}, "classes.1:10.parent", "declared before"),
+        ({"filters": [{"src": "10.10.200.20/32", "class": "1:1"}]}, "filters[0].class", "not a leaf"),
+        ({"default": "9:9"}, "default", "not a leaf"),
+        ({"classes": {"1:1": {"rate": "1Gbps", "ceil": "500Mbps"}}}, "classes.1:1.ceil", "below rate"),
+    ],
+)
+def test_bad_htb_names_the_field(change, where, message):
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(_shaped({**HTB, **change}))
+    text = str(caught.value)
+    assert text.startswith(f"links[0].queues.H.htb.{where}"), text
+    assert message in text, text

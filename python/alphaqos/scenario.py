@@ -221,7 +221,40 @@ class Red(_Model):
     mean_pkt_size: PositiveSize = 1000
 
 
-QUEUE_KINDS = ("fifo", "red", "policy")
+QUEUE_KINDS = ("fifo", "red", "policy", "htb")
+
+
+class HtbClass(_Model):
+    """An HTB class (``tc class add ... htb``); ``parent`` names another
+    class declared before it."""
+
+    parent: str | None = None
+    rate: PositiveRate
+    ceil: PositiveRate | None = None
+    burst: PositiveSize | None = None
+    cburst: PositiveSize | None = None
+    quantum: PositiveSize | None = None
+    prio: Annotated[int, Strict(), Field(ge=0, le=7)] = 0
+    limit: QueueLimit = units.QueueLimit(pkts=1000)
+
+
+class HtbFilter(_Model):
+    """A u32-style filter: packets matching ``src``/``dst`` go to ``class``."""
+
+    src: str | None = None
+    dst: str | None = None
+    protocol: Literal["tcp", "udp", "icmp"] | None = None
+    class_: str = Field(alias="class")
+
+
+class Htb(_Model):
+    """Linux HTB host shaping (the second source document's tool): classes
+    by tc class id, in parent-first order, filters, and a ``default`` class
+    for unmatched packets (else they go out unshaped, as in Linux)."""
+
+    classes: Annotated[dict[str, HtbClass], Field(min_length=1)]
+    filters: list[HtbFilter] = []
+    default: str | None = None
 
 
 class Queue(_Model):
@@ -231,6 +264,7 @@ class Queue(_Model):
     fifo: Fifo | None = None
     red: Red | None = None
     policy: Name | None = None
+    htb: Htb | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
@@ -609,6 +643,32 @@ def _check_links(scenario: Scenario):
                 yield from _check_red(queue.red, (*loc, "red"))
             if queue.policy is not None and queue.policy not in scenario.policies:
                 yield (*loc, "policy"), _unknown_policy(queue.policy, scenario)
+            if queue.htb is not None:
+                yield from _check_htb(queue.htb, (*loc, "htb"))
+
+
+def _check_htb(htb: Htb, loc: tuple):
+    declared: list[str] = []
+    for name, c in htb.classes.items():
+        if c.parent is not None and c.parent not in declared:
+            yield (*loc, "classes", name, "parent"), f"parent {c.parent!r} must be a class declared before {name!r}"
+        if c.ceil is not None and c.ceil < c.rate:
+            yield (*loc, "classes", name, "ceil"), "ceil must not be below rate"
+        declared.append(name)
+    parents = {c.parent for c in htb.classes.values()}
+    leaves = [name for name in htb.classes if name not in parents]
+    for i, f in enumerate(htb.filters):
+        if f.class_ not in leaves:
+            yield (*loc, "filters", i, "class"), f"{f.class_!r} is not a leaf class (leaves: {', '.join(leaves)})"
+        for key in ("src", "dst"):
+            value = getattr(f, key)
+            if value is not None:
+                try:
+                    ipaddress.IPv4Network(value, strict=False)
+                except ValueError:
+                    yield (*loc, "filters", i, key), f"expected an IPv4 prefix like '10.0.2.0/24', got {value!r}"
+    if htb.default is not None and htb.default not in leaves:
+        yield (*loc, "default"), f"{htb.default!r} is not a leaf class (leaves: {', '.join(leaves)})"
 
 
 def _check_red(red: Red, loc: tuple):
@@ -815,6 +875,8 @@ def _resolve_impair(impair: Impair) -> dict[str, Any]:
 def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
     if queue.policy is not None:
         return resolve_egress(policies[queue.policy])
+    if queue.htb is not None:
+        return {"htb": _resolve_htb(queue.htb)}
     if queue.fifo is not None:
         return {"fifo": _resolve_limit(queue.fifo.limit)}
     red = queue.red
@@ -831,6 +893,25 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
             "mean_pkt_bytes": red.mean_pkt_size,
         }
     }
+
+
+def _resolve_htb(htb: Htb) -> dict[str, Any]:
+    protocols = {"icmp": 1, "tcp": 6, "udp": 17}
+    return {
+        "classes": [
+            {
+                "name": name, "parent": c.parent, "rate_bps": c.rate, "ceil_bps": c.ceil, "burst_bytes": c.burst,
+                "cburst_bytes": c.cburst, "quantum_bytes": c.quantum, "prio": c.prio,
+                "limit_pkts": c.limit.pkts, "limit_bytes": c.limit.bytes,
+            }
+            for name, c in htb.classes.items()
+        ],
+        "filters": [
+            {"src": f.src, "dst": f.dst, "proto": protocols[f.protocol] if f.protocol else None, "class": f.class_}
+            for f in htb.filters
+        ],
+        "default_class": htb.default,
+    }  # fmt: skip
 
 
 def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:

@@ -146,6 +146,54 @@ pub enum QueueConfig {
     Fifo(FifoConfig),
     Red(RedConfig),
     Junos(JunosConfig),
+    Htb(HtbConfig),
+}
+
+/// Linux HTB on a host's egress (see `qos/htb.rs`): classes in tc order
+/// (parents first), u32-style filters, an optional default class.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbConfig {
+    pub classes: Vec<HtbClassConfig>,
+    #[serde(default)]
+    pub filters: Vec<HtbFilterConfig>,
+    #[serde(default)]
+    pub default_class: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbClassConfig {
+    pub name: String,
+    #[serde(default)]
+    pub parent: Option<String>,
+    pub rate_bps: u64,
+    #[serde(default)]
+    pub ceil_bps: Option<u64>,
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
+    #[serde(default)]
+    pub cburst_bytes: Option<u64>,
+    #[serde(default)]
+    pub quantum_bytes: Option<u64>,
+    #[serde(default)]
+    pub prio: u8,
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HtbFilterConfig {
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    #[serde(default)]
+    pub proto: Option<u8>,
+    pub class: String,
 }
 
 /// A Junos-style egress: the interface buffer, and one queue per forwarding

@@ -129,7 +129,42 @@ pub fn build(cfg: &QueueConfig) -> Result<Box<dyn Qdisc>, String> {
         QueueConfig::Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
         QueueConfig::Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
         QueueConfig::Junos(c) => Box::new(build_junos(c)?),
+        QueueConfig::Htb(c) => Box::new(build_htb(c)?),
     })
+}
+
+fn build_htb(c: &crate::config::HtbConfig) -> Result<htb::Htb, String> {
+    use htb::{HtbClassSpec, HtbFilter, HtbParams};
+    // Classes in tc order (parents first); filters u32-style, first match wins.
+    let mut classes = Vec::with_capacity(c.classes.len());
+    for k in &c.classes {
+        let mut spec = HtbClassSpec::new(k.name.clone(), k.parent.as_deref(), DataRate(k.rate_bps))
+            .prio(k.prio)
+            .limit(fifo::Limit::from_opts(k.limit_pkts.or(Some(1000)), k.limit_bytes));
+        if let Some(x) = k.ceil_bps {
+            spec = spec.ceil(DataRate(x));
+        }
+        if let Some(x) = k.burst_bytes {
+            spec = spec.burst(x);
+        }
+        if let Some(x) = k.cburst_bytes {
+            spec = spec.cburst(x);
+        }
+        if let Some(x) = k.quantum_bytes {
+            spec = spec.quantum(x);
+        }
+        classes.push(spec);
+    }
+    let mut params = HtbParams::new(classes);
+    for (i, f) in c.filters.iter().enumerate() {
+        let prefix = |p: &Option<String>| p.as_deref().map(classify::Prefix::parse).transpose();
+        let at = |e: String| format!("filters[{i}]: {e}");
+        params = params.filter(HtbFilter { src: prefix(&f.src).map_err(at)?, dst: prefix(&f.dst).map_err(at)?, proto: f.proto, class: f.class.clone() });
+    }
+    if let Some(d) = &c.default_class {
+        params = params.default_class(d);
+    }
+    htb::Htb::new(params)
 }
 
 fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
