@@ -102,11 +102,17 @@ pub struct TcpSender {
     sacked: RangeSet,
     /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
     high_rxt: u64,
-    /// Retransmissions of this SACK recovery not yet delivered, in the
-    /// order sent: (start, end, snd_max when sent, transmission number).
-    retx: std::collections::VecDeque<(u64, u64, u64, u64)>,
-    /// Retransmissions found lost, to send again: (start, end).
+    /// Retransmissions of this SACK recovery not yet delivered: start ->
+    /// (end, transmission number), and the same in the order sent with the
+    /// snd_max at the time: (transmission number, start, snd_max). Entries
+    /// of the second that the first no longer holds are stale.
+    retx: std::collections::BTreeMap<u64, (u64, u64)>,
+    retx_order: std::collections::VecDeque<(u64, u64, u64)>,
+    /// The newest retransmission known delivered in this recovery.
+    newest_delivered: u64,
+    /// Retransmissions found lost, to send again: (start, end), and their bytes.
     retx_lost: std::collections::VecDeque<(u64, u64)>,
+    retx_lost_bytes: u64,
     tx_count: u64,
     /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
     rxt_cur: Cursor,
@@ -155,7 +161,10 @@ impl TcpSender {
             sacked: RangeSet::default(),
             high_rxt: 0,
             retx: Default::default(),
+            retx_order: Default::default(),
+            newest_delivered: 0,
             retx_lost: Default::default(),
+            retx_lost_bytes: 0,
             tx_count: 0,
             rxt_cur: Cursor::default(),
             nxt_cur: Cursor::default(),
@@ -263,7 +272,8 @@ impl TcpSender {
         self.stats.segments_sent += 1;
         self.tx_count += 1;
         if retx && self.in_recovery && self.recovery == Recovery::Sack {
-            self.retx.push_back((seq, seq + len, self.snd_max, self.tx_count));
+            self.retx.insert(seq, (seq + len, self.tx_count));
+            self.retx_order.push_back((self.tx_count, seq, self.snd_max));
         }
         let now = w.now();
         let size = len as u32 + TCP_HEADER_BYTES;
@@ -313,8 +323,7 @@ impl TcpSender {
         } else {
             0
         };
-        let lost_retx: u64 = self.retx_lost.iter().map(|&(s, e)| e - s).sum();
-        unsacked.saturating_sub(lost_not_resent + lost_retx)
+        unsacked.saturating_sub(lost_not_resent + self.retx_lost_bytes)
     }
 
     /// RFC 6675 NextSeg, rule 1: the first lost hole not yet retransmitted.
@@ -364,7 +373,7 @@ impl TcpSender {
                 if self.pipe(now) + self.mss > self.st.cwnd {
                     return;
                 }
-                match self.retx_lost.pop_front() {
+                match self.pop_lost_retransmission() {
                     Some((s, e)) => Some((s, e - s)),
                     None => match self.next_lost_hole(now) {
                         Some(hole) => Some(hole),
@@ -473,7 +482,7 @@ impl TcpSender {
             }
         }
         if self.in_recovery && self.recovery == Recovery::Sack {
-            self.find_lost_retransmissions();
+            self.find_lost_retransmissions(sack, ack);
         }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
@@ -481,30 +490,61 @@ impl TcpSender {
         self.send_data(w);
     }
 
-    /// Drop delivered retransmissions from the watch list; those sent
+    /// Drop delivered retransmissions from the watch list (those below the
+    /// cumulative ACK, those inside this ACK's SACK blocks); those sent
     /// before a delivered one, or before data that has been SACKed since,
-    /// are lost.
-    fn find_lost_retransmissions(&mut self) {
-        let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
-        let mut newest_delivered = 0;
-        let (una, sacked) = (self.snd_una, &self.sacked);
-        self.retx.retain(|&(s, e, _, order)| {
-            let delivered = e <= una || sacked.covers(s.max(una), e);
-            if delivered {
-                newest_delivered = newest_delivered.max(order);
-            }
-            !delivered
-        });
-        while let Some(&(s, e, marker, order)) = self.retx.front() {
-            if order > newest_delivered && top_sacked <= marker {
-                break;
-            }
-            self.retx.pop_front();
-            self.retx_lost.push_back((s, e));
-            self.stats.lost_retransmits += 1;
+    /// are lost. Costs the entries it removes, not the list's length.
+    fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
+        let kept = self.retx.split_off(&self.snd_una);
+        for (_, (_, order)) in std::mem::replace(&mut self.retx, kept) {
+            self.newest_delivered = self.newest_delivered.max(order);
         }
-        let una = self.snd_una;
-        self.retx_lost.retain(|&(_, e)| e > una);
+        for (s, e) in blocks.iter(ack) {
+            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, &(end, _))| end <= e).map(|(&k, _)| k).collect();
+            for k in covered {
+                let (_, order) = self.retx.remove(&k).expect("listed");
+                self.newest_delivered = self.newest_delivered.max(order);
+            }
+        }
+        while let Some(&(s, e)) = self.retx_lost.front().filter(|&&(_, e)| e <= self.snd_una) {
+            self.retx_lost_bytes -= e - s;
+            self.retx_lost.pop_front();
+        }
+        let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
+        while let Some(&(order, seq, marker)) = self.retx_order.front() {
+            match self.retx.get(&seq) {
+                Some(&(end, o)) if o == order => {
+                    if order > self.newest_delivered && top_sacked <= marker {
+                        break;
+                    }
+                    self.retx.remove(&seq);
+                    self.retx_lost.push_back((seq, end));
+                    self.retx_lost_bytes += end - seq;
+                    self.stats.lost_retransmits += 1;
+                }
+                _ => {} // delivered already
+            }
+            self.retx_order.pop_front();
+        }
+    }
+
+    /// The next lost retransmission still worth sending again.
+    fn pop_lost_retransmission(&mut self) -> Option<(u64, u64)> {
+        while let Some((s, e)) = self.retx_lost.pop_front() {
+            self.retx_lost_bytes -= e - s;
+            if e > self.snd_una && !self.sacked.covers(s.max(self.snd_una), e) {
+                return Some((s.max(self.snd_una), e));
+            }
+        }
+        None
+    }
+
+    fn clear_retransmissions(&mut self) {
+        self.retx.clear();
+        self.retx_order.clear();
+        self.retx_lost.clear();
+        self.retx_lost_bytes = 0;
+        self.newest_delivered = 0;
     }
 
     /// Has a new loss episode begun?
@@ -551,8 +591,7 @@ impl TcpSender {
 
     fn leave_recovery(&mut self, now: SimTime) {
         self.in_recovery = false;
-        self.retx.clear();
-        self.retx_lost.clear();
+        self.clear_retransmissions();
         self.dupacks = 0;
         self.cc.on_recovery_exit(&mut self.st, now);
     }
@@ -592,8 +631,7 @@ impl TcpSender {
             self.cc.on_timeout(&mut self.st, now, flight);
         }
         self.in_recovery = false;
-        self.retx.clear();
-        self.retx_lost.clear();
+        self.clear_retransmissions();
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
         self.set_snd_nxt(self.snd_una);
