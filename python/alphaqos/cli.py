@@ -11,6 +11,14 @@
 ``alphaqos validate SCENARIO...``
     Check scenarios without running them; one line per file.
 
+``alphaqos reproduce NAME [--quick] [--out DIR] [--jobs N]``
+    Run a source document's experiments (``yan2013``), fanned out over the
+    cores, and write a report directory: ``report.md`` (tables beside the
+    document's, the findings checked), ``results.json``, plots and every
+    run's scenario. ``--quick`` shortens the timelines (about a minute).
+    Exit status 1 if a finding of the document does not come out of the
+    model.
+
 Bad input (an invalid scenario, an existing or unwritable output directory,
 a malformed option) is reported on one line, ``alphaqos: error: ...``, with
 exit status 2.
@@ -101,7 +109,28 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check scenario files without running them")
     validate.add_argument("scenarios", metavar="SCENARIO", nargs="+", help="scenario file (YAML)")
     validate.set_defaults(handler=_validate)
+
+    from .reproduce import REPRODUCTIONS
+
+    reproduce = commands.add_parser("reproduce", help="run a source document's experiments and report beside it")
+    reproduce.add_argument("name", metavar="NAME", choices=sorted(REPRODUCTIONS),
+                           help=f"which document: {', '.join(sorted(REPRODUCTIONS))}")  # fmt: skip
+    reproduce.add_argument("--quick", action="store_true", help="shortened timelines (about a minute on 2 cores)")
+    reproduce.add_argument("--out", metavar="DIR", type=Path, help="report directory to create (must not exist)")
+    reproduce.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
+    reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
+    reproduce.set_defaults(handler=_reproduce)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _time_argument(text: str) -> str:
@@ -118,13 +147,10 @@ def _time_argument(text: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
-    target = args.out if args.out is not None else _default_run_dir(scenario)
+    target = args.out if args.out is not None else _default_run_dir(scenario.name)
     with _staged_directory(target) as staging:
         results = simulate(scenario, progress=not args.quiet, command=args.invocation)
-        try:
-            results.save(staging)
-        except OSError as exc:
-            raise RunFailure(f"cannot write the results into {str(target)!r}: {exc.strerror or exc}") from None
+        _save("the results", target, lambda: results.save(staging))
     if args.quiet:
         print(target)
     else:
@@ -132,15 +158,23 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _default_run_dir(scenario: Scenario) -> Path:
+def _default_run_dir(name: str) -> Path:
     """``runs/<name>-<UTC time>``, with a counter if that is taken."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = DEFAULT_RUNS_DIR / f"{scenario.name}-{stamp}"
+    base = DEFAULT_RUNS_DIR / f"{name}-{stamp}"
     candidate, counter = base, 1
     while candidate.exists():
         counter += 1
         candidate = base.with_name(f"{base.name}-{counter}")
     return candidate
+
+
+def _save(what: str, target: Path, save) -> None:
+    """Run ``save()``; an OSError becomes a RunFailure naming ``target``."""
+    try:
+        save()
+    except OSError as exc:
+        raise RunFailure(f"cannot write {what} into {str(target)!r}: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -271,6 +305,60 @@ def _ms(seconds: float | None) -> str:
         return "-"
     ms = seconds * 1e3
     return f"{ms:.3g} ms" if ms >= 1 else f"{ms:.3f} ms"
+
+
+# --- alphaqos reproduce -------------------------------------------------------
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .reproduce import reproduce
+
+    target = args.out if args.out is not None else _default_run_dir(f"reproduce-{args.name}{'-quick' if args.quick else ''}")
+    with _staged_directory(target) as staging:
+        display = Progress(
+            TextColumn(f"[bold]{args.name}{' (quick)' if args.quick else ''}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("runs"), TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
+            console=Console(stderr=True), disable=args.quiet,
+        )  # fmt: skip
+        with display:
+            task = display.add_task("runs", total=None, last="")
+            reproduction = reproduce(
+                args.name,
+                quick=args.quick,
+                jobs=args.jobs,
+                on_plan=lambda n: display.update(task, total=n),
+                on_done=lambda key, done, total: display.update(task, completed=done, last=key),
+            )
+        _save("the report", target, lambda: reproduction.save(staging))
+    if args.quiet:
+        print(target)
+    else:
+        _print_reproduction(reproduction, target)
+    return EXIT_OK if reproduction.all_hold else EXIT_FAILURE
+
+
+def _print_reproduction(reproduction, target: Path) -> None:
+    from rich import box
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    for title, rows in reproduction.tables.items():
+        heads = list(rows[0])
+        table = _table(title, box.SIMPLE_HEAD, heads[:1], heads[1:])
+        for row in rows:
+            table.add_row(*(str(row[h]) for h in heads))
+        console.print(table)
+    for finding in reproduction.findings:
+        mark = "[green]holds[/green]" if finding.holds else "[red]DOES NOT HOLD[/red]"
+        console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}[/dim]")
+    console.print(
+        f"{len(reproduction.measured)} runs in {reproduction.wall_time_s:.0f} s wall time "
+        f"({reproduction.cpu_time_s:.0f} s of run time)"
+    )
+    console.print(f"report: {target / 'report.md'} (results.json, plots, scenarios/)")
 
 
 # --- alphaqos validate --------------------------------------------------------

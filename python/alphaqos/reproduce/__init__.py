@@ -1,0 +1,192 @@
+"""Reproductions of the source documents' experiments: ``alphaqos reproduce``.
+
+A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
+
+- plans its runs: a list of :class:`RunSpec`, each a complete scenario (the
+  same dict a YAML scenario file holds) plus what to measure from it;
+- measures each finished run (:func:`measure`, called in the worker process,
+  so only a small dict of numbers travels back);
+- reports: tables beside the document's, plots, a markdown report and the
+  list of qualitative findings, each checked against the model's numbers.
+
+The runs are independent, so they are fanned out over the machine's cores
+(one engine per process); the results do not depend on the number of
+workers, only on the scenarios and their seeds.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import json
+import re
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..engine import simulate
+from ..scenario import load_scenario
+
+__all__ = ["REPRODUCTIONS", "Finding", "Reproduction", "RunSpec", "reproduce"]
+
+#: Reproductions by the name ``alphaqos reproduce`` takes, and their module.
+REPRODUCTIONS = {"yan2013": f"{__name__}.yan2013"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulation of a reproduction: a scenario and what to measure."""
+
+    key: str  # unique within the reproduction, e.g. "exp2/3q-30-50-20/udp-1.5"
+    scenario: dict[str, Any]
+    measure: dict[str, Any] = field(default_factory=dict)  # parameters for the module's measure()
+
+
+@dataclass
+class Finding:
+    """A qualitative finding of the document and whether the model shows it."""
+
+    claim: str
+    holds: bool
+    evidence: str
+
+
+@dataclass
+class Reproduction:
+    """Everything a finished reproduction produced, ready to be written."""
+
+    name: str
+    quick: bool
+    measured: dict[str, dict[str, Any]]  # RunSpec.key -> measure() output
+    scenarios: dict[str, dict[str, Any]]  # RunSpec.key -> scenario dict
+    findings: list[Finding]
+    report_md: str
+    tables: dict[str, list[dict[str, Any]]]  # printable tables by title
+    wall_time_s: float
+    cpu_time_s: float  # the runs' wall times added up
+    write_plots: Callable[[Path], list[Path]]
+    paper: dict[str, Any]  # the document's own values, for results.json
+
+    @property
+    def all_hold(self) -> bool:
+        return all(f.holds for f in self.findings)
+
+    def save(self, directory: Path) -> None:
+        """Write ``report.md``, ``results.json`` (every measured number, the
+        findings, the document's values), the plots and every run's scenario
+        (``scenarios/<key>.yaml``, runnable with ``alphaqos run``)."""
+        directory = Path(directory)
+        (directory / "report.md").write_text(self.report_md)
+        measured = {key: {k: v for k, v in m.items() if k not in SERIES} for key, m in self.measured.items()}
+        document = {
+            "reproduction": self.name,
+            "quick": self.quick,
+            "wall_time_s": round(self.wall_time_s, 3),
+            "findings": [asdict(f) for f in self.findings],
+            "measured": measured,
+            "paper": self.paper,
+        }
+        (directory / "results.json").write_text(json.dumps(document, indent=2) + "\n")
+        runs = directory / "scenarios"
+        runs.mkdir()
+        for key, scenario in self.scenarios.items():
+            (runs / f"{_filename(key)}.yaml").write_text(load_scenario(scenario).to_yaml())
+        self.write_plots(directory)
+
+
+#: Measurements kept for the plots but left out of results.json.
+SERIES = ("throughput_series", "ping_series")
+
+
+def _filename(key: str) -> str:
+    """``exp2/3q (30,50,20)/1.5`` -> ``exp2_3q-30-50-20_1.5``."""
+    return "_".join(re.sub(r"[^A-Za-z0-9.]+", "-", part).strip("-") for part in key.split("/"))
+
+
+def module(name: str) -> ModuleType:
+    """The module of reproduction ``name`` (a key of :data:`REPRODUCTIONS`)."""
+    return importlib.import_module(REPRODUCTIONS[name])
+
+
+def _execute(module_name: str, spec: RunSpec) -> tuple[str, dict[str, Any], float]:
+    """Worker: simulate one run and measure it."""
+    started = time.perf_counter()
+    results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})")
+    measured = importlib.import_module(module_name).measure(results, spec.measure)
+    measured["events"] = results.manifest["events"]
+    measured["sim_time_s"] = results.scenario.duration / 1e9
+    wall = time.perf_counter() - started
+    measured["wall_time_s"] = wall
+    return spec.key, measured, wall
+
+
+def run_specs(
+    module_name: str,
+    specs: list[RunSpec],
+    *,
+    jobs: int | None = None,
+    on_done: Callable[[str, int, int], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run every spec (``jobs`` processes, default: one per core) and return
+    the measurements by key, in plan order. ``on_done(key, done, total)`` is
+    called as runs finish."""
+    keys = [spec.key for spec in specs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("run keys must be unique")
+    # Validate every scenario before starting any run: a bad plan fails at once.
+    for spec in specs:
+        load_scenario(spec.scenario)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs)))
+    measured: dict[str, dict[str, Any]] = {}
+    if jobs == 1:
+        for spec in specs:
+            key, result, _ = _execute(module_name, spec)
+            measured[key] = result
+            if on_done:
+                on_done(key, len(measured), len(specs))
+    else:
+        # Longest runs first keeps the cores busy to the end.
+        order = sorted(specs, key=lambda s: -_cost(s))
+        # Fresh interpreters, not forks: a fork of a process whose polars or
+        # rayon thread pools are running can deadlock in the child.
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
+            pending = {pool.submit(_execute, module_name, spec) for spec in order}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    key, result, _ = future.result()
+                    measured[key] = result
+                    if on_done:
+                        on_done(key, len(measured), len(specs))
+    return {key: measured[key] for key in keys}
+
+
+def _cost(spec: RunSpec) -> float:
+    """A rough cost estimate for scheduling: simulated seconds."""
+    return float(spec.measure.get("cost", 1.0))
+
+
+def reproduce(
+    name: str,
+    *,
+    quick: bool = False,
+    jobs: int | None = None,
+    on_plan: Callable[[int], None] | None = None,
+    on_done: Callable[[str, int, int], None] | None = None,
+) -> Reproduction:
+    """Plan, run and report reproduction ``name``."""
+    mod = module(name)
+    specs: list[RunSpec] = mod.plan(quick=quick)
+    if on_plan:
+        on_plan(len(specs))
+    started = time.perf_counter()
+    measured = run_specs(mod.__name__, specs, jobs=jobs, on_done=on_done)
+    wall = time.perf_counter() - started
+    scenarios = {spec.key: spec.scenario for spec in specs}
+    return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)

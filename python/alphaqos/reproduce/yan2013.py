@@ -1,0 +1,592 @@
+"""The three experiments of Yan, Veeraraghavan, Tracy and Guok, "On How to
+Provision QoS for Large Dataset Transfers" (CTRQ 2013), Section III.
+
+The testbed (its Fig. 1, as in ``scenarios/yan2013/exp1-*.yaml``): routers
+WR and ER joined at 10 Gbps; hosts W1, W2 and E1 on 10 Gbps, application
+hosts WA and EA on 1 Gbps. Three flows meet on WR's egress towards W1: a
+UDP background W2 -> W1, the α flow E1 -> W1 (H-TCP, a 48 MiB receive
+window) and a ping EA -> W1 once a second. WR's interface buffer is 125 MB,
+strictly partitioned between the virtual queues; the transmitter is shared
+in work-conserving mode (Section III-A).
+
+- Experiment 1 (III-B): one FIFO against two queues (α 60 %, β 40 %): ping
+  delay while the α flow is active and while it is not.
+- Experiment 2 (III-C, Table I): two queues (50, 50) against three queues
+  (α, β, scavenger) with a 1 Gbps, 31 KB single-rate policer sending the α
+  flow's out-of-profile packets to the scavenger queue, for UDP backgrounds
+  of 0 to 3 Gbps; α throughput per background rate. The document ran one
+  200 s transfer while the UDP rate stepped through its values; here every
+  (configuration, rate) pair is a run of its own, so the 28 runs can use
+  all cores.
+- Experiment 3 (III-D, Tables II and III): at 3 Gbps of UDP, no policing
+  (60, 40); scavenger queue (59, 40, 1) and (20, 40, 40); and policing with
+  out-of-profile packets kept in the α queue as loss priority high, dropped
+  with a probability equal to the α queue's fill: throughput, packets out of
+  sequence at the receiver, packets lost on WR's egress to W1.
+
+``--quick`` keeps every configuration and shortens the timelines (and runs
+experiment 2 at 0, 1 and 3 Gbps only); the findings must hold there too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .. import columns as col
+from ..results import Results
+from . import Finding, Reproduction, RunSpec
+
+TITLE = "Yan, Veeraraghavan, Tracy, Guok: On How to Provision QoS for Large Dataset Transfers (CTRQ 2013)"
+GIGA = 1e9
+MS = 1e-3
+
+ALPHA_SRC, ALPHA_DST = "10.0.2.1/32", "10.0.1.1/32"  # E1 -> W1
+EGRESS = "WR->W1"  # the contended interface
+
+# --- what the document reports ----------------------------------------------
+
+#: Experiment 1: ping RTT (mean, std) in ms, TCP inactive and active.
+PAPER_EXP1 = {
+    "1-queue": {"idle": (2.28, 0.08), "active": (60.6, 1.64)},
+    # "almost the same in the TCP-flow active and inactive periods"; no numbers.
+    "2-queues": {"idle": None, "active": None},
+}
+
+EXP2_RATES = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+#: Table I: α-flow throughput (Gbps) per UDP rate, per configuration.
+PAPER_TABLE1 = {
+    "2q (50,50)": (9.12, 8.92, 8.43, 7.94, 7.44, 6.95, 6.46),
+    "3q (49,50,1)": (9.09, 6.62, 5.22, 3.78, 2.7, 0.33, 0.34),
+    "3q (30,50,20)": (9.07, 6.06, 5.0, 3.67, 1.93, 1.38, 0.38),
+    "3q (10,30,60)": (9.12, 6.83, 2.12, 2.82, 0.92, 0.69, 0.61),
+}
+#: Table III: throughput (Gbps), out-of-sequence packets, lost packets.
+PAPER_TABLE3 = {
+    "2queues": (6.0, 4076, 5050),
+    "3queues+policing1": (0.92, 8812, 0),
+    "3queues+policing2": (0.47, 7199, 0),
+    "2queues+policing+wred": (5.6, 15, 15),
+}
+
+
+# --- configurations ----------------------------------------------------------
+
+
+def _queue(share: float, priority: str, **extra: Any) -> dict[str, Any]:
+    return {"transmit_rate": f"{share:g}%", "buffer_size": f"{share:g}%", "priority": priority, **extra}
+
+
+def two_queues(alpha: float, beta: float) -> dict[str, Any]:
+    """α flow in a queue of its own; no policing (experiments 1-3)."""
+    return {
+        "buffer": "125MB",
+        "classes": {"beta": _queue(beta, "medium-low"), "alpha": _queue(alpha, "medium-high")},
+        "filter": [{"name": "alpha-flow", "from": _alpha_match(), "then": {"class": "alpha"}}],
+    }
+
+
+def three_queues(alpha: float, beta: float, scavenger: float) -> dict[str, Any]:
+    """Policer at 1 Gbps / 31 KB: in-profile to α, out-of-profile to the
+    scavenger queue (experiments 2 and 3)."""
+    return {
+        "buffer": "125MB",
+        "classes": {
+            "beta": _queue(beta, "medium-low"),
+            "alpha": _queue(alpha, "medium-high"),
+            "scavenger": _queue(scavenger, "low"),
+        },
+        "filter": [{
+            "name": "alpha-flow",
+            "from": _alpha_match(),
+            "then": {"class": "alpha", "policer": _policer({"class": "scavenger"})},
+        }],
+    }  # fmt: skip
+
+
+def two_queues_wred(alpha: float, beta: float) -> dict[str, Any]:
+    """Policer at 1 Gbps / 31 KB marking out-of-profile packets loss priority
+    high; those are dropped with probability equal to the α queue's fill
+    (experiment 3, Table II: "Drop prob. = queue occ.")."""
+    policy = two_queues(alpha, beta)
+    policy["classes"]["alpha"]["drop_profile"] = {"high": [[0, 0], [100, 100]]}
+    policy["filter"][0]["then"]["policer"] = _policer("loss_priority_high")
+    return policy
+
+
+def _alpha_match() -> dict[str, str]:
+    return {"source": ALPHA_SRC, "destination": ALPHA_DST, "protocol": "tcp"}
+
+
+def _policer(out_of_profile: Any) -> dict[str, Any]:
+    # "≤ 1 Gbps and burst-size ≤ 31 KB" (Section III-C).
+    return {"rate": "1Gbps", "burst": "31KB", "out_of_profile": out_of_profile}
+
+
+EXP1_CONFIGS = {"1-queue": None, "2-queues": two_queues(60, 40)}
+EXP2_CONFIGS = {
+    "2q (50,50)": two_queues(50, 50),
+    "3q (49,50,1)": three_queues(49, 50, 1),
+    "3q (30,50,20)": three_queues(30, 50, 20),
+    "3q (10,30,60)": three_queues(10, 30, 60),
+}
+EXP3_CONFIGS = {
+    "2queues": two_queues(60, 40),
+    "3queues+policing1": three_queues(59, 40, 1),
+    "3queues+policing2": three_queues(20, 40, 40),
+    "2queues+policing+wred": two_queues_wred(60, 40),
+}
+
+
+# --- the testbed ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """When things happen in one run (seconds)."""
+
+    duration: float
+    tcp: tuple[float, float]  # start, stop of the α flow
+    udp_start: float = 1.0
+    ping: bool = True
+
+
+def testbed(name: str, policy: dict[str, Any] | None, udp_gbps: float, timeline: Timeline) -> dict[str, Any]:
+    """The scenario dict of one run: Fig. 1's testbed, WR's egress to W1 as
+    ``policy`` (None: one 125 MB FIFO), and the three flows."""
+    fifo = {"fifo": {"limit": "125MB"}}
+
+    def link(a: str, b: str, rate: str, delay: str = "0.05ms", queue: dict | None = None) -> dict:
+        return {"between": [a, b], "rate": rate, "delay": delay, "queues": {a: queue or fifo}}
+
+    scenario: dict[str, Any] = {
+        "name": name,
+        "description": f"Yan et al. 2013 testbed: {name}",
+        "duration": f"{timeline.duration:g}s",
+        "seed": 1,
+        "nodes": {
+            "W1": {"address": "10.0.1.1"},
+            "W2": {"address": "10.0.1.2"},
+            "WA": {"address": "10.0.1.9"},
+            "E1": {"address": "10.0.2.1"},
+            "EA": {"address": "10.0.2.9"},
+            "WR": {"router": True},
+            "ER": {"router": True},
+        },
+        "links": [
+            link("WR", "W1", "10Gbps", queue={"policy": "wr-w1"} if policy else None),
+            link("WR", "W2", "10Gbps"),
+            link("WR", "WA", "1Gbps"),
+            link("ER", "E1", "10Gbps"),
+            link("ER", "EA", "1Gbps"),
+            {"between": ["WR", "ER"], "rate": "10Gbps", "delay": "1.05ms", "queue": fifo},
+        ],
+        "flows": [],
+    }
+    if policy:
+        scenario["policies"] = {"wr-w1": policy}
+        scenario["nodes"]["WR"]["policy"] = "wr-w1"
+    flows = scenario["flows"]
+    if udp_gbps > 0:
+        flows.append({
+            "name": "background",
+            "udp": {"from": "W2", "to": "W1", "rate": f"{udp_gbps:g}Gbps", "size": "1500B"},
+            "start": f"{timeline.udp_start:g}s",
+        })  # fmt: skip
+    flows.append({
+        "name": "alpha",
+        "tcp": {"from": "E1", "to": "W1", "cc": "htcp", "rwnd": "48MiB"},
+        "start": f"{timeline.tcp[0]:g}s",
+        "stop": f"{timeline.tcp[1]:g}s",
+    })  # fmt: skip
+    if timeline.ping:
+        flows.append({"name": "probe", "ping": {"from": "EA", "to": "W1", "interval": "1s"}, "start": "1s"})
+    return scenario
+
+
+# Timelines: the document's (full) and shortened ones (quick).
+EXP1_TIMELINE = {False: Timeline(200, (53, 153)), True: Timeline(30, (8, 22))}
+# Each background rate of experiment 2 is a run of its own: the α flow
+# starts 1 s in, with the UDP flow already on, and is measured after a
+# settling time, for about the length of one step of the document's Fig. 4.
+EXP2_TIMELINE = {False: Timeline(30, (1, 30), udp_start=0.5, ping=False), True: Timeline(8, (1, 8), udp_start=0.5, ping=False)}
+EXP2_SETTLE = {False: 5.0, True: 2.0}
+EXP3_TIMELINE = {False: Timeline(200, (53, 153)), True: Timeline(16, (1, 16))}
+
+
+def _slug(config: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in config).strip("-").replace("--", "-")
+
+
+def plan(*, quick: bool) -> list[RunSpec]:
+    specs = _with_series("exp1", EXP1_CONFIGS, EXP1_TIMELINE[quick])
+    t2 = EXP2_TIMELINE[quick]
+    rates = (0.0, 1.0, 3.0) if quick else EXP2_RATES
+    for config, policy in EXP2_CONFIGS.items():
+        for rate in rates:
+            specs.append(RunSpec(
+                key=f"exp2/{config}/{rate:g}",
+                scenario=testbed(f"yan2013-exp2-{_slug(config)}-udp{rate:g}g", policy, rate, t2),
+                measure={"window": (t2.tcp[0] + EXP2_SETTLE[quick], t2.tcp[1]), "tcp": t2.tcp, "cost": t2.duration},
+            ))  # fmt: skip
+    return specs + _with_series("exp3", EXP3_CONFIGS, EXP3_TIMELINE[quick])
+
+
+def _with_series(experiment: str, configs: dict[str, Any], timeline: Timeline) -> list[RunSpec]:
+    """One run per configuration at 3 Gbps of UDP, measured over the whole
+    α transfer, with throughput and ping series for the figures."""
+    return [
+        RunSpec(
+            key=f"{experiment}/{config}",
+            scenario=testbed(f"yan2013-{experiment}-{_slug(config)}", policy, 3.0, timeline),
+            measure={"window": timeline.tcp, "tcp": timeline.tcp, "series": True, "cost": timeline.duration},
+        )
+        for config, policy in configs.items()
+    ]
+
+
+# --- measuring one run (in the worker) -------------------------------------------
+
+
+def measure(results: Results, params: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the report needs from one run."""
+    tcp = results.tcp.filter(pl.col(col.FLOW) == "alpha")
+    times = tcp[col.TIME].to_numpy()
+    acked = tcp[col.BYTES_ACKED].to_numpy().astype(float)
+
+    def acked_at(t: float) -> float:
+        return float(np.interp(t, times, acked, left=0.0)) if len(times) else 0.0
+
+    w0, w1 = params["window"]
+    alpha = results.summary[col.FLOWS]["alpha"]
+    queues = {name: q for name, q in results.summary[col.QUEUES].items() if name.split("/")[0] == EGRESS}
+    out: dict[str, Any] = {
+        "throughput_bps": (acked_at(w1) - acked_at(w0)) * 8 / (w1 - w0),
+        "ooo_arrivals": alpha[col.OOO_ARRIVALS],
+        "retransmits": alpha[col.RETRANSMITS],
+        "fast_retransmits": alpha[col.FAST_RETRANSMITS],
+        "timeouts": alpha[col.TIMEOUTS],
+        "spurious_retransmits": alpha[col.SPURIOUS_RETRANSMITS],
+        "egress_lost": sum(q[col.DROP_PKTS] for q in queues.values()),
+        "egress_drops": {name: q[col.DROP_PKTS] for name, q in queues.items()},
+        "egress_enqueued": {name: q[col.ENQ_PKTS] for name, q in queues.items()},
+    }
+    if params.get("series"):
+        # Throughput in 1 s bins, as nuttcp reports it.
+        edges = np.arange(0.0, results.scenario.duration / GIGA + 0.5, 1.0)
+        at = np.interp(edges, times, acked, left=0.0) if len(times) else np.zeros_like(edges)
+        out["throughput_series"] = [[float(t), float(b)] for t, b in zip(edges[1:], np.diff(at) * 8, strict=True)]
+    pings = results.ping.filter(pl.col(col.FLOW) == "probe")
+    if pings.height:
+        # Pings sent in the second after the α flow starts or stops find the
+        # queue filling or draining; like the document's 100 + 100 pings,
+        # the two groups leave them out.
+        start, stop = params["tcp"]
+        sent = pl.col(col.TIME)
+        active = pings.filter(sent.is_between(start + 1, stop, closed="left"))
+        idle = pings.filter((sent < start) | (sent >= stop + 1))
+        out["ping"] = {"idle": _rtt_stats(idle), "active": _rtt_stats(active)}
+        out["ping_series"] = [[t, r] for t, r in pings.select(col.TIME, col.RTT).iter_rows()]
+    return out
+
+
+def _rtt_stats(pings: pl.DataFrame) -> dict[str, Any]:
+    rtt = pings[col.RTT].drop_nulls()
+    return {
+        "n": pings.height,
+        "lost": pings.height - rtt.len(),
+        "mean": rtt.mean() if rtt.len() else None,
+        "std": rtt.std(ddof=0) if rtt.len() else None,
+    }
+
+
+# --- the report ----------------------------------------------------------------------
+
+
+def _gbps(bps: float) -> str:
+    return f"{bps / GIGA:.2f}"
+
+
+def _ms(stats: dict[str, Any] | None) -> str:
+    if not stats or stats.get("mean") is None:
+        return "-"
+    return f"{stats['mean'] / MS:.2f} ± {stats['std'] / MS:.2f}"
+
+
+def _paper_ms(value: tuple[float, float] | None) -> str:
+    return "-" if value is None else f"{value[0]:.2f} ± {value[1]:.2f}"
+
+
+def exp2_rates(measured: dict[str, dict[str, Any]]) -> list[float]:
+    return sorted({float(key.split("/")[2]) for key in measured if key.startswith("exp2/")})
+
+
+def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
+    """The document's qualitative findings, each judged on the model's numbers."""
+    out = []
+    one, two = measured["exp1/1-queue"]["ping"], measured["exp1/2-queues"]["ping"]
+    out.append(Finding(
+        "Experiment 1: with one shared queue the α flow multiplies the ping delay",
+        one["active"]["mean"] > 10 * one["idle"]["mean"],
+        f"1-queue ping {_ms(one['idle'])} ms idle, {_ms(one['active'])} ms with the α flow",
+    ))  # fmt: skip
+    out.append(Finding(
+        "Experiment 1: a queue of its own for the α flow keeps the ping delay flat",
+        abs(two["active"]["mean"] - two["idle"]["mean"]) < 0.1 * two["idle"]["mean"],
+        f"2-queues ping {_ms(two['idle'])} ms idle, {_ms(two['active'])} ms with the α flow",
+    ))  # fmt: skip
+    rates = exp2_rates(measured)
+    low, high = rates[0], rates[-1]
+
+    def thr(config: str, rate: float) -> float:
+        return measured[f"exp2/{config}/{rate:g}"]["throughput_bps"]
+
+    idle = {c: thr(c, low) for c in EXP2_CONFIGS}
+    out.append(Finding(
+        "Experiment 2: without background traffic every configuration carries the α flow above 8.5 Gbps",
+        min(idle.values()) > 8.5 * GIGA,
+        ", ".join(f"{c} {_gbps(v)}" for c, v in idle.items()) + " Gbps",
+    ))  # fmt: skip
+    policed = [c for c in EXP2_CONFIGS if c.startswith("3q")]
+    loaded = {c: thr(c, high) for c in EXP2_CONFIGS}
+    out.append(Finding(
+        f"Experiment 2: with the scavenger queue the α throughput collapses as the background grows "
+        f"(at {high:g} Gbps below half of its no-background value, and below half of 2-queues')",
+        all(loaded[c] < 0.5 * idle[c] and loaded[c] < 0.5 * loaded["2q (50,50)"] for c in policed),
+        f"at {high:g} Gbps: " + ", ".join(f"{c} {_gbps(v)}" for c, v in loaded.items()) + " Gbps",
+    ))  # fmt: skip
+    if 1.0 in rates:
+        at1 = {c: thr(c, 1.0) for c in policed}
+        out.append(Finding(
+            "Experiment 2: at 1 Gbps of background the (10,30,60) configuration, whose α queue gets only "
+            "10 %, has fallen furthest",
+            at1["3q (10,30,60)"] < min(v for c, v in at1.items() if c != "3q (10,30,60)"),
+            "at 1 Gbps: " + ", ".join(f"{c} {_gbps(v)}" for c, v in at1.items()) + " Gbps",
+        ))  # fmt: skip
+    busy = [measured[f"exp2/{c}/{r:g}"] for c in policed for r in rates if r > 0]
+    out.append(Finding(
+        "Experiment 2: the collapse comes from reordering, not loss: segments arrive out of sequence, "
+        "the sender retransmits spuriously, and WR's egress drops nothing",
+        all(m["ooo_arrivals"] > 0 and m["egress_lost"] == 0 and m["spurious_retransmits"] > 0 for m in busy),
+        f"3-queues runs with background: {sum(m['ooo_arrivals'] for m in busy):,} out-of-sequence arrivals, "
+        f"{sum(m['spurious_retransmits'] for m in busy):,} spurious retransmissions, "
+        f"{sum(m['egress_lost'] for m in busy):,} packets lost at WR",
+    ))  # fmt: skip
+    e3 = {c: measured[f"exp3/{c}"] for c in EXP3_CONFIGS}
+    t3 = {c: m["throughput_bps"] for c, m in e3.items()}
+    out.append(Finding(
+        "Experiment 3: no policing gives the highest α throughput",
+        t3["2queues"] >= max(t3.values()) * 0.999,
+        ", ".join(f"{c} {_gbps(v)}" for c, v in t3.items()) + " Gbps",
+    ))  # fmt: skip
+    scavenger = max(t3["3queues+policing1"], t3["3queues+policing2"])
+    out.append(Finding(
+        "Experiment 3: WRED on out-of-profile packets sits between no policing and the scavenger queue",
+        scavenger < t3["2queues+policing+wred"] <= t3["2queues"] * 1.001,
+        f"WRED {_gbps(t3['2queues+policing+wred'])} Gbps, scavenger queue at most {_gbps(scavenger)} Gbps",
+    ))  # fmt: skip
+    wred = e3["2queues+policing+wred"]
+    out.append(Finding(
+        "Experiment 3: WRED loses a few packets where the scavenger queue reorders many",
+        wred["egress_lost"] > 0 and all(
+            e3[c]["egress_lost"] == 0 and e3[c]["ooo_arrivals"] > wred["ooo_arrivals"]
+            for c in ("3queues+policing1", "3queues+policing2")
+        ),
+        f"WRED: {wred['egress_lost']:,} lost, {wred['ooo_arrivals']:,} out of sequence; "
+        + "; ".join(
+            f"{c}: {e3[c]['egress_lost']:,} lost, {e3[c]['ooo_arrivals']:,} out of sequence"
+            for c in ("3queues+policing1", "3queues+policing2")
+        ),
+    ))  # fmt: skip
+    return out
+
+
+def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The three result tables, model beside paper, as rows of strings."""
+    t1 = []
+    for config in EXP1_CONFIGS:
+        m = measured[f"exp1/{config}"]
+        paper = PAPER_EXP1[config]
+        t1.append({
+            "configuration": config,
+            "ping idle (ms)": _ms(m["ping"]["idle"]),
+            "paper idle": _paper_ms(paper["idle"]),
+            "ping with α (ms)": _ms(m["ping"]["active"]),
+            "paper with α": _paper_ms(paper["active"]) if paper["active"] else "same as idle",
+            "α throughput (Gbps)": _gbps(m["throughput_bps"]),
+        })  # fmt: skip
+    t2 = []
+    for rate in exp2_rates(measured):
+        row: dict[str, Any] = {"UDP (Gbps)": f"{rate:g}"}
+        for config in EXP2_CONFIGS:
+            paper = PAPER_TABLE1[config][EXP2_RATES.index(rate)]
+            row[config] = f"{_gbps(measured[f'exp2/{config}/{rate:g}']['throughput_bps'])} ({paper:g})"
+        t2.append(row)
+    t3 = []
+    rows = (("throughput (Gbps)", lambda m: _gbps(m["throughput_bps"]), 0),
+            ("out of sequence at receiver", lambda m: f"{m['ooo_arrivals']:,}", 1),
+            ("lost at WR -> W1", lambda m: f"{m['egress_lost']:,}", 2))  # fmt: skip
+    for label, fmt, i in rows:
+        row = {"measure": label}
+        for config in EXP3_CONFIGS:
+            paper = PAPER_TABLE3[config][i]
+            row[config] = f"{fmt(measured[f'exp3/{config}'])} ({paper:,})"
+        t3.append(row)
+    return {
+        "Experiment 1: ping RTT, mean ± std (paper)": t1,
+        "Experiment 2 (Table I): α throughput in Gbps, model (paper)": t2,
+        "Experiment 3 (Table III): model (paper)": t3,
+    }
+
+
+def _markdown_table(rows: list[dict[str, Any]]) -> str:
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
+    lines += ["| " + " | ".join(str(row[h]) for h in heads) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(
+    measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float
+) -> Reproduction:
+    found = findings(measured)
+    printable = tables(measured)
+    cpu = sum(m["wall_time_s"] for m in measured.values())
+    md = [f"# Reproduction: {TITLE}", ""]
+    md.append(
+        f"Mode: **{'quick (shortened timelines)' if quick else 'full (the document timelines)'}**; "
+        f"{len(measured)} runs, {wall_time_s:.0f} s wall time ({cpu:.0f} s of run time over the workers). "
+        "Every run's scenario is in `scenarios/`, to be rerun with `alphaqos run`."
+    )
+    md += ["", "## Findings", ""]
+    md += [f"- {'✅' if f.holds else '❌'} {f.claim}. *{f.evidence}.*" for f in found]
+    for title, rows in printable.items():
+        md += ["", f"## {title}", "", _markdown_table(rows)]
+    md += ["", "## Plots", "", "![Experiment 1](fig3_exp1.png)", "", "![Experiment 2](fig4_exp2.png)", "",
+           "![Experiment 3](fig5_exp3.png)", "", DISCUSSION]  # fmt: skip
+    return Reproduction(
+        name="yan2013",
+        quick=quick,
+        measured=measured,
+        scenarios=scenarios,
+        findings=found,
+        report_md="\n".join(md) + "\n",
+        tables=printable,
+        wall_time_s=wall_time_s,
+        cpu_time_s=cpu,
+        write_plots=lambda directory: write_plots(measured, directory),
+        paper={"exp1": PAPER_EXP1, "table1": PAPER_TABLE1, "table3": PAPER_TABLE3},
+    )
+
+
+DISCUSSION = """## What matches, what differs, and why
+
+- **Experiment 1** matches in kind and in size: with one FIFO the ping waits
+  behind the α flow's standing queue, whose size the receive window sets
+  (48 MiB, an assumption: the document does not give its hosts' TCP
+  buffers); with the α flow in a queue of its own the ping never waits for
+  it, because the β queue stays within its 40 % and so in profile. Pings
+  sent in the second after the α flow starts or stops are left out of both
+  groups.
+- **Experiment 2** shows the mechanism the document describes. With no
+  background the policer passes one packet in ten, the α and scavenger
+  queues alternate without reordering, and the flow runs near line rate.
+  With background traffic the bucket refills in the gaps, bursts of
+  in-profile packets overtake the scavenger queue, the receiver sees
+  segments out of sequence and the sender halves its window for losses
+  that never happened. The (10,30,60) configuration falls first, as in the
+  document, because its α queue turns out of profile after one packet of
+  each burst. The model's collapse is milder than the document's at 2.5 and
+  3 Gbps for (49,50,1) and (30,50,20): most overtakes move a packet past
+  fewer than three others, below the duplicate-ACK threshold. Tried and
+  left out: TSO bursts of 64 KB and Linux 2.6's FACK loss detection on the
+  sender moved the 3 Gbps figure only from 3.2 to 2.5-2.9 Gbps.
+- **Experiment 3**: no policing is best, as in the document, and the
+  scavenger configurations reorder hundreds of thousands of segments while
+  WRED loses a handful. WRED does not sit between here: the drop
+  probability equals the α queue's fill, so any standing queue costs
+  out-of-profile packets (nine in ten of the flow's), and H-TCP, still in its
+  slow first second after each loss, is cut again within about half a
+  second; the document's flow lost 15 packets in 100 s. The document's
+  5050 start-up losses in the 2-queues configuration need a window larger
+  than the α queue's 75 MB; the 60.6 ms ping of experiment 1 says the
+  window was about 48 MiB, which fits, so the model loses nothing there.
+"""
+
+
+# --- plots ------------------------------------------------------------------------------
+
+
+def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
+    """Figures in the manner of the document's Figs. 3-5."""
+    from matplotlib.figure import Figure
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    # Fig. 3: TCP throughput and ping RTT, 1-queue against 2-queues.
+    fig = Figure(figsize=(9, 6.5), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    for config in EXP1_CONFIGS:
+        m = measured[f"exp1/{config}"]
+        series = np.array(m["throughput_series"])
+        top.plot(series[:, 0], series[:, 1] / GIGA, label=config, linewidth=1.2)
+        pings = np.array([[t, r if r is not None else np.nan] for t, r in m["ping_series"]], dtype=float)
+        bottom.plot(pings[:, 0], pings[:, 1] / MS, ".-", label=config, linewidth=0.8, markersize=3)
+    top.set(title="Experiment 1: α (TCP) throughput", ylabel="Gbit/s", ylim=(0, 10.5))
+    bottom.set(title="Ping round-trip time", ylabel="RTT (ms)", xlabel="time (s)", yscale="log")
+    for axes in (top, bottom):
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize="small")
+    written.append(_save(fig, directory / "fig3_exp1.png"))
+
+    # Fig. 4 / Table I: α throughput against the background rate.
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    axes = fig.add_subplot()
+    rates = exp2_rates(measured)
+    for config in EXP2_CONFIGS:
+        model = [measured[f"exp2/{config}/{r:g}"]["throughput_bps"] / GIGA for r in rates]
+        (line,) = axes.plot(rates, model, "o-", label=f"{config} model", linewidth=1.5)
+        axes.plot(EXP2_RATES, PAPER_TABLE1[config], "s--", color=line.get_color(), mfc="none",
+                  label=f"{config} paper", linewidth=1, alpha=0.8)  # fmt: skip
+    axes.set(title="Experiment 2: α-flow throughput against the UDP background (Table I)",
+             xlabel="UDP background (Gbit/s)", ylabel="α throughput (Gbit/s)", ylim=(0, 10.5))  # fmt: skip
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small", ncols=2)
+    written.append(_save(fig, directory / "fig4_exp2.png"))
+
+    # Fig. 5 / Table III: throughput over time, and the table's three measures.
+    fig = Figure(figsize=(11, 6.5), layout="constrained")
+    grid = fig.add_gridspec(2, 3)
+    axes = fig.add_subplot(grid[0, :])
+    for config in EXP3_CONFIGS:
+        series = np.array(measured[f"exp3/{config}"]["throughput_series"])
+        axes.plot(series[:, 0], series[:, 1] / GIGA, label=config, linewidth=1.2)
+    axes.set(title="Experiment 3: α throughput at 3 Gbit/s of UDP", xlabel="time (s)", ylabel="Gbit/s", ylim=(0, 10.5))
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small", ncols=2)
+    names = list(EXP3_CONFIGS)
+    x = np.arange(len(names))
+    measures = (("throughput (Gbit/s)", lambda m: m["throughput_bps"] / GIGA, 0),
+                ("out of sequence", lambda m: m["ooo_arrivals"], 1),
+                ("lost at WR -> W1", lambda m: m["egress_lost"], 2))  # fmt: skip
+    for k, (label, get, i) in enumerate(measures):
+        bars = fig.add_subplot(grid[1, k])
+        bars.bar(x - 0.2, [get(measured[f"exp3/{c}"]) for c in names], 0.4, label="model")
+        bars.bar(x + 0.2, [PAPER_TABLE3[c][i] for c in names], 0.4, label="paper", alpha=0.7)
+        bars.set_xticks(x, ["2q", "3q+p1", "3q+p2", "2q+WRED"], fontsize="small")
+        bars.set_title(label, fontsize="medium")
+        bars.grid(True, axis="y", alpha=0.3)
+        if k == 0:
+            bars.legend(fontsize="small")
+    written.append(_save(fig, directory / "fig5_exp3.png"))
+    return written
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    return path

@@ -1,0 +1,187 @@
+"""``alphaqos reproduce yan2013 --quick``: the first document's three
+experiments, run once through the command line (about a minute on two
+cores), with its qualitative findings asserted on the model's numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+alphaqos = pytest.importorskip("alphaqos")
+pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
+
+from alphaqos import cli, load_scenario, resolve  # noqa: E402
+from alphaqos.reproduce import RunSpec, run_specs, yan2013  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory) -> tuple[int, Path, dict]:
+    out = tmp_path_factory.mktemp("reproduce") / "yan2013"
+    status = cli.main(["reproduce", "yan2013", "--quick", "--quiet", "--out", str(out)])
+    return status, out, json.loads((out / "results.json").read_text())
+
+
+def findings(results: dict) -> dict[str, bool]:
+    return {f["claim"]: f["holds"] for f in results["findings"]}
+
+
+def holds(results: dict, start: str) -> bool:
+    (claim,) = [claim for claim in findings(results) if claim.startswith(start)]
+    return findings(results)[claim]
+
+
+def test_the_report_directory_holds_report_results_plots_and_every_runs_scenario(quick):
+    _, out, results = quick
+    report = (out / "report.md").read_text()
+    assert "Table I" in report and "Table III" in report and "## Findings" in report
+    for figure in ("fig3_exp1.png", "fig4_exp2.png", "fig5_exp3.png"):
+        assert (out / figure).stat().st_size > 10_000, figure
+        assert figure in report
+    # 2 + 4 x 3 + 4 runs in quick mode, each rerunnable with `alphaqos run`.
+    scenarios = sorted((out / "scenarios").glob("*.yaml"))
+    assert len(scenarios) == len(results["measured"]) == 18
+    for path in scenarios:
+        load_scenario(path)
+    assert results["quick"] is True
+    assert not list(out.parent.glob(".*partial*")), "the staging directory must be gone"
+
+
+def test_experiment1_a_queue_of_its_own_keeps_ping_delay_flat(quick):
+    _, _, results = quick
+    one = results["measured"]["exp1/1-queue"]["ping"]
+    two = results["measured"]["exp1/2-queues"]["ping"]
+    # The document: 2.28 ms idle and 60.6 ms with the α flow in one queue.
+    assert one["idle"]["mean"] == pytest.approx(2.3e-3, abs=0.1e-3)
+    assert one["idle"]["std"] < 0.1e-3
+    assert 50e-3 < one["active"]["mean"] < 70e-3
+    assert two["active"]["mean"] == pytest.approx(two["idle"]["mean"], rel=0.05)
+    assert holds(results, "Experiment 1: with one shared queue")
+    assert holds(results, "Experiment 1: a queue of its own")
+
+
+def test_experiment2_scavenger_queue_collapses_throughput_through_reordering(quick):
+    _, _, results = quick
+    m = results["measured"]
+
+    def gbps(config: str, rate: str) -> float:
+        return m[f"exp2/{config}/{rate}"]["throughput_bps"] / 1e9
+
+    for config in yan2013.EXP2_CONFIGS:
+        assert gbps(config, "0") > 8.5, config  # Table I's first row: about 9.1 for all four
+        assert m[f"exp2/{config}/0"]["ooo_arrivals"] == 0, config  # the policer's 1-in-10 keeps order
+    # 2-queues takes what the background leaves (Table I: 8.43 and 6.46).
+    assert gbps("2q (50,50)", "1") == pytest.approx(10 - 1 - 0.6, abs=0.6)
+    assert gbps("2q (50,50)", "3") == pytest.approx(10 - 3 - 0.5, abs=0.6)
+    for config in ("3q (49,50,1)", "3q (30,50,20)", "3q (10,30,60)"):
+        # Table I: each 3-queues column falls as the background grows.
+        assert gbps(config, "1") < 0.7 * gbps(config, "0")
+        assert gbps(config, "3") < 0.5 * gbps(config, "0")
+        assert gbps(config, "3") < 1.1 * gbps(config, "1")
+        assert gbps(config, "3") < gbps("2q (50,50)", "3")
+        busy = m[f"exp2/{config}/3"]
+        assert busy["egress_lost"] == 0 and busy["ooo_arrivals"] > 100 and busy["spurious_retransmits"] > 0
+    for start in ("Experiment 2: without background", "Experiment 2: with the scavenger queue",
+                  "Experiment 2: at 1 Gbps", "Experiment 2: the collapse comes from reordering"):  # fmt: skip
+        assert holds(results, start), start
+
+
+def test_experiment3_no_policing_is_best_and_wred_trades_reordering_for_a_few_losses(quick):
+    _, _, results = quick
+    assert holds(results, "Experiment 3: no policing gives the highest")
+    assert holds(results, "Experiment 3: WRED loses a few packets")
+    wred = results["measured"]["exp3/2queues+policing+wred"]
+    # Every packet the WRED configuration lost, the receiver saw a hole for.
+    assert wred["egress_lost"] > 0
+    assert wred["ooo_arrivals"] >= wred["egress_lost"] // 2
+
+
+@pytest.mark.xfail(strict=True, reason="the model's WRED run loses every half second (see the report's discussion)")
+def test_experiment3_wred_sits_between_no_policing_and_the_scavenger_queue(quick):
+    _, _, results = quick
+    assert holds(results, "Experiment 3: WRED on out-of-profile packets sits between")
+
+
+def test_exit_status_says_whether_every_finding_holds(quick):
+    status, _, results = quick
+    assert status == (cli.EXIT_OK if all(findings(results).values()) else cli.EXIT_FAILURE)
+
+
+# --- the plan ---------------------------------------------------------------------
+
+
+def test_the_full_plan_is_the_documents_experiments():
+    specs = yan2013.plan(quick=False)
+    keys = [spec.key for spec in specs]
+    assert len(keys) == len(set(keys)) == 2 + 28 + 4
+    exp2 = [s for s in specs if s.key.startswith("exp2/")]
+    assert {s.key.split("/")[2] for s in exp2} == {"0", "0.5", "1", "1.5", "2", "2.5", "3"}
+    for spec in specs:
+        scenario = load_scenario(spec.scenario)
+        if spec.key.startswith(("exp1/", "exp3/")):
+            assert scenario.duration == 200 * 10**9  # the document's 200 s, TCP from 53 s for 100 s
+            alpha = next(f for f in scenario.flows if f.name == "alpha")
+            assert (alpha.start, alpha.stop) == (53 * 10**9, 153 * 10**9)
+
+
+@pytest.mark.parametrize("config", ["1-queue", "2-queues"])
+def test_experiment1_runs_the_bundled_scenarios(config):
+    """The reproduction's experiment 1 is what scenarios/yan2013/exp1-*.yaml hold."""
+    spec = next(s for s in yan2013.plan(quick=False) if s.key == f"exp1/{config}")
+    bundled = resolve(load_scenario(ROOT / f"scenarios/yan2013/exp1-{config.replace('-queue', 'queue')}.yaml"))
+    generated = resolve(load_scenario(spec.scenario))
+    for doc in (bundled, generated):
+        doc.pop("name", None)
+        doc.pop("description", None)
+    queue = generated["links"][0]
+    assert queue["queue_ab"] == bundled["links"][0]["queue_ab"]
+    assert generated["flows"] == bundled["flows"]
+    assert generated["nodes"] == bundled["nodes"]
+
+
+def test_three_queue_policy_polices_the_alpha_flow_into_the_scavenger_queue():
+    policy = yan2013.three_queues(30, 50, 20)
+    doc = yaml.safe_load(yaml.safe_dump(policy, sort_keys=False))
+    (term,) = doc["filter"]
+    assert term["then"]["policer"] == {"rate": "1Gbps", "burst": "31KB", "out_of_profile": {"class": "scavenger"}}
+    assert [c["priority"] for c in doc["classes"].values()] == ["medium-low", "medium-high", "low"]
+
+
+def test_results_do_not_depend_on_the_number_of_workers():
+    timeline = yan2013.Timeline(2, (0.5, 2), ping=False)
+    specs = [
+        RunSpec(f"r{rate}", yan2013.testbed(f"t{rate}", yan2013.three_queues(30, 50, 20), rate, timeline),
+                {"window": (1, 2), "tcp": (0.5, 2)})
+        for rate in (0.0, 2.0)
+    ]  # fmt: skip
+    one = run_specs(yan2013.__name__, specs, jobs=1)
+    two = run_specs(yan2013.__name__, specs, jobs=2)
+    for key in one:
+        for measure in ("throughput_bps", "ooo_arrivals", "egress_lost", "retransmits"):
+            assert one[key][measure] == two[key][measure]
+
+
+# --- bad input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["reproduce", "nosuchpaper"], "invalid choice: 'nosuchpaper'"),
+        (["reproduce", "yan2013", "--jobs", "0"], "expected a whole number of at least 1, got '0'"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+    assert cli.main(argv) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_an_existing_output_directory_is_refused_and_left_alone(tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("mine")
+    assert cli.main(["reproduce", "yan2013", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE
+    assert "already exists" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
