@@ -171,6 +171,14 @@ def _set(path: list, value):
     return edit
 
 
+def _both(first, second):
+    def edit(policy):
+        first(policy)
+        second(policy)
+
+    return edit
+
+
 def _policer(p: dict):
     return _set(["filter", 0, "then", "policer"], p)
 
@@ -189,6 +197,8 @@ SRTCM = {"cir": "100Mbps", "cbs": "15KB", "ebs": "15KB"}
         (_set(["classes", "hi", "weight"], 0), "policies.p.classes.hi.weight", "greater than or equal to 1"),
         (_set(["scheduler"], "junos"), "policies.p.classes.lo.weight", "weight is not used by the junos scheduler"),
         (_set(["scheduler"], "drr"), "policies.p.classes.lo", "the drr scheduler needs quantum"),
+        (_both(_set(["scheduler"], "mdrr"), _set(["classes", "hi", "weight"], 2049)), "policies.p.classes.hi.weight",
+         "an MDRR weight is at most 2048"),
         (_set(["classes", "lo", "quantum"], "0B"), "policies.p.classes.lo.quantum", "greater than 0B"),
         (_set(["classes", "lo", "low_latency"], "strict-priority"), "policies.p.classes.lo.low_latency", "not used by the wrr"),
         (_set(["classes", "lo", "low_latency"], "strict"), "policies.p.classes.lo.low_latency", "'strict-priority'"),
@@ -215,6 +225,8 @@ SRTCM = {"cir": "100Mbps", "cbs": "15KB", "ebs": "15KB"}
         (_set(["classes", "lo", "drop_profile"], {"rio": {"in": RED_CURVE}}), "policies.p.classes.lo.drop_profile.rio.out", "required"),
         (_set(["classes", "lo", "drop_profile"], {"gred": {"red": {"min_th": 1, "max_th": "3KB"}}}),
          "policies.p.classes.lo.drop_profile.gred.red", "both be packet counts or both be sizes"),
+        (_set(["classes", "lo", "drop_profile"], {"gred": {"green": RED_CURVE, "red": {**RED_CURVE, "w_q": 0.01}}}),
+         "policies.p.classes.lo.drop_profile.gred", "red: the colours share one average"),
     ],
 )  # fmt: skip
 def test_bad_policies_name_the_field(edit, where, message):

@@ -20,10 +20,11 @@ terms classify and police packets::
 
 A router applies a policy's filter to every packet it forwards
 (``nodes: {WR: {router: true, policy: two-queues}}``); an egress queue built
-from the policy (``queue: {policy: two-queues}``) schedules the classes as
-the Juniper routers of the first source document do (Yan et al. 2013,
-Section III-A): a WFQ stage marks each queue in or out of profile against
-its transmit rate, a priority stage serves in-profile queues first.
+from the policy (``queue: {policy: two-queues}``) schedules the classes, with
+the default ``scheduler: junos``, as the Juniper routers of the first source
+document do (Yan et al. 2013, Section III-A): a WFQ stage marks each queue
+in or out of profile against its transmit rate, a priority stage serves
+in-profile queues first.
 A policer (``then: {policer: {rate: 1Gbps, burst: 31KB, out_of_profile: ...}}``)
 handles out-of-profile packets as the document's three options: ``discard``,
 ``loss_priority_high`` (kept, subject to the class's drop profile for high
@@ -244,11 +245,25 @@ class Rio(Model):
 
 
 class Gred(Model):
-    """Linux GRED: one RED curve per drop precedence (colour)."""
+    """Linux GRED: one RED curve per drop precedence (colour), on one shared
+    average, so the curves agree on its ``w_q``, ``mean_pkt_size`` and on
+    counting packets or bytes."""
 
     green: RedCurve | None = None
     yellow: RedCurve | None = None
     red: RedCurve | None = None
+
+    @model_validator(mode="after")
+    def _one_average(self) -> Gred:
+        curves = [(c, getattr(self, c)) for c in ("green", "yellow", "red") if getattr(self, c) is not None]
+        for colour, curve in curves[1:]:
+            first, ref = curves[0]
+            if (curve.w_q, curve.mean_pkt_size, curve.min_th.in_bytes) != (ref.w_q, ref.mean_pkt_size, ref.min_th.in_bytes):
+                raise ValueError(
+                    f"{colour}: the colours share one average, so w_q, mean_pkt_size and the threshold kind "
+                    f"(packets or bytes) must be those of {first}"
+                )
+        return self
 
 
 class DropProfile(Model):
@@ -290,6 +305,8 @@ SCHEDULER_FIELDS: dict[str, tuple[str, ...]] = {
     "drr": ("quantum",),
     "mdrr": ("weight", "low_latency"),
 }
+#: Cisco 12000 MDRR weights are 1..2048.
+MDRR_MAX_WEIGHT = 2048
 #: ... and those it needs.
 SCHEDULER_REQUIRED: dict[str, tuple[str, ...]] = {
     "junos": ("transmit_rate",),
@@ -457,6 +474,10 @@ def check_policy(policy: Policy):
         for field in required:
             if getattr(c, field) is None:
                 yield ("classes", name), f"class {name!r}: the {policy.scheduler} scheduler needs {field}"
+    if policy.scheduler == "mdrr":
+        for name, c in policy.classes.items():
+            if c.weight is not None and c.weight > MDRR_MAX_WEIGHT:
+                yield ("classes", name, "weight"), f"class {name!r}: an MDRR weight is at most {MDRR_MAX_WEIGHT}, got {c.weight}"
     llqs = [name for name, c in policy.classes.items() if c.low_latency is not None]
     for name in llqs[1:]:
         yield ("classes", name, "low_latency"), f"only one low-latency queue per interface ({llqs[0]!r} is one already)"

@@ -1,14 +1,32 @@
 //! Classification at a router: a firewall filter (Junos `firewall family
 //! inet filter`, Cisco class-map/ACL) of ordered terms, the first match
 //! wins. A term matches on source and destination prefixes and protocol,
-//! and may set the forwarding class (the egress queue), police the packet
-//! (a single-rate two-colour token bucket whose out-of-profile packets are
-//! discarded, kept with high loss priority, or moved to another class: the
-//! three options of the first source document, Section II), or discard it.
-//! Packets matching no term keep their class (0, the default).
+//! and may set the forwarding class (the egress queue), police the packet,
+//! or discard it. Packets matching no term keep their class (0, the
+//! default).
 //!
-//! Tests: the prefix arithmetic and first-match order below; the policed
-//! classes are exercised end to end by the scenario tests.
+//! Policers (`qos::meter`), one meter per term:
+//!
+//! - single-rate two-colour token bucket (`rate_bps`, `burst_bytes`) whose
+//!   out-of-profile (red) packets are discarded, kept with high loss
+//!   priority, or moved to another class: the three options of the first
+//!   source document, Section II;
+//! - RFC 2697 srTCM (`cir`, `cbs`, `ebs`) and RFC 2698 trTCM (`cir`, `cbs`,
+//!   `pir`, `pbs`), colour-blind or colour-aware, with an action for yellow
+//!   (default transmit) and for red (default discard): Junos's three-colour
+//!   policers (`firewall three-color-policer`, `single-rate` / `two-rate`),
+//!   whose yellow and red packets go on with loss priority medium-high and
+//!   high, which here is the packet's colour for the class's drop profile.
+//!   `loss_priority_high` forwards a packet coloured red whatever the meter
+//!   said.
+//!
+//! Green packets are always forwarded. The term counts matches, packets out
+//! of profile (yellow or red), discards, and the meter counts its colours.
+//!
+//! Tests: the prefix arithmetic and first-match order below; hand-worked
+//! trains through srTCM and trTCM policers (colour, class, counters);
+//! parameter errors with their reason; the policed classes end to end in
+//! `tests/qos_pipeline.rs` and the Python scenario tests.
 
 use crate::config::{ColorAction, FilterTermConfig, PolicerConfig};
 use crate::packet::{Color, Packet};
