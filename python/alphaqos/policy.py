@@ -114,7 +114,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainSerializer, PlainValidator, Strict, model_validator
+from pydantic import AfterValidator, Field, PlainSerializer, PlainValidator, Strict, model_validator
 
 from . import units
 from .fields import Flag, Model, Name, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
@@ -181,7 +181,20 @@ TransmitRate = Annotated[
     float | int | str, PlainValidator(_transmit_rate), PlainSerializer(_fmt_transmit_rate, when_used="json")
 ]
 
-Curve = list[tuple[float, float]]
+def _check_curve(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Junos drop-profile points: (fill %, drop %) in [0, 100], fills
+    increasing, probabilities not decreasing (the engine's ``DropCurve``)."""
+    for i, (fill, drop) in enumerate(points):
+        if not (0 <= fill <= 100 and 0 <= drop <= 100):
+            raise ValueError(f"point {i} ({fill:g}%, {drop:g}%): fill and drop must be percentages in [0, 100]")
+        if i and fill <= points[i - 1][0]:
+            raise ValueError(f"point {i}: fill levels must increase, got {points[i - 1][0]:g}% then {fill:g}%")
+        if i and drop < points[i - 1][1]:
+            raise ValueError(f"point {i}: drop probabilities must not decrease, got {points[i - 1][1]:g}% then {drop:g}%")
+    return points
+
+
+Curve = Annotated[list[tuple[float, float]], AfterValidator(_check_curve)]
 
 
 class CiscoThreshold(Model):
