@@ -199,6 +199,7 @@ SRTCM = {"cir": "100Mbps", "cbs": "15KB", "ebs": "15KB"}
         (_set(["scheduler"], "drr"), "policies.p.classes.lo", "the drr scheduler needs quantum"),
         (_both(_set(["scheduler"], "mdrr"), _set(["classes", "hi", "weight"], 2049)), "policies.p.classes.hi.weight",
          "an MDRR weight is at most 2048"),
+        (_set(["classes", "hi", "weight"], 2**32), "policies.p.classes.hi.weight", "less than or equal to 4294967295"),
         (_set(["classes", "lo", "quantum"], "0B"), "policies.p.classes.lo.quantum", "greater than 0B"),
         (_set(["classes", "lo", "low_latency"], "strict-priority"), "policies.p.classes.lo.low_latency", "not used by the wrr"),
         (_set(["classes", "lo", "low_latency"], "strict"), "policies.p.classes.lo.low_latency", "'strict-priority'"),

@@ -318,6 +318,8 @@ SCHEDULER_FIELDS: dict[str, tuple[str, ...]] = {
     "drr": ("quantum",),
     "mdrr": ("weight", "low_latency"),
 }
+#: The engine keeps weights and quanta in 32 bits.
+U32_MAX = 2**32 - 1
 #: Cisco 12000 MDRR weights are 1..2048.
 MDRR_MAX_WEIGHT = 2048
 #: ... and those it needs.
@@ -341,8 +343,8 @@ class ForwardingClass(Model):
     exact: Flag = False
     #: Depth of the meter that decides in/out of profile (default 1500B).
     burst: PositiveSize | None = None
-    weight: Annotated[int, Strict(), Field(ge=1)] | None = None
-    quantum: PositiveSize | None = None
+    weight: Annotated[int, Strict(), Field(ge=1, le=U32_MAX)] | None = None
+    quantum: Annotated[PositiveSize, Field(le=U32_MAX)] | None = None
     low_latency: Literal["strict-priority", "alternate-priority"] | None = None
     drop_profile: DropProfile | None = None
 
