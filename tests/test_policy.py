@@ -54,7 +54,8 @@ def test_policy_resolves_to_filter_terms_and_a_junos_egress():
     assert egress["buffer_bytes"] == 10_000_000
     beta, a, ss = egress["classes"]
     assert (beta["transmit_rate_percent"], beta["buffer_percent"], beta["priority"]) == (40.0, 40.0, "medium-low")
-    assert a["drop_red"] == [[0, 0], [100, 100]] and a["drop_green"] is None
+    assert a["drop_profile"] == {"curves": {"green": None, "yellow": None, "red": [[0, 0], [100, 100]]}}
+    assert beta["drop_profile"] is None
     assert ss["transmit_rate_remainder"] is True and ss["transmit_rate_percent"] is None
     # The reverse direction keeps the default FIFO.
     assert config["links"][1]["queue_ba"] == {"fifo": {"limit_pkts": 1000, "limit_bytes": None}}

@@ -6,14 +6,15 @@ written back exactly (``"0.05ms"`` stays ``"0.05ms"`` in a resolved file).
 from __future__ import annotations
 
 from functools import partial
+import math
 import re
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, PlainValidator, Strict
 
 from . import units
 
-__all__ = ["Flag", "Model", "Name", "PositiveRate", "QueueLimit", "PositiveSize", "PositiveTime", "Rate", "Size", "Time"]
+__all__ = ["Flag", "Model", "Name", "PositiveRate", "QueueLimit", "PositiveSize", "PositiveTime", "Rate", "Size", "Threshold", "ThresholdField", "Time", "fmt_threshold"]
 
 
 def _unit_type(parse, fmt):
@@ -70,3 +71,31 @@ class Model(BaseModel):
     """A strict, immutable schema model: unknown keys are an error."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Threshold(NamedTuple):
+    """A RED threshold: a packet count, or a size in bytes."""
+
+    value: float
+    in_bytes: bool
+
+
+def _parse_threshold(value: object) -> Threshold:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a non-negative packet count, got {value!r}")
+        return Threshold(float(value), in_bytes=False)
+    if isinstance(value, str):
+        return Threshold(float(units.parse_size(value)), in_bytes=True)
+    raise ValueError(f"expected a packet count like 5 or a size like '30KB', got {value!r}")
+
+
+def fmt_threshold(threshold: Threshold) -> float | int | str:
+    if threshold.in_bytes:
+        return units.fmt_size(int(threshold.value), exact=True)
+    return int(threshold.value) if threshold.value.is_integer() else threshold.value
+
+
+ThresholdField = Annotated[
+    Threshold, PlainValidator(_parse_threshold), PlainSerializer(fmt_threshold, when_used="json")
+]

@@ -20,14 +20,93 @@ terms classify and police packets::
 
 A router applies a policy's filter to every packet it forwards
 (``nodes: {WR: {router: true, policy: two-queues}}``); an egress queue built
-from the policy (``queue: {policy: two-queues}``) schedules the classes as
-the Juniper routers of the first source document do (Yan et al. 2013,
-Section III-A): a WFQ stage marks each queue in or out of profile against
-its transmit rate, a priority stage serves in-profile queues first.
+from the policy (``queue: {policy: two-queues}``) schedules the classes, with
+the default ``scheduler: junos``, as the Juniper routers of the first source
+document do (Yan et al. 2013, Section III-A): a WFQ stage marks each queue
+in or out of profile against its transmit rate, a priority stage serves
+in-profile queues first.
 A policer (``then: {policer: {rate: 1Gbps, burst: 31KB, out_of_profile: ...}}``)
 handles out-of-profile packets as the document's three options: ``discard``,
 ``loss_priority_high`` (kept, subject to the class's drop profile for high
 loss priority), or ``{class: scavenger}``.
+
+Schedulers
+----------
+``scheduler:`` picks the egress scheduler (``qos/sched/`` in the engine);
+every class keeps its ``buffer_size`` share of ``buffer`` (strictly
+partitioned) and takes only the parameters its scheduler uses; any other
+is an error naming the class and the field:
+
+- ``junos`` (default): ``transmit_rate`` (required), ``priority``
+  (default ``low``), ``exact``, ``burst``, as above;
+- ``strict-priority``: ``priority``, the Junos level names ordered
+  ``strict-high`` > ``high`` > ``medium-high`` > ``medium-low`` > ``low``
+  (default ``low``); the highest backlogged level is always served first,
+  round robin within a level;
+- ``wrr``: ``weight``, packets per round (an integer >= 1, required);
+- ``drr``: ``quantum``, bytes per round (a size like ``1514B``, required;
+  Shreedhar & Varghese's deficit round robin);
+- ``mdrr``: Cisco 12000 MDRR. ``weight`` 1..2048 (required), the quantum
+  being ``MTU + (weight - 1) * 512`` bytes on the link's MTU (Cisco,
+  "Understanding and Configuring MDRR and WRED on the Cisco 12000 Series
+  Internet Router"); one class may be the low-latency queue with
+  ``low_latency: strict-priority`` (served whenever backlogged) or
+  ``low_latency: alternate-priority`` (alternating with the other queues,
+  its own ``weight`` setting its turn), as IOS's ``queue low-latency
+  strict-priority`` / ``alternate-priority`` commands do::
+
+    policies:
+      gsr:
+        scheduler: mdrr
+        buffer: 1000p
+        classes:
+          be:    {weight: 1, buffer_size: 50%}
+          af:    {weight: 3, buffer_size: 30%}
+          voice: {weight: 1, buffer_size: 20%, low_latency: strict-priority}
+
+Three-colour policers
+---------------------
+Besides the single-rate ``{rate, burst, out_of_profile}``, a term's
+``policer`` may meter with RFC 2697's srTCM (``srtcm: {cir, cbs, ebs}``,
+at least one burst > 0) or RFC 2698's trTCM (``trtcm: {cir, cbs, pir,
+pbs}``, ``pir >= cir``, bursts > 0), colour-blind unless ``color_aware:
+true`` (a packet already coloured by an upstream policer is never
+promoted), with an action for ``yellow`` (default ``transmit``) and ``red``
+(default ``discard``): ``transmit`` (forward, keeping the colour for the
+class's drop profile: Junos's loss priority medium-high for yellow, high
+for red), ``loss_priority_high`` (forward coloured red), ``discard``, or
+``{class: X}``::
+
+    then:
+      class: af
+      policer: {srtcm: {cir: 200Mbps, cbs: 30KB, ebs: 60KB}, yellow: transmit, red: {class: scavenger}}
+
+Drop profiles
+-------------
+A class's ``drop_profile`` is exactly one of:
+
+- Junos interpolated curves (``fill %``, ``drop %`` points on the
+  instantaneous fill of the class buffer in bytes) per loss priority:
+  ``low`` (green), ``medium_high`` (yellow), ``high`` (red);
+- ``wred``: Cisco IOS WRED (``random-detect``) per colour: ``{min_th,
+  max_th}`` in packets and ``mark_prob_denominator`` (default 10, Cisco's)
+  or ``max_p``, on an average queue with ``exponential_weighting_constant``
+  n (default 9: weight 2^-n);
+- ``rio``: RED with In and Out (Clark & Fang 1998): ``in`` (green, judged
+  on the average of green packets) and ``out`` (yellow and red, on the
+  average of the whole queue), each a RED curve;
+- ``gred``: Linux GRED drop precedences, a RED curve per colour on one
+  shared average.
+
+A RED curve is ``{min_th, max_th, max_p (0.1), w_q (0.002), gentle (true),
+byte_mode (false), mean_pkt_size (1000B)}``, thresholds packet counts or
+sizes (``"30KB"``) as in a ``red`` queue::
+
+    drop_profile:
+      wred:
+        exponential_weighting_constant: 9
+        green: {min_th: 40, max_th: 80, mark_prob_denominator: 10}
+        red:   {min_th: 10, max_th: 40, max_p: 0.5}
 """
 
 from __future__ import annotations
@@ -35,12 +114,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainSerializer, PlainValidator, model_validator
+from pydantic import AfterValidator, Field, PlainSerializer, PlainValidator, Strict, model_validator
 
 from . import units
-from .fields import Flag, Model, Name, PositiveRate, PositiveSize, QueueLimit
+from .fields import Flag, Model, Name, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
 
-__all__ = ["Policy", "resolve_egress", "resolve_filter"]
+__all__ = ["Policy", "check_policy", "resolve_egress", "resolve_filter"]
 
 PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
@@ -102,39 +181,251 @@ TransmitRate = Annotated[
     float | int | str, PlainValidator(_transmit_rate), PlainSerializer(_fmt_transmit_rate, when_used="json")
 ]
 
-class DropProfile(Model):
-    """Drop curves per loss priority against the queue's fill (Junos
-    ``drop-profile`` with ``interpolate``): ``low`` for in-profile packets,
-    ``high`` for out-of-profile ones. The first document's experiment 3 is
-    ``high: [[0, 0], [100, 100]]``."""
+def _check_curve(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Junos drop-profile points: (fill %, drop %) in [0, 100], fills
+    increasing, probabilities not decreasing (the engine's ``DropCurve``)."""
+    for i, (fill, drop) in enumerate(points):
+        if not (0 <= fill <= 100 and 0 <= drop <= 100):
+            raise ValueError(f"point {i} ({fill:g}%, {drop:g}%): fill and drop must be percentages in [0, 100]")
+        if i and fill <= points[i - 1][0]:
+            raise ValueError(f"point {i}: fill levels must increase, got {points[i - 1][0]:g}% then {fill:g}%")
+        if i and drop < points[i - 1][1]:
+            raise ValueError(f"point {i}: drop probabilities must not decrease, got {points[i - 1][1]:g}% then {drop:g}%")
+    return points
 
-    low: list[tuple[float, float]] | None = None
-    high: list[tuple[float, float]] | None = None
+
+Curve = Annotated[list[tuple[float, float]], AfterValidator(_check_curve)]
+
+
+class CiscoThreshold(Model):
+    """Cisco WRED thresholds of one colour: packets, and the drop
+    probability at ``max_th`` as ``1 / mark_prob_denominator`` or ``max_p``."""
+
+    min_th: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    max_th: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    mark_prob_denominator: Annotated[int, Strict(), Field(ge=1)] | None = None
+    max_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CiscoThreshold:
+        if self.min_th >= self.max_th:
+            raise ValueError(f"min_th ({self.min_th:g}) must be below max_th ({self.max_th:g})")
+        if self.mark_prob_denominator is not None and self.max_p is not None:
+            raise ValueError("give mark_prob_denominator or max_p, not both")
+        return self
+
+    def probability(self) -> float:
+        if self.max_p is not None:
+            return self.max_p
+        return 1 / (self.mark_prob_denominator or 10)
+
+
+class Wred(Model):
+    """Cisco IOS WRED per colour (``random-detect``)."""
+
+    exponential_weighting_constant: Annotated[int, Strict(), Field(ge=0, le=30)] = 9
+    green: CiscoThreshold | None = None
+    yellow: CiscoThreshold | None = None
+    red: CiscoThreshold | None = None
+
+
+class RedCurve(Model):
+    """RED parameters of one curve (Floyd & Jacobson), the class buffer
+    being the queue's limit."""
+
+    min_th: ThresholdField
+    max_th: ThresholdField
+    max_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.1
+    w_q: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.002
+    gentle: Flag = True
+    byte_mode: Flag = False
+    mean_pkt_size: PositiveSize = 1000
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RedCurve:
+        if self.min_th.in_bytes != self.max_th.in_bytes:
+            raise ValueError("min_th and max_th must both be packet counts or both be sizes")
+        if self.min_th.value >= self.max_th.value:
+            raise ValueError(f"min_th ({self.min_th.value:g}) must be below max_th ({self.max_th.value:g})")
+        return self
+
+
+class Rio(Model):
+    """RED with In (green) and Out (yellow, red) curves."""
+
+    in_: RedCurve = Field(alias="in")
+    out: RedCurve
+
+
+class Gred(Model):
+    """Linux GRED: one RED curve per drop precedence (colour), on one shared
+    average, so the curves agree on its ``w_q``, ``mean_pkt_size`` and on
+    counting packets or bytes."""
+
+    green: RedCurve | None = None
+    yellow: RedCurve | None = None
+    red: RedCurve | None = None
+
+    @model_validator(mode="after")
+    def _one_average(self) -> Gred:
+        curves = [(c, getattr(self, c)) for c in ("green", "yellow", "red") if getattr(self, c) is not None]
+        for colour, curve in curves[1:]:
+            first, ref = curves[0]
+            if (curve.w_q, curve.mean_pkt_size, curve.min_th.in_bytes) != (ref.w_q, ref.mean_pkt_size, ref.min_th.in_bytes):
+                raise ValueError(
+                    f"{colour}: the colours share one average, so w_q, mean_pkt_size and the threshold kind "
+                    f"(packets or bytes) must be those of {first}"
+                )
+        return self
+
+
+class DropProfile(Model):
+    """A class's early drops: Junos curves per loss priority (``low``,
+    ``medium_high``, ``high``: fill %, drop % points, interpolated, on the
+    queue's instantaneous fill; the first document's experiment 3 is
+    ``high: [[0, 0], [100, 100]]``), or exactly one of ``wred``, ``rio``,
+    ``gred``."""
+
+    low: Curve | None = None
+    medium_high: Curve | None = None
+    high: Curve | None = None
+    wred: Wred | None = None
+    rio: Rio | None = None
+    gred: Gred | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> DropProfile:
+        forms = [f for f in ("wred", "rio", "gred") if getattr(self, f) is not None]
+        if any(getattr(self, k) is not None for k in ("low", "medium_high", "high")):
+            forms.insert(0, "low/medium_high/high")
+        if len(forms) != 1:
+            got = " and ".join(forms) if forms else "none"
+            raise ValueError(f"give exactly one drop profile form: low/medium_high/high (Junos curves), wred, rio or gred; got {got}")
+        for colour in ("wred", "gred"):
+            per = getattr(self, colour)
+            if per is not None and all(getattr(per, c) is None for c in ("green", "yellow", "red")):
+                raise ValueError(f"{colour}: give parameters for at least one of green, yellow, red")
+        return self
+
+
+PRIORITIES = ("strict-high", "high", "medium-high", "medium-low", "low")
+
+#: The class parameters each scheduler uses (all others must be left unset).
+SCHEDULER_FIELDS: dict[str, tuple[str, ...]] = {
+    "junos": ("transmit_rate", "priority", "exact", "burst"),
+    "strict-priority": ("priority",),
+    "wrr": ("weight",),
+    "drr": ("quantum",),
+    "mdrr": ("weight", "low_latency"),
+}
+#: The engine keeps weights and quanta in 32 bits.
+U32_MAX = 2**32 - 1
+#: Cisco 12000 MDRR weights are 1..2048.
+MDRR_MAX_WEIGHT = 2048
+#: ... and those it needs.
+SCHEDULER_REQUIRED: dict[str, tuple[str, ...]] = {
+    "junos": ("transmit_rate",),
+    "strict-priority": (),
+    "wrr": ("weight",),
+    "drr": ("quantum",),
+    "mdrr": ("weight",),
+}
 
 
 class ForwardingClass(Model):
-    """One forwarding class and its queue (Junos scheduler)."""
+    """One forwarding class and its queue. ``buffer_size`` applies to every
+    scheduler; the other parameters to the schedulers listed in the module
+    doc."""
 
-    transmit_rate: TransmitRate
     buffer_size: Percent
-    priority: Literal["strict-high", "high", "medium-high", "medium-low", "low"] = "low"
+    transmit_rate: TransmitRate | None = None
+    priority: Literal["strict-high", "high", "medium-high", "medium-low", "low"] | None = None
     exact: Flag = False
     #: Depth of the meter that decides in/out of profile (default 1500B).
     burst: PositiveSize | None = None
+    weight: Annotated[int, Strict(), Field(ge=1, le=U32_MAX)] | None = None
+    quantum: Annotated[PositiveSize, Field(le=U32_MAX)] | None = None
+    low_latency: Literal["strict-priority", "alternate-priority"] | None = None
     drop_profile: DropProfile | None = None
+
+    def scheduler_fields(self) -> list[str]:
+        """The scheduler parameters this class sets (not left at their default)."""
+        names = [name for name in ("transmit_rate", "priority", "burst", "weight", "quantum", "low_latency")
+                 if getattr(self, name) is not None]  # fmt: skip
+        return names + (["exact"] if self.exact else [])
 
 
 class ClassRef(Model):
     class_: Name = Field(alias="class")
 
 
-class Policer(Model):
-    """A single-rate two-colour policer (token bucket of ``rate`` and
-    ``burst``) and what happens to out-of-profile packets."""
+Action = Literal["transmit", "discard", "loss_priority_high"] | ClassRef
 
-    rate: PositiveRate
-    burst: PositiveSize
-    out_of_profile: Literal["discard", "loss_priority_high"] | ClassRef
+
+class Srtcm(Model):
+    """RFC 2697 parameters: committed rate, committed and excess bursts."""
+
+    cir: PositiveRate
+    cbs: Size
+    ebs: Size
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Srtcm:
+        if self.cbs <= 0 and self.ebs <= 0:
+            raise ValueError("at least one of cbs and ebs must be greater than 0B (RFC 2697 Section 2)")
+        return self
+
+
+class Trtcm(Model):
+    """RFC 2698 parameters: committed and peak rates and bursts."""
+
+    cir: PositiveRate
+    cbs: PositiveSize
+    pir: PositiveRate
+    pbs: PositiveSize
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Trtcm:
+        if self.pir < self.cir:
+            raise ValueError(
+                f"pir ({units.fmt_rate(self.pir, exact=True)}) must be at least cir "
+                f"({units.fmt_rate(self.cir, exact=True)}) (RFC 2698 Section 2)"
+            )
+        return self
+
+
+class Policer(Model):
+    """A policer: a single-rate two-colour token bucket (``rate``,
+    ``burst``) and what happens to out-of-profile packets; or an srTCM or
+    trTCM meter with actions for yellow and red packets."""
+
+    rate: PositiveRate | None = None
+    burst: PositiveSize | None = None
+    out_of_profile: Literal["discard", "loss_priority_high"] | ClassRef | None = None
+    srtcm: Srtcm | None = None
+    trtcm: Trtcm | None = None
+    color_aware: Flag = False
+    yellow: Action | None = None
+    red: Action | None = None
+
+    @model_validator(mode="after")
+    def _one_meter(self) -> Policer:
+        single = [k for k in ("rate", "burst", "out_of_profile") if getattr(self, k) is not None]
+        forms = (["rate/burst/out_of_profile"] if single else []) + [k for k in ("srtcm", "trtcm") if getattr(self, k) is not None]
+        if len(forms) != 1:
+            got = " and ".join(forms) if forms else "none"
+            raise ValueError(f"give exactly one meter: rate/burst/out_of_profile (single rate), srtcm or trtcm; got {got}")
+        if single:
+            missing = [k for k in ("rate", "burst", "out_of_profile") if k not in single]
+            if missing:
+                raise ValueError(f"the single-rate policer needs rate, burst and out_of_profile (missing: {', '.join(missing)})")
+            extra = [k for k in ("yellow", "red") if getattr(self, k) is not None] + (["color_aware"] if self.color_aware else [])
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: only for the three-colour meters (srtcm, trtcm); use out_of_profile")
+        return self
+
+    def class_refs(self) -> list[str]:
+        return [a.class_ for a in (self.out_of_profile, self.yellow, self.red) if isinstance(a, ClassRef)]
 
 
 class Match(Model):
@@ -156,6 +447,7 @@ class Term(Model):
 
 
 class Policy(Model):
+    scheduler: Literal["junos", "strict-priority", "wrr", "drr", "mdrr"] = "junos"
     buffer: QueueLimit = units.QueueLimit(pkts=1000)
     classes: Annotated[dict[Name, ForwardingClass], Field(min_length=1)]
     filter: list[Term] = []
@@ -170,8 +462,8 @@ class Policy(Model):
             raise ValueError(f"transmit_rate percentages add up to {rates:g}%, more than 100%")
         for term in self.filter:
             refs = [term.then.class_]
-            if term.then.policer is not None and isinstance(term.then.policer.out_of_profile, ClassRef):
-                refs.append(term.then.policer.out_of_profile.class_)
+            if term.then.policer is not None:
+                refs += term.then.policer.class_refs()
             for ref in refs:
                 if ref is not None and ref not in self.classes:
                     raise ValueError(
@@ -183,47 +475,124 @@ class Policy(Model):
         return list(self.classes).index(name)
 
 
+def check_policy(policy: Policy):
+    """What the model cannot check field by field: each class's parameters
+    against the scheduler. Yields (path below the policy, message)."""
+    used, required = SCHEDULER_FIELDS[policy.scheduler], SCHEDULER_REQUIRED[policy.scheduler]
+    for name, c in policy.classes.items():
+        for field in c.scheduler_fields():
+            if field not in used:
+                yield ("classes", name, field), (
+                    f"class {name!r}: {field} is not used by the {policy.scheduler} scheduler "
+                    f"(its class parameters: {', '.join(used)})"
+                )
+        for field in required:
+            if getattr(c, field) is None:
+                yield ("classes", name), f"class {name!r}: the {policy.scheduler} scheduler needs {field}"
+    if policy.scheduler == "mdrr":
+        for name, c in policy.classes.items():
+            if c.weight is not None and c.weight > MDRR_MAX_WEIGHT:
+                yield ("classes", name, "weight"), f"class {name!r}: an MDRR weight is at most {MDRR_MAX_WEIGHT}, got {c.weight}"
+    llqs = [name for name, c in policy.classes.items() if c.low_latency is not None]
+    for name in llqs[1:]:
+        yield ("classes", name, "low_latency"), f"only one low-latency queue per interface ({llqs[0]!r} is one already)"
+
+
+def _action(action: str | ClassRef | None, policy: Policy) -> str | dict[str, int] | None:
+    return {"fclass": policy.class_index(action.class_)} if isinstance(action, ClassRef) else action
+
+
+def _policer(p: Policer, policy: Policy) -> dict[str, Any]:
+    if p.srtcm is None and p.trtcm is None:
+        return {"rate_bps": p.rate, "burst_bytes": p.burst, "out_of_profile": _action(p.out_of_profile, policy)}
+    meter = (
+        {"srtcm": {"cir_bps": p.srtcm.cir, "cbs_bytes": p.srtcm.cbs, "ebs_bytes": p.srtcm.ebs}}
+        if p.srtcm is not None
+        else {"trtcm": {"cir_bps": p.trtcm.cir, "cbs_bytes": p.trtcm.cbs, "pir_bps": p.trtcm.pir, "pbs_bytes": p.trtcm.pbs}}
+    )
+    return {**meter, "color_aware": p.color_aware, "yellow": _action(p.yellow or "transmit", policy),
+            "red": _action(p.red or "discard", policy)}  # fmt: skip
+
+
 def resolve_filter(policy: Policy) -> list[dict[str, Any]]:
     """The engine's firewall filter terms (docs/engine-config.md)."""
     terms = []
     for term in policy.filter:
         then, match = term.then, term.from_
-        policer = None
-        if then.policer is not None:
-            oop = then.policer.out_of_profile
-            policer = {
-                "rate_bps": then.policer.rate,
-                "burst_bytes": then.policer.burst,
-                "out_of_profile": {"fclass": policy.class_index(oop.class_)} if isinstance(oop, ClassRef) else oop,
-            }
         terms.append({
             "name": term.name,
             "src": match.source,
             "dst": match.destination,
             "proto": PROTOCOLS[match.protocol] if match.protocol else None,
             "fclass": policy.class_index(then.class_) if then.class_ else None,
-            "policer": policer,
+            "policer": _policer(then.policer, policy) if then.policer is not None else None,
             "discard": then.discard,
         })  # fmt: skip
     return terms
 
 
-def resolve_egress(policy: Policy) -> dict[str, Any]:
-    """The engine's Junos-style egress queue for this policy."""
-    classes = []
-    for name, c in policy.classes.items():
+def _red_curve(c: RedCurve) -> dict[str, Any]:
+    return {
+        "min_th": c.min_th.value, "max_th": c.max_th.value, "thresholds_in_bytes": c.min_th.in_bytes,
+        "max_p": c.max_p, "w_q": c.w_q, "gentle": c.gentle, "byte_mode": c.byte_mode, "mean_pkt_bytes": c.mean_pkt_size,
+    }  # fmt: skip
+
+
+def _per_color(per: Wred | Gred, resolve_one) -> dict[str, Any]:
+    return {c: resolve_one(getattr(per, c)) if getattr(per, c) is not None else None for c in ("green", "yellow", "red")}
+
+
+def _drop_profile(d: DropProfile | None) -> dict[str, Any] | None:
+    """The engine's ``drop_profile`` (docs/engine-config.md)."""
+    if d is None:
+        return None
+    if d.wred is not None:
+        def cisco(t: CiscoThreshold) -> dict[str, float]:
+            return {"min_th": t.min_th, "max_th": t.max_th, "max_p": t.probability()}
+
+        return {"cisco_wred": {"exp_weight": d.wred.exponential_weighting_constant, "per_color": _per_color(d.wred, cisco)}}
+    if d.rio is not None:
+        return {"rio": {"in_profile": _red_curve(d.rio.in_), "out_profile": _red_curve(d.rio.out)}}
+    if d.gred is not None:
+        return {"gred": _per_color(d.gred, _red_curve)}
+    return {"curves": {"green": _points(d.low), "yellow": _points(d.medium_high), "red": _points(d.high)}}
+
+
+def _points(curve: Curve | None) -> list[list[float]] | None:
+    return [list(p) for p in curve] if curve else None
+
+
+#: Engine queue kind and level of each strict-priority name.
+STRICT_LEVELS = {name: len(PRIORITIES) - 1 - i for i, name in enumerate(PRIORITIES)}
+LOW_LATENCY = {"strict-priority": "strict", "alternate-priority": "alternate"}
+
+
+def _class_parameters(policy: Policy, c: ForwardingClass) -> dict[str, Any]:
+    if policy.scheduler == "junos":
         rate = c.transmit_rate
-        profile = c.drop_profile
-        classes.append({
-            "name": name,
+        return {
             "transmit_rate_percent": rate if isinstance(rate, float) else None,
             "transmit_rate_bps": rate if isinstance(rate, int) else None,
             "transmit_rate_remainder": rate == "remainder",
-            "priority": c.priority,
+            "priority": c.priority or "low",
             "exact": c.exact,
-            "buffer_percent": c.buffer_size,
             "burst_bytes": c.burst,
-            "drop_green": [list(p) for p in profile.low] if profile and profile.low else None,
-            "drop_red": [list(p) for p in profile.high] if profile and profile.high else None,
-        })  # fmt: skip
-    return {"junos": {"buffer_pkts": policy.buffer.pkts, "buffer_bytes": policy.buffer.bytes, "classes": classes}}
+        }
+    if policy.scheduler == "strict-priority":
+        return {"priority": STRICT_LEVELS[c.priority or "low"]}
+    if policy.scheduler == "drr":
+        return {"quantum_bytes": c.quantum}
+    if policy.scheduler == "mdrr":
+        return {"weight": c.weight, "low_latency": LOW_LATENCY.get(c.low_latency)}
+    return {"weight": c.weight}
+
+
+def resolve_egress(policy: Policy) -> dict[str, Any]:
+    """The engine's egress queue for this policy: the Junos scheduler, or
+    ``strict_priority``, ``wrr``, ``drr``, ``mdrr``."""
+    classes = [
+        {"name": name, **_class_parameters(policy, c), "buffer_percent": c.buffer_size, "drop_profile": _drop_profile(c.drop_profile)}
+        for name, c in policy.classes.items()
+    ]
+    kind = policy.scheduler.replace("-", "_")
+    return {kind: {"buffer_pkts": policy.buffer.pkts, "buffer_bytes": policy.buffer.bytes, "classes": classes}}

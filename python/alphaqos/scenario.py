@@ -39,17 +39,15 @@ as documented in ``docs/engine-config.md``.
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections import deque
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     Field,
-    PlainSerializer,
     PlainValidator,
     Strict,
     ValidationError,
@@ -57,9 +55,10 @@ from pydantic import (
 )
 
 from . import units
-from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, Time
+from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, ThresholdField, Time
+from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
-from .policy import Policy, resolve_egress, resolve_filter
+from .policy import Policy, check_policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
 from .source import Source, read_source
@@ -129,34 +128,6 @@ Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Seed = Annotated[int, Strict(), Field(ge=0, lt=2**64)]
 
-
-
-class Threshold(NamedTuple):
-    """A RED threshold: a packet count, or a size in bytes."""
-
-    value: float
-    in_bytes: bool
-
-
-def _parse_threshold(value: object) -> Threshold:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected a non-negative packet count, got {value!r}")
-        return Threshold(float(value), in_bytes=False)
-    if isinstance(value, str):
-        return Threshold(float(units.parse_size(value)), in_bytes=True)
-    raise ValueError(f"expected a packet count like 5 or a size like '30KB', got {value!r}")
-
-
-def _fmt_threshold(threshold: Threshold) -> float | int | str:
-    if threshold.in_bytes:
-        return units.fmt_size(int(threshold.value), exact=True)
-    return int(threshold.value) if threshold.value.is_integer() else threshold.value
-
-
-ThresholdField = Annotated[
-    Threshold, PlainValidator(_parse_threshold), PlainSerializer(_fmt_threshold, when_used="json")
-]
 
 
 def _parse_ipv4(value: object) -> str:
@@ -579,6 +550,7 @@ def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
     """Everything a single field cannot check alone, as (path, message)."""
     return [
         *_check_nodes(scenario),
+        *_check_policies(scenario),
         *_check_links(scenario),
         *_check_flows(scenario),
         *_check_run(scenario),
@@ -609,6 +581,12 @@ def _check_nodes(scenario: Scenario):
         if node.address in owner:
             yield ("nodes", name, "address"), f"address {node.address} is already used by node {owner[node.address]!r}"
         owner.setdefault(node.address, name)
+
+
+def _check_policies(scenario: Scenario):
+    for name, policy in scenario.policies.items():
+        for loc, message in check_policy(policy):
+            yield ("policies", name, *loc), message
 
 
 def _unknown_policy(name: str, scenario: Scenario) -> str:

@@ -64,22 +64,66 @@ pub struct FilterTermConfig {
     pub discard: bool,
 }
 
-/// A single-rate two-colour policer and what it does out of profile.
-#[derive(Clone, Debug, Deserialize)]
+/// A policer: exactly one meter, and what it does per colour.
+///
+/// - single-rate two-colour (the first source document's): `rate_bps`,
+///   `burst_bytes` and `out_of_profile`, the action for red packets;
+/// - RFC 2697 srTCM: `srtcm`, or RFC 2698 trTCM: `trtcm`, each with
+///   `color_aware` and the actions `yellow` (default transmit) and `red`
+///   (default discard).
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicerConfig {
-    pub rate_bps: u64,
-    pub burst_bytes: u64,
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
     /// "discard", "loss_priority_high" (keep, coloured red) or
     /// {"fclass": n} (reclassify, e.g. to a scavenger queue).
-    pub out_of_profile: OutOfProfile,
+    #[serde(default)]
+    pub out_of_profile: Option<ColorAction>,
+    #[serde(default)]
+    pub srtcm: Option<SrtcmConfig>,
+    #[serde(default)]
+    pub trtcm: Option<TrtcmConfig>,
+    /// Three-colour meters only: take the packet's colour as its pre-colour.
+    #[serde(default)]
+    pub color_aware: bool,
+    #[serde(default)]
+    pub yellow: Option<ColorAction>,
+    #[serde(default)]
+    pub red: Option<ColorAction>,
 }
 
+/// RFC 2697 parameters: committed rate, committed and excess burst sizes.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SrtcmConfig {
+    pub cir_bps: u64,
+    pub cbs_bytes: u64,
+    pub ebs_bytes: u64,
+}
+
+/// RFC 2698 parameters: committed and peak rates and burst sizes.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrtcmConfig {
+    pub cir_bps: u64,
+    pub cbs_bytes: u64,
+    pub pir_bps: u64,
+    pub pbs_bytes: u64,
+}
+
+/// What a policer does with the packets of one colour.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum OutOfProfile {
+pub enum ColorAction {
+    /// Forward with the colour the meter gave.
+    Transmit,
     Discard,
+    /// Forward coloured red (Junos `loss-priority high`).
     LossPriorityHigh,
+    /// Forward in another forwarding class.
     Fclass(u8),
 }
 
@@ -147,6 +191,129 @@ pub enum QueueConfig {
     Red(RedConfig),
     Junos(JunosConfig),
     Htb(HtbConfig),
+    /// Class queues behind one of the schedulers of `qos/sched/`; the
+    /// class fields each one needs are listed on [`ClassfulClassConfig`].
+    StrictPriority(ClassfulConfig),
+    Wrr(ClassfulConfig),
+    Drr(ClassfulConfig),
+    Mdrr(ClassfulConfig),
+}
+
+/// The interface buffer and one queue per forwarding class, in class-index
+/// order, behind a scheduler: the Junos one (`C` = [`JunosClassConfig`]) or
+/// strict priority, WRR, DRR, MDRR ([`ClassfulClassConfig`]).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassfulConfig<C = ClassfulClassConfig> {
+    #[serde(default)]
+    pub buffer_pkts: Option<u64>,
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    pub classes: Vec<C>,
+}
+
+/// One class. Which scheduler uses which field (a field the scheduler does
+/// not use is an error): `priority` (strict_priority: level, larger first),
+/// `weight` (wrr: packets per round; mdrr: Cisco weight 1..=2048, the
+/// quantum is `MTU + (weight - 1) 512` bytes on the link's MTU),
+/// `quantum_bytes` (drr), `low_latency` (mdrr, at most one class).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassfulClassConfig {
+    pub name: String,
+    /// Percent of the interface buffer (strictly partitioned).
+    pub buffer_percent: f64,
+    #[serde(default)]
+    pub priority: Option<u32>,
+    #[serde(default)]
+    pub weight: Option<u32>,
+    #[serde(default)]
+    pub quantum_bytes: Option<u64>,
+    #[serde(default)]
+    pub low_latency: Option<LowLatency>,
+    #[serde(default)]
+    pub drop_profile: Option<DropProfileConfig>,
+}
+
+/// MDRR's low-latency queue mode (Cisco 12000 `queue low-latency
+/// strict-priority` / `alternate-priority`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LowLatency {
+    Strict,
+    Alternate,
+}
+
+/// A class's early-drop profile (exactly one key), see `qos/aqm/wred.rs`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum DropProfileConfig {
+    /// Junos interpolated drop curves per colour: (fill %, drop %) points
+    /// on the queue's instantaneous fill in bytes.
+    Curves(PerColor<Vec<(f64, f64)>>),
+    /// Cisco WRED: thresholds per colour on one average queue in packets.
+    CiscoWred(CiscoWredConfig),
+    /// RED with In and Out (Clark & Fang): green is In, yellow and red Out.
+    Rio(RioConfig),
+    /// Linux GRED (WRED mode): RED parameters per drop precedence (colour)
+    /// on one shared average.
+    Gred(PerColor<RedConfig>),
+}
+
+/// One optional value per colour.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerColor<T> {
+    #[serde(default = "none")]
+    pub green: Option<T>,
+    #[serde(default = "none")]
+    pub yellow: Option<T>,
+    #[serde(default = "none")]
+    pub red: Option<T>,
+}
+
+fn none<T>() -> Option<T> {
+    None
+}
+
+impl<T> PerColor<T> {
+    /// Indexed by `Color as usize`.
+    pub fn as_array(&self) -> [Option<&T>; 3] {
+        [self.green.as_ref(), self.yellow.as_ref(), self.red.as_ref()]
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CiscoWredConfig {
+    /// Exponential weighting constant n: the average weight is 2^-n.
+    #[serde(default = "default_exp_weight")]
+    pub exp_weight: u32,
+    #[serde(default = "default_mean_pkt")]
+    pub mean_pkt_bytes: u32,
+    /// Thresholds per colour, as `{"green": .., "yellow": .., "red": ..}`.
+    pub per_color: PerColor<CiscoThresholdConfig>,
+}
+
+fn default_exp_weight() -> u32 {
+    9
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CiscoThresholdConfig {
+    /// Thresholds in packets; `max_p` is 1 / mark probability denominator.
+    pub min_th: f64,
+    pub max_th: f64,
+    pub max_p: f64,
+}
+
+/// RIO's two RED curves; their `limit_*` must be unset (the class buffer applies).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RioConfig {
+    pub in_profile: RedConfig,
+    pub out_profile: RedConfig,
 }
 
 /// Linux HTB on a host's egress (see `qos/htb.rs`): classes in tc order
@@ -198,15 +365,7 @@ pub struct HtbFilterConfig {
 
 /// A Junos-style egress: the interface buffer, and one queue per forwarding
 /// class in class-index order (see `qos/sched/junos.rs`).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JunosConfig {
-    #[serde(default)]
-    pub buffer_pkts: Option<u64>,
-    #[serde(default)]
-    pub buffer_bytes: Option<u64>,
-    pub classes: Vec<JunosClassConfig>,
-}
+pub type JunosConfig = ClassfulConfig<JunosClassConfig>;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -232,6 +391,9 @@ pub struct JunosClassConfig {
     pub drop_green: Option<Vec<(f64, f64)>>,
     #[serde(default)]
     pub drop_red: Option<Vec<(f64, f64)>>,
+    /// Any drop profile (instead of `drop_green`/`drop_red`).
+    #[serde(default)]
+    pub drop_profile: Option<DropProfileConfig>,
 }
 
 impl Default for QueueConfig {

@@ -60,6 +60,10 @@ pub mod col {
     pub const MATCHED_BYTES: &str = "matched_bytes";
     pub const OUT_OF_PROFILE_PKTS: &str = "out_of_profile_pkts";
     pub const DISCARDED_PKTS: &str = "discarded_pkts";
+    /// Packets a term's policer coloured green, yellow, red.
+    pub const GREEN_PKTS: &str = "green_pkts";
+    pub const YELLOW_PKTS: &str = "yellow_pkts";
+    pub const RED_PKTS: &str = "red_pkts";
     pub const EVENTS: &str = "events";
     pub const SIM_TIME_NS: &str = "sim_time_ns";
     /// `drop_<reason>_pkts` for every `DropReason`.

@@ -365,7 +365,7 @@ impl Simulation {
             for (from, to, q, key, imp) in [(a, b, &l.queue_ab, "queue_ab", l.impair_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba)] {
                 imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
-                let qdisc = qos::build(q).map_err(|e| format!("links[{i}].{key}: {e}"))?;
+                let qdisc = qos::build(q, l.mtu_bytes).map_err(|e| format!("links[{i}].{key}: {e}"))?;
                 let id = ifaces.len() as u32;
                 nodes[from as usize].ifaces.push(id);
                 ifaces.push(Iface {
@@ -594,18 +594,19 @@ impl Simulation {
 
     fn filter_table(&self) -> Table {
         let (mut node, mut term) = (vec![], vec![]);
-        let mut u: [Vec<u64>; 4] = Default::default();
+        let mut u: [Vec<u64>; 7] = Default::default();
         for (n, f) in self.net.filters.iter().enumerate() {
             for t in f.iter().flat_map(|f| &f.terms) {
                 node.push(self.net.nodes[n].name.clone());
                 term.push(t.name.clone());
                 let c = &t.counters;
-                for (col, v) in u.iter_mut().zip([c.matched_pkts, c.matched_bytes, c.out_of_profile_pkts, c.discarded_pkts]) {
+                let [green, yellow, red] = t.color_pkts();
+                for (col, v) in u.iter_mut().zip([c.matched_pkts, c.matched_bytes, c.out_of_profile_pkts, c.discarded_pkts, green, yellow, red]) {
                     col.push(v);
                 }
             }
         }
-        let [matched_pkts, matched_bytes, oop, discarded] = u;
+        let [matched_pkts, matched_bytes, oop, discarded, green, yellow, red] = u;
         Table::default()
             .with(col::NODE, Column::Str(node))
             .with(col::TERM, Column::Str(term))
@@ -613,6 +614,9 @@ impl Simulation {
             .with(col::MATCHED_BYTES, Column::U64(matched_bytes))
             .with(col::OUT_OF_PROFILE_PKTS, Column::U64(oop))
             .with(col::DISCARDED_PKTS, Column::U64(discarded))
+            .with(col::GREEN_PKTS, Column::U64(green))
+            .with(col::YELLOW_PKTS, Column::U64(yellow))
+            .with(col::RED_PKTS, Column::U64(red))
     }
 
     fn ping_table(&self) -> Table {

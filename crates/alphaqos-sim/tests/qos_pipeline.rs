@@ -25,10 +25,13 @@ fn run(egress: Value, filter: Value) -> Res {
         .flow(udp("bg", "U", "D", 0, None, 1500, 300 * MBPS))
         .flow(tcp("alpha", "S", "D", S, None, json!({"cc": "htcp", "rwnd_bytes": 8u64 << 20})))
         .flow(ping("probe", "P", "D", 0, None, 100 * MS, 84));
-    let nodes = cfg.v["nodes"].as_array_mut().unwrap();
-    let r = nodes.iter_mut().find(|n| n["name"] == "R").unwrap();
-    r["filter"] = filter;
+    set_filter(&mut cfg, "R", filter);
     cfg.run()
+}
+
+fn set_filter(cfg: &mut Cfg, router: &str, filter: Value) {
+    let nodes = cfg.v["nodes"].as_array_mut().unwrap();
+    nodes.iter_mut().find(|n| n["name"] == router).unwrap()["filter"] = filter;
 }
 
 fn junos(classes: Value) -> Value {
@@ -93,4 +96,89 @@ fn policing_into_a_scavenger_queue_reorders_the_alpha_flow() {
     let discard = run(junos(json!([class("beta", 50.0, 50.0, "medium-low"), class("alpha", 50.0, 50.0, "medium-high")])), alpha_term(policer(json!("discard"))));
     let d = discard.table("filter").u64s("discarded_pkts")[0];
     assert!(d > 0 && d <= discard.flow("alpha", "drop_pkts"));
+}
+
+// --- the other schedulers, three-colour policers, drop profiles -------------
+
+/// A (class 0) and B (class 1), UDP at `rate` each, -> R -> D at 1 Gbps
+/// with `egress` on R -> D (MTU `mtu`), `filter` at R. Hosts are 10.0.0.2
+/// (A), 10.0.0.3 (B), 10.0.0.4 (D).
+fn two_classes(egress: Value, filter: Value, mtu: u64, rate: u64) -> Cfg {
+    let mut cfg = Cfg::new(S, 100 * MS)
+        .host("A")
+        .host("B")
+        .host("D")
+        .router("R")
+        .link("A", "R", 10 * GBPS, 100 * US, ETH)
+        .link("B", "R", 10 * GBPS, 100 * US, ETH)
+        .link_q("R", "D", GBPS, 100 * US, ETH, egress, fifo(Some(1000), None))
+        .flow(udp("a", "A", "D", 0, None, 1500, rate))
+        .flow(udp("b", "B", "D", 0, None, 1500, rate));
+    cfg.v["links"][2]["mtu_bytes"] = json!(mtu);
+    set_filter(&mut cfg, "R", filter);
+    cfg
+}
+
+fn b_to_class_1(policer: Value) -> Value {
+    json!([{"name": "b", "src": "10.0.0.3/32", "fclass": 1, "policer": policer}])
+}
+
+fn classful(kind: &str, a: Value, b: Value) -> Value {
+    let class = |name: &str, extra: Value| {
+        let mut c = json!({"name": name, "buffer_percent": 50.0});
+        c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        c
+    };
+    json!({kind: {"buffer_pkts": 1000, "classes": [class("a", a), class("b", b)]}})
+}
+
+#[test]
+fn mdrr_quanta_come_from_the_link_mtu() {
+    // Weights 1 and 2: quanta MTU and MTU + 512 bytes, so the split depends on the MTU.
+    let egress = classful("mdrr", json!({"weight": 1}), json!({"weight": 2}));
+    for (mtu, want) in [(1500u64, 2012.0 / 1500.0), (9000, 9512.0 / 9000.0)] {
+        let res = two_classes(egress.clone(), b_to_class_1(Value::Null), mtu, GBPS).run();
+        let ratio = res.flow("b", "rx_bytes") as f64 / res.flow("a", "rx_bytes") as f64;
+        println!("mtu {mtu}: b/a {ratio:.4}, want {want:.4}");
+        assert!(rel(ratio, want) < 0.02, "mtu {mtu}: b/a {ratio}, want {want}");
+    }
+}
+
+#[test]
+fn bad_classful_queues_and_policers_are_rejected_with_their_path() {
+    let err = |cfg: Cfg| cfg.build().err().expect("rejected");
+    let e = err(two_classes(classful("drr", json!({"quantum_bytes": 1500}), json!({"weight": 2})), json!([]), 1500, GBPS));
+    assert!(e.starts_with("links[2].queue_ab: classes[1] (b): weight is not used by the drr scheduler"), "{e}");
+    let trtcm = json!({"trtcm": {"cir_bps": 2 * MBPS, "cbs_bytes": 3000, "pir_bps": MBPS, "pbs_bytes": 3000}});
+    let e = err(two_classes(classful("wrr", json!({"weight": 1}), json!({"weight": 1})), b_to_class_1(trtcm), 1500, GBPS));
+    assert!(e.contains("filter[0] (b): policer: trtcm: pir must be at least cir"), "{e}");
+    let gred = classful("wrr", json!({"weight": 1, "drop_profile": {"gred": {"red": {"min_th": 5.0, "max_th": 2.0}}}}), json!({"weight": 1}));
+    let e = err(two_classes(gred, json!([]), 1500, GBPS));
+    assert!(e.starts_with("links[2].queue_ab: classes[0] (a): gred: red: red: need 0 <= min_th < max_th"), "{e}");
+}
+
+#[test]
+fn a_trtcm_colours_a_flow_and_wred_drops_its_red_before_the_green_flow() {
+    // Both flows in class 0 (600 Mbps each on 1 Gbps); B is metered by a
+    // trTCM of CIR 100, PIR 300 Mbps: a sixth green, a third yellow, half red.
+    let trtcm = json!({"trtcm": {"cir_bps": 100 * MBPS, "cbs_bytes": 15_000, "pir_bps": 300 * MBPS, "pbs_bytes": 15_000},
+        "yellow": "transmit", "red": "transmit"});
+    let wred = json!({"cisco_wred": {"per_color": {"green": {"min_th": 40.0, "max_th": 80.0, "max_p": 0.1},
+        "yellow": {"min_th": 30.0, "max_th": 60.0, "max_p": 0.2}, "red": {"min_th": 10.0, "max_th": 30.0, "max_p": 0.5}}}});
+    let egress = json!({"wrr": {"buffer_pkts": 1000, "classes": [
+        {"name": "c0", "buffer_percent": 100.0, "weight": 1, "drop_profile": wred},
+        {"name": "c1", "buffer_percent": 0.0, "weight": 1}]}});
+    let filter = json!([{"name": "b", "src": "10.0.0.3/32", "policer": trtcm}]);
+    let res = two_classes(egress, filter, 1500, 600 * MBPS).run();
+    let t = res.table("filter");
+    let (g, y, r) = (t.u64s("green_pkts")[0] as f64, t.u64s("yellow_pkts")[0] as f64, t.u64s("red_pkts")[0] as f64);
+    let n = g + y + r;
+    println!("trtcm colours: green {:.3} yellow {:.3} red {:.3}", g / n, y / n, r / n);
+    assert!((g / n - 1.0 / 6.0).abs() < 0.01 && (y / n - 1.0 / 3.0).abs() < 0.01 && (r / n - 0.5).abs() < 0.01);
+    assert_eq!(t.u64s("discarded_pkts")[0], 0);
+    // The queue sheds the 200 Mbps excess from B's red packets alone.
+    let (drop_a, drop_b) = (res.flow("a", "drop_pkts"), res.flow("b", "drop_pkts"));
+    println!("drops: a {drop_a}, b {drop_b}");
+    assert_eq!(drop_a, 0);
+    assert!(drop_b as f64 > 0.25 * res.flow("b", "tx_pkts") as f64);
 }

@@ -1,19 +1,39 @@
 //! Classification at a router: a firewall filter (Junos `firewall family
 //! inet filter`, Cisco class-map/ACL) of ordered terms, the first match
 //! wins. A term matches on source and destination prefixes and protocol,
-//! and may set the forwarding class (the egress queue), police the packet
-//! (a single-rate two-colour token bucket whose out-of-profile packets are
-//! discarded, kept with high loss priority, or moved to another class: the
-//! three options of the first source document, Section II), or discard it.
-//! Packets matching no term keep their class (0, the default).
+//! and may set the forwarding class (the egress queue), police the packet,
+//! or discard it. Packets matching no term keep their class (0, the
+//! default).
 //!
-//! Tests: the prefix arithmetic and first-match order below; the policed
-//! classes are exercised end to end by the scenario tests.
+//! Policers (`qos::meter`), one meter per term:
+//!
+//! - single-rate two-colour token bucket (`rate_bps`, `burst_bytes`) whose
+//!   out-of-profile (red) packets are discarded, kept with high loss
+//!   priority, or moved to another class: the three options of the first
+//!   source document, Section II;
+//! - RFC 2697 srTCM (`cir`, `cbs`, `ebs`) and RFC 2698 trTCM (`cir`, `cbs`,
+//!   `pir`, `pbs`), colour-blind or colour-aware, with an action for yellow
+//!   (default transmit) and for red (default discard): Junos's three-colour
+//!   policers (`firewall three-color-policer`, `single-rate` / `two-rate`),
+//!   whose yellow and red packets go on with loss priority medium-high and
+//!   high, which here is the packet's colour for the class's drop profile.
+//!   `loss_priority_high` forwards a packet coloured red whatever the meter
+//!   said.
+//!
+//! Green packets are always forwarded. The term counts matches, packets out
+//! of profile (yellow or red), discards, and the meter counts its colours.
+//!
+//! Tests: the prefix arithmetic and first-match order below; hand-worked
+//! trains through srTCM and trTCM policers (colour, class, counters);
+//! parameter errors with their reason; the policed classes end to end in
+//! `tests/qos_pipeline.rs` and the Python scenario tests.
 
-use crate::config::{FilterTermConfig, OutOfProfile};
+use crate::config::{ColorAction, FilterTermConfig, PolicerConfig};
 use crate::packet::{Color, Packet};
 use crate::qos::meter::single_rate::{SingleRate, SingleRateParams};
-use crate::qos::meter::{ColorMode, Policer, PolicerAction};
+use crate::qos::meter::srtcm::{Srtcm, SrtcmParams};
+use crate::qos::meter::trtcm::{Trtcm, TrtcmParams};
+use crate::qos::meter::{ColorMode, Meter, Policer, PolicerAction};
 use crate::time::SimTime;
 use crate::topology::parse_ipv4;
 use crate::units::DataRate;
@@ -44,7 +64,7 @@ impl Prefix {
 pub struct TermCounters {
     pub matched_pkts: u64,
     pub matched_bytes: u64,
-    /// Out of profile at the term's policer.
+    /// Out of profile (yellow or red) at the term's policer.
     pub out_of_profile_pkts: u64,
     pub discarded_pkts: u64,
 }
@@ -105,19 +125,7 @@ impl Filter {
 impl Term {
     fn new(c: &FilterTermConfig) -> Result<Term, String> {
         let prefix = |p: &Option<String>| p.as_deref().map(Prefix::parse).transpose();
-        let policer = match &c.policer {
-            None => None,
-            Some(p) => {
-                let profile = SingleRateParams { rate: DataRate(p.rate_bps), burst_size: p.burst_bytes }.profile()?;
-                let red = match p.out_of_profile {
-                    OutOfProfile::Discard => PolicerAction::Discard,
-                    OutOfProfile::LossPriorityHigh => PolicerAction::Transmit,
-                    OutOfProfile::Fclass(fc) => PolicerAction::Reclassify(fc),
-                };
-                let meter = Box::new(SingleRate::new(profile, ColorMode::Blind));
-                Some(Policer::new(meter, [PolicerAction::Transmit, PolicerAction::Transmit, red]))
-            }
-        };
+        let policer = c.policer.as_ref().map(build_policer).transpose().map_err(|e| format!("policer: {e}"))?;
         Ok(Term {
             name: c.name.clone(),
             src: prefix(&c.src)?,
@@ -130,10 +138,63 @@ impl Term {
         })
     }
 
+    /// Packets the term's meter coloured green, yellow and red (indexed by
+    /// `Color as usize`; zeros without a policer).
+    pub fn color_pkts(&self) -> [u64; 3] {
+        self.policer.as_ref().map_or([0; 3], |p| p.counters().pkts)
+    }
+
     fn matches(&self, p: &Packet) -> bool {
         self.src.is_none_or(|x| x.contains(p.src_ip))
             && self.dst.is_none_or(|x| x.contains(p.dst_ip))
             && self.proto.is_none_or(|x| x == p.proto)
+    }
+}
+
+/// The policer of a term: exactly one meter (single-rate, srTCM, trTCM)
+/// and an action per colour. A green packet is always transmitted.
+fn build_policer(p: &PolicerConfig) -> Result<Policer, String> {
+    let single = p.rate_bps.is_some() || p.burst_bytes.is_some() || p.out_of_profile.is_some();
+    let forms = [("rate_bps/burst_bytes/out_of_profile", single), ("srtcm", p.srtcm.is_some()), ("trtcm", p.trtcm.is_some())];
+    let given: Vec<&str> = forms.iter().filter(|f| f.1).map(|f| f.0).collect();
+    if given.len() != 1 {
+        return Err(format!("give exactly one meter: rate_bps/burst_bytes/out_of_profile (single rate), srtcm or trtcm; got {}", if given.is_empty() { "none".into() } else { given.join(" and ") }));
+    }
+    let mode = if p.color_aware { ColorMode::Aware } else { ColorMode::Blind };
+    if single {
+        if p.color_aware || p.yellow.is_some() || p.red.is_some() {
+            return Err("color_aware, yellow and red belong to the three-colour meters (srtcm, trtcm); the single-rate policer takes out_of_profile".into());
+        }
+        let (Some(rate), Some(burst), Some(oop)) = (p.rate_bps, p.burst_bytes, p.out_of_profile) else {
+            return Err("the single-rate policer needs rate_bps, burst_bytes and out_of_profile".into());
+        };
+        let profile = SingleRateParams { rate: DataRate(rate), burst_size: burst }.profile()?;
+        let meter = Box::new(SingleRate::new(profile, ColorMode::Blind));
+        return Ok(Policer::new(meter, [PolicerAction::Transmit, PolicerAction::Transmit, action(oop)]));
+    }
+    let meter: Box<dyn Meter> = match (p.srtcm, p.trtcm) {
+        (Some(s), _) => {
+            let params = SrtcmParams { cir: DataRate(s.cir_bps), cbs: s.cbs_bytes, ebs: s.ebs_bytes };
+            Box::new(Srtcm::new(params.profile()?, mode))
+        }
+        (_, Some(t)) => {
+            let params = TrtcmParams { pir: DataRate(t.pir_bps), pbs: t.pbs_bytes, cir: DataRate(t.cir_bps), cbs: t.cbs_bytes };
+            Box::new(Trtcm::new(params.profile()?, mode))
+        }
+        _ => unreachable!("one form given"),
+    };
+    let yellow = action(p.yellow.unwrap_or(ColorAction::Transmit));
+    let red = action(p.red.unwrap_or(ColorAction::Discard));
+    Ok(Policer::new(meter, [PolicerAction::Transmit, yellow, red]))
+}
+
+fn action(a: ColorAction) -> PolicerAction {
+    match a {
+        ColorAction::Transmit => PolicerAction::Transmit,
+        ColorAction::Discard => PolicerAction::Discard,
+        // Junos `loss-priority high`: the packet goes on coloured red.
+        ColorAction::LossPriorityHigh => PolicerAction::Recolor(Color::Red),
+        ColorAction::Fclass(fc) => PolicerAction::Reclassify(fc),
     }
 }
 
@@ -174,5 +235,58 @@ mod tests {
         pkt.src_ip = parse_ipv4("10.9.9.9").unwrap();
         assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 0, "no match: default class");
         assert_eq!((f.terms[0].counters.matched_pkts, f.terms[1].counters.matched_pkts), (1, 1));
+    }
+
+    fn policed(policer: serde_json::Value) -> Result<Filter, String> {
+        let t = serde_json::json!({"name": "p", "policer": policer});
+        let cfg: FilterTermConfig = serde_json::from_value(t).map_err(|e| e.to_string())?;
+        Filter::new(&[cfg])
+    }
+
+    /// Colours (and classes) of `n` back-to-back 1000 B packets at time 0.
+    fn train(f: &mut Filter, n: usize) -> Vec<Option<(Color, u8)>> {
+        (0..n).map(|_| f.apply(SimTime::ZERO, Packet::test(0, 1000)).ok().map(|p| (p.color, p.fclass))).collect()
+    }
+
+    #[test]
+    fn three_colour_policers_colour_and_act_per_colour() {
+        use Color::*;
+        // srTCM, CBS 2000 B, EBS 1000 B: two green, one yellow, then red.
+        let mut f = policed(serde_json::json!({"srtcm": {"cir_bps": 1_000_000, "cbs_bytes": 2000, "ebs_bytes": 1000},
+            "yellow": {"fclass": 3}, "red": "loss_priority_high"})).unwrap();
+        assert_eq!(train(&mut f, 4), [Some((Green, 0)), Some((Green, 0)), Some((Yellow, 3)), Some((Red, 0))]);
+        assert_eq!(f.terms[0].color_pkts(), [2, 1, 1]);
+        assert_eq!((f.terms[0].counters.out_of_profile_pkts, f.terms[0].counters.discarded_pkts), (2, 0));
+        // trTCM, PBS 3000, CBS 1000: green, two yellow (recoloured red by
+        // loss_priority_high), then red, discarded by default.
+        let mut f = policed(serde_json::json!({"trtcm": {"cir_bps": 1_000_000, "cbs_bytes": 1000, "pir_bps": 2_000_000, "pbs_bytes": 3000},
+            "yellow": "loss_priority_high"})).unwrap();
+        assert_eq!(train(&mut f, 4), [Some((Green, 0)), Some((Red, 0)), Some((Red, 0)), None]);
+        assert_eq!(f.terms[0].color_pkts(), [1, 2, 1]);
+        assert_eq!(f.terms[0].counters.discarded_pkts, 1);
+        // Colour-aware: a packet pre-coloured yellow is never green.
+        let mut f = policed(serde_json::json!({"srtcm": {"cir_bps": 1_000_000, "cbs_bytes": 2000, "ebs_bytes": 2000}, "color_aware": true})).unwrap();
+        let mut p = Packet::test(0, 1000);
+        p.color = Yellow;
+        assert_eq!(f.apply(SimTime::ZERO, p).unwrap().color, Yellow);
+        assert_eq!(f.apply(SimTime::ZERO, Packet::test(0, 1000)).unwrap().color, Green);
+    }
+
+    #[test]
+    fn bad_policers_are_rejected_with_a_reason() {
+        let err = |v| policed(v).err().expect("rejected");
+        let e = err(serde_json::json!({"trtcm": {"cir_bps": 2_000_000, "cbs_bytes": 1000, "pir_bps": 1_000_000, "pbs_bytes": 3000}}));
+        assert!(e.starts_with("filter[0] (p): policer: trtcm: pir must be at least cir"), "{e}");
+        assert!(err(serde_json::json!({"trtcm": {"cir_bps": 1, "cbs_bytes": 0, "pir_bps": 1, "pbs_bytes": 3000}})).contains("pbs and cbs must be positive"));
+        assert!(err(serde_json::json!({"srtcm": {"cir_bps": 1, "cbs_bytes": 0, "ebs_bytes": 0}})).contains("at least one of cbs and ebs"));
+        assert!(err(serde_json::json!({"srtcm": {"cir_bps": 0, "cbs_bytes": 1, "ebs_bytes": 0}})).contains("cir must be positive"));
+        let both = serde_json::json!({"rate_bps": 1000, "burst_bytes": 1500, "out_of_profile": "discard",
+            "srtcm": {"cir_bps": 1, "cbs_bytes": 1, "ebs_bytes": 0}});
+        assert!(err(both).contains("exactly one meter"));
+        assert!(err(serde_json::json!({})).contains("got none"));
+        let e = err(serde_json::json!({"rate_bps": 1000, "burst_bytes": 1500, "out_of_profile": "discard", "yellow": "discard"}));
+        assert!(e.contains("three-colour meters"), "{e}");
+        assert!(err(serde_json::json!({"rate_bps": 1000, "burst_bytes": 1500})).contains("needs rate_bps, burst_bytes and out_of_profile"));
+        assert!(err(serde_json::json!({"srtcm": {"cir_bps": 1, "cbs_bytes": 1, "ebs_bytes": 0}, "red": "drop"})).contains("unknown variant"));
     }
 }

@@ -9,6 +9,7 @@
 //! in without the interface knowing.
 
 pub mod aqm;
+pub mod classful;
 pub mod classify;
 pub mod fifo;
 pub mod htb;
@@ -123,13 +124,19 @@ pub trait DropProfile: Send {
     fn on_empty(&mut self, _now: SimTime) {}
 }
 
-/// Build a discipline from its configuration.
-pub fn build(cfg: &QueueConfig) -> Result<Box<dyn Qdisc>, String> {
+/// Build a discipline from its configuration, for an interface whose MTU
+/// is `mtu` bytes (MDRR derives its quanta from it).
+pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
+    use crate::config::QueueConfig::*;
     Ok(match cfg {
-        QueueConfig::Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
-        QueueConfig::Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
-        QueueConfig::Junos(c) => Box::new(build_junos(c)?),
-        QueueConfig::Htb(c) => Box::new(build_htb(c)?),
+        Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
+        Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
+        Junos(c) => Box::new(build_junos(c)?),
+        Htb(c) => Box::new(build_htb(c)?),
+        StrictPriority(c) => Box::new(classful::build(c, classful::Kind::StrictPriority, mtu)?),
+        Wrr(c) => Box::new(classful::build(c, classful::Kind::Wrr, mtu)?),
+        Drr(c) => Box::new(classful::build(c, classful::Kind::Drr, mtu)?),
+        Mdrr(c) => Box::new(classful::build(c, classful::Kind::Mdrr, mtu)?),
     })
 }
 
@@ -188,11 +195,14 @@ fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched:
         }
         let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::interpolated).transpose();
         let curves = [curve(&k.drop_green).map_err(at)?, None, curve(&k.drop_red).map_err(at)?];
-        let drop_profile: Option<Box<dyn DropProfile>> = if curves.iter().any(Option::is_some) {
-            let p = PiecewiseWredParams { measure: FillMeasure::JUNOS, curves };
-            Some(Box::new(PiecewiseWred::new(p).map_err(at)?))
-        } else {
-            None
+        let drop_profile: Option<Box<dyn DropProfile>> = match (&k.drop_profile, curves.iter().any(Option::is_some)) {
+            (Some(_), true) => return Err(at("give drop_green/drop_red or drop_profile, not both".into())),
+            (Some(d), false) => Some(classful::build_drop_profile(d).map_err(at)?),
+            (None, true) => {
+                let p = PiecewiseWredParams { measure: FillMeasure::JUNOS, curves };
+                Some(Box::new(PiecewiseWred::new(p).map_err(at)?))
+            }
+            (None, false) => None,
         };
         classes.push(JunosClass {
             name: k.name.clone(),

@@ -203,6 +203,9 @@ pub enum PolicerAction {
     /// Forward in another forwarding class (`then forwarding-class`):
     /// sets `Packet::fclass`.
     Reclassify(u8),
+    /// Forward with another colour (`then loss-priority high` on a yellow
+    /// packet: it goes on as red).
+    Recolor(Color),
 }
 
 /// A meter and one action per colour.
@@ -229,6 +232,10 @@ impl Policer {
             PolicerAction::Transmit => Ok(pkt),
             PolicerAction::Reclassify(fc) => {
                 pkt.fclass = fc;
+                Ok(pkt)
+            }
+            PolicerAction::Recolor(c) => {
+                pkt.color = c;
                 Ok(pkt)
             }
             PolicerAction::Discard => {

@@ -15,6 +15,9 @@
 //! | [`mdrr`] | Cisco MDRR: DRR + a low-latency queue (strict or alternate) | Cisco 12000 documentation |
 //! | [`junos`] | Juniper transmit-rate / priority / exact (WFQ + PQ) | Yan et al., CTRQ 2013, Section III-A |
 //!
+//! The engine configuration builds the Junos egress in `qos/mod.rs` and the
+//! other four in `qos/classful.rs`.
+//!
 //! # Buffer
 //!
 //! Each class has its own [`Limit`]: the buffer is *strictly partitioned*, as

@@ -1,0 +1,304 @@
+//! Building a classful egress and its drop profiles from the engine
+//! configuration (`docs/engine-config.md`, queue kinds `strict_priority`,
+//! `wrr`, `drr`, `mdrr`, and every class's `drop_profile`).
+//!
+//! What it does: checks each class's fields against the scheduler chosen
+//! (a field the scheduler does not use is an error naming the class and the
+//! field, as is a missing one), carves the class buffers out of the
+//! interface buffer as the Junos egress does ([`super::sched::BufferSize`]),
+//! and hands the parameters to the mechanisms of `qos/sched/` and
+//! `qos/aqm/wred.rs`, which validate their own values.
+//!
+//! Per scheduler (the reference of each is in its module):
+//!
+//! - `strict_priority` ([`super::sched::prio`]): `priority`, a level, larger
+//!   first (the Python front maps Junos's names strict-high..low to 4..0);
+//! - `wrr` ([`super::sched::wrr`]): `weight`, packets per round;
+//! - `drr` ([`super::sched::drr`]): `quantum_bytes`;
+//! - `mdrr` ([`super::sched::mdrr`]): `weight` 1..=2048, turned into a
+//!   quantum with Cisco's `MTU + (weight - 1) * 512` on the interface MTU;
+//!   `low_latency` (`strict` or `alternate`) on at most one class.
+//!
+//! Drop profiles: `curves` (Junos interpolated, instantaneous fill in
+//! bytes) to [`PiecewiseWred`], `cisco_wred` to [`ColorRed::cisco`], `rio`
+//! to [`Rio`], `gred` to [`ColorRed::gred`].
+//!
+//! Tests: below (each scheduler built and run a few packets; unused and
+//! missing fields rejected by name; every drop-profile form built, bad
+//! values rejected); `tests/qos_pipeline.rs` runs them in a simulation.
+
+use super::aqm::red::RedParams;
+use super::aqm::wred::{CiscoThresholds, CiscoWredParams, ColorRed, DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams, Rio, RioParams};
+use super::fifo::Limit;
+use super::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
+use super::sched::{drr::Drr, prio::StrictPriority, wrr::Wrr, BufferSize, ClassSpec, Scheduled, Scheduler};
+use super::DropProfile;
+use crate::config::{ClassfulClassConfig, ClassfulConfig, DropProfileConfig, LowLatency, RedConfig};
+
+/// Which scheduler serves the classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    StrictPriority,
+    Wrr,
+    Drr,
+    Mdrr,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::StrictPriority => "strict_priority",
+            Kind::Wrr => "wrr",
+            Kind::Drr => "drr",
+            Kind::Mdrr => "mdrr",
+        }
+    }
+    /// The class fields this scheduler uses; all are required but
+    /// `low_latency`.
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::StrictPriority => &["priority"],
+            Kind::Wrr => &["weight"],
+            Kind::Drr => &["quantum_bytes"],
+            Kind::Mdrr => &["weight", "low_latency"],
+        }
+    }
+}
+
+/// The scheduler fields a class sets.
+fn fields_set(k: &ClassfulClassConfig) -> Vec<&'static str> {
+    let set = [
+        ("priority", k.priority.is_some()),
+        ("weight", k.weight.is_some()),
+        ("quantum_bytes", k.quantum_bytes.is_some()),
+        ("low_latency", k.low_latency.is_some()),
+    ];
+    set.iter().filter(|(_, s)| *s).map(|(f, _)| *f).collect()
+}
+
+/// The queue of `c` behind a `kind` scheduler on an interface of MTU `mtu`.
+pub fn build(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Scheduled, String> {
+    let buffer = Limit::from_opts(c.buffer_pkts, c.buffer_bytes);
+    let mut specs = Vec::with_capacity(c.classes.len());
+    let mut llq: Option<Llq> = None;
+    for (i, k) in c.classes.iter().enumerate() {
+        let at = |e: String| format!("classes[{i}] ({}): {e}", k.name);
+        let set = fields_set(k);
+        if let Some(f) = set.iter().find(|f| !kind.fields().contains(f)) {
+            return Err(at(format!("{f} is not used by the {} scheduler (it takes: {})", kind.as_str(), kind.fields().join(", "))));
+        }
+        if let Some(f) = kind.fields().iter().find(|f| **f != "low_latency" && !set.contains(f)) {
+            return Err(at(format!("the {} scheduler needs {f}", kind.as_str())));
+        }
+        if let Some(mode) = k.low_latency {
+            if let Some(other) = llq {
+                return Err(at(format!("only one low-latency queue per interface, classes[{}] is one already", other.class)));
+            }
+            let mode = match mode {
+                LowLatency::Strict => LlqMode::Strict,
+                LowLatency::Alternate => LlqMode::Alternate,
+            };
+            llq = Some(Llq { class: i, mode });
+        }
+        let limit = BufferSize::Percent(k.buffer_percent).resolve(buffer).map_err(at)?;
+        let mut spec = ClassSpec::new(k.name.clone(), limit);
+        if let Some(d) = &k.drop_profile {
+            spec = spec.with_drop_profile(build_drop_profile(d).map_err(at)?);
+        }
+        specs.push(spec);
+    }
+    let total: f64 = c.classes.iter().map(|k| k.buffer_percent).sum();
+    if total > 100.0 + 1e-9 {
+        return Err(format!("buffer_percent adds up to {total} %, more than 100 %"));
+    }
+    let classes = &c.classes;
+    let sched: Box<dyn Scheduler> = match kind {
+        Kind::StrictPriority => Box::new(StrictPriority::new(classes.iter().map(|k| k.priority.unwrap()).collect())),
+        Kind::Wrr => Box::new(Wrr::new(classes.iter().map(|k| k.weight.unwrap()).collect())?),
+        Kind::Drr => Box::new(Drr::new(classes.iter().map(|k| k.quantum_bytes.unwrap()).collect())?),
+        Kind::Mdrr => {
+            let quanta = classes
+                .iter()
+                .enumerate()
+                .map(|(i, k)| quantum_from_weight(k.weight.unwrap(), mtu).map_err(|e| format!("classes[{i}] ({}): {e}", k.name)))
+                .collect::<Result<_, _>>()?;
+            Box::new(Mdrr::new(quanta, llq)?)
+        }
+    };
+    Scheduled::new(specs, sched)
+}
+
+/// A class's early-drop profile.
+pub fn build_drop_profile(d: &DropProfileConfig) -> Result<Box<dyn DropProfile>, String> {
+    Ok(match d {
+        DropProfileConfig::Curves(per) => {
+            let curve = |c: Option<&Vec<(f64, f64)>>| c.map(|p| DropCurve::interpolated(p)).transpose();
+            let [g, y, r] = per.as_array();
+            let curves = [curve(g)?, curve(y)?, curve(r)?];
+            if curves.iter().all(Option::is_none) {
+                return Err("drop_profile.curves: give a curve for at least one colour".into());
+            }
+            Box::new(PiecewiseWred::new(PiecewiseWredParams { measure: FillMeasure::JUNOS, curves })?)
+        }
+        DropProfileConfig::CiscoWred(c) => {
+            let t = |x: Option<&crate::config::CiscoThresholdConfig>| x.map(|t| CiscoThresholds { min_th: t.min_th, max_th: t.max_th, max_p: t.max_p });
+            let [g, y, r] = c.per_color.as_array();
+            let p = CiscoWredParams { per_color: [t(g), t(y), t(r)], exp_weight: c.exp_weight, mean_pkt_bytes: c.mean_pkt_bytes };
+            Box::new(ColorRed::cisco(&p)?)
+        }
+        DropProfileConfig::Rio(c) => {
+            let in_profile = red_curve(&c.in_profile).map_err(|e| format!("rio: in_profile: {e}"))?;
+            let out_profile = red_curve(&c.out_profile).map_err(|e| format!("rio: out_profile: {e}"))?;
+            Box::new(Rio::new(RioParams { in_profile, out_profile })?)
+        }
+        DropProfileConfig::Gred(per) => {
+            let colors = ["green", "yellow", "red"];
+            let mut curves: [Option<RedParams>; 3] = [None, None, None];
+            for (i, c) in per.as_array().into_iter().enumerate() {
+                curves[i] = c.map(red_curve).transpose().map_err(|e| format!("gred: {}: {e}", colors[i]))?;
+            }
+            Box::new(ColorRed::gred(curves)?)
+        }
+    })
+}
+
+/// RED parameters of one curve of a profile: the class's own buffer is the
+/// limit, so the curve may not set one.
+fn red_curve(c: &RedConfig) -> Result<RedParams, String> {
+    if c.limit_pkts.is_some() || c.limit_bytes.is_some() {
+        return Err("limit_pkts/limit_bytes are not used here: the class buffer is the limit".into());
+    }
+    RedParams::from_config(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::QueueConfig;
+    use crate::packet::{Color, Packet};
+    use crate::qos::{Dequeued, Qdisc, QueueCtx};
+    use crate::rng::Rng;
+    use crate::time::SimTime;
+    use crate::units::DataRate;
+    use serde_json::json;
+
+    fn queue(v: serde_json::Value) -> Result<Box<dyn Qdisc>, String> {
+        let cfg: QueueConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        crate::qos::build(&cfg, 1500)
+    }
+
+    fn drain(q: &mut dyn Qdisc, load: &[(u8, u32)]) -> Vec<u8> {
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        for &(c, n) in load {
+            for _ in 0..n {
+                let mut p = Packet::test(0, 1500);
+                p.fclass = c;
+                q.enqueue(p, &mut ctx).unwrap();
+            }
+        }
+        std::iter::from_fn(|| match q.dequeue(&mut ctx) {
+            Dequeued::Packet(p) => Some(p.fclass),
+            _ => None,
+        })
+        .collect()
+    }
+
+    fn two(kind: &str, a: serde_json::Value, b: serde_json::Value) -> serde_json::Value {
+        let class = |name: &str, extra: serde_json::Value| {
+            let mut c = json!({"name": name, "buffer_percent": 50.0});
+            c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            c
+        };
+        json!({kind: {"buffer_pkts": 100, "classes": [class("a", a), class("b", b)]}})
+    }
+
+    #[test]
+    fn each_scheduler_builds_and_serves_as_configured() {
+        let mut sp = queue(two("strict_priority", json!({"priority": 0}), json!({"priority": 4}))).unwrap();
+        assert_eq!(drain(sp.as_mut(), &[(0, 2), (1, 2)]), [1, 1, 0, 0]);
+        let mut wrr = queue(two("wrr", json!({"weight": 2}), json!({"weight": 1}))).unwrap();
+        assert_eq!(drain(wrr.as_mut(), &[(0, 4), (1, 2)]), [0, 0, 1, 0, 0, 1]);
+        let mut drr = queue(two("drr", json!({"quantum_bytes": 3000}), json!({"quantum_bytes": 1500}))).unwrap();
+        assert_eq!(drain(drr.as_mut(), &[(0, 4), (1, 2)]), [0, 0, 1, 0, 0, 1]);
+        // MDRR: weight 1 is one MTU; the strict low-latency queue goes first.
+        let mut mdrr = queue(two("mdrr", json!({"weight": 1}), json!({"weight": 1, "low_latency": "strict"}))).unwrap();
+        assert_eq!(drain(mdrr.as_mut(), &[(0, 2), (1, 2)]), [1, 1, 0, 0]);
+        // The buffer is split: 50 packets each.
+        let mut full = queue(two("wrr", json!({"weight": 1}), json!({"weight": 1}))).unwrap();
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let admitted = (0..60).filter(|_| full.enqueue(Packet::test(0, 100), &mut ctx).is_ok()).count();
+        assert_eq!(admitted, 50);
+    }
+
+    #[test]
+    fn fields_are_checked_against_the_scheduler() {
+        let err = |v| queue(v).err().expect("rejected");
+        let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "priority": 3})));
+        assert!(e.contains("classes[1] (b): priority is not used by the wrr scheduler"), "{e}");
+        let e = err(two("drr", json!({"quantum_bytes": 1500}), json!({})));
+        assert!(e.contains("classes[1] (b): the drr scheduler needs quantum_bytes"), "{e}");
+        let e = err(two("wrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 1})));
+        assert!(e.contains("low_latency is not used by the wrr"), "{e}");
+        let e = err(two("mdrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 2, "low_latency": "alternate"})));
+        assert!(e.contains("only one low-latency queue"), "{e}");
+        let e = err(two("mdrr", json!({"weight": 0}), json!({"weight": 2})));
+        assert!(e.contains("classes[0] (a): mdrr: weight must be in 1..=2048"), "{e}");
+        assert!(err(two("wrr", json!({"weight": 0}), json!({"weight": 1}))).contains("at least 1 packet"));
+        assert!(err(two("drr", json!({"quantum_bytes": 0}), json!({"quantum_bytes": 1}))).contains("quanta[0]"));
+        assert!(err(two("wrr", json!({"weight": 1, "bogus": 1}), json!({"weight": 1}))).contains("bogus"));
+        let mut big = two("wrr", json!({"weight": 1}), json!({"weight": 1}));
+        big["wrr"]["classes"][0]["buffer_percent"] = json!(70.0);
+        assert!(err(big).contains("more than 100 %"));
+    }
+
+    fn profile(v: serde_json::Value) -> Result<Box<dyn DropProfile>, String> {
+        let cfg: DropProfileConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        build_drop_profile(&cfg)
+    }
+
+    /// Early drops out of `n` arrivals of `color` at a queue held at `held` packets of 100 B.
+    fn drops(p: &mut dyn DropProfile, color: Color, held: u64, n: usize) -> usize {
+        let mut rng = Rng::stream(2, "p");
+        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let limit = Limit { pkts: 100, bytes: 10_000 };
+        let mut pkt = Packet::test(0, 100);
+        pkt.color = color;
+        let held = crate::qos::Backlog { pkts: held, bytes: held * 100 };
+        (0..n).filter(|_| p.early_drop(&pkt, held, limit, &mut ctx)).count()
+    }
+
+    #[test]
+    fn every_drop_profile_form_builds_and_treats_red_worse() {
+        let red = |min: f64, max: f64, p: f64| json!({"min_th": min, "max_th": max, "max_p": p, "w_q": 1.0});
+        let forms = [
+            json!({"curves": {"red": [[0, 0], [100, 100]]}}),
+            json!({"cisco_wred": {"exp_weight": 0, "per_color": {"green": {"min_th": 40, "max_th": 80, "max_p": 0.1}, "red": {"min_th": 10, "max_th": 30, "max_p": 0.5}}}}),
+            json!({"rio": {"in_profile": red(40.0, 80.0, 0.1), "out_profile": red(10.0, 30.0, 0.5)}}),
+            json!({"gred": {"green": red(40.0, 80.0, 0.1), "red": red(10.0, 30.0, 0.5)}}),
+        ];
+        for f in forms {
+            // A queue at 35 of 100 packets: red is dropped (often), green never.
+            let mut p = profile(f.clone()).unwrap();
+            let (g, r) = (drops(p.as_mut(), Color::Green, 35, 2000), drops(p.as_mut(), Color::Red, 35, 2000));
+            assert!(g == 0 && r > 300, "{f}: green {g}, red {r}");
+        }
+    }
+
+    #[test]
+    fn bad_drop_profiles_are_rejected_with_a_reason() {
+        let err = |v| profile(v).err().expect("rejected");
+        assert!(err(json!({"curves": {}})).contains("at least one colour"));
+        assert!(err(json!({"curves": {"red": [[50, 10], [40, 20]]}})).contains("fill levels must increase"));
+        let e = err(json!({"cisco_wred": {"per_color": {"green": {"min_th": 40, "max_th": 20, "max_p": 0.1}}}}));
+        assert!(e.contains("min_th < max_th"), "{e}");
+        assert!(err(json!({"cisco_wred": {"exp_weight": 31, "per_color": {}}})).contains("exp_weight"));
+        let e = err(json!({"rio": {"in_profile": {"min_th": 1, "max_th": 2, "max_p": 2.0}, "out_profile": {"min_th": 1, "max_th": 2}}}));
+        assert!(e.contains("rio: in_profile: red: max_p"), "{e}");
+        let e = err(json!({"gred": {"red": {"min_th": 1, "max_th": 2, "limit_pkts": 5}}}));
+        assert!(e.contains("gred: red: limit_pkts"), "{e}");
+        assert!(err(json!({"gred": {}})).contains("at least one colour"));
+        assert!(err(json!({"curves": {"red": [[0, 0]]}, "gred": {}})).len() > 0);
+    }
+}
