@@ -100,10 +100,15 @@ def test_experiment3_no_policing_is_best_and_wred_trades_reordering_for_a_few_lo
     assert wred["ooo_arrivals"] >= wred["egress_lost"] // 2
 
 
-@pytest.mark.xfail(strict=True, reason="the model's WRED run loses every half second (see the report's discussion)")
 def test_experiment3_wred_sits_between_no_policing_and_the_scavenger_queue(quick):
+    """Table III: 6 Gbps without policing, 5.6 with WRED, under 1 with the
+    scavenger queue. The Junos profile's 64-level table leaves fills below
+    1/63 of the α queue without drops, so only a standing queue costs
+    out-of-profile packets, and H-TCP keeps most of the rate."""
     _, _, results = quick
     assert holds(results, "Experiment 3: WRED on out-of-profile packets sits between")
+    m = results["measured"]
+    assert m["exp3/2queues+policing+wred"]["throughput_bps"] > 0.8 * m["exp3/2queues"]["throughput_bps"]
 
 
 def test_exit_status_says_whether_every_finding_holds(quick):

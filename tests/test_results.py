@@ -38,7 +38,7 @@ def engine_tables(with_tcp: bool = True) -> dict[str, dict[str, list]]:
         "ssthresh_bytes": [None, None, 14_480], "srtt_ns": [None, 2 * MS, 3 * MS],
         "rto_ns": [1000 * MS, 202 * MS, 203 * MS], "retransmits": [0, 0, 2], "retransmitted_bytes": [0, 0, 2896],
         "spurious_retransmits": [0, 0, 0], "fast_retransmits": [0, 0, 1],
-        "timeouts": [0, 0, 1], "ooo_arrivals": [0, 1, 1], "dup_acks_sent": [0, 3, 3],
+        "timeouts": [0, 0, 1], "ooo_arrivals": [0, 1, 1], "ooo_extent_max": [0, 2, 2], "ooo_extent_3plus": [0, 0, 0], "dup_acks_sent": [0, 3, 3],
     }  # fmt: skip
     return {
         "tcp": tcp if with_tcp else {key: [] for key in tcp},

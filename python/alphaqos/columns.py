@@ -44,6 +44,8 @@ SPURIOUS_RETRANSMITS = "spurious_retransmits"
 FAST_RETRANSMITS = "fast_retransmits"
 TIMEOUTS = "timeouts"
 OOO_ARRIVALS = "ooo_arrivals"
+OOO_EXTENT_MAX = "ooo_extent_max"  # segments (RFC 4737 reordering extent)
+OOO_EXTENT_3PLUS = "ooo_extent_3plus"  # late arrivals overtaken by 3 or more segments
 DUP_ACKS_SENT = "dup_acks_sent"
 
 # Packet counters (UDP series and flow summary).
@@ -84,7 +86,7 @@ DROP_REASONS = {"tail": DROP_TAIL_PKTS, "aqm": DROP_AQM_PKTS, "policer": DROP_PO
 #: and, as a receiver-side tcptrace would count them, the receiver's).
 TCP_COUNTERS = (
     BYTES_ACKED, RETRANSMITS, RETRANSMITTED_BYTES, FAST_RETRANSMITS, TIMEOUTS,
-    SPURIOUS_RETRANSMITS, OOO_ARRIVALS, DUP_ACKS_SENT,
+    SPURIOUS_RETRANSMITS, OOO_ARRIVALS, OOO_EXTENT_MAX, OOO_EXTENT_3PLUS, DUP_ACKS_SENT,
 )  # fmt: skip
 
 #: Result tables and their columns as the results layer holds them.
@@ -92,7 +94,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "tcp": (
         FLOW, TIME, BYTES_ACKED, GOODPUT_BPS, CWND_BYTES, SSTHRESH_BYTES, SRTT, RTO,
         RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, FAST_RETRANSMITS, TIMEOUTS, OOO_ARRIVALS,
-        DUP_ACKS_SENT,
+        OOO_EXTENT_MAX, OOO_EXTENT_3PLUS, DUP_ACKS_SENT,
     ),
     "udp": (FLOW, TIME, TX_PKTS, RX_PKTS, RX_BYTES, RX_RATE_BPS, DROP_PKTS),
     "ping": (FLOW, SEQ, TIME, RTT),

@@ -86,7 +86,8 @@ Drop profiles
 A class's ``drop_profile`` is exactly one of:
 
 - Junos interpolated curves (``fill %``, ``drop %`` points on the
-  instantaneous fill of the class buffer in bytes) per loss priority:
+  instantaneous fill of the class buffer in bytes, held as a 64-level table
+  as Junos holds them) per loss priority:
   ``low`` (green), ``medium_high`` (yellow), ``high`` (red);
 - ``wred``: Cisco IOS WRED (``random-detect``) per colour: ``{min_th,
   max_th}`` in packets and ``mark_prob_denominator`` (default 10, Cisco's)

@@ -28,6 +28,8 @@ pub mod col {
     pub const FAST_RETRANSMITS: &str = "fast_retransmits";
     pub const TIMEOUTS: &str = "timeouts";
     pub const OOO_ARRIVALS: &str = "ooo_arrivals";
+    pub const OOO_EXTENT_MAX: &str = "ooo_extent_max";
+    pub const OOO_EXTENT_3PLUS: &str = "ooo_extent_3plus";
     pub const DUP_ACKS_SENT: &str = "dup_acks_sent";
     pub const TX_PKTS: &str = "tx_pkts";
     pub const TX_BYTES: &str = "tx_bytes";

@@ -510,6 +510,8 @@ impl Simulation {
                     Recorder::push(m, col::FAST_RETRANSMITS, s.stats.fast_retransmits);
                     Recorder::push(m, col::TIMEOUTS, s.stats.timeouts);
                     Recorder::push(m, col::OOO_ARRIVALS, r.stats.ooo_arrivals);
+                    Recorder::push(m, col::OOO_EXTENT_MAX, r.stats.ooo_extent_max);
+                    Recorder::push(m, col::OOO_EXTENT_3PLUS, r.stats.ooo_extent_3plus);
                     Recorder::push(m, col::DUP_ACKS_SENT, r.stats.dup_acks_sent);
                     self.rec.tcp_flow.push(flow.name.clone());
                     self.rec.prev_bytes[i] = delivered;
@@ -566,7 +568,7 @@ impl Simulation {
             "tcp".into(),
             series(col::FLOW, &self.rec.tcp_flow, &self.rec.tcp, &[
                 col::TIME_NS, col::BYTES_ACKED, col::GOODPUT_BPS, col::CWND_BYTES, col::SSTHRESH_BYTES, col::SRTT_NS,
-                col::RTO_NS, col::RETRANSMITS, col::RETRANSMITTED_BYTES, col::SPURIOUS_RETRANSMITS, col::FAST_RETRANSMITS, col::TIMEOUTS, col::OOO_ARRIVALS, col::DUP_ACKS_SENT,
+                col::RTO_NS, col::RETRANSMITS, col::RETRANSMITTED_BYTES, col::SPURIOUS_RETRANSMITS, col::FAST_RETRANSMITS, col::TIMEOUTS, col::OOO_ARRIVALS, col::OOO_EXTENT_MAX, col::OOO_EXTENT_3PLUS, col::DUP_ACKS_SENT,
             ]),
         );
         out.insert(

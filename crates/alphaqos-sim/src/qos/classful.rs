@@ -19,7 +19,7 @@
 //!   quantum with Cisco's `MTU + (weight - 1) * 512` on the interface MTU;
 //!   `low_latency` (`strict` or `alternate`) on at most one class.
 //!
-//! Drop profiles: `curves` (Junos interpolated, instantaneous fill in
+//! Drop profiles: `curves` (Junos interpolated, as a 64-level table, on the instantaneous fill in
 //! bytes) to [`PiecewiseWred`], `cisco_wred` to [`ColorRed::cisco`], `rio`
 //! to [`Rio`], `gred` to [`ColorRed::gred`].
 //!
@@ -132,7 +132,7 @@ pub fn build(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Scheduled, Stri
 pub fn build_drop_profile(d: &DropProfileConfig) -> Result<Box<dyn DropProfile>, String> {
     Ok(match d {
         DropProfileConfig::Curves(per) => {
-            let curve = |c: Option<&Vec<(f64, f64)>>| c.map(|p| DropCurve::interpolated(p)).transpose();
+            let curve = |c: Option<&Vec<(f64, f64)>>| c.map(|p| DropCurve::junos(p)).transpose();
             let [g, y, r] = per.as_array();
             let curves = [curve(g)?, curve(y)?, curve(r)?];
             if curves.iter().all(Option::is_none) {

@@ -193,7 +193,7 @@ fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched:
         if let Some(b) = k.burst_bytes {
             params = params.burst_bytes(b);
         }
-        let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::interpolated).transpose();
+        let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::junos).transpose();
         let curves = [curve(&k.drop_green).map_err(at)?, None, curve(&k.drop_red).map_err(at)?];
         let drop_profile: Option<Box<dyn DropProfile>> = match (&k.drop_profile, curves.iter().any(Option::is_some)) {
             (Some(_), true) => return Err(at("give drop_green/drop_red or drop_profile, not both".into())),

@@ -12,6 +12,13 @@
 //! highest sequence already seen (out of sequence), `dup_acks_sent` the ACKs
 //! that repeat the previous cumulative ACK, `spurious_retransmits` the
 //! retransmitted segments whose data had all arrived before.
+//!
+//! Reordering extent (RFC 4737, Section 4.2.2, counted in segments of the
+//! late one's size): a segment arriving out of sequence was overtaken by
+//! the data between its end and the highest byte seen. `ooo_extent_max` is
+//! the largest extent, `ooo_extent_3plus` counts the late arrivals that
+//! three or more segments overtook: enough SACKed data above a hole for a
+//! sender with the usual duplicate-ACK threshold to retransmit it.
 
 use super::ranges::RangeSet;
 use super::{LazyTimer, Wire};
@@ -24,6 +31,8 @@ use crate::time::{Duration, SimTime};
 pub struct ReceiverStats {
     pub segments: u64,
     pub ooo_arrivals: u64,
+    pub ooo_extent_max: u64,
+    pub ooo_extent_3plus: u64,
     pub dup_acks_sent: u64,
     pub acks_sent: u64,
     pub spurious_retransmits: u64,
@@ -103,6 +112,9 @@ impl TcpReceiver {
             self.stats.spurious_retransmits += retx as u64;
         } else if seq < self.highest {
             self.stats.ooo_arrivals += 1;
+            let extent = self.highest.saturating_sub(end).div_ceil(len.max(1) as u64);
+            self.stats.ooo_extent_max = self.stats.ooo_extent_max.max(extent);
+            self.stats.ooo_extent_3plus += (extent >= 3) as u64;
         }
         self.highest = self.highest.max(end);
         if old {

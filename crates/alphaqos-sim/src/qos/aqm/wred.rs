@@ -211,6 +211,9 @@ impl FillMeasure {
 // ---------------------------------------------------------------------------
 // Drop curves
 
+/// Fill-level/drop-probability pairs in a Junos interpolated drop profile.
+pub const JUNOS_PROFILE_POINTS: usize = 64;
+
 /// How a [`DropCurve`] joins its points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CurveStyle {
@@ -242,6 +245,12 @@ impl DropCurve {
         }
         Ok(DropCurve { style: CurveStyle::Interpolated, points: pts })
     }
+    /// A Junos interpolated profile as the router applies it: the line of
+    /// [`DropCurve::interpolated`] held as a table of
+    /// [`JUNOS_PROFILE_POINTS`] pairs ([`DropCurve::tabulated`]).
+    pub fn junos(points: &[(f64, f64)]) -> Result<DropCurve, String> {
+        Ok(Self::interpolated(points)?.tabulated(JUNOS_PROFILE_POINTS))
+    }
     /// Junos segmented `fill-level F drop-probability P` pairs (percent):
     /// probability 0 below the first fill level, then each point's
     /// probability from its fill level up to the next one's.
@@ -251,6 +260,23 @@ impl DropCurve {
             return Err("drop curve: a segmented curve needs at least one point".into());
         }
         Ok(DropCurve { style: CurveStyle::Segmented, points: pts })
+    }
+    /// The curve as a router holds it: a table of `n` fill levels evenly
+    /// spaced from 0 to 100 %, each with the curve's probability there, and
+    /// a fill between two levels takes the lower level's probability (a
+    /// staircase under the line). Junos keeps an interpolated profile as 64
+    /// such fill-level/drop-probability pairs ([`JUNOS_PROFILE_POINTS`]); so
+    /// the first document's experiment-3 profile ("drop probability = queue
+    /// occupancy") drops nothing below a fill of 1/63.
+    pub fn tabulated(&self, n: usize) -> DropCurve {
+        let n = n.max(2);
+        let points = (0..n)
+            .map(|k| {
+                let f = k as f64 / (n - 1) as f64;
+                (f, self.probability(f))
+            })
+            .collect();
+        DropCurve { style: CurveStyle::Segmented, points }
     }
     /// The first document's experiment-3 curve: probability = fill.
     pub fn linear() -> DropCurve {
@@ -787,6 +813,18 @@ mod tests {
             assert!((c.probability(f) - p).abs() < 1e-12, "interpolated at {f}: {}", c.probability(f));
         }
         // Segmented: 25/25, 50/50, 75/75, 95/100 (a staircase from (0, 0)).
+        // As a 64-entry table: a staircase under the line, exact on the grid.
+        let t = DropCurve::linear().tabulated(JUNOS_PROFILE_POINTS);
+        assert_eq!(t.probability(0.0), 0.0);
+        assert_eq!(t.probability(0.99 / 63.0), 0.0, "no drop below the first step");
+        assert!((t.probability(1.0 / 63.0) - 1.0 / 63.0).abs() < 1e-12);
+        assert!((t.probability(0.5) - 31.0 / 63.0).abs() < 1e-12, "0.5 rounds down to step 31");
+        assert_eq!(t.probability(1.0), 1.0);
+        for k in 0..=1000 {
+            let f = k as f64 / 1000.0;
+            assert!(t.probability(f) <= DropCurve::linear().probability(f) + 1e-12);
+            assert!(t.probability(f) > f - 1.0 / 63.0 - 1e-12);
+        }
         let s = DropCurve::segmented(&[(25.0, 25.0), (50.0, 50.0), (75.0, 75.0), (95.0, 100.0)]).unwrap();
         for (f, p) in [(0.0, 0.0), (0.2499, 0.0), (0.25, 0.25), (0.49, 0.25), (0.6, 0.5), (0.8, 0.75), (0.95, 1.0), (1.0, 1.0)] {
             assert_eq!(s.probability(f), p, "segmented at {f}");
