@@ -48,6 +48,7 @@ def test_policy_resolves_to_filter_terms_and_a_junos_egress():
     assert alpha == {
         "name": "alpha", "src": "10.0.0.1/32", "dst": "10.0.0.0/24", "proto": 6, "fclass": 1, "discard": False,
         "policer": {"rate_bps": 10**9, "burst_bytes": 31_000, "out_of_profile": {"fclass": 2}},
+        "src_port": None, "dst_port": None, "dscp": None, "loss_priority": None,
     }  # fmt: skip
     assert drop["proto"] == 17 and drop["discard"] is True and drop["fclass"] is None
     egress = config["links"][1]["queue_ab"]["junos"]

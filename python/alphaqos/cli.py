@@ -277,6 +277,15 @@ def _print_summary(results: Results, target: Path) -> None:
     if tcp_flows:
         console.print(tcp)
     console.print(queues)
+    if results.filter.height:
+        terms = _table("Firewall filter terms", box.SIMPLE_HEAD, ["router", "term"],
+                       ["matched", "out of profile", "discarded", "green", "yellow", "red"])  # fmt: skip
+        for row in results.filter.iter_rows(named=True):
+            terms.add_row(row[col.NODE], row[col.TERM], *(f"{row[c]:,}" for c in (
+                col.MATCHED_PKTS, col.OUT_OF_PROFILE_PKTS, col.DISCARDED_PKTS, col.GREEN_PKTS, col.YELLOW_PKTS,
+                col.RED_PKTS,
+            )))  # fmt: skip
+        console.print(terms)
     idle = len(summary[col.QUEUES]) - len(busy)
     if idle:
         console.print(f"({idle} idle queue{'s' if idle > 1 else ''} not shown)")

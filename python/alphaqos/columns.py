@@ -17,6 +17,8 @@ KIND = "kind"  # "tcp", "udp", "poisson" or "ping"
 SRC = "src"
 DST = "dst"
 QUEUE = "queue"  # "<from>-><to>", the egress queue of <from> towards <to>
+NODE = "node"  # a router, in the filter table
+TERM = "term"  # a firewall filter term
 LINK = "link"
 SEQ = "seq"
 
@@ -79,6 +81,15 @@ LINK_LOSS_PKTS = "link_loss_pkts"
 EVENTS = "events"
 SIM_TIME = "sim_time"
 
+# Firewall filter counters per term (the filter table).
+MATCHED_PKTS = "matched_pkts"
+MATCHED_BYTES = "matched_bytes"
+OUT_OF_PROFILE_PKTS = "out_of_profile_pkts"
+DISCARDED_PKTS = "discarded_pkts"
+GREEN_PKTS = "green_pkts"
+YELLOW_PKTS = "yellow_pkts"
+RED_PKTS = "red_pkts"
+
 #: Drop reasons with their counter columns, in the engine's order.
 DROP_REASONS = {"tail": DROP_TAIL_PKTS, "aqm": DROP_AQM_PKTS, "policer": DROP_POLICER_PKTS}
 
@@ -103,6 +114,10 @@ TABLES: dict[str, tuple[str, ...]] = {
         QUEUE, LINK, ENQ_PKTS, ENQ_BYTES, DEQ_PKTS, DEQ_BYTES, DROP_PKTS, DROP_BYTES,
         *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS, LINK_LOSS_PKTS,
     ),
+    "filter": (
+        NODE, TERM, MATCHED_PKTS, MATCHED_BYTES, OUT_OF_PROFILE_PKTS, DISCARDED_PKTS,
+        GREEN_PKTS, YELLOW_PKTS, RED_PKTS,
+    ),
     "flow_summary": (
         FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS, DROP_REV_PKTS,
         DELAY_MEAN, DELAY_STD, DELAY_P50, DELAY_P99, DELAY_MIN, DELAY_MAX, GOODPUT_BPS,
@@ -110,7 +125,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 #: Columns of text; every other column not in SECONDS is an integer count.
-TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK})
+TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX})
 

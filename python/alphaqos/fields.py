@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, Pla
 
 from . import units
 
-__all__ = ["Flag", "Model", "Name", "PositiveRate", "QueueLimit", "PositiveSize", "PositiveTime", "Rate", "Size", "Threshold", "ThresholdField", "Time", "fmt_threshold"]
+__all__ = ["Dscp", "Flag", "Model", "Name", "Port", "PortRange", "PositiveRate", "QueueLimit", "PositiveSize", "PositiveTime", "Rate", "Size", "Threshold", "ThresholdField", "Time", "fmt_threshold"]
 
 
 def _unit_type(parse, fmt):
@@ -65,6 +65,65 @@ def _parse_name(value: object) -> str:
 
 
 Name = Annotated[str, PlainValidator(_parse_name)]
+
+
+#: DiffServ code points by name (RFC 2474 class selectors, RFC 2597 assured
+#: forwarding, RFC 3246 expedited forwarding, RFC 8622 lower effort).
+DSCP_NAMES = {
+    "be": 0, "default": 0, "ef": 46, "le": 1, "va": 44,
+    **{f"cs{i}": 8 * i for i in range(8)},
+    **{f"af{c}{d}": 8 * c + 2 * d for c in range(1, 5) for d in range(1, 4)},
+}  # fmt: skip
+
+
+def _dscp(value: object) -> int:
+    if isinstance(value, str) and value.lower() in DSCP_NAMES:
+        return DSCP_NAMES[value.lower()]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 63:
+        return value
+    raise ValueError(f"expected a DSCP value 0..63 or a name like ef, af11, cs1, be; got {value!r}")
+
+
+def _fmt_dscp(value: int) -> int | str:
+    names = {v: k for k, v in reversed(DSCP_NAMES.items())}
+    return names.get(value, value)
+
+
+Dscp = Annotated[int, PlainValidator(_dscp), PlainSerializer(_fmt_dscp, when_used="json")]
+
+
+def _port(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return value
+    raise ValueError(f"expected a port number 1..65535, got {value!r}")
+
+
+Port = Annotated[int, PlainValidator(_port)]
+
+
+def _port_range(value: object) -> tuple[int, int]:
+    """``5001`` -> (5001, 5001); ``"5000-5010"`` -> (5000, 5010)."""
+    if isinstance(value, str) and "-" in value:
+        low, _, high = value.partition("-")
+        try:
+            lo, hi = _port(int(low)), _port(int(high))
+        except ValueError:
+            raise ValueError(f"expected a port or a range like '5000-5010', got {value!r}") from None
+        if lo > hi:
+            raise ValueError(f"the range {value!r} is empty (low end above high end)")
+        return lo, hi
+    try:
+        port = _port(value)
+    except ValueError:
+        raise ValueError(f"expected a port or a range like '5000-5010', got {value!r}") from None
+    return port, port
+
+
+def _fmt_port_range(r: tuple[int, int]) -> int | str:
+    return r[0] if r[0] == r[1] else f"{r[0]}-{r[1]}"
+
+
+PortRange = Annotated[tuple[int, int], PlainValidator(_port_range), PlainSerializer(_fmt_port_range, when_used="json")]
 
 
 class Model(BaseModel):

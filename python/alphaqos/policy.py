@@ -118,7 +118,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainSerializer, PlainValidator, Strict, model_validator
 
 from . import units
-from .fields import Flag, Model, Name, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
+from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
 
 __all__ = ["Policy", "check_policy", "resolve_egress", "resolve_filter"]
 
@@ -430,13 +430,22 @@ class Policer(Model):
 
 
 class Match(Model):
+    """Junos ``from``: prefixes, protocol, port ranges (``5001`` or
+    ``"5000-5010"``) and DSCP values (a name such as ``ef`` or ``af11``, a
+    number, or a list of them); every condition given must hold."""
+
     source: Prefix | None = None
     destination: Prefix | None = None
     protocol: Literal["tcp", "udp", "icmp"] | None = None
+    source_port: PortRange | None = None
+    destination_port: PortRange | None = None
+    dscp: Dscp | Annotated[list[Dscp], Field(min_length=1)] | None = None
 
 
 class Then(Model):
     class_: Name | None = Field(default=None, alias="class")
+    #: Junos ``then loss-priority``: the colour the class's drop profile sees.
+    loss_priority: Literal["low", "high"] | None = None
     policer: Policer | None = None
     discard: Flag = False
 
@@ -525,6 +534,10 @@ def resolve_filter(policy: Policy) -> list[dict[str, Any]]:
             "src": match.source,
             "dst": match.destination,
             "proto": PROTOCOLS[match.protocol] if match.protocol else None,
+            "src_port": list(match.source_port) if match.source_port else None,
+            "dst_port": list(match.destination_port) if match.destination_port else None,
+            "dscp": None if match.dscp is None else [match.dscp] if isinstance(match.dscp, int) else match.dscp,
+            "loss_priority": then.loss_priority,
             "fclass": policy.class_index(then.class_) if then.class_ else None,
             "policer": _policer(then.policer, policy) if then.policer is not None else None,
             "discard": then.discard,

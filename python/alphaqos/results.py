@@ -6,7 +6,7 @@ under the name without the suffix (see :mod:`alphaqos.columns`) and computes
 :attr:`Results.summary`. :meth:`Results.save` writes a run directory::
 
     tcp.parquet udp.parquet ping.parquet queue.parquet
-    queue_summary.parquet flow_summary.parquet
+    queue_summary.parquet filter.parquet flow_summary.parquet
     summary.json    headline figures per flow and per queue
     scenario.yaml   the scenario as run: defaults filled in, human units
     manifest.json   versions, seed, wall time, command
@@ -49,6 +49,7 @@ class Results:
     ping: pl.DataFrame
     queue: pl.DataFrame
     queue_summary: pl.DataFrame
+    filter: pl.DataFrame  # firewall filter counters per router and term
     flow_summary: pl.DataFrame
     summary: dict[str, Any]
     #: How the run was made (versions, wall time, command); not deterministic.
@@ -67,7 +68,7 @@ class Results:
         return cls(scenario=scenario, **frames, summary=summary, manifest=dict(manifest or {}))
 
     def tables(self) -> dict[str, pl.DataFrame]:
-        """The six tables by name."""
+        """The tables by name."""
         return {name: getattr(self, name) for name in col.TABLES}
 
     def save(self, directory: str | Path, *, plots: bool = True) -> Path:

@@ -55,7 +55,7 @@ from pydantic import (
 )
 
 from . import units
-from .fields import Flag, Name, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, ThresholdField, Time
+from .fields import Dscp, Flag, Name, Port, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, ThresholdField, Time
 from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
@@ -374,6 +374,11 @@ class Flow(_Model):
     poisson: Poisson | None = None
     start: Time = 0
     stop: Time | None = None
+    #: DiffServ marking of the flow's packets (both directions).
+    dscp: Dscp = 0
+    #: Transport ports; default: an ephemeral source port and 5001.
+    src_port: Port | None = None
+    dst_port: Port | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Flow:
@@ -672,6 +677,10 @@ def _check_flows(scenario: Scenario):
             yield from _check_schedule(scenario, flow.udp.schedule, (*loc, "udp", "schedule"))
         if flow.tcp is not None:
             yield from _check_tcp(flow.tcp, (*loc, "tcp"))
+        if flow.ping is not None:
+            for key in ("src_port", "dst_port"):
+                if getattr(flow, key) is not None:
+                    yield (*loc, key), "a ping (ICMP) has no ports"
 
 
 def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple, routes: _Routes):
@@ -898,7 +907,10 @@ def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:
 
 def _resolve_flow(flow: Flow) -> dict[str, Any]:
     spec = flow.spec
-    common = {"name": flow.name, "src": spec.src, "dst": spec.dst, "start_ns": flow.start, "stop_ns": flow.stop}
+    common = {
+        "name": flow.name, "src": spec.src, "dst": spec.dst, "start_ns": flow.start, "stop_ns": flow.stop,
+        "dscp": flow.dscp, "src_port": flow.src_port, "dst_port": flow.dst_port,
+    }  # fmt: skip
     if flow.tcp is not None:
         tcp = flow.tcp
         app = {

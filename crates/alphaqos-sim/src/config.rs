@@ -55,6 +55,18 @@ pub struct FilterTermConfig {
     pub dst: Option<String>,
     #[serde(default)]
     pub proto: Option<u8>,
+    /// Port ranges, inclusive: [low, high].
+    #[serde(default)]
+    pub src_port: Option<(u16, u16)>,
+    #[serde(default)]
+    pub dst_port: Option<(u16, u16)>,
+    /// DiffServ code points, any of.
+    #[serde(default)]
+    pub dscp: Option<Vec<u8>>,
+    /// Set the loss priority (colour) before any policer: "low" (green) or
+    /// "high" (red), Junos `then loss-priority`.
+    #[serde(default)]
+    pub loss_priority: Option<String>,
     /// Set the forwarding class (the egress queue index).
     #[serde(default)]
     pub fclass: Option<u8>,
@@ -466,6 +478,14 @@ pub struct FlowConfig {
     pub poisson: Option<PoissonConfig>,
     #[serde(default)]
     pub ping: Option<PingConfig>,
+    /// DiffServ code point the source marks its packets with (0..63).
+    #[serde(default)]
+    pub dscp: u8,
+    /// Transport ports (ignored for ping); defaults in `sim::build_flow`.
+    #[serde(default)]
+    pub src_port: Option<u16>,
+    #[serde(default)]
+    pub dst_port: Option<u16>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -46,7 +46,11 @@ pub struct Packet {
     /// IP packet size in bytes (link-layer overhead is the link's business).
     pub size: u32,
     pub proto: u8,
+    /// DiffServ code point (RFC 2474), 0..63, as the sending host marked it.
     pub dscp: u8,
+    /// Transport ports (0 for ICMP).
+    pub src_port: u16,
+    pub dst_port: u16,
     /// Forwarding class set by a router's classifier (index into the egress
     /// scheduler's queues; 0 is the default class).
     pub fclass: u8,
@@ -115,6 +119,8 @@ impl Packet {
             size,
             proto: PROTO_UDP,
             dscp: 0,
+            src_port: 0,
+            dst_port: 0,
             fclass: 0,
             color: Color::Green,
             created: SimTime::ZERO,

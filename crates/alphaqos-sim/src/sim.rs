@@ -201,6 +201,9 @@ pub struct Ends {
     pub src_ip: u32,
     pub dst_ip: u32,
     pub proto: u8,
+    pub dscp: u8,
+    pub src_port: u16,
+    pub dst_port: u16,
 }
 
 /// What an application sees of the network: its flow's two directions.
@@ -213,11 +216,14 @@ pub struct FlowIo<'a> {
 impl<'a> FlowIo<'a> {
     /// Sending from the flow's source towards its destination.
     pub fn fwd(&mut self) -> DirWire<'_> {
-        DirWire { net: self.net, flow: self.flow, from: self.ends.src, to: self.ends.dst, from_ip: self.ends.src_ip, to_ip: self.ends.dst_ip, proto: self.ends.proto }
+        let e = self.ends;
+        DirWire { net: self.net, flow: self.flow, from: e.src, to: e.dst, from_ip: e.src_ip, to_ip: e.dst_ip, ports: (e.src_port, e.dst_port), proto: e.proto, dscp: e.dscp }
     }
     /// Sending from the destination back to the source.
     pub fn rev(&mut self) -> DirWire<'_> {
-        DirWire { net: self.net, flow: self.flow, from: self.ends.dst, to: self.ends.src, from_ip: self.ends.dst_ip, to_ip: self.ends.src_ip, proto: self.ends.proto }
+        // Replies (ACKs, echo replies) carry the flow's marking back.
+        let e = self.ends;
+        DirWire { net: self.net, flow: self.flow, from: e.dst, to: e.src, from_ip: e.dst_ip, to_ip: e.src_ip, ports: (e.dst_port, e.src_port), proto: e.proto, dscp: e.dscp }
     }
 }
 
@@ -228,7 +234,9 @@ pub struct DirWire<'a> {
     to: u32,
     from_ip: u32,
     to_ip: u32,
+    ports: (u16, u16),
     proto: u8,
+    dscp: u8,
 }
 
 impl Wire for DirWire<'_> {
@@ -244,7 +252,9 @@ impl Wire for DirWire<'_> {
             dst_ip: self.to_ip,
             size,
             proto: self.proto,
-            dscp: 0,
+            dscp: self.dscp,
+            src_port: self.ports.0,
+            dst_port: self.ports.1,
             fclass: 0,
             color: Color::Green,
             created: self.net.now,
@@ -399,7 +409,7 @@ impl Simulation {
             if names.insert(f.name.clone(), i).is_some() {
                 return Err(format!("flows[{i}].name: duplicate flow '{}'", f.name));
             }
-            let flow = build_flow(cfg, f, &net).map_err(at(i, "flows"))?;
+            let flow = build_flow(cfg, i, f, &net).map_err(at(i, "flows"))?;
             let stop = f.stop_ns.unwrap_or(cfg.duration_ns);
             if f.start_ns >= stop || stop > cfg.duration_ns {
                 return Err(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
@@ -749,7 +759,7 @@ fn queue_name(iface: &str, class: &str) -> String {
     }
 }
 
-fn build_flow(cfg: &Config, f: &FlowConfig, net: &Net) -> Result<Flow, String> {
+fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<Flow, String> {
     let find = |name: &str, key: &str| -> Result<u32, String> {
         let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
         if net.nodes[id].router {
@@ -812,6 +822,17 @@ fn build_flow(cfg: &Config, f: &FlowConfig, net: &Net) -> Result<Flow, String> {
             node = ifc.peer;
         }
     }
-    let ends = Ends { src, dst, src_ip: net.nodes[src as usize].addr, dst_ip: net.nodes[dst as usize].addr, proto };
+    if f.dscp > 63 {
+        return Err(format!("dscp: {} is not a DiffServ code point (0..63)", f.dscp));
+    }
+    // ICMP has no ports; a flow without ports gets an ephemeral source port
+    // from Linux's default range (32768..60999) by its index, and the
+    // destination port 5001 (nuttcp's and iperf 2's).
+    let (src_port, dst_port) = if proto == PROTO_ICMP {
+        (0, 0)
+    } else {
+        (f.src_port.unwrap_or(32768 + (index % 28232) as u16), f.dst_port.unwrap_or(5001))
+    };
+    let ends = Ends { src, dst, src_ip: net.nodes[src as usize].addr, dst_ip: net.nodes[dst as usize].addr, proto, dscp: f.dscp, src_port, dst_port };
     Ok(Flow { name: f.name.clone(), ends, app })
 }

@@ -1,8 +1,9 @@
 //! Classification at a router: a firewall filter (Junos `firewall family
 //! inet filter`, Cisco class-map/ACL) of ordered terms, the first match
-//! wins. A term matches on source and destination prefixes and protocol,
-//! and may set the forwarding class (the egress queue), police the packet,
-//! or discard it. Packets matching no term keep their class (0, the
+//! wins. A term matches on source and destination prefixes, protocol,
+//! source and destination port ranges and DSCP values, and may set the
+//! forwarding class (the egress queue) and the loss priority, police the
+//! packet, or discard it; every term counts what it matched (Junos `count`). Packets matching no term keep their class (0, the
 //! default).
 //!
 //! Policers (`qos::meter`), one meter per term:
@@ -74,6 +75,11 @@ pub struct Term {
     src: Option<Prefix>,
     dst: Option<Prefix>,
     proto: Option<u8>,
+    src_port: Option<(u16, u16)>,
+    dst_port: Option<(u16, u16)>,
+    /// Bit i set: DSCP i matches.
+    dscp: Option<u64>,
+    loss_priority: Option<Color>,
     fclass: Option<u8>,
     policer: Option<Policer>,
     discard: bool,
@@ -108,6 +114,9 @@ impl Filter {
         if let Some(fc) = term.fclass {
             pkt.fclass = fc;
         }
+        if let Some(color) = term.loss_priority {
+            pkt.color = color;
+        }
         let Some(p) = &mut term.policer else { return Ok(pkt) };
         let policed = p.police(now, pkt);
         match &policed {
@@ -131,6 +140,15 @@ impl Term {
             src: prefix(&c.src)?,
             dst: prefix(&c.dst)?,
             proto: c.proto,
+            src_port: port_range(c.src_port, "src_port")?,
+            dst_port: port_range(c.dst_port, "dst_port")?,
+            dscp: c.dscp.as_deref().map(dscp_set).transpose()?,
+            loss_priority: match c.loss_priority.as_deref() {
+                None => None,
+                Some("low") => Some(Color::Green),
+                Some("high") => Some(Color::Red),
+                Some(other) => return Err(format!("loss_priority: expected \"low\" or \"high\", got {other:?}")),
+            },
             fclass: c.fclass,
             policer,
             discard: c.discard,
@@ -148,7 +166,30 @@ impl Term {
         self.src.is_none_or(|x| x.contains(p.src_ip))
             && self.dst.is_none_or(|x| x.contains(p.dst_ip))
             && self.proto.is_none_or(|x| x == p.proto)
+            && self.src_port.is_none_or(|(lo, hi)| (lo..=hi).contains(&p.src_port))
+            && self.dst_port.is_none_or(|(lo, hi)| (lo..=hi).contains(&p.dst_port))
+            && self.dscp.is_none_or(|set| set >> p.dscp & 1 == 1)
     }
+}
+
+fn port_range(r: Option<(u16, u16)>, what: &str) -> Result<Option<(u16, u16)>, String> {
+    match r {
+        Some((lo, hi)) if lo > hi => Err(format!("{what}: range [{lo}, {hi}] is empty")),
+        r => Ok(r),
+    }
+}
+
+fn dscp_set(codes: &[u8]) -> Result<u64, String> {
+    if codes.is_empty() {
+        return Err("dscp: give at least one code point".into());
+    }
+    codes.iter().try_fold(0u64, |set, &d| {
+        if d > 63 {
+            Err(format!("dscp: {d} is not a DiffServ code point (0..63)"))
+        } else {
+            Ok(set | 1 << d)
+        }
+    })
 }
 
 /// The policer of a term: exactly one meter (single-rate, srTCM, trTCM)
@@ -203,15 +244,7 @@ mod tests {
     use super::*;
 
     fn term(name: &str, src: Option<&str>, fclass: u8) -> FilterTermConfig {
-        FilterTermConfig {
-            name: name.into(),
-            src: src.map(String::from),
-            dst: None,
-            proto: None,
-            fclass: Some(fclass),
-            policer: None,
-            discard: false,
-        }
+        serde_json::from_value(serde_json::json!({"name": name, "src": src, "fclass": fclass})).unwrap()
     }
 
     #[test]
@@ -235,6 +268,44 @@ mod tests {
         pkt.src_ip = parse_ipv4("10.9.9.9").unwrap();
         assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 0, "no match: default class");
         assert_eq!((f.terms[0].counters.matched_pkts, f.terms[1].counters.matched_pkts), (1, 1));
+    }
+
+    #[test]
+    fn ports_dscp_and_loss_priority() {
+        let t = |v: serde_json::Value| -> FilterTermConfig { serde_json::from_value(v).unwrap() };
+        let mut f = Filter::new(&[
+            t(serde_json::json!({"name": "voice", "dscp": [46, 34], "fclass": 3})),
+            t(serde_json::json!({"name": "gridftp", "proto": 6, "dst_port": [50000, 51000], "fclass": 1, "loss_priority": "high"})),
+            t(serde_json::json!({"name": "ssh", "src_port": [22, 22], "fclass": 2})),
+        ])
+        .unwrap();
+        let mut pkt = Packet::test(0, 1000);
+        pkt.dscp = 46;
+        assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 3);
+        pkt.dscp = 0;
+        pkt.proto = 6;
+        pkt.dst_port = 50_000;
+        let out = f.apply(SimTime::ZERO, pkt).unwrap();
+        assert_eq!((out.fclass, out.color), (1, Color::Red), "in range, loss priority set high");
+        pkt.dst_port = 51_001;
+        assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 0, "one past the range");
+        pkt.src_port = 22;
+        assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 2);
+        pkt.proto = 17;
+        pkt.src_port = 0;
+        pkt.dst_port = 50_500;
+        assert_eq!(f.apply(SimTime::ZERO, pkt).unwrap().fclass, 0, "the gridftp term is TCP only");
+        let counts: Vec<u64> = f.terms.iter().map(|t| t.counters.matched_pkts).collect();
+        assert_eq!(counts, [1, 1, 1]);
+        for (bad, why) in [
+            (serde_json::json!({"name": "x", "dscp": [64]}), "not a DiffServ code point"),
+            (serde_json::json!({"name": "x", "dscp": []}), "at least one"),
+            (serde_json::json!({"name": "x", "dst_port": [10, 9]}), "is empty"),
+            (serde_json::json!({"name": "x", "loss_priority": "medium"}), "loss_priority"),
+        ] {
+            let err = Filter::new(&[t(bad)]).err().unwrap();
+            assert!(err.contains(why), "{err}");
+        }
     }
 
     fn policed(policer: serde_json::Value) -> Result<Filter, String> {
