@@ -148,3 +148,48 @@ def test_bad_htb_names_the_field(change, where, message):
     text = str(caught.value)
     assert text.startswith(f"links[0].queues.H.htb.{where}"), text
     assert message in text, text
+
+
+# --- policies kept in files of their own ------------------------------------------
+
+
+def _write_split(tmp_path, policy_text: str) -> "Path":
+    """A scenario in tmp_path/scenarios that takes policy p from ../policies/p.yaml."""
+    import yaml
+
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "p.yaml").write_text(policy_text)
+    (tmp_path / "scenarios").mkdir()
+    scenario = _scenario(policies={"p": "../policies/p.yaml"})
+    path = tmp_path / "scenarios" / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return path
+
+
+def test_a_policy_file_resolves_exactly_as_the_same_policy_inline(tmp_path):
+    import yaml
+
+    path = _write_split(tmp_path, yaml.safe_dump(POLICY, sort_keys=False))
+    assert resolve(load_scenario(path)) == resolve(load_scenario(_scenario()))
+    # A run directory's scenario.yaml holds the policy inline: self-contained.
+    assert "policies/p.yaml" not in load_scenario(path).resolved().to_yaml()
+
+
+def test_an_error_inside_a_policy_file_names_that_file_and_line(tmp_path):
+    text = "buffer: 10MB\nclasses:\n  beta: {transmit_rate: 40%, buffer_size: 40%, priority: urgent}\n"
+    path = _write_split(tmp_path, text)
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert "p.yaml" in message and ":3" in message, message
+    assert "policies.p.classes.beta.priority" in message
+
+
+def test_a_missing_policy_file_is_named_and_validate_exits_2(tmp_path, capsys):
+    from alphaqos import cli
+
+    path = _write_split(tmp_path, "classes: {}\n")
+    (tmp_path / "policies" / "p.yaml").unlink()
+    assert cli.main(["validate", str(path)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "cannot read policy file" in err and "p.yaml" in err

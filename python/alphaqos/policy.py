@@ -18,6 +18,11 @@ terms classify and police packets::
             from: {source: 10.0.2.0/24, destination: 10.0.1.1/32, protocol: tcp}
             then: {class: alpha}
 
+A policy may also live in a file of its own, named instead of written out
+(``policies: {two-queues: ../policies/two-queues.yaml}``, relative to the
+scenario), so that one document serves several scenarios and the
+provisioning commands.
+
 A router applies a policy's filter to every packet it forwards
 (``nodes: {WR: {router: true, policy: two-queues}}``); an egress queue built
 from the policy (``queue: {policy: two-queues}``) schedules the classes, with

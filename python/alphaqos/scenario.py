@@ -61,7 +61,7 @@ from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
-from .source import Source, read_source
+from .source import Source, load_yaml, read_source
 
 __all__ = [
     "CONGESTION_CONTROLS",
@@ -443,7 +443,8 @@ def load_scenario(
     source = read_source(path_or_dict)
     if not isinstance(source.data, dict):
         raise ScenarioError([source.issue((), "expected a mapping with name, duration, nodes, links and flows")])
-    data = source.data if seed is None else {**source.data, "seed": seed}
+    data = _with_policy_files(source)
+    data = data if seed is None else {**data, "seed": seed}
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -459,6 +460,46 @@ def load_scenario(
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message + note) for loc, message in problems]))
     return shortened
+
+
+def _with_policy_files(source: Source) -> dict[str, Any]:
+    """The scenario with every policy given as a file name (``policies:
+    {two-queues: policies/two-queues.yaml}``, relative to the scenario's
+    directory) read in: the same policy document can then serve several
+    scenarios and, later, ``alphaqos provision``. A policy file's own errors
+    are reported with its name and line."""
+    policies = source.data.get("policies")
+    if not isinstance(policies, dict) or not any(isinstance(v, str) for v in policies.values()):
+        return source.data
+    base = Path(source.name).parent if source.name else Path.cwd()
+    included = dict(policies)
+    for name, value in policies.items():
+        if not isinstance(value, str):
+            continue
+        path = base / value
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ScenarioError([source.issue(("policies", name), f"cannot read policy file {str(path)!r}: {reason}")]) from None
+        document = load_yaml(text, str(path))
+        if not isinstance(document.data, dict):
+            raise ScenarioError([document.issue((), "a policy file holds one policy: a mapping with classes")])
+        # Errors inside the file: its name and line, the scenario's field path.
+        scoped = Source(
+            data=document.data, name=document.name,
+            lines={("policies", name, *loc): line for loc, line in document.lines.items()},
+        )  # fmt: skip
+        try:
+            Policy.model_validate(document.data)
+        except ValidationError as exc:
+            issues = []
+            for error in exc.errors():
+                error = {**error, "loc": ("policies", name, *error["loc"])}
+                issues.append(_issue_from_pydantic(error, scoped, None))
+            raise ScenarioError(_sorted(issues)) from None
+        included[name] = document.data
+    return {**source.data, "policies": included}
 
 
 def _duration_override(duration: str, source: Source) -> int:
