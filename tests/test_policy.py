@@ -4,6 +4,7 @@ Junos-style egress, and the errors a mistyped policy gives."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -153,7 +154,7 @@ def test_bad_htb_names_the_field(change, where, message):
 # --- policies kept in files of their own ------------------------------------------
 
 
-def _write_split(tmp_path, policy_text: str) -> "Path":
+def _write_split(tmp_path, policy_text: str) -> Path:
     """A scenario in tmp_path/scenarios that takes policy p from ../policies/p.yaml."""
     import yaml
 
