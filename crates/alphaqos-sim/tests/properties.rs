@@ -6,6 +6,8 @@
 //!   drop has a reason;
 //! - conservation per flow: sent = received + dropped once the network
 //!   has drained;
+//! - shares: backlogged WRR, DRR and MDRR classes share the link by their
+//!   weights;
 //! - work conservation: a scheduler that is not rate-limited keeps the
 //!   bottleneck busy while it has a backlog (at least 95% of the link's
 //!   capacity in any interval that starts with that much work queued).
@@ -191,4 +193,56 @@ fn work_conserving_schedulers_keep_an_overloaded_bottleneck_busy() {
     }
     // Deep enough backlogs need large buffers and heavy loads: a handful of cases.
     assert!(checked >= CASES / 6, "only {checked} of {CASES} random cases overloaded the link");
+}
+
+/// With every class backlogged, the long-run shares follow the weights:
+/// WRR (packets per round, equal sizes), DRR (quanta) and MDRR (quantum
+/// MTU + (weight - 1) x 512 B), random weights, within 2%.
+#[test]
+fn backlogged_classes_share_the_link_by_their_weights() {
+    for seed in 0..12u64 {
+        let mut rng = Rng::stream(seed, "property-shares");
+        let n = between(&mut rng, 2, 4) as usize;
+        let kind = *pick(&mut rng, &["wrr", "drr", "mdrr"]);
+        let mut classes = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..n {
+            let (key, value, share) = match kind {
+                "wrr" => {
+                    let w = between(&mut rng, 1, 8);
+                    ("weight", w, w as f64)
+                }
+                "drr" => {
+                    let q = between(&mut rng, 1500, 9000);
+                    ("quantum_bytes", q, q as f64)
+                }
+                _ => {
+                    let w = between(&mut rng, 1, 10);
+                    // The test links have a 9000-byte MTU.
+                    ("weight", w, (9000 + (w - 1) * 512) as f64)
+                }
+            };
+            classes.push(json!({"name": format!("c{i}"), "buffer_percent": 100.0 / n as f64, key: value}));
+            expected.push(share);
+        }
+        let total: f64 = expected.iter().sum();
+        let mut cfg = Cfg::new(1_200 * MS, 100 * MS).seed(seed).router("R").host("D");
+        let mut terms = Vec::new();
+        for i in 0..n {
+            let h = format!("U{i}");
+            cfg = cfg.host(&h).link(&h, "R", 10 * GBPS, 20 * US, ETH).flow(udp(&format!("f{i}"), &h, "D", 0, Some(S), 1500, GBPS));
+            // Hosts are numbered 10.0.0.2, ... in the order declared: D, then U0, U1, ...
+            terms.push(json!({"name": format!("t{i}"), "src": format!("10.0.0.{}/32", i + 3), "fclass": i}));
+        }
+        cfg = cfg.link_q("R", "D", GBPS, 100 * US, ETH, json!({ kind: {"buffer_pkts": 400, "classes": classes} }), fifo(Some(1000), None));
+        let nodes = cfg.v["nodes"].as_array_mut().unwrap();
+        nodes.iter_mut().find(|node| node["name"] == "R").unwrap()["filter"] = json!(terms);
+        let res = cfg.run();
+        let served: Vec<f64> = (0..n).map(|i| res.queue(&format!("R->D/c{i}"), "deq_bytes") as f64).collect();
+        let sum: f64 = served.iter().sum();
+        for i in 0..n {
+            let (got, want) = (served[i] / sum, expected[i] / total);
+            assert!((got - want).abs() < 0.02 * want, "seed {seed} {kind} class {i}: share {got:.4}, weight share {want:.4} ({classes:?}; served {served:?})");
+        }
+    }
 }
