@@ -537,6 +537,7 @@ DISCUSSION = """## What matches, what differs, and why
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
     """Figures in the manner of the document's Figs. 3-5."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -552,6 +553,9 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
         bottom.plot(pings[:, 0], pings[:, 1] / MS, ".-", label=config, linewidth=0.8, markersize=3)
     top.set(title="Experiment 1: α (TCP) throughput", ylabel="Gbit/s", ylim=(0, 10.5))
     bottom.set(title="Ping round-trip time", ylabel="RTT (ms)", xlabel="time (s)", yscale="log")
+    bottom.yaxis.set_major_formatter(ScalarFormatter())
+    bottom.yaxis.set_minor_formatter(NullFormatter())
+    bottom.set_yticks([1, 2, 5, 10, 20, 50, 100])
     for axes in (top, bottom):
         axes.grid(True, alpha=0.3)
         axes.legend(fontsize="small")
@@ -589,13 +593,18 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
                 ("lost at WR -> W1", lambda m: m["egress_lost"], 2))  # fmt: skip
     for k, (label, get, i) in enumerate(measures):
         bars = fig.add_subplot(grid[1, k])
-        bars.bar(x - 0.2, [get(measured[f"exp3/{c}"]) for c in names], 0.4, label="model")
-        bars.bar(x + 0.2, [PAPER_TABLE3[c][i] for c in names], 0.4, label="paper", alpha=0.7)
+        model, paper = [get(measured[f"exp3/{c}"]) for c in names], [PAPER_TABLE3[c][i] for c in names]
+        bars.bar(x - 0.2, model, 0.4, label="model")
+        bars.bar(x + 0.2, paper, 0.4, label="paper", alpha=0.7)
         bars.set_xticks(x, ["2q", "3q+p1", "3q+p2", "2q+WRED"], fontsize="small")
         bars.set_title(label, fontsize="medium")
         bars.grid(True, axis="y", alpha=0.3)
         if k == 0:
             bars.legend(fontsize="small")
+        else:
+            # Counts from 0 to hundreds of thousands: logarithmic above 10.
+            bars.set_yscale("symlog", linthresh=10)
+            bars.set_ylim(bottom=0, top=3 * max(10, *model, *paper))
     written.append(_save(fig, directory / "fig5_exp3.png"))
     return written
 
