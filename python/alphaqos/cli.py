@@ -120,6 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
     reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
     reproduce.set_defaults(handler=_reproduce)
+
+    from .flows.cli import add_flows_command
+
+    add_flows_command(commands)
     return parser
 
 
