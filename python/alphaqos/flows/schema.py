@@ -27,9 +27,11 @@ being that of ``first`` in UTC.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
-__all__ = ["COLUMNS", "SCHEMA", "empty", "conform"]
+__all__ = ["COLUMNS", "SCHEMA", "conform", "empty", "write_partitioned"]
 
 SCHEMA: dict[str, pl.DataType] = {
     "exporter": pl.String(),
@@ -72,3 +74,31 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     if missing:
         raise ValueError(f"flow table lacks the columns {', '.join(missing)}")
     return frame.select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
+
+
+def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part") -> list[Path]:
+    """Write a canonical table under ``root`` partitioned by exporter and
+    day (of ``first``, UTC): ``exporter=<e>/day=<YYYY-MM-DD>/<tag>-<n>.parquet``.
+    Each file is written beside its target and renamed, so a reader never
+    sees half a file; existing files are never overwritten (the next free
+    ``<n>`` is taken). Returns the files written."""
+    root = Path(root)
+    frame = conform(frame).with_columns(pl.col("first").dt.date().alias("_day"))
+    written = []
+    for (exporter, day), part in frame.group_by("exporter", "_day", maintain_order=True):
+        directory = root / f"exporter={_safe(str(exporter))}" / f"day={day.isoformat()}"
+        directory.mkdir(parents=True, exist_ok=True)
+        n = 0
+        while (directory / f"{tag}-{n:05d}.parquet").exists():
+            n += 1
+        target = directory / f"{tag}-{n:05d}.parquet"
+        staging = directory / f".{target.name}.partial"
+        part.drop("_day").write_parquet(staging, compression="zstd", statistics=True)
+        staging.rename(target)
+        written.append(target)
+    return written
+
+
+def _safe(name: str) -> str:
+    """An exporter name as a directory name (":" of IPv6 and "/" replaced)."""
+    return "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)
