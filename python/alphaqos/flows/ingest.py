@@ -1,0 +1,180 @@
+"""``alphaqos flows ingest`` and ``alphaqos flows synth``.
+
+``alphaqos flows ingest FILE... --format nfdump|goflow2|csv|parquet --out DIR
+[--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
+[--time-unit iso|s|ms|us|ns]``
+    Read the files (:mod:`.readers`; the formats are the keys of
+    :data:`.readers.READERS`), write their records as the canonical Parquet
+    store (:func:`.schema.write_partitioned`) under DIR and print a summary:
+    records per exporter and day, and the rejected rows by reason with
+    their ``file:line``. Every file is read before anything is written, so
+    bad input leaves DIR as it was; a new DIR is made in a hidden directory
+    and renamed at the end, an existing one receives new part files.
+
+``alphaqos flows synth --days N --out DIR [--seed S] [--exporters K]
+[--format parquet|nfdump|goflow2] [--beta-flows N] [--alpha-transfers N]
+[--active-timeout S] [--start YYYY-MM-DD]``
+    Write a synthetic data set (:mod:`.synth`) to a new DIR: the canonical
+    store, or one ``flows.csv`` (nfdump CSV) or ``flows.jsonl`` (GoFlow2);
+    for nfdump, whose CSV has no sampling column, the ``--sampling`` to
+    give ``ingest`` is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+
+from .. import units
+from . import readers, schema, synth
+
+__all__ = ["register"]
+
+SYNTH_FORMATS = ("parquet", "nfdump", "goflow2")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ingest = subparsers.add_parser("ingest", help="read flow-record files into the canonical Parquet store")
+    ingest.add_argument("files", metavar="FILE", nargs="+", type=Path, help="flow-record file")
+    ingest.add_argument("--format", required=True, choices=sorted(readers.READERS), help="format of the files")
+    ingest.add_argument("--out", metavar="DIR", type=Path, required=True, help="store directory (made if missing)")
+    ingest.add_argument("--map", metavar="NAME=COLUMN,...", default="",
+                        help="csv/parquet: which column holds each canonical column (e.g. first=start_time)")  # fmt: skip
+    ingest.add_argument("--exporter", metavar="NAME", help="exporter of records that name none")
+    ingest.add_argument("--sampling", metavar="N|EXPORTER=N,...", default="1",
+                        help="1:N sampling of counts not yet scaled (formats without a sampling column)")  # fmt: skip
+    ingest.add_argument("--time-unit", choices=readers.TIME_UNITS, default="iso",
+                        help="csv/parquet: times as ISO text or epoch numbers in this unit (default iso)")  # fmt: skip
+    ingest.set_defaults(handler=_ingest)
+
+    make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
+    make.add_argument("--days", metavar="N", type=_positive_int, required=True, help="days of records")
+    make.add_argument("--out", metavar="DIR", type=Path, required=True, help="directory to create (must not exist)")
+    make.add_argument("--seed", metavar="S", type=int, default=0, help="random seed (default 0)")
+    make.add_argument("--exporters", metavar="K", type=_positive_int, default=4, help="routers (default 4)")
+    make.add_argument("--format", choices=SYNTH_FORMATS, default="parquet", help="output format (default parquet)")
+    make.add_argument("--beta-flows", metavar="N", type=_positive_int, default=400_000, help="beta flows per day")
+    make.add_argument("--alpha-transfers", metavar="N", type=int, default=24, help="alpha transfers per day")
+    make.add_argument("--active-timeout", metavar="S", type=float, default=60.0, help="seconds (default 60)")
+    make.add_argument("--start", metavar="YYYY-MM-DD", type=date.fromisoformat, default=date(2026, 11, 1),
+                      help="first day (UTC)")  # fmt: skip
+    make.set_defaults(handler=_synth)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+
+    try:
+        mapping = readers.parse_mapping(args.map)
+    except ValueError as exc:
+        raise UsageError(f"--map: {exc}") from None
+    if mapping and args.format not in ("csv", "parquet"):
+        raise UsageError(f"--map applies to --format csv or parquet, not {args.format}")
+    options = readers.ReadOptions(exporter=args.exporter, sampling=_sampling(args.sampling), mapping=mapping,
+                                  time_unit=args.time_unit)  # fmt: skip
+    reader = readers.READERS[args.format]
+    report = readers.RejectReport()
+    tables = []
+    for path in args.files:
+        try:
+            tables.append(reader(path, options, report))
+        except readers.FlowFileError as exc:
+            raise UsageError(str(exc)) from None
+    table = pl.concat(tables) if tables else schema.empty()
+    if table.is_empty() and report.rejected:
+        raise UsageError("no usable records: " + "; ".join(report.lines()[1:4]))
+    _write_store(table, args.out)
+    _print_ingest(table, report, args.out)
+    return 0
+
+
+def _write_store(table: pl.DataFrame, out: Path) -> None:
+    from ..cli import UsageError, _staged_directory
+
+    if out.is_dir():
+        schema.write_partitioned(table, out)
+        return
+    if out.exists():
+        raise UsageError(f"--out {str(out)!r} exists and is not a directory")
+    with _staged_directory(out) as staging:
+        schema.write_partitioned(table, staging)
+
+
+def _print_ingest(table: pl.DataFrame, report: readers.RejectReport, out: Path) -> None:
+    print(f"{table.height:,} records into {out}/")
+    per_day = (
+        table.group_by("exporter", pl.col("first").dt.date().alias("day"))
+        .agg(pl.len().alias("records"), pl.col("bytes_scaled").sum().alias("bytes"))
+        .sort("exporter", "day")
+    )
+    for exporter, day, records, octets in per_day.iter_rows():
+        print(f"  {exporter}  {day}  {records:>10,} records  {units.fmt_size(octets):>10} (sampling-corrected)")
+    for line in report.lines():
+        print(line)
+
+
+def _sampling(text: str) -> int | dict[str, int]:
+    from ..cli import UsageError
+
+    try:
+        if "=" not in text:
+            rate = int(text)
+            if rate < 1:
+                raise ValueError
+            return rate
+        rates = {}
+        for pair in filter(None, (p.strip() for p in text.split(","))):
+            exporter, _, rate = pair.rpartition("=")
+            rates[exporter.strip()] = int(rate)
+            if not exporter.strip() or rates[exporter.strip()] < 1:
+                raise ValueError
+        return rates
+    except ValueError:
+        raise UsageError(f"--sampling {text!r}: expected N or EXPORTER=N,... with N >= 1") from None
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from ..cli import UsageError, _staged_directory
+
+    if args.active_timeout <= 0:
+        raise UsageError("--active-timeout: expected a positive number of seconds")
+    if args.exporters > 254:
+        raise UsageError("--exporters: at most 254")
+    table = synth.synthesize(days=args.days, exporters=args.exporters, seed=args.seed, start=args.start,
+                             beta_flows_per_day=args.beta_flows, alpha_transfers_per_day=max(args.alpha_transfers, 0),
+                             active_timeout=args.active_timeout)  # fmt: skip
+    with _staged_directory(args.out) as staging:
+        if args.format == "parquet":
+            schema.write_partitioned(table, staging)
+            where = f"{args.out}/"
+        elif args.format == "nfdump":
+            synth.write_nfdump_csv(table, staging / "flows.csv")
+            where = f"{args.out / 'flows.csv'}"
+        else:
+            synth.write_goflow2(table, staging / "flows.jsonl")
+            where = f"{args.out / 'flows.jsonl'}"
+    alpha = int(synth.is_alpha(table).sum())
+    rates = dict(table.select("exporter", "sampling_rate").unique().sort("exporter").iter_rows())
+    print(f"{table.height:,} records ({alpha:,} of alpha transfers) from {args.exporters} exporters over {args.days} "
+          f"day(s), seed {args.seed}: {where}")  # fmt: skip
+    print("sampling 1:N per exporter: " + ", ".join(f"{e} 1:{n}" for e, n in rates.items()))
+    if args.format == "nfdump":
+        counts = Counter(rates.values())
+        if set(counts) != {1}:
+            hint = ",".join(f"{e}={n}" for e, n in rates.items())
+            print(f"nfdump CSV carries no sampling rate: ingest with --sampling {hint}")
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
