@@ -30,6 +30,7 @@ from pathlib import Path
 import polars as pl
 
 from .. import units
+from ..cli import UsageError, _positive_int, _staged_directory
 from . import readers, schema, synth
 
 __all__ = ["register"]
@@ -66,8 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
-
     try:
         mapping = readers.parse_mapping(args.map)
     except ValueError as exc:
@@ -93,8 +92,6 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _write_store(table: pl.DataFrame, out: Path) -> None:
-    from ..cli import UsageError, _staged_directory
-
     if out.is_dir():
         schema.write_partitioned(table, out)
         return
@@ -118,8 +115,6 @@ def _print_ingest(table: pl.DataFrame, report: readers.RejectReport, out: Path) 
 
 
 def _sampling(text: str) -> int | dict[str, int]:
-    from ..cli import UsageError
-
     try:
         if "=" not in text:
             rate = int(text)
@@ -138,8 +133,6 @@ def _sampling(text: str) -> int | dict[str, int]:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from ..cli import UsageError, _staged_directory
-
     if args.active_timeout <= 0:
         raise UsageError("--active-timeout: expected a positive number of seconds")
     if args.exporters > 254:
@@ -169,12 +162,3 @@ def _synth(args: argparse.Namespace) -> int:
             print(f"nfdump CSV carries no sampling rate: ingest with --sampling {hint}")
     return 0
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
