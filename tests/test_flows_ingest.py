@@ -77,6 +77,15 @@ def test_nfdump_reads_records_ms_times_names_and_skips_summary(tmp_path):
     assert table["input_if"][0] == 3 and table["output_if"][0] == 4
 
 
+def test_csv_line_numbers_count_blank_lines(tmp_path):
+    path = tmp_path / "gaps.csv"
+    row = nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "1.1.1.1", "2.2.2.2", 1, 2, "TCP", 1, 60)
+    path.write_text("\n".join([NFDUMP_HEADER, row, "", "", row.replace(",TCP,", ",BOGUS,"), "", row]) + "\n")
+    report = RejectReport()
+    assert readers.read_nfdump_csv(path, report=report).height == 2
+    assert report.rows == 3 and report.examples[Reason.UNKNOWN_PROTOCOL][0].location == f"{path}:5"
+
+
 def test_nfdump_without_router_address_needs_an_exporter(tmp_path):
     path = tmp_path / "noRa.csv"
     path.write_text("ts,te,sa,da,sp,dp,pr,ipkt,ibyt\n2026-11-22 10:00:00,2026-11-22 10:00:01,1.1.1.1,2.2.2.2,1,2,TCP,1,60\n")
@@ -169,6 +178,16 @@ def test_goflow2_reads_fields_scales_and_notes_unknown_sampling(tmp_path):
     assert report.notes["no flow start time: time_received_ns used"] == 1
     assert [e.location for e in report.examples[Reason.NOT_JSON]] == [f"{path}:5"]
     assert [e.location for e in report.examples[Reason.UNKNOWN_PROTOCOL]] == [f"{path}:6"]
+
+
+def test_goflow2_object_without_fields_is_rejected_not_skipped(tmp_path):
+    path = tmp_path / "g.jsonl"
+    path.write_text(goflow2_record() + "\n{}\n[1, 2]\n" + goflow2_record(src_addr=None) + "\n")
+    report = RejectReport()
+    assert readers.read_goflow2(path, report=report).height == 1
+    assert report.counts == {Reason.MISSING: 2, Reason.NOT_JSON: 1}
+    assert [e.location for e in report.examples[Reason.MISSING]] == [f"{path}:2", f"{path}:4"]
+    assert report.examples[Reason.NOT_JSON][0].detail == "[1, 2]"
 
 
 def test_goflow2_rejects_a_file_that_is_not_json_lines(tmp_path):

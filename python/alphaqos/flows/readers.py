@@ -130,12 +130,11 @@ class RejectReport:
     def rejected(self) -> int:
         return sum(self.counts.values())
 
-    def add(self, reject: Reject, count: int = 1) -> None:
-        """Count ``count`` rejects of ``reject.reason``, keeping ``reject`` as an example."""
-        self.counts[reject.reason] += count
-        kept = self.examples.setdefault(reject.reason, [])
-        if len(kept) < self.max_examples:
-            kept.append(reject)
+    def add(self, reason: Reason, count: int, examples: list[Reject] = ()) -> None:
+        """Count ``count`` rejects for ``reason``, keeping examples up to ``max_examples``."""
+        self.counts[reason] += count
+        kept = self.examples.setdefault(reason, [])
+        kept.extend(examples[: max(0, self.max_examples - len(kept))])
 
     def lines(self) -> list[str]:
         """The report as text, one line per reason, example and note."""
@@ -225,7 +224,7 @@ def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectRepo
     # nfdump writes 0.0.0.0 for a router address it does not know.
     raw = raw.with_columns(pl.when(_text("exporter").is_in(["", "0.0.0.0", "::"])).then(None)
                            .otherwise(_text("exporter")).alias("exporter"))  # fmt: skip
-    return _finish(raw, path, options, report, time=_nfdump_time, location="line")
+    return _finish(raw, path, options, report, time=_nfdump_time, location="line", blank_lines=True)
 
 
 def _nfdump_time(name: str, dtype: pl.DataType) -> pl.Expr:
@@ -328,7 +327,8 @@ def _mapped(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     picked.pop("bytes_scaled", None)
     picked.pop("packets_scaled", None)
     raw = raw.select(pl.col("_line").cast(pl.Int64), *(e.alias(n) for n, e in picked.items()))
-    return _finish(raw, path, options, report, time=_table_time(options.time_unit), location=location)
+    return _finish(raw, path, options, report, time=_table_time(options.time_unit), location=location,
+                   blank_lines=location == "line")  # fmt: skip
 
 
 def _table_time(unit: str):
@@ -372,17 +372,20 @@ def _epoch_time(unit: str):
 # --- common: parse, check, report --------------------------------------------------------
 
 
-def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectReport, *, time, location: str) -> pl.DataFrame:
+def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectReport, *, time, location: str,
+            blank_lines: bool = False) -> pl.DataFrame:  # fmt: skip
     """Parse the raw columns of ``raw`` (text or typed; ``_line`` is the
     location number, ``_json`` False marks a line that is not JSON), reject
-    what cannot be used into ``report`` and return the rest, conformed."""
+    what cannot be used into ``report`` and return the rest, conformed.
+    ``blank_lines``: rows of nulls are blank CSV lines, skipped."""
     if "_json" not in raw.columns:
         raw = raw.with_columns(pl.lit(True).alias("_json"))
     for name in REQUIRED + _OPTIONAL_INTS:
         if name not in raw.columns:
             raw = raw.with_columns(pl.lit(None, pl.String).alias(name))
-    # A blank CSV line reads as a row of nulls: not a record.
-    raw = raw.filter(~pl.all_horizontal(pl.col(n).is_null() for n in REQUIRED) | ~pl.col("_json"))
+    if blank_lines:
+        # A blank CSV line reads as a row of nulls: not a record.
+        raw = raw.filter(~pl.all_horizontal(pl.col(n).is_null() for n in raw.columns if n not in ("_line", "_json")))
     if options.exporter is not None:
         raw = raw.with_columns(pl.col("exporter").fill_null(options.exporter))
     types = raw.schema
@@ -440,8 +443,8 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
     counts = rejected.group_by("_reason").len()
     examples = rejected.group_by("_reason", maintain_order=True).head(report.max_examples)
     for why, count in counts.iter_rows():
-        sample = examples.filter(pl.col("_reason") == why)
-        for i, row in enumerate(sample.iter_rows(named=True)):
+        kept = []
+        for row in examples.filter(pl.col("_reason") == why).iter_rows(named=True):
             where = f"{path}:{row['_line']}" if location == "line" else f"{path}:row {row['_line']}"
             column = row["_column"]
             if column == "_text":
@@ -452,8 +455,8 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
                 detail = f"no {column}"
             else:
                 detail = f"{column}={row[column]!r}"
-            # The first example carries the whole count; the others add none.
-            report.add(Reject(where, Reason(why), detail), count=count if i == 0 else 0)
+            kept.append(Reject(where, Reason(why), detail))
+        report.add(Reason(why), count, kept)
 
 
 def _default_sampling(options: ReadOptions) -> pl.Expr:
