@@ -190,6 +190,23 @@ def test_goflow2_object_without_fields_is_rejected_not_skipped(tmp_path):
     assert report.examples[Reason.NOT_JSON][0].detail == "[1, 2]"
 
 
+def test_goflow2_in_blocks_keeps_line_numbers(tmp_path, small, monkeypatch):
+    path = synth.write_goflow2(small.head(300), tmp_path / "g.jsonl")
+    lines = path.read_text().splitlines()
+    lines[200] = lines[200].replace('"bytes":', '"bytes":-')
+    lines.insert(250, "")
+    lines.insert(270, "not json")
+    path.write_text("\n".join(lines))  # and no newline at the end
+    whole = RejectReport()
+    expected = readers.read_goflow2(path, report=whole)
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 1000)  # a few lines per block
+    report = RejectReport()
+    assert readers.read_goflow2(path, report=report).equals(expected)
+    assert expected.height == 299 and report.rows == whole.rows == 301
+    assert report.examples[Reason.NEGATIVE][0].location == f"{path}:201"
+    assert report.examples[Reason.NOT_JSON][0].location == f"{path}:271"
+
+
 def test_goflow2_rejects_a_file_that_is_not_json_lines(tmp_path):
     path = tmp_path / "nf.csv"
     path.write_text(NFDUMP_HEADER + "\n")

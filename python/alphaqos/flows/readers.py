@@ -46,7 +46,6 @@ only touches the few example rows of the report.
 from __future__ import annotations
 
 import io
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -193,7 +192,22 @@ NFDUMP_COLUMNS = {
 _NFDUMP_NEEDED = ("ts", "te", "sa", "da", "pr", "ipkt", "ibyt")
 # nfdump ends its CSV with a summary ("Summary" and two lines), or says
 # "No matched flows" when nothing passed the filter.
-_NFDUMP_TRAILER = re.compile(rb"^(?:Summary|No matched flows)\s*$", re.MULTILINE)
+_NFDUMP_TRAILERS = (b"Summary", b"No matched flows")
+
+
+def _nfdump_trailer(data: bytes) -> int:
+    """Where the records of an nfdump CSV end: the start of the first line
+    that is a trailer word alone (bytes.find, not a regex: files are large)."""
+    ends = []
+    for word in _NFDUMP_TRAILERS:
+        at = data.find(b"\n" + word)
+        while at >= 0:
+            stop = data.find(b"\n", at + 1)
+            if data[at + 1 : stop if stop >= 0 else len(data)].strip() == word:
+                ends.append(at + 1)
+                break
+            at = data.find(b"\n" + word, at + 1)
+    return min(ends, default=len(data))
 
 
 def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
@@ -208,8 +222,7 @@ def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectRepo
             f"{path}: not nfdump CSV output: the first line should name the columns "
             f"(ts,te,...), it lacks {', '.join(missing)} (it reads {_clip(header)!r})"
         )
-    trailer = _NFDUMP_TRAILER.search(data)
-    body = data if trailer is None else data[: trailer.start()]
+    body = data[: _nfdump_trailer(data)]
     wanted = [c for c in NFDUMP_COLUMNS if c in columns]
     try:
         raw = pl.read_csv(io.BytesIO(body), columns=wanted, infer_schema=False, truncate_ragged_lines=True,
@@ -222,8 +235,8 @@ def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectRepo
             raise FlowFileError(f"{path}: has no 'ra' (router address) column; name the exporter with --exporter")
         raw = raw.with_columns(pl.lit(None, pl.String).alias("exporter"))
     # nfdump writes 0.0.0.0 for a router address it does not know.
-    raw = raw.with_columns(pl.when(_text("exporter").is_in(["", "0.0.0.0", "::"])).then(None)
-                           .otherwise(_text("exporter")).alias("exporter"))  # fmt: skip
+    router = pl.col("exporter").str.strip_chars()
+    raw = raw.with_columns(pl.when(router.is_in(["0.0.0.0", "::"])).then(None).otherwise(router).alias("exporter"))
     return _finish(raw, path, options, report, time=_nfdump_time, location="line", blank_lines=True)
 
 
@@ -243,23 +256,75 @@ _GOFLOW2_TIMES = ("time_flow_start_ns", "time_flow_end_ns", "time_received_ns")
 
 
 def read_goflow2(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
-    """Records of a GoFlow2 JSON-lines file (see the module doc)."""
+    """Records of a GoFlow2 JSON-lines file (see the module doc). The file
+    is read in blocks of whole lines (:data:`BLOCK_BYTES`), so memory
+    holds one block beside the table; whether the file is GoFlow2 at all
+    is judged on its first block."""
     options, report, path = options or ReadOptions(), _report(report), Path(path)
-    text = _read_bytes(path).decode("utf-8", errors="replace")
-    lines = pl.DataFrame({"_text": text.split("\n")}).with_row_index("_line", offset=1)
-    lines = lines.with_columns(pl.col("_line").cast(pl.Int64)).filter(pl.col("_text").str.strip_chars() != "")
-    is_object = pl.col("_text").str.strip_chars().str.starts_with("{") & pl.col("_text").str.json_path_match("$").is_not_null()
-    lines = lines.with_columns(is_object.alias("_json"))
-    if lines.height and not lines["_json"].any():
-        raise FlowFileError(f"{path}: not GoFlow2 JSON lines: no line is a JSON object (first: {_clip(lines['_text'][0])!r})")
-    fields = [*GOFLOW2_FIELDS, *_GOFLOW2_TIMES]
-    decoded = lines.filter("_json").with_columns(
-        pl.col("_text").str.json_decode(pl.Struct({f: pl.String for f in fields})).alias("_record")
-    ).unnest("_record")
-    if decoded.height and decoded.select(pl.col("src_addr").is_null().all() & pl.col("bytes").is_null().all()).item():
+    _read_bytes(path, probe=True)
+    tables, line = [], 1
+    try:
+        for index, block in enumerate(_line_blocks(path, BLOCK_BYTES)):
+            raw = _goflow2_block(block, line, path, report, first=index == 0)
+            tables.append(_finish(raw, path, options, report, time=_epoch_time("ns"), location="line"))
+            line += block.count(b"\n")
+    except OSError as exc:
+        raise FlowFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return pl.concat(tables) if tables else schema.empty()
+
+
+BLOCK_BYTES = 1 << 25
+_GOFLOW2_STRINGS = {f: pl.String() for f in [*GOFLOW2_FIELDS, *_GOFLOW2_TIMES]}
+
+
+def _line_blocks(path: Path, size: int):
+    """The file in blocks of about ``size`` bytes, each ending at a newline
+    (the last one where the file ends)."""
+    rest = b""
+    with path.open("rb") as handle:
+        while block := handle.read(size):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut:
+                yield block[:cut]
+            rest = block[cut:]
+    if rest:
+        yield rest
+
+
+def _goflow2_block(block: bytes, first_line: int, path: Path, report: RejectReport, first: bool) -> pl.DataFrame:
+    """Raw text columns of a block of lines, ``_line`` numbered from
+    ``first_line``; ``_json`` False for a line that is not a JSON object."""
+    decoded = None
+    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    if b"\n\n" not in block and not block.startswith(b"\n"):
+        # Fast path: every line a record; polars parses them in one go.
+        try:
+            decoded = pl.read_ndjson(io.BytesIO(block), schema=_GOFLOW2_STRINGS)
+        except pl.exceptions.PolarsError:
+            decoded = None
+        if decoded is not None and decoded.height != lines:  # a line of blanks skipped
+            decoded = None
+    if decoded is not None:
+        decoded = decoded.with_row_index("_line", offset=first_line).with_columns(pl.col("_line").cast(pl.Int64))
+        bad = None
+    else:
+        # Some line is blank or not JSON: take the lines one by one (still vectorised).
+        text = block.decode("utf-8", errors="replace")
+        lines = pl.DataFrame({"_text": text.split("\n")}).with_row_index("_line", offset=first_line)
+        lines = lines.with_columns(pl.col("_line").cast(pl.Int64)).filter(pl.col("_text").str.strip_chars() != "")
+        is_object = pl.col("_text").str.strip_chars().str.starts_with("{") & pl.col("_text").str.json_path_match("$").is_not_null()
+        lines = lines.with_columns(is_object.alias("_json"))
+        if first and lines.height and not lines["_json"].any():
+            raise FlowFileError(f"{path}: not GoFlow2 JSON lines: no line is a JSON object (first: {_clip(lines['_text'][0])!r})")
+        decoded = lines.filter("_json").select(
+            "_line", pl.col("_text").str.json_decode(pl.Struct(_GOFLOW2_STRINGS)).alias("_record")
+        ).unnest("_record")
+        bad = lines.filter(~pl.col("_json")).select("_line", "_text", "_json")
+    if first and decoded.height and decoded.select(pl.col("src_addr").is_null().all() & pl.col("bytes").is_null().all()).item():
         raise FlowFileError(f"{path}: not GoFlow2 JSON lines: no record has src_addr or bytes")
     # Some exporters (sFlow) carry no flow times: GoFlow2 then leaves them 0.
-    no_time = decoded.select((_int("time_flow_start_ns").fill_null(0) == 0).sum()).item() if decoded.height else 0
+    no_time = decoded.select((_int("time_flow_start_ns").fill_null(0) == 0).sum()).item()
     if no_time:
         report.notes["no flow start time: time_received_ns used"] += no_time
     received = _int("time_received_ns")
@@ -268,11 +333,11 @@ def read_goflow2(path, options: ReadOptions | None = None, report: RejectReport 
         .otherwise(pl.col("time_flow_start_ns")).cast(pl.String).alias("first"),
         pl.when(_int("time_flow_end_ns").fill_null(0) == 0).then(received)
         .otherwise(pl.col("time_flow_end_ns")).cast(pl.String).alias("last"),
-    )  # fmt: skip
-    bad = lines.filter(~pl.col("_json")).select("_line", "_text")
-    raw = pl.concat([decoded.drop("_json", *_GOFLOW2_TIMES), bad.with_columns(pl.lit(False).alias("_json"))],
-                    how="diagonal")  # fmt: skip
-    return _finish(raw.sort("_line"), path, options, report, time=_epoch_time("ns"), location="line")
+        pl.lit(True).alias("_json"),
+    ).drop(*_GOFLOW2_TIMES)  # fmt: skip
+    if bad is None or bad.is_empty():
+        return decoded
+    return pl.concat([decoded, bad], how="diagonal").sort("_line")
 
 
 # --- generic CSV / Parquet --------------------------------------------------------------
@@ -386,6 +451,9 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     if blank_lines:
         # A blank CSV line reads as a row of nulls: not a record.
         raw = raw.filter(~pl.all_horizontal(pl.col(n).is_null() for n in raw.columns if n not in ("_line", "_json")))
+    # Text once stripped, and empty text as null (every parser below relies on it).
+    text = [n for n in REQUIRED + _OPTIONAL_INTS if raw.schema[n] == pl.String]
+    raw = raw.with_columns(pl.when(pl.col(n).str.strip_chars() != "").then(pl.col(n).str.strip_chars()).alias(n) for n in text)
     if options.exporter is not None:
         raw = raw.with_columns(pl.col("exporter").fill_null(options.exporter))
     types = raw.schema
@@ -401,7 +469,7 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     frame = raw.with_columns(**{f"_p_{n}": e for n, e in parsed.items()})
 
     def present(n):
-        return _text(n).is_not_null() & (_text(n) != "")
+        return pl.col(n).is_not_null()
 
     def unparsed(n):
         return present(n) & pl.col(f"_p_{n}").is_null()
@@ -466,7 +534,8 @@ def _default_sampling(options: ReadOptions) -> pl.Expr:
 
 
 def _text(name: str) -> pl.Expr:
-    return pl.col(name).cast(pl.String).str.strip_chars()
+    """A raw column as text (already stripped by :func:`_finish`)."""
+    return pl.col(name).cast(pl.String)
 
 
 def _int(name: str) -> pl.Expr:
