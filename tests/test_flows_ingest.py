@@ -119,13 +119,16 @@ def test_bad_rows_are_counted_with_file_and_line(tmp_path):
         nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.1", "10.0.0.2", "x", 2, "TCP", 1, 60),  # 8 number
         nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.1", "10.0.0.2", 1, 2, "UDP", 1, 60, ra="0.0.0.0"),  # 9
         nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.1", "10.0.0.2", 1, 2, "TCP", 1, -1),  # 10 negative
+        nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.1", "10.0.300.2", 1, 2, "TCP", 1, 9),  # 11 address
     ]  # fmt: skip
     path.write_text("\n".join(rows) + "\n")
     report = RejectReport()
     table = readers.read_nfdump_csv(path, report=report)
-    assert table.height == 1 and report.rows == 9 and report.accepted == 1 and report.rejected == 8
-    assert report.counts == {Reason.BAD_TIME: 1, Reason.LAST_BEFORE_FIRST: 1, Reason.NEGATIVE: 2,
+    assert table.height == 1 and report.rows == 10 and report.accepted == 1 and report.rejected == 9
+    assert report.counts == {Reason.BAD_TIME: 1, Reason.LAST_BEFORE_FIRST: 1, Reason.NEGATIVE: 2, Reason.BAD_ADDRESS: 1,
                              Reason.UNKNOWN_PROTOCOL: 1, Reason.MISSING: 1, Reason.BAD_NUMBER: 1, Reason.NO_EXPORTER: 1}  # fmt: skip
+    assert [e.location for e in report.examples[Reason.BAD_ADDRESS]] == [f"{path}:11"]
+    assert report.examples[Reason.BAD_ADDRESS][0].detail == "dst_addr='10.0.300.2'"
     where = {reason: [e.location for e in examples] for reason, examples in report.examples.items()}
     assert where[Reason.BAD_TIME] == [f"{path}:3"]
     assert where[Reason.LAST_BEFORE_FIRST] == [f"{path}:4"]
@@ -136,7 +139,7 @@ def test_bad_rows_are_counted_with_file_and_line(tmp_path):
     assert where[Reason.NO_EXPORTER] == [f"{path}:9"]
     assert report.examples[Reason.UNKNOWN_PROTOCOL][0].detail == "protocol='XTP9'"
     text = "\n".join(report.lines())
-    assert "9 rows read, 1 accepted, 8 rejected" in text and f"{path}:6: protocol='XTP9'" in text
+    assert "10 rows read, 1 accepted, 9 rejected" in text and f"{path}:6: protocol='XTP9'" in text
 
 
 # --- GoFlow2 JSON lines -----------------------------------------------------------------------
@@ -244,14 +247,14 @@ def test_mapped_csv_iso_times_and_epoch_seconds(tmp_path):
     iso = tmp_path / "iso.csv"
     iso.write_text(
         "first,last,src_addr,dst_addr,protocol,bytes,packets\n"
-        "2026-11-22T10:00:00Z,2026-11-22T11:00:30.5+01:00,a,b,TCP,1,1\n"
-        "2026-11-22 10:00:00,2026-11-22 10:00:01,a,b,6,1,1\n"
+        "2026-11-22T10:00:00Z,2026-11-22T11:00:30.5+01:00,10.1.2.3,2001:db8::7,TCP,1,1\n"
+        "2026-11-22 10:00:00,2026-11-22 10:00:01,10.1.2.3,10.1.2.4,6,1,1\n"
     )
     table = readers.read_csv_mapped(iso, ReadOptions(exporter="r9"))
     assert table["last"].to_list() == [utc(2026, 11, 22, 10, 0, 30, 500000), utc(2026, 11, 22, 10, 0, 1)]
     assert table["exporter"].to_list() == ["r9", "r9"]
     seconds = tmp_path / "s.csv"
-    seconds.write_text("first,last,src_addr,dst_addr,protocol,bytes,packets\n1795000000,1795000000.25,a,b,6,1,1\n")
+    seconds.write_text("first,last,src_addr,dst_addr,protocol,bytes,packets\n1795000000,1795000000.25,10.0.0.1,10.0.0.2,6,1,1\n")
     table = readers.read_csv_mapped(seconds, ReadOptions(exporter="r9", time_unit="s"))
     assert table["last"].to_list() == [after(0.25)]
 

@@ -32,9 +32,10 @@ reader (the ``--format`` of ``alphaqos flows ingest``).
     datetime columns are taken as they are (naive ones as UTC).
 
 Rows that cannot be used (a missing value, an unparsable time or number,
-``last`` before ``first``, a negative count, an unknown protocol name, a
-line that is not JSON) are never dropped silently: each is counted by
-:class:`Reason` in a :class:`RejectReport` with its location
+``last`` before ``first``, a negative count, an unknown protocol name, an
+address that is not IP text, a line that is not JSON) are never dropped
+silently: each is counted by :class:`Reason` in a :class:`RejectReport`
+with its location
 (``file:line``; ``file:row N`` for Parquet) and the first few examples. A
 file that is unusable as a whole (unreadable, wrong format, no header,
 a required column missing) raises :class:`FlowFileError` naming it.
@@ -99,6 +100,7 @@ class Reason(StrEnum):
     MISSING = "missing value"
     BAD_TIME = "unparsable timestamp"
     BAD_NUMBER = "unparsable number"
+    BAD_ADDRESS = "not an IP address"
     UNKNOWN_PROTOCOL = "unknown protocol"
     NEGATIVE = "negative count"
     LAST_BEFORE_FIRST = "last before first"
@@ -478,6 +480,7 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     checks += [(Reason.MISSING, n, ~present(n)) for n in REQUIRED if n != "exporter"]
     checks += [(Reason.BAD_TIME, n, unparsed(n)) for n in ("first", "last")]
     checks += [(Reason.BAD_NUMBER, n, unparsed(n)) for n in ("bytes", "packets", *_OPTIONAL_INTS)]
+    checks += [(Reason.BAD_ADDRESS, n, ~pl.col(n).cast(pl.String).str.contains(_ADDRESS)) for n in ("src_addr", "dst_addr")]
     checks += [(Reason.UNKNOWN_PROTOCOL, "protocol", unparsed("protocol"))]
     checks += [(Reason.NEGATIVE, n, pl.col(f"_p_{n}") < 0) for n in _COUNTS]
     checks += [(Reason.LAST_BEFORE_FIRST, "last", pl.col("_p_last") < pl.col("_p_first"))]
@@ -531,6 +534,12 @@ def _default_sampling(options: ReadOptions) -> pl.Expr:
     if isinstance(options.sampling, Mapping):
         return pl.col("_p_exporter").replace_strict(dict(options.sampling), default=1, return_dtype=pl.Int64)
     return pl.lit(int(options.sampling), pl.Int64)
+
+
+# IPv4 dotted quad, or IPv6 text (loosely: hex digits and colons, perhaps a
+# dotted quad at the end; what the prefixes of α sources and sinks need).
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_ADDRESS = rf"^(?:{_OCTET}(?:\.{_OCTET}){{3}}|[0-9A-Fa-f]{{0,4}}(?::[0-9A-Fa-f]{{0,4}}){{2,7}}(?::{_OCTET}(?:\.{_OCTET}){{3}})?)$"
 
 
 def _text(name: str) -> pl.Expr:
