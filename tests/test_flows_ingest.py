@@ -86,6 +86,14 @@ def test_csv_line_numbers_count_blank_lines(tmp_path):
     assert report.rows == 3 and report.examples[Reason.UNKNOWN_PROTOCOL][0].location == f"{path}:5"
 
 
+def test_nfdump_with_no_matched_flows_is_empty(tmp_path):
+    path = tmp_path / "none.csv"
+    path.write_text(NFDUMP_HEADER + "\nNo matched flows\n")
+    report = RejectReport()
+    table = readers.read_nfdump_csv(path, report=report)
+    assert table.is_empty() and table.schema == pl.Schema(schema.SCHEMA) and report.rows == 0
+
+
 def test_nfdump_without_router_address_needs_an_exporter(tmp_path):
     path = tmp_path / "noRa.csv"
     path.write_text("ts,te,sa,da,sp,dp,pr,ipkt,ibyt\n2026-11-22 10:00:00,2026-11-22 10:00:01,1.1.1.1,2.2.2.2,1,2,TCP,1,60\n")
