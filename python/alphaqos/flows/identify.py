@@ -195,19 +195,23 @@ def _files_sql(files) -> str:
     return "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
 
 
-def records_sql(files) -> str:
+_TUPLE_HASH = "hash(exporter, src_addr, dst_addr, src_port, dst_port, protocol, 'alphaqos')"
+
+
+def records_sql(files, where: str = "") -> str:
     """A SELECT of the canonical records in ``files`` with ``f`` and ``l``,
     the record's first and last instants in epoch microseconds (``l`` never
-    before ``f``)."""
+    before ``f``); ``where`` filters the records."""
     return f"""
         SELECT exporter, src_addr, dst_addr, src_port, dst_port, protocol,
                bytes_scaled AS b, epoch_us("first") AS f,
                greatest(epoch_us("last"), epoch_us("first")) AS l
         FROM read_parquet({_files_sql(files)}, hive_partitioning = false)
+        {where}
     """
 
 
-def spread_sql(files, interval_us: int) -> str:
+def spread_sql(files, interval_us: int, where: str = "") -> str:
     """A SELECT of the records' bytes spread over the intervals: one row per
     (record, interval overlapped) with the interval index ``i`` and the
     record's ``share`` of bytes in it (see the module doc)."""
@@ -215,7 +219,7 @@ def spread_sql(files, interval_us: int) -> str:
     last_index = f"(CASE WHEN l > f THEN (l - 1) // {iv} ELSE f // {iv} END)"
     keys = "exporter, src_addr, dst_addr, src_port, dst_port, protocol"
     return f"""
-        WITH r AS ({records_sql(files)})
+        WITH r AS ({records_sql(files, where)})
         -- most records lie within one interval: all their bytes go there
         SELECT {keys}, f // {iv} AS i, b::DOUBLE AS share
         FROM r WHERE f // {iv} = {last_index}
@@ -230,15 +234,28 @@ def spread_sql(files, interval_us: int) -> str:
 
 def alpha_sql(files, interval_us: int, threshold_bytes: float) -> str:
     """A SELECT of the α (exporter, 5-tuple, interval)s of ``files``: the
-    spread shares summed per interval (stitching) above the threshold."""
+    spread shares summed per interval (stitching) above the threshold.
+
+    Two passes keep the expensive part small: the first sums each
+    5-tuple's bytes over the whole partition, keyed by a 64-bit hash of the
+    5-tuple (cheap to group); only 5-tuples whose hash totals more than H
+    can move more than H in one interval (a hash collision only adds
+    candidates), and only their records are spread and grouped exactly."""
     iv = int(interval_us)
+    h = float(threshold_bytes)
+    candidates = f"""
+        SELECT {_TUPLE_HASH} AS h
+        FROM read_parquet({_files_sql(files)}, hive_partitioning = false)
+        GROUP BY h HAVING sum(bytes_scaled) > {h!r}
+    """
+    where = f"WHERE {_TUPLE_HASH} IN ({candidates})"
     return f"""
         SELECT exporter, i * {iv} AS interval_start_us, (i + 1) * {iv} AS interval_end_us,
                src_addr, dst_addr, src_port, dst_port, protocol,
                sum(share) AS bytes, count(*) AS records
-        FROM ({spread_sql(files, iv)})
+        FROM ({spread_sql(files, iv, where)})
         GROUP BY exporter, src_addr, dst_addr, src_port, dst_port, protocol, i
-        HAVING sum(share) > {float(threshold_bytes)!r}
+        HAVING sum(share) > {h!r}
     """
 
 
