@@ -232,30 +232,39 @@ def spread_sql(files, interval_us: int, where: str = "") -> str:
     """
 
 
-def alpha_sql(files, interval_us: int, threshold_bytes: float) -> str:
+def candidates_sql(files, threshold_bytes: float) -> str:
+    """A SELECT of the candidate 5-tuples of ``files``: (hash ``h``,
+    ports, protocol) whose records total more than H over the partition."""
+    return f"""
+        SELECT {_TUPLE_HASH} AS h, src_port, dst_port, protocol
+        FROM read_parquet({_files_sql(files)}, hive_partitioning = false)
+        GROUP BY ALL HAVING sum(bytes_scaled) > {float(threshold_bytes)!r}
+    """
+
+
+def alpha_sql(files, interval_us: int, threshold_bytes: float, candidates: str = "candidates") -> str:
     """A SELECT of the α (exporter, 5-tuple, interval)s of ``files``: the
     spread shares summed per interval (stitching) above the threshold.
 
-    Two passes keep the expensive part small: the first sums each
+    Two passes keep the expensive part small. The first
+    (:func:`candidates_sql`, into the table ``candidates``) sums each
     5-tuple's bytes over the whole partition, keyed by a 64-bit hash of the
-    5-tuple (cheap to group); only 5-tuples whose hash totals more than H
-    can move more than H in one interval (a hash collision only adds
-    candidates), and only their records are spread and grouped exactly."""
+    addresses with the ports and protocol (cheaper to group than strings):
+    only a 5-tuple totalling more than H can move more than H in one
+    interval, and a hash collision only merges sums, adding candidates. The
+    second reads only the candidates' records (semi-joins on the integer
+    ports first, then on the hash), spreads them and groups them exactly."""
     iv = int(interval_us)
-    h = float(threshold_bytes)
-    candidates = f"""
-        SELECT {_TUPLE_HASH} AS h
-        FROM read_parquet({_files_sql(files)}, hive_partitioning = false)
-        GROUP BY h HAVING sum(bytes_scaled) > {h!r}
-    """
-    where = f"WHERE {_TUPLE_HASH} IN ({candidates})"
+    where = f"""WHERE src_port IN (SELECT src_port FROM {candidates})
+                  AND dst_port IN (SELECT dst_port FROM {candidates})
+                  AND {_TUPLE_HASH} IN (SELECT h FROM {candidates})"""
     return f"""
         SELECT exporter, i * {iv} AS interval_start_us, (i + 1) * {iv} AS interval_end_us,
                src_addr, dst_addr, src_port, dst_port, protocol,
                sum(share) AS bytes, count(*) AS records
         FROM ({spread_sql(files, iv, where)})
         GROUP BY exporter, src_addr, dst_addr, src_port, dst_port, protocol, i
-        HAVING sum(share) > {h!r}
+        HAVING sum(share) > {float(threshold_bytes)!r}
     """
 
 
@@ -288,10 +297,12 @@ def process_partition(con, part: Partition, *, threshold_bytes: float, interval_
     returns its record count. Runs inside the caller's transaction."""
     con.execute("DELETE FROM alpha_flows WHERE partition_exporter = ? AND day = ?", [part.exporter, part.day])
     con.execute("DELETE FROM processed WHERE exporter = ? AND day = ?", [part.exporter, part.day])
+    con.execute(f"CREATE OR REPLACE TEMP TABLE candidates AS {candidates_sql(part.files, threshold_bytes)}")
     con.execute(
         f"INSERT INTO alpha_flows SELECT ?, ?, * FROM ({alpha_sql(part.files, interval_us, threshold_bytes)})",
         [part.exporter, part.day],
     )
+    con.execute("DROP TABLE candidates")
     records, data_end = con.execute(f"SELECT count(*), max(l) FROM ({records_sql(part.files)})").fetchone()
     con.execute(
         "INSERT INTO processed VALUES (?, ?, ?, ?, ?, now()::TIMESTAMP)",
