@@ -115,6 +115,12 @@ def _v6_matches(con, files, sets, v6: int) -> pl.DataFrame:
 
 def _day_traffic(con, files, sets, v4: int, v6: int) -> dict[str, tuple[float, float, float]]:
     """Per exporter: (total bytes, bytes matching under pair, under either)."""
+    if not sets["src"] and not sets["dst"]:  # no rules yet: nothing matches, totals only
+        rows = con.execute(
+            f"SELECT exporter, sum(bytes_scaled)::DOUBLE FROM read_parquet({idm._files_sql(files)}, "
+            "hive_partitioning = false) GROUP BY exporter"
+        ).fetchall()
+        return {exporter: (total, 0.0, 0.0) for exporter, total in rows}
     net4 = {role: sorted(int(ipaddress.ip_network(p).network_address) for p in sets[role] if ":" not in p)
             for role in ("src", "dst")}  # fmt: skip
     idm.load_frame(con, "v6_matches", _v6_matches(con, files, sets, v6))
@@ -237,6 +243,7 @@ def _daily(table: pl.DataFrame, mode: str) -> pl.DataFrame:
 def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -> pl.DataFrame:
     """Write the table, its summary and the two plots into ``directory``;
     returns the summary."""
+    from matplotlib import dates as mdates
     from matplotlib.figure import Figure
 
     table.write_parquet(directory / "backtest.parquet")
@@ -256,6 +263,9 @@ def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -
             axes.set_ylim(-0.02, 1.02)
         axes.legend()
         axes.grid(alpha=0.3)
+        span = (daily["day"].max() - daily["day"].min()).days if daily.height else 0
+        axes.xaxis.set_major_locator(mdates.DayLocator() if span <= 14 else mdates.AutoDateLocator())
+        axes.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         figure.autofmt_xdate()
         figure.tight_layout()
         figure.savefig(directory / f"{name}.png", dpi=120)
