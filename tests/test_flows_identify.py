@@ -99,6 +99,19 @@ def test_other_5tuples_are_not_stitched(tmp_path):
     assert found == []
 
 
+@pytest.mark.parametrize("buckets", [1, 2, 1 << 22])
+def test_candidate_buckets_never_lose_an_alpha_flow(tmp_path, monkeypatch, buckets):
+    # with one bucket, the first pass lets everything through; with many,
+    # the 0.6 GB pieces of other 5-tuples must not hide or fake an alpha flow
+    from alphaqos.flows import identify as module
+
+    monkeypatch.setattr(module, "CANDIDATE_BUCKETS", buckets)
+    rows = [rec(T0, nbytes=600_000_000, sport=k) for k in range(1, 6)]
+    rows += [rec(T0, nbytes=700_000_000, sport=9), rec(T0 + timedelta(seconds=30), nbytes=400_000_000, sport=9)]
+    _, found, _ = alpha(tmp_path, rows)
+    assert [(r["src_port"], r["bytes"], r["records"]) for r in found] == [(9, 1.1e9, 2)]
+
+
 def test_threshold_is_strictly_above_h(tmp_path):
     rows = [rec(T0, nbytes=GB, dport=1), rec(T0, nbytes=GB + 1, dport=2)]
     _, found, _ = alpha(tmp_path, rows)

@@ -232,13 +232,24 @@ def spread_sql(files, interval_us: int, where: str = "") -> str:
     """
 
 
+#: Buckets of the first pass of :func:`alpha_sql`: with T bytes in a
+#: partition, a bucket holds T / 2^22 bytes on average, far below H for
+#: any plausible day of one router (1e15 bytes gives 2.4e8), so few buckets
+#: pass the threshold without holding an α flow.
+CANDIDATE_BUCKETS = 1 << 22
+
+
+def _bucket_sql() -> str:
+    return f"({_TUPLE_HASH} % {int(CANDIDATE_BUCKETS)})::BIGINT"
+
+
 def candidates_sql(files, threshold_bytes: float) -> str:
-    """A SELECT of the candidate 5-tuples of ``files``: (hash ``h``,
-    ports, protocol) whose records total more than H over the partition."""
+    """A SELECT of the candidate buckets ``k`` of ``files``: those whose
+    records total more than H over the partition."""
     return f"""
-        SELECT {_TUPLE_HASH} AS h, src_port, dst_port, protocol
+        SELECT {_bucket_sql()} AS k
         FROM read_parquet({_files_sql(files)}, hive_partitioning = false)
-        GROUP BY ALL HAVING sum(bytes_scaled) > {float(threshold_bytes)!r}
+        GROUP BY k HAVING sum(bytes_scaled) > {float(threshold_bytes)!r}
     """
 
 
@@ -247,17 +258,17 @@ def alpha_sql(files, interval_us: int, threshold_bytes: float, candidates: str =
     spread shares summed per interval (stitching) above the threshold.
 
     Two passes keep the expensive part small. The first
-    (:func:`candidates_sql`, into the table ``candidates``) sums each
-    5-tuple's bytes over the whole partition, keyed by a 64-bit hash of the
-    addresses with the ports and protocol (cheaper to group than strings):
-    only a 5-tuple totalling more than H can move more than H in one
-    interval, and a hash collision only merges sums, adding candidates. The
-    second reads only the candidates' records (semi-joins on the integer
-    ports first, then on the hash), spreads them and groups them exactly."""
+    (:func:`candidates_sql`, into the table ``candidates``) hashes each
+    record's 5-tuple into one of :data:`CANDIDATE_BUCKETS` buckets and sums
+    the bytes per bucket over the whole partition: only a bucket totalling
+    more than H can hold a 5-tuple moving more than H in one interval (a
+    bucket's total is at least that of each of its 5-tuples, so no α flow
+    is lost). The second reads only the records of those buckets, spreads
+    them and groups them exactly by 5-tuple and interval. Grouping into a
+    few million integer buckets is much cheaper than grouping tens of
+    millions of distinct 5-tuples."""
     iv = int(interval_us)
-    where = f"""WHERE src_port IN (SELECT src_port FROM {candidates})
-                  AND dst_port IN (SELECT dst_port FROM {candidates})
-                  AND {_TUPLE_HASH} IN (SELECT h FROM {candidates})"""
+    where = f"WHERE {_bucket_sql()} IN (SELECT k FROM {candidates})"
     return f"""
         SELECT exporter, i * {iv} AS interval_start_us, (i + 1) * {iv} AS interval_end_us,
                src_addr, dst_addr, src_port, dst_port, protocol,
