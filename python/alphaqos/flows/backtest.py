@@ -74,9 +74,9 @@ COLUMNS = {
 }  # fmt: skip
 
 
-def _v4_int(column: str) -> str:
-    """SQL: the IPv4 address in ``column`` as an integer (NULL if not IPv4)."""
-    parts = f"string_split({column}, '.')"
+def _v4_int(parts: str) -> str:
+    """SQL: the IPv4 address whose ``string_split(address, '.')`` is the
+    column ``parts`` as an integer (NULL if it is not a dotted quad)."""
     return (
         f"(CASE WHEN len({parts}) = 4 THEN "
         f"(TRY_CAST({parts}[1] AS BIGINT) << 24) | (TRY_CAST({parts}[2] AS BIGINT) << 16) | "
@@ -113,39 +113,52 @@ def _v6_matches(con, files, sets, v6: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"addr": pl.String, "role": pl.String}, orient="row")
 
 
-def _day_traffic(con, files, sets, v4: int, v6: int) -> dict[str, tuple[float, float, float]]:
-    """Per exporter: (total bytes, bytes matching under pair, under either)."""
-    if not sets["src"] and not sets["dst"]:  # no rules yet: nothing matches, totals only
-        rows = con.execute(
-            f"SELECT exporter, sum(bytes_scaled)::DOUBLE FROM read_parquet({idm._files_sql(files)}, "
-            "hive_partitioning = false) GROUP BY exporter"
-        ).fetchall()
-        return {exporter: (total, 0.0, 0.0) for exporter, total in rows}
-    net4 = {role: sorted(int(ipaddress.ip_network(p).network_address) for p in sets[role] if ":" not in p)
-            for role in ("src", "dst")}  # fmt: skip
-    idm.load_frame(con, "v6_matches", _v6_matches(con, files, sets, v6))
-    shift = 32 - v4
+def _day_traffic(con, files, configs) -> dict[tuple[int, str], tuple[float, float, float]]:
+    """Per (configuration index, exporter): total bytes, bytes matching
+    under pair and under either; ``configs`` is a list of (v4, v6, rule
+    sets). One scan of the day's records serves every configuration."""
+    source = f"read_parquet({idm._files_sql(files)}, hive_partitioning = false)"
+    active = [(n, v4, v6, sets) for n, (v4, v6, sets) in enumerate(configs) if sets["src"] or sets["dst"]]
+    columns = []
+    matches = []
+    for n, v4, v6, sets in active:
+        frame = _v6_matches(con, files, sets, v6)
+        matches.append(frame.with_columns(pl.lit(n).alias("config")))
+        shift = 32 - v4
 
-    def in_list(values: list[int]) -> str:
-        return "(" + ", ".join(map(str, values)) + ")" if values else "(NULL)"
+        def match(role: str) -> str:
+            nets = sorted(int(ipaddress.ip_network(p).network_address) for p in sets[role] if ":" not in p)
+            listed = "(" + ", ".join(map(str, nets)) + ")" if nets else "(NULL)"
+            return (f"(coalesce(({role}4 >> {shift}) << {shift} IN {listed}, false) OR {role}_addr IN "
+                    f"(SELECT addr FROM v6_matches WHERE config = {n} AND role = '{role}'))")  # fmt: skip
 
-    def match(role: str) -> str:
-        four = _v4_int(f"{role}_addr")
-        return (f"(coalesce(({four} >> {shift}) << {shift} IN {in_list(net4[role])}, false) OR "
-                f"{role}_addr IN (SELECT addr FROM v6_matches WHERE role = '{role}'))")  # fmt: skip
-
+        pair, either = f"{match('src')} AND {match('dst')}", f"{match('src')} OR {match('dst')}"
+        columns.append(f"coalesce(sum(b) FILTER (WHERE {pair}), 0)::DOUBLE")
+        columns.append(f"coalesce(sum(b) FILTER (WHERE {either}), 0)::DOUBLE")
+    if matches:
+        idm.load_frame(con, "v6_matches", pl.concat(matches))
+    parsed = "" if not active else (
+        f", {_v4_int('sp')} AS src4, {_v4_int('dp')} AS dst4"
+    )  # fmt: skip
     rows = con.execute(
         f"""
-        SELECT exporter, sum(b)::DOUBLE,
-               coalesce(sum(b) FILTER (WHERE sm AND dm), 0)::DOUBLE,
-               coalesce(sum(b) FILTER (WHERE sm OR dm), 0)::DOUBLE
-        FROM (SELECT exporter, bytes_scaled AS b, {match('src')} AS sm, {match('dst')} AS dm
-              FROM read_parquet({idm._files_sql(files)}, hive_partitioning = false))
+        SELECT exporter, sum(b)::DOUBLE {''.join(', ' + c for c in columns)}
+        FROM (SELECT exporter, b, src_addr, dst_addr {parsed}
+              FROM (SELECT exporter, bytes_scaled AS b, src_addr, dst_addr,
+                           string_split(src_addr, '.') AS sp, string_split(dst_addr, '.') AS dp
+                    FROM {source}))
         GROUP BY exporter
         """
     ).fetchall()
-    con.execute("DROP TABLE v6_matches")
-    return {exporter: (total, pair, either) for exporter, total, pair, either in rows}
+    if matches:
+        con.execute("DROP TABLE v6_matches")
+    out = {}
+    for exporter, total, *sums in rows:
+        for n in range(len(configs)):
+            out[(n, exporter)] = (total, 0.0, 0.0)
+        for k, (n, *_) in enumerate(active):
+            out[(n, exporter)] = (total, sums[2 * k], sums[2 * k + 1])
+    return out
 
 
 def backtest(
@@ -182,35 +195,40 @@ def backtest(
         by_day: dict[date, list[idm.Partition]] = {}
         for part in found:
             by_day.setdefault(part.day, []).append(part)
+        configs = list(zip(prefix_v4, prefix_v6, strict=True))
+        previous: list[set[tuple[str, str]]] = [set() for _ in configs]
         rows = []
-        for v4, v6 in zip(prefix_v4, prefix_v6, strict=True):
-            previous: set[tuple[str, str]] = set()
-            for day in sorted(by_day):
-                reference = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * idm.US_PER_S
+        for day in sorted(by_day):
+            reference = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * idm.US_PER_S
+            alpha = con.execute(
+                "SELECT exporter, src_addr, dst_addr, bytes FROM alpha_flows WHERE day = ?", [day]
+            ).fetchall()
+            learnt = []
+            for v4, v6 in configs:
                 rules = idm.prefix_table(con, prefix_v4=v4, prefix_v6=v6, aging_us=aging_us,
                                          reference_us=reference, before_day=day)  # fmt: skip
+                learnt.append((v4, v6, rules))
+            sets = [_rule_sets(rules) for _, _, rules in learnt]
+            files = [f for part in by_day[day] for f in part.files]
+            traffic = _day_traffic(con, files, [(v4, v6, s) for (v4, v6, _), s in zip(learnt, sets, strict=True)])
+            for n, (v4, v6, rules) in enumerate(learnt):
                 current = set(zip(rules["prefix"].to_list(), rules["role"].to_list(), strict=True))
-                sets = _rule_sets(rules)
-                alpha = con.execute(
-                    "SELECT exporter, src_addr, dst_addr, bytes FROM alpha_flows WHERE day = ?", [day]
-                ).fetchall()
-                pair, either = _caught([(s, d) for _, s, d, _ in alpha], sets, v4, v6)
+                pair, either = _caught([(s, d) for _, s, d, _ in alpha], sets[n], v4, v6)
                 per_exporter: dict[str, list[float]] = {}
                 for (exporter, _, _, nbytes), p, e in zip(alpha, pair, either, strict=True):
                     sums = per_exporter.setdefault(exporter, [0.0, 0.0, 0.0])
                     sums[0] += nbytes
                     sums[1] += nbytes * p
                     sums[2] += nbytes * e
-                files = [f for part in by_day[day] for f in part.files]
-                traffic = _day_traffic(con, files, sets, v4, v6)
-                for exporter in sorted(set(traffic) | set(per_exporter)):
+                exporters = {e for m, e in traffic if m == n} | set(per_exporter)
+                for exporter in sorted(exporters):
                     a, a_pair, a_either = per_exporter.get(exporter, (0.0, 0.0, 0.0))
-                    total, m_pair, m_either = traffic.get(exporter, (0.0, 0.0, 0.0))
+                    total, m_pair, m_either = traffic.get((n, exporter), (0.0, 0.0, 0.0))
                     rows.append((v4, v6, day, exporter, a, a_pair, a_either,
                                  max(m_pair - a_pair, 0.0), max(m_either - a_either, 0.0), total,
-                                 len(current), len(current - previous), len(previous - current)))  # fmt: skip
-                previous = current
-    return pl.DataFrame(rows, schema=COLUMNS, orient="row")
+                                 len(current), len(current - previous[n]), len(previous[n] - current)))  # fmt: skip
+                previous[n] = current
+    return pl.DataFrame(rows, schema=COLUMNS, orient="row").sort("prefix_v4", "prefix_v6", "day", "exporter")
 
 
 def summarise(table: pl.DataFrame, mode: str = "pair") -> pl.DataFrame:
