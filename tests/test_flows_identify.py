@@ -323,3 +323,32 @@ def test_backtest_command_writes_the_report(tmp_path, capsys):
     assert main(["flows", "backtest", str(tmp_path / "nothing"), "--out", str(tmp_path / "r2")]) == 2
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "r3"), "--prefix-v6", "48,64,128"]) == 2
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_backtest_ipv6_rules_match_alpha_and_beta(tmp_path):
+    day = [T0 + timedelta(days=d, hours=3) for d in range(2)]
+    v6 = dict(src="2001:db8:aa:1::10", dst="2001:db8:bb:2::20")
+    rows = [
+        rec(day[0], nbytes=2 * GB, **v6),
+        rec(day[1], nbytes=3 * GB, **v6),
+        rec(day[1], src="2001:db8:aa:ffff::1", dst="2001:db8:bb::7", nbytes=700, sport=7),  # same /48s: beta
+        rec(day[1], src="2001:db8:aa:1::10", dst="2001:db8:cc::1", nbytes=300, sport=8),  # src /48 only
+        rec(day[1], src="10.0.0.1", dst="10.0.0.2", nbytes=50, sport=9),
+    ]
+    out = backtest(write(tmp_path / "flows", rows), prefix_v4=[24], prefix_v6=[48])
+    d1 = out.filter(pl.col("day") == date(2024, 1, 2)).row(0, named=True)
+    assert (d1["alpha_bytes"], d1["alpha_caught_pair"], d1["alpha_caught_either"]) == (3e9, 3e9, 3e9)
+    assert (d1["beta_redirected_pair"], d1["beta_redirected_either"]) == (700, 1000)
+    out = backtest(tmp_path / "flows", prefix_v4=[24], prefix_v6=[128])
+    d1 = out.filter(pl.col("day") == date(2024, 1, 2)).row(0, named=True)
+    assert (d1["alpha_caught_pair"], d1["beta_redirected_pair"], d1["beta_redirected_either"]) == (3e9, 0, 300)
+
+
+def test_backtest_command_either_mode(tmp_path, capsys):
+    rows = [rec(T0 + timedelta(hours=1), nbytes=2 * GB),
+            rec(T0 + timedelta(days=1, hours=1), dst="8.8.8.8", nbytes=2 * GB)]  # fmt: skip
+    root = write(tmp_path / "flows", rows)
+    assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "pair"), "--prefix-v4", "24"]) == 0
+    assert "0.0% of 4e+09" in capsys.readouterr().out
+    assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "either"), "--mode", "either"]) == 0
+    assert "50.0% of 4e+09" in capsys.readouterr().out
