@@ -50,8 +50,15 @@ How
     fingerprint changed has its sightings replaced. Each partition is
     processed in one transaction.
 
-    DuckDB reads the Parquet files itself; only the (few) α rows reach
-    Python, to compute their prefixes with :mod:`ipaddress`.
+    DuckDB reads the Parquet files itself, in two passes per partition
+    (hash buckets first, then the exact search among the records of the
+    buckets heavy enough, see :func:`alpha_sql`); only the (few) α rows
+    reach Python, to compute their prefixes with :mod:`ipaddress`.
+
+    *Settings.* The table ``settings`` holds H and the interval the
+    sightings were computed with (a run with others is refused: use another
+    database) and the prefix lengths and aging period of the latest
+    rebuild of ``prefixes``.
 
 Parameters (defaults)
     ``threshold_bytes`` H = 1e9 bytes (strictly more than H is α);
@@ -485,6 +492,8 @@ def rebuild_prefixes(con, *, prefix_v4: int, prefix_v6: int, aging_us: int, refe
     table = prefix_table(con, prefix_v4=prefix_v4, prefix_v6=prefix_v6, aging_us=aging_us, reference_us=reference_us)
     load_frame(con, "new_prefixes", table)
     con.execute("BEGIN")
+    for name, value in (("prefix_v4", prefix_v4), ("prefix_v6", prefix_v6), ("aging_us", aging_us)):
+        con.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", [name, str(int(value))])
     con.execute("DELETE FROM prefixes")
     con.execute("INSERT INTO prefixes SELECT * FROM new_prefixes")
     con.execute("COMMIT")
