@@ -103,12 +103,6 @@ VARIABLE = 0xFFFF  # a field length meaning "variable" (RFC 7011 Section 7)
 MASK32 = 0xFFFFFFFF
 
 _V5_HEADER = struct.Struct(">HHIIIIBBH")  # 24 bytes, Cisco NetFlow v5 export format
-_V5_RECORD = np.dtype([
-    ("src", ">u4"), ("dst", ">u4"), ("nexthop", ">u4"), ("input", ">u2"), ("output", ">u2"),
-    ("packets", ">u4"), ("bytes", ">u4"), ("first", ">u4"), ("last", ">u4"),
-    ("sport", ">u2"), ("dport", ">u2"), ("pad1", "u1"), ("flags", "u1"), ("proto", "u1"), ("tos", "u1"),
-    ("src_as", ">u2"), ("dst_as", ">u2"), ("src_mask", "u1"), ("dst_mask", "u1"), ("pad2", ">u2"),
-])  # fmt: skip
 _V9_HEADER = struct.Struct(">HHIIII")  # RFC 3954 Section 5.1: 20 bytes
 _IPFIX_HEADER = struct.Struct(">HHIII")  # RFC 7011 Section 3.1: 16 bytes
 _SET = struct.Struct(">HH")
@@ -141,7 +135,7 @@ class _Time(NamedTuple):
 
 @dataclass
 class _Template:
-    key: tuple  # (exporter, domain, template id)
+    key: tuple  # (exporter, version, domain, template id)
     fields: list[tuple[int, int, int]]  # (enterprise, id, length)
     scope_count: int = 0
     options: bool = False
@@ -172,20 +166,50 @@ def _field_dtype(length: int):
     return np.dtype(("u1", (length,)))
 
 
+class _Chunk(NamedTuple):
+    """The records of one data set, kept raw until ``take()``, with what
+    their datagram's header and the decoder state said when they came."""
+
+    template: _Template
+    records: object  # bytes of fixed-length records, or a dict of object arrays
+    n: int
+    exporter: str
+    export_us: int
+    uptime_ms: int  # the v5/v9 header's sys_uptime; -1 for IPFIX
+    init_ms: int  # IPFIX systemInitTimeMilliseconds known then; -1: none
+    configured: int  # configured sampling rate; 0: none
+    default_rate: int
+    samplers: dict  # sampler id -> rate, a snapshot (never changed in place)
+
+
+_NO_SAMPLERS: dict = {}
+
+# NetFlow v5 records as a template of IPFIX ids (enterprise -1: unused bytes).
+_V5_TEMPLATE = _Template(("", 5, 0, 0), [
+    (0, SRC_V4, 4), (0, DST_V4, 4), (-1, 15, 4), (0, INPUT_IF, 2), (0, OUTPUT_IF, 2), (0, PACKETS, 4),
+    (0, OCTETS, 4), (0, FIRST_SWITCHED, 4), (0, LAST_SWITCHED, 4), (0, SRC_PORT, 2), (0, DST_PORT, 2),
+    (-1, 0, 1), (-1, 6, 1), (0, PROTOCOL, 1), (-1, 5, 1), (-1, 16, 2), (-1, 17, 2), (-1, 9, 1), (-1, 13, 1),
+    (-1, 0, 2),
+])  # fmt: skip
+_V5_TEMPLATE.compile()
+assert _V5_TEMPLATE.record_len == 48
+
+
 class Decoder:
     """Decoding state for any number of exporters; see the module doc."""
 
     def __init__(self, sampling: dict[str, int] | None = None):
         self.sampling = dict(sampling or {})
-        self.templates: dict[tuple, _Template] = {}
-        self.sampler_rates: dict[tuple, int] = {}  # (exporter, domain, sampler id) -> N
-        self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N
+        self.templates: dict[tuple, _Template] = {}  # (exporter, version, domain, template id) ->
+        self.sampler_rates: dict[tuple, dict] = {}  # (exporter, domain) -> {sampler id: N}
+        self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
+        self.default_rates: dict[tuple, int] = {}  # (exporter, domain) -> N for records naming no sampler
         self.init_ms: dict[tuple, int] = {}  # (exporter, domain) -> systemInitTimeMilliseconds
         self.held: dict[str, deque] = {}
         self.counts: Counter[str] = Counter()
         self.problems: list[Problem] = []
         self.stats: Counter[str] = Counter()
-        self._chunks: list[dict] = []
+        self._chunks: list[_Chunk] = []
         self._rows = 0
 
     # --- input ----------------------------------------------------------
@@ -209,7 +233,7 @@ class Decoder:
                 raise _Malformed("unknown_version", f"version {version}")
         except _Malformed as exc:
             self._problem(exporter, exc.reason, exc.detail)
-        except (struct.error, ValueError, IndexError) as exc:  # a guard: malformed input we did not foresee
+        except (struct.error, ValueError, IndexError, TypeError) as exc:  # a guard for what we did not foresee
             self._problem(exporter, "malformed", f"{type(exc).__name__}: {exc}")
         decoded = self._rows - before
         self.stats["records"] += decoded
@@ -227,19 +251,13 @@ class Decoder:
         _, count, uptime, secs, nsecs, _, engine_type, engine_id, sampling = _V5_HEADER.unpack_from(data)
         if len(data) < 24 + 48 * count:
             raise _Malformed("truncated", f"v5 count {count} needs {24 + 48 * count} bytes, got {len(data)}")
-        records = np.frombuffer(data, _V5_RECORD, count, 24)
-        export_us = secs * 1_000_000 + nsecs // 1000
-        interval = sampling & 0x3FFF  # top 2 bits: mode; low 14: interval
-        rate = self.sampling.get(exporter) or interval or 1
-        n = len(records)
-        self._add(exporter, n, {
-            "first": _uptime_to_us(records["first"], uptime, export_us),
-            "last": _uptime_to_us(records["last"], uptime, export_us),
-            "src4": records["src"].astype(np.uint32), "dst4": records["dst"].astype(np.uint32),
-            "src_port": records["sport"], "dst_port": records["dport"], "protocol": records["proto"],
-            "bytes": records["bytes"], "packets": records["packets"], "sampling_rate": np.full(n, rate, np.int64),
-            "input_if": records["input"], "output_if": records["output"],
-        })  # fmt: skip
+        if count == 0:
+            return
+        records = data[24 : 24 + 48 * count]
+        interval = sampling & 0x3FFF  # top 2 bits: the sampling mode; low 14: the interval
+        self._chunks.append(_Chunk(_V5_TEMPLATE, records, count, exporter, secs * 1_000_000 + nsecs // 1000, uptime,
+                                   -1, self.sampling.get(exporter, 0), interval or 1, _NO_SAMPLERS))  # fmt: skip
+        self._rows += count
 
     # NetFlow v9, RFC 3954
     def _v9(self, data: bytes, exporter: str) -> None:
@@ -249,11 +267,11 @@ class Decoder:
         when = _Time(secs * 1_000_000, uptime)
         for set_id, start, end in _sets(data, 20, "flowset"):
             if set_id == 0:
-                self._templates(data, start, end, exporter, source_id, ipfix=False, options=False)
+                self._templates(data, start, end, exporter, 9, source_id, options=False)
             elif set_id == 1:
                 self._v9_options_templates(data, start, end, exporter, source_id)
             elif set_id >= 256:
-                self._data(exporter, source_id, set_id, data[start:end], when)
+                self._data(exporter, 9, source_id, set_id, data[start:end], when)
             # 2-255: reserved (RFC 3954 Section 5.2); skipped
 
     # IPFIX, RFC 7011
@@ -267,15 +285,16 @@ class Decoder:
         when = _Time(export_s * 1_000_000, None)
         for set_id, start, end in _sets(data, 16, "set"):
             if set_id == 2:
-                self._templates(data, start, end, exporter, domain, ipfix=True, options=False)
+                self._templates(data, start, end, exporter, 10, domain, options=False)
             elif set_id == 3:
-                self._templates(data, start, end, exporter, domain, ipfix=True, options=True)
+                self._templates(data, start, end, exporter, 10, domain, options=True)
             elif set_id >= 256:
-                self._data(exporter, domain, set_id, data[start:end], when)
+                self._data(exporter, 10, domain, set_id, data[start:end], when)
 
-    def _templates(self, data, pos, end, exporter, domain, *, ipfix: bool, options: bool) -> None:
+    def _templates(self, data, pos, end, exporter, version, domain, *, options: bool) -> None:
         """Template records (RFC 3954 5.2, RFC 7011 3.4.1) or IPFIX options
         template records (RFC 7011 3.4.2.2) from ``data[pos:end]``."""
+        ipfix = version == 10
         head = 6 if options else 4
         while end - pos >= head:
             if options:
@@ -289,7 +308,7 @@ class Decoder:
                 raise _Malformed("bad_template", f"template id {tid} below 256")
             if count == 0:
                 if ipfix and not options:
-                    self.templates.pop((exporter, domain, tid), None)  # a withdrawal (RFC 7011 8.1)
+                    self.templates.pop((exporter, version, domain, tid), None)  # a withdrawal (RFC 7011 8.1)
                     continue
                 raise _Malformed("empty_template", f"template {tid} with no fields")
             if scopes > count or (options and scopes == 0):
@@ -310,7 +329,7 @@ class Decoder:
                 if length == 0 or (length == VARIABLE and not ipfix):
                     raise _Malformed("bad_template", f"template {tid}: field {ident} of length {length}")
                 fields.append((enterprise, ident, length))
-            self._install(_Template((exporter, domain, tid), fields, scopes, options))
+            self._install(_Template((exporter, version, domain, tid), fields, scopes, options))
 
     def _v9_options_templates(self, data, pos, end, exporter, source_id) -> None:
         """RFC 3954 Section 6.1: template id, scope length and option length in
@@ -318,6 +337,8 @@ class Decoder:
         while end - pos >= 6:
             tid, scope_len, option_len = struct.unpack_from(">HHH", data, pos)
             pos += 6
+            if tid == 0 and scope_len == 0 and option_len == 0:
+                break  # padding
             if scope_len % 4 or option_len % 4 or pos + scope_len + option_len > end:
                 raise _Malformed("bad_template", f"v9 options template {tid}: lengths {scope_len}+{option_len}")
             if scope_len + option_len == 0:
@@ -329,9 +350,9 @@ class Decoder:
                 if length == 0:
                     raise _Malformed("bad_template", f"options template {tid}: field {ident} of length 0")
                 # scope types (1 system, 2 interface, ...) share numbers with
-                # fields; mark them with enterprise -1 so they are not read as fields
+                # fields; enterprise -1 keeps them from being read as fields
                 fields.append((-1 if i < scope_len // 4 else 0, ident, length))
-            self._install(_Template((exporter, source_id, tid), fields, scope_len // 4, True))
+            self._install(_Template((exporter, 9, source_id, tid), fields, scope_len // 4, True))
 
     def _install(self, template: _Template) -> None:
         template.compile()
@@ -342,195 +363,231 @@ class Decoder:
             waiting = [h for h in held if h[0] == template.key]
             if waiting:
                 self.held[exporter] = deque((h for h in held if h[0] != template.key), maxlen=HELD_SETS)
-                for key, body, when in waiting:
+                for _, body, when in waiting:
                     self.stats["recovered_sets"] += 1
                     self._decode_set(template, body, when)
 
-    def _data(self, exporter, domain, tid, body: bytes, when: _Time) -> None:
-        template = self.templates.get((exporter, domain, tid))
+    def _data(self, exporter, version, domain, tid, body: bytes, when: _Time) -> None:
+        key = (exporter, version, domain, tid)
+        template = self.templates.get(key)
         if template is None:
             self._problem(exporter, "unknown_template", f"data set for template {tid} of domain {domain}")
-            self.held.setdefault(exporter, deque(maxlen=HELD_SETS)).append(((exporter, domain, tid), body, when))
+            self.held.setdefault(exporter, deque(maxlen=HELD_SETS)).append((key, body, when))
             return
         self._decode_set(template, body, when)
-
-    # --- data records ------------------------------------------------------
 
     def _decode_set(self, template: _Template, body: bytes, when: _Time) -> None:
         if template.fixed:
             n = len(body) // template.record_len  # what is left is padding
             if n == 0:
                 return
-            records = np.frombuffer(body, template.dtype, n)
-            columns = {name: records[name] for name in template.dtype.names}
+            # flow records stay bytes until take() decodes them all at once
+            records = body[: n * template.record_len]
+            if template.options:
+                records = np.frombuffer(records, template.dtype, n)
         else:
-            columns, n = _variable_records(template, body)
+            records, n = _variable_records(template, body)
             if n == 0:
                 return
+        exporter, _, domain, _ = template.key
         if template.options:
-            self._options(template, columns, n)
+            self._options(template, records, n)
         elif template.is_flow:
-            self._flows(template, columns, n, when)
+            uptime = -1 if when.uptime_ms is None else when.uptime_ms
+            self._chunks.append(_Chunk(
+                template, records, n, exporter, when.export_us, uptime, self.init_ms.get((exporter, domain), -1),
+                self.sampling.get(exporter, 0), self.default_rates.get((exporter, domain), 1),
+                self.sampler_rates.get((exporter, domain), _NO_SAMPLERS),
+            ))  # fmt: skip
+            self._rows += n
 
-    def _options(self, template: _Template, columns: dict, n: int) -> None:
-        exporter, domain, _ = template.key
-        get = {ident: columns[f"f{pos}"] for ident, pos in template.index.items()}
+    def _options(self, template: _Template, records, n: int) -> None:
+        """Learn sampler rates and the system init time from options data."""
+        exporter, _, domain, _ = template.key
+        index = template.index
 
         def ints(ident):
-            return _as_int(get[ident]) if ident in get else None
+            return _as_int(records[f"f{index[ident]}"]) if ident in index else None
 
         interval = ints(SAMPLING_INTERVAL)
         if interval is None:
             interval = ints(SAMPLER_RANDOM_INTERVAL)
-        if interval is None and PACKET_INTERVAL in get and PACKET_SPACE in get:
+        if interval is None and PACKET_INTERVAL in index and PACKET_SPACE in index:
+            # 1 in (selected + skipped) / selected packets (RFC 5477 Section 8.2.2)
             selected, skipped = ints(PACKET_INTERVAL), ints(PACKET_SPACE)
-            interval = np.where(selected > 0, (selected + skipped) // np.maximum(selected, 1), 1)
+            interval = (selected + skipped) // np.maximum(selected, 1)
         sampler = ints(SAMPLER_ID)
         if sampler is None:
             sampler = ints(SELECTOR_ID)
         init = ints(SYSTEM_INIT_MS)
         if init is not None:
             self.init_ms[(exporter, domain)] = int(init[-1])
-        if interval is not None:
-            for i in range(n):
-                rate = max(int(interval[i]), 1)
-                if sampler is not None:
-                    self.sampler_rates[(exporter, domain, int(sampler[i]))] = rate
-                else:
-                    self.domain_rates[(exporter, domain)] = rate
-
-    def _flows(self, template: _Template, columns: dict, n: int, when: _Time) -> None:
-        exporter, domain, _ = template.key
-        index = template.index
-
-        def col(*idents):
-            for ident in idents:
-                if ident in index:
-                    return columns[f"f{index[ident]}"]
-            return None
-
-        def ints(*idents, default=0):
-            values = col(*idents)
-            return np.full(n, default, np.int64) if values is None else _as_int(values)
-
-        chunk = {
-            "src_port": ints(SRC_PORT), "dst_port": ints(DST_PORT), "protocol": ints(PROTOCOL),
-            "bytes": ints(OCTETS, OCTETS_TOTAL), "packets": ints(PACKETS, PACKETS_TOTAL),
-            "input_if": ints(INPUT_IF), "output_if": ints(OUTPUT_IF),
-        }  # fmt: skip
-        for side, v4, v6 in (("src", SRC_V4, SRC_V6), ("dst", DST_V4, DST_V6)):
-            if v4 in index:
-                chunk[side + "4"] = _as_int(columns[f"f{index[v4]}"]).astype(np.uint32)
-            elif v6 in index:
-                chunk[side + "6"] = _v6_text(columns[f"f{index[v6]}"])
+        if interval is None:
+            return
+        key = (exporter, domain)
+        samplers = dict(self.sampler_rates.get(key, _NO_SAMPLERS))
+        for i in range(n):
+            rate = max(int(interval[i]), 1)
+            if sampler is not None:
+                samplers[int(sampler[i])] = rate
             else:
-                chunk[side + "4"] = np.zeros(n, np.uint32)
-        chunk["first"], chunk["last"] = self._times(exporter, domain, col, n, when)
-        chunk["sampling_rate"] = self._rates(exporter, domain, col, n)
-        self._add(exporter, n, chunk)
-
-    def _times(self, exporter, domain, col, n, when: _Time):
-        start, end = col(START_MS), col(END_MS)
-        if start is not None:
-            first = _as_int(start) * 1000
-            return first, first if end is None else _as_int(end) * 1000
-        start, end = col(START_S), col(END_S)
-        if start is not None:
-            first = _as_int(start) * 1_000_000
-            return first, first if end is None else _as_int(end) * 1_000_000
-        start, end = col(FIRST_SWITCHED), col(LAST_SWITCHED)
-        if start is not None:
-            end = start if end is None else end
-            if when.uptime_ms is not None:  # v9: relative to the header's sys_uptime
-                return _uptime_to_us(start, when.uptime_ms, when.export_us), _uptime_to_us(end, when.uptime_ms, when.export_us)
-            init = col(SYSTEM_INIT_MS)
-            base = _as_int(init) if init is not None else self.init_ms.get((exporter, domain))
-            if base is not None:
-                return (base + _as_int(start)) * 1000, (base + _as_int(end)) * 1000
-        now = np.full(n, when.export_us, np.int64)
-        return now, now
-
-    def _rates(self, exporter, domain, col, n):
-        configured = self.sampling.get(exporter)
-        if configured:
-            return np.full(n, configured, np.int64)
-        interval = col(SAMPLING_INTERVAL)
-        if interval is not None:
-            return np.maximum(_as_int(interval), 1)
-        default = self.domain_rates.get((exporter, domain), 1)
-        sampler = col(SAMPLER_ID, SELECTOR_ID)
-        if sampler is not None:
-            ids = _as_int(sampler)
-            rates = np.full(n, default, np.int64)
-            for ident in np.unique(ids):
-                rate = self.sampler_rates.get((exporter, domain, int(ident)))
-                if rate is not None:
-                    rates[ids == ident] = rate
-            return rates
-        if (exporter, domain) not in self.domain_rates:
-            known = {rate for (e, d, _), rate in self.sampler_rates.items() if e == exporter and d == domain}
-            if len(known) == 1:  # one sampler on this domain: its rate applies
-                default = known.pop()
-        return np.full(n, default, np.int64)
+                self.domain_rates[key] = rate
+        self.sampler_rates[key] = samplers
+        rates = set(samplers.values())
+        default = self.domain_rates.get(key)
+        if default is None and len(rates) == 1:  # one rate on this domain: it applies to records naming no sampler
+            default = rates.pop()
+        self.default_rates[key] = default or 1
 
     # --- output --------------------------------------------------------------
-
-    def _add(self, exporter: str, n: int, chunk: dict) -> None:
-        chunk["exporter"] = exporter
-        chunk["n"] = n
-        self._chunks.append(chunk)
-        self._rows += n
 
     @property
     def pending(self) -> int:
         """Records decoded and not yet taken."""
-        return sum(chunk["n"] for chunk in self._chunks)
+        return self._rows
 
     def take(self) -> pl.DataFrame:
-        """The records decoded since the last ``take()``, as a canonical table."""
-        chunks, self._chunks = self._chunks, []
+        """The records decoded since the last ``take()``, as a canonical
+        table; rows are grouped by template, in arrival order within one."""
+        chunks, self._chunks, self._rows = self._chunks, [], 0
         if not chunks:
             return schema.empty()
-        columns = {}
-        for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
-                     "input_if", "output_if"):  # fmt: skip
-            columns[name] = np.concatenate([np.asarray(c[name], np.int64) for c in chunks])
-        frame = pl.DataFrame(columns)
-        counts = pl.DataFrame({"exporter": [c["exporter"] for c in chunks], "n": [c["n"] for c in chunks]})
-        exporters = counts.select(pl.col("exporter").repeat_by("n").explode()).to_series()
-        frame = frame.with_columns(
-            exporters,
-            _addresses(chunks, "src"),
-            _addresses(chunks, "dst"),
+        groups: dict[int, list[_Chunk]] = {}
+        for chunk in chunks:
+            groups.setdefault(id(chunk.template), []).append(chunk)
+        parts = [_columns(group) for group in groups.values()]
+        names = sorted({c.exporter for c in chunks})
+        number = {name: i for i, name in enumerate(names)}
+        exporter_index = np.repeat(
+            np.array([number[c.exporter] for group in groups.values() for c in group], np.int64),
+            np.array([c.n for group in groups.values() for c in group], np.int64),
+        )
+        columns = {
+            name: np.concatenate([p[name] for p in parts])
+            for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
+                         "input_if", "output_if")
+        }  # fmt: skip
+        frame = pl.DataFrame(columns).with_columns(
+            pl.Series("exporter", names, pl.String).gather(exporter_index),
+            _addresses(parts, "src"),
+            _addresses(parts, "dst"),
             pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
             pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
         )
         return schema.conform(frame)
 
 
-def _addresses(chunks: list[dict], side: str) -> pl.Series:
-    """The ``side`` address column: IPv4 chunks converted to text in one
+def _columns(group: list[_Chunk]) -> dict:
+    """The canonical columns (as arrays) of the chunks of one template."""
+    template = group[0].template
+    index = template.index
+    if template.fixed:
+        records = np.frombuffer(b"".join(c.records for c in group), template.dtype)
+    elif len(group) == 1:
+        records = group[0].records
+    else:
+        records = {k: np.concatenate([c.records[k] for c in group]) for k in group[0].records}
+    counts = np.array([c.n for c in group], np.int64)
+    n = int(counts.sum())
+
+    def per_chunk(attribute):
+        return np.repeat(np.array([getattr(c, attribute) for c in group], np.int64), counts)
+
+    def col(*idents):
+        for ident in idents:
+            if ident in index:
+                return _as_int(records[f"f{index[ident]}"])
+        return None
+
+    def ints(*idents):
+        values = col(*idents)
+        return np.zeros(n, np.int64) if values is None else values
+
+    out = {
+        "n": n, "src_port": ints(SRC_PORT), "dst_port": ints(DST_PORT), "protocol": ints(PROTOCOL),
+        "bytes": ints(OCTETS, OCTETS_TOTAL), "packets": ints(PACKETS, PACKETS_TOTAL),
+        "input_if": ints(INPUT_IF), "output_if": ints(OUTPUT_IF),
+    }  # fmt: skip
+    for side, v4, v6 in (("src", SRC_V4, SRC_V6), ("dst", DST_V4, DST_V6)):
+        if v4 in index:
+            out[side + "4"] = col(v4).astype(np.uint32)
+        elif v6 in index:
+            out[side + "6"] = _v6_text(records[f"f{index[v6]}"])
+        else:
+            out[side + "4"] = np.zeros(n, np.uint32)
+
+    # times (see the module doc for the order of preference)
+    export = per_chunk("export_us")
+    first, last = col(START_MS), col(END_MS)
+    scale = 1000
+    if first is None:
+        first, last, scale = col(START_S), col(END_S), 1_000_000
+    if first is not None:
+        first = first * scale
+        last = first if last is None else last * scale
+    else:
+        start, end = col(FIRST_SWITCHED), col(LAST_SWITCHED)
+        end = start if end is None else end
+        if start is None:
+            first = last = export
+        elif template.key[1] in (5, 9):  # relative to the header's sys_uptime
+            uptime = per_chunk("uptime_ms")
+            first, last = _uptime_to_us(start, uptime, export), _uptime_to_us(end, uptime, export)
+        else:
+            init = col(SYSTEM_INIT_MS)
+            init = per_chunk("init_ms") if init is None else init
+            first = np.where(init >= 0, (init + start) * 1000, export)
+            last = np.where(init >= 0, (init + end) * 1000, export)
+    out["first"], out["last"] = first, last
+
+    # sampling: configured, else in the record, else its sampler's, else the domain's
+    rates = per_chunk("default_rate")
+    ids = col(SAMPLER_ID, SELECTOR_ID)
+    if ids is not None:
+        offset = 0
+        maps = {id(c.samplers) for c in group}
+        for c in group if len(maps) > 1 else [None]:
+            samplers = group[0].samplers if c is None else c.samplers
+            part = slice(0, n) if c is None else slice(offset, offset + c.n)
+            offset += 0 if c is None else c.n
+            if not samplers:
+                continue
+            chunk_ids, chunk_rates = ids[part], rates[part]
+            for ident in np.unique(chunk_ids):
+                rate = samplers.get(int(ident))
+                if rate is not None:
+                    chunk_rates[chunk_ids == ident] = rate
+    interval = col(SAMPLING_INTERVAL)
+    if interval is not None:
+        rates = np.maximum(interval, 1)
+    configured = per_chunk("configured")
+    out["sampling_rate"] = np.where(configured > 0, configured, rates)
+    return out
+
+
+def _addresses(parts: list[dict], side: str) -> pl.Series:
+    """The ``side`` address column: IPv4 converted to text in one
     vectorised expression, IPv6 text scattered in."""
-    v4 = np.concatenate([c[side + "4"] if side + "4" in c else np.zeros(c["n"], np.uint32) for c in chunks])
+    v4 = np.concatenate([p[side + "4"] if side + "4" in p else np.zeros(p["n"], np.uint32) for p in parts])
     a = pl.col("a")
     text = pl.DataFrame({"a": v4.astype(np.int64)}).select(
         pl.format("{}.{}.{}.{}", a // 16777216, (a // 65536) % 256, (a // 256) % 256, a % 256)
     ).to_series()
     offset, indices, values = 0, [], []
-    for c in chunks:
-        if side + "6" in c:
-            indices.extend(range(offset, offset + c["n"]))
-            values.extend(c[side + "6"])
-        offset += c["n"]
+    for p in parts:
+        if side + "6" in p:
+            indices.extend(range(offset, offset + p["n"]))
+            values.extend(p[side + "6"])
+        offset += p["n"]
     if indices:
         text = text.scatter(indices, values)
     return text.alias(f"{side}_addr")
 
 
-def _uptime_to_us(switched, uptime_ms: int, export_us: int) -> np.ndarray:
+def _uptime_to_us(switched, uptime_ms, export_us) -> np.ndarray:
     """Microseconds since the epoch of a sys_uptime-relative time: the
     uptime difference is taken modulo 2**32 and read as signed."""
-    delta = (np.int64(uptime_ms) - np.asarray(switched, np.int64)) & MASK32
+    delta = (np.asarray(uptime_ms, np.int64) - np.asarray(switched, np.int64)) & MASK32
     delta = np.where(delta >= 1 << 31, delta - (1 << 32), delta)
     return export_us - delta * 1000
 
@@ -772,7 +829,7 @@ def encode_v9(frame: pl.DataFrame, *, source_id: int = 1, mtu: int = 1400, seque
     latest = int(boot_ms)
 
     def emit():
-        nonlocal sequence, pending, latest
+        nonlocal sequence, pending
         body = b"".join(_set(sid, b) for sid, b, _ in pending)
         count = sum(c for _, _, c in pending)
         export_s = -(-latest // 1000)
