@@ -80,7 +80,7 @@ import polars as pl
 
 from . import schema
 
-__all__ = ["Decoder", "Problem", "decode", "encode_ipfix", "encode_v5", "encode_v9", "HELD_SETS"]
+__all__ = ["Decoder", "Problem", "decode", "encode_ipfix", "encode_v5", "encode_v9", "read_pcap", "HELD_SETS"]
 
 #: Data sets held per exporter while their template is unknown.
 HELD_SETS = 256
@@ -686,6 +686,14 @@ def decode(datagrams, exporter: str = "0.0.0.0", *, sampling: dict[str, int] | N
         else:
             decoder.feed(item, exporter)
     return decoder.take(), decoder.problems
+
+
+def read_pcap(path, **options):
+    """Decode the flow exports in a pcap or pcapng file: ``(frame, problems)``
+    (see :func:`.pcap.read_pcap`)."""
+    from .pcap import read_pcap as read
+
+    return read(path, **options)
 
 
 # --- encoding -----------------------------------------------------------------
