@@ -26,7 +26,9 @@ Problems
     datagram or below its header), ``unknown_version``, ``empty_template``
     (a v9 template, or an IPFIX options template, with no fields),
     ``bad_template`` (a field of length 0, a scope count above the field
-    count), ``unknown_template`` (data for a template not seen yet).
+    count), ``unknown_template`` (data for a template not seen yet),
+    ``bad_time`` (records dated before 1970 or after 2199, dropped by
+    ``take()`` and counted one by one), ``malformed`` (anything else).
 
 Unknown templates
     Data sets for a template not yet seen are counted as ``unknown_template``
@@ -101,6 +103,7 @@ SELECTOR_ID, PACKET_INTERVAL, PACKET_SPACE = 302, 305, 306
 
 VARIABLE = 0xFFFF  # a field length meaning "variable" (RFC 7011 Section 7)
 MASK32 = 0xFFFFFFFF
+LATEST_US = 7_258_118_400_000_000  # 2200-01-01T00:00:00Z: later times are taken as garbage
 
 _V5_HEADER = struct.Struct(">HHIIIIBBH")  # 24 bytes, Cisco NetFlow v5 export format
 _V9_HEADER = struct.Struct(">HHIIII")  # RFC 3954 Section 5.1: 20 bytes
@@ -241,6 +244,9 @@ class Decoder:
 
     def _problem(self, exporter: str, reason: str, detail: str) -> None:
         self.counts[reason] += 1
+        self._problem_only(exporter, reason, detail)
+
+    def _problem_only(self, exporter: str, reason: str, detail: str) -> None:
         if len(self.problems) < KEPT_PROBLEMS:
             self.problems.append(Problem(exporter, reason, detail))
 
@@ -467,10 +473,24 @@ class Decoder:
             for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
                          "input_if", "output_if")
         }  # fmt: skip
+        # values a template gave more bytes than the canonical type holds
+        # (malformed, or odd exporters) must not stop the table being built
+        for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):
+            columns[name] &= (1 << bits) - 1
+        for name in ("input_if", "output_if"):
+            columns[name] = np.where((columns[name] >= 0) & (columns[name] < 1 << 31), columns[name], 0)
         frame = pl.DataFrame(columns).with_columns(
             pl.Series("exporter", names, pl.String).gather(exporter_index),
             _addresses(parts, "src"),
             _addresses(parts, "dst"),
+        )
+        sane = (columns["first"] >= 0) & (columns["first"] < LATEST_US) & (columns["last"] >= 0) & (columns["last"] < LATEST_US)
+        if not sane.all():  # garbage times (a malformed record) cannot be partitioned by day
+            for exporter, n in frame.filter(~pl.Series(sane)).group_by("exporter").len().rows():
+                self.counts["bad_time"] += n
+                self._problem_only(exporter, "bad_time", f"{n} records with times outside 1970-2199 dropped")
+            frame = frame.filter(pl.Series(sane))
+        frame = frame.with_columns(
             pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
             pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
         )
@@ -868,7 +888,8 @@ def encode_v9(frame: pl.DataFrame, *, source_id: int = 1, mtu: int = 1400, seque
 
 
 def encode_v5(frame: pl.DataFrame, *, sampling_interval: int = 0, boot_ms: int | None = None) -> list[bytes]:
-    """NetFlow v5 datagrams (30 records each) of the IPv4 rows of ``frame``."""
+    """NetFlow v5 datagrams (30 records each) of the IPv4 rows of ``frame``
+    (counters are 32 bits and interfaces 16 in v5: higher bits are lost)."""
     frame = schema.conform(frame).filter(~pl.col("src_addr").str.contains(":"))
     first_ms = frame["first"].dt.epoch("ms").to_numpy().astype(np.int64)
     last_ms = frame["last"].dt.epoch("ms").to_numpy().astype(np.int64)
@@ -882,7 +903,7 @@ def encode_v5(frame: pl.DataFrame, *, sampling_interval: int = 0, boot_ms: int |
         body = b""
         for i, row in enumerate(part, start):
             body += struct.pack(">4s4sIHHIIIIHHBBBBHHBBH", socket.inet_aton(row["src_addr"]), socket.inet_aton(row["dst_addr"]), 0,
-                                row["input_if"], row["output_if"], row["packets"], row["bytes"],
+                                row["input_if"] & 0xFFFF, row["output_if"] & 0xFFFF, row["packets"] & MASK32, row["bytes"] & MASK32,
                                 (first_ms[i] - boot_ms) & MASK32, (last_ms[i] - boot_ms) & MASK32,
                                 row["src_port"], row["dst_port"], 0, 0, row["protocol"], 0, 0, 0, 0, 0, 0)  # fmt: skip
         out.append(_V5_HEADER.pack(5, len(part), (export_ms - boot_ms) & MASK32, export_ms // 1000, 0, start, 0, 0,
