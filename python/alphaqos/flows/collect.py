@@ -8,8 +8,9 @@ One non-blocking UDP socket with a large receive buffer (asked for
 :data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
 is drained in batches with ``recvfrom_into``; each datagram is decoded by
 :class:`.netflow.Decoder` (exporter: the datagram's source address) and the
-records are written every ``--flush-every`` with
-:func:`.schema.write_partitioned` under ``DIR`` (``exporter=.../day=...``).
+records are handed every ``--flush-every`` to a writer thread that builds
+the table and writes it with :func:`.schema.write_partitioned` under
+``DIR`` (``exporter=.../day=...``), while the socket keeps being read.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
 reason and the datagrams the kernel dropped on this socket (from
@@ -25,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import select
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,7 +125,10 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 class Collector:
-    """The receive loop; see the module doc."""
+    """The receive loop; see the module doc. Records are turned into a table
+    and written by a writer thread, so that a flush does not stop the
+    receiving (numpy, polars and Parquet writing release the GIL for most of
+    their work)."""
 
     def __init__(self, sock: socket.socket, out: Path, decoder: Decoder, flush_every: float, duration: float | None):
         self.sock, self.out, self.decoder = sock, out, decoder
@@ -130,7 +136,9 @@ class Collector:
         self.stopping = False
         self.decode_s = 0.0
         self.written = 0
-        self.unwritten = []  # frames a failed write left behind, retried at the next flush
+        self.unwritten: list = []  # frames a failed write left behind, retried at the next flush
+        self.failure: str | None = None
+        self.batches: queue.Queue = queue.Queue()
         self.started = time.monotonic()
 
     def _stop(self, signum, frame) -> None:
@@ -138,6 +146,8 @@ class Collector:
 
     def run(self) -> int:
         previous = {s: signal.signal(s, self._stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        writer = threading.Thread(target=self._writer, name="flows-writer", daemon=True)
+        writer.start()
         try:
             host, port = self.sock.getsockname()[:2]
             buffer = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
@@ -153,13 +163,16 @@ class Collector:
                 if readable:
                     self._drain(BATCH)
                 if time.monotonic() >= next_flush:
-                    self._flush(final=False)
+                    self.batches.put((self.decoder.detach(), False))
                     next_flush = time.monotonic() + self.flush_every
             self._drain(None)  # what the kernel still holds was received: keep it
-            self._flush(final=True)
+            self.batches.put((self.decoder.detach(), True))
+            writer.join()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+        if self.failure:
+            raise RunFailure(self.failure)
         return 0
 
     def _drain(self, limit: int | None) -> None:
@@ -177,10 +190,21 @@ class Collector:
             count += 1
         self.decode_s += time.perf_counter() - started
 
-    def _flush(self, *, final: bool) -> None:
-        started = time.perf_counter()
-        frame = self.decoder.take()
-        self.decode_s += time.perf_counter() - started
+    def _writer(self) -> None:
+        final = False
+        while not final:
+            chunks, final = self.batches.get()
+            try:
+                started = time.perf_counter()
+                frame = self.decoder.build(chunks)
+                self.decode_s += time.perf_counter() - started
+                self._write(frame, final)
+            except Exception as exc:  # noqa: BLE001 - reported, and the collector exits 1
+                self.failure = f"cannot write the flows: {type(exc).__name__}: {exc}"
+                if final:
+                    return
+
+    def _write(self, frame, final: bool) -> None:
         if frame.height:
             self.unwritten.append(frame)
         written = 0
@@ -190,7 +214,8 @@ class Collector:
             except OSError as exc:
                 message = f"cannot write into {str(self.out)!r}: {exc.strerror or exc}"
                 if final:
-                    raise RunFailure(message) from None
+                    self.failure = message
+                    return
                 print(f"alphaqos: warning: {message}; retrying at the next flush", file=sys.stderr, flush=True)
                 break
             written += self.unwritten.pop(0).height

@@ -455,7 +455,17 @@ class Decoder:
     def take(self) -> pl.DataFrame:
         """The records decoded since the last ``take()``, as a canonical
         table; rows are grouped by template, in arrival order within one."""
+        return self.build(self.detach())
+
+    def detach(self) -> list:
+        """The records decoded since the last ``take()`` or ``detach()``, still
+        raw: cheap, so a receive loop can hand them to ``build`` in another
+        thread (which may run beside ``feed``)."""
         chunks, self._chunks, self._rows = self._chunks, [], 0
+        return chunks
+
+    def build(self, chunks: list) -> pl.DataFrame:
+        """The canonical table of records from ``detach()``."""
         if not chunks:
             return schema.empty()
         groups: dict[int, list[_Chunk]] = {}
