@@ -46,6 +46,8 @@ __all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
 RECEIVE_BUFFER = 64 * 1024 * 1024
 #: Datagrams read per wake-up before the clock is looked at again.
 BATCH = 2048
+#: Longest time spent, once stopping, reading what is still queued on the socket.
+FINAL_DRAIN_S = 5.0
 _TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
 
 
@@ -165,7 +167,7 @@ class Collector:
                 if time.monotonic() >= next_flush:
                     self.batches.put((self.decoder.detach(), False))
                     next_flush = time.monotonic() + self.flush_every
-            self._drain(None)  # what the kernel still holds was received: keep it
+            self._drain(None, deadline=time.monotonic() + FINAL_DRAIN_S)  # what the kernel holds was received: keep it
             self.batches.put((self.decoder.detach(), True))
             writer.join()
         finally:
@@ -175,7 +177,7 @@ class Collector:
             raise RunFailure(self.failure)
         return 0
 
-    def _drain(self, limit: int | None) -> None:
+    def _drain(self, limit: int | None, deadline: float | None = None) -> None:
         buffer = bytearray(65536)
         view = memoryview(buffer)
         recv, feed = self.sock.recvfrom_into, self.decoder.feed
@@ -188,6 +190,8 @@ class Collector:
                 break
             feed(bytes(view[:size]), source[0])
             count += 1
+            if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
+                break  # a sender that never stops must not keep us from stopping
         self.decode_s += time.perf_counter() - started
 
     def _writer(self) -> None:

@@ -36,7 +36,8 @@ Unknown templates
     dropped first); when the template arrives, the held sets are decoded
     with the header times of their own datagram and counted in
     ``Decoder.stats["recovered_sets"]``. Sets still held are lost with the
-    decoder.
+    decoder. An IPFIX template record with no fields withdraws the template
+    (RFC 7011 Section 8.1); a newer template with the same id replaces it.
 
 Time
     v5 and v9 ``FIRST``/``LAST_SWITCHED`` are milliseconds of system uptime:
@@ -599,10 +600,8 @@ def _addresses(parts: list[dict], side: str) -> pl.Series:
     """The ``side`` address column: IPv4 converted to text in one
     vectorised expression, IPv6 text scattered in."""
     v4 = np.concatenate([p[side + "4"] if side + "4" in p else np.zeros(p["n"], np.uint32) for p in parts])
-    a = pl.col("a")
-    text = pl.DataFrame({"a": v4.astype(np.int64)}).select(
-        pl.format("{}.{}.{}.{}", a // 16777216, (a // 65536) % 256, (a // 256) % 256, a % 256)
-    ).to_series()
+    octets = [_OCTETS.gather((v4 >> shift) & 255) for shift in (24, 16, 8, 0)]  # no int -> text formatting
+    text = pl.select(pl.concat_str([pl.lit(o) for o in octets], separator=".")).to_series()
     offset, indices, values = 0, [], []
     for p in parts:
         if side + "6" in p:
@@ -612,6 +611,9 @@ def _addresses(parts: list[dict], side: str) -> pl.Series:
     if indices:
         text = text.scatter(indices, values)
     return text.alias(f"{side}_addr")
+
+
+_OCTETS = pl.Series([str(i) for i in range(256)])
 
 
 def _uptime_to_us(switched, uptime_ms, export_us) -> np.ndarray:
