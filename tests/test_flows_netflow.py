@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from alphaqos import cli
 from alphaqos.flows import netflow, schema
 from alphaqos.flows.netflow import Decoder, decode, encode_ipfix, encode_v5, encode_v9
 from alphaqos.flows.pcap import read_pcap, write_pcap
@@ -178,10 +179,11 @@ def test_round_trip_of_a_canonical_table(encode):
 # --- IPFIX --------------------------------------------------------------------------
 
 
-def test_ipfix_ipv6_variable_length_and_enterprise_fields():
-    # template 400: IPv6 addresses, ports, protocol, 8-byte counters,
-    # flowStart/EndMilliseconds, an enterprise field (enterprise bit, number 9)
-    # and interfaceName (82) of variable length (RFC 7011 Section 7)
+def ipv6_variable_length_datagram() -> bytes:
+    """Template 400: IPv6 addresses, ports, protocol, 8-byte counters,
+    flowStart/EndMilliseconds, an enterprise field (enterprise bit, number
+    9) and interfaceName (82) of variable length (RFC 7011 Section 7); two
+    records, the second with a 3-byte length."""
     template = struct.pack(">HH", 400, 11) + fields((27, 16), (28, 16), (7, 2), (11, 2), (4, 1), (1, 8), (2, 8),
                                                     (152, 8), (153, 8)) + struct.pack(">HHI", 0x8000 | 100, 4, 9) + fields((82, 0xFFFF))  # fmt: skip
 
@@ -192,7 +194,11 @@ def test_ipfix_ipv6_variable_length_and_enterprise_fields():
         return head + size + name
 
     data = record("2001:db8::1", "2001:db8::2", b"eth0", 123_456_789_012) + record("fe80::1", "2001:db8:0:1::9", b"x" * 300, 5)
-    frame, problems = decode([ipfix(3, a_set(2, template), a_set(400, data + b"\x00\x00\x00"))], "2001:db8::ff")
+    return ipfix(3, a_set(2, template), a_set(400, data + b"\x00\x00\x00"))
+
+
+def test_ipfix_ipv6_variable_length_and_enterprise_fields():
+    frame, problems = decode([ipv6_variable_length_datagram()], "2001:db8::ff")
     assert problems == []
     assert frame["src_addr"].to_list() == ["2001:db8::1", "fe80::1"]
     assert frame["dst_addr"].to_list() == ["2001:db8::2", "2001:db8:0:1::9"]
@@ -254,6 +260,28 @@ def test_unknown_template_is_counted_then_recovered_when_the_template_arrives():
     assert decoder.counts["unknown_template"] == 3 * len(data) and decoder.take().height == 0
 
 
+def test_sequence_gaps_count_what_was_lost_on_the_way():
+    table = canonical_frame(400, seed=9).filter(~pl.col("src_addr").str.contains(":"))
+    for encode, stat, lost in ((encode_ipfix, "lost_records", None), (encode_v9, "lost_datagrams", 1),
+                               (encode_v5, "lost_records", 30)):  # fmt: skip
+        datagrams = encode(table)
+        assert len(datagrams) >= 4
+        decoder = Decoder()
+        for datagram in datagrams:
+            decoder.feed(datagram, "e")
+        assert decoder.stats[stat] == 0
+        decoder = Decoder()
+        for i, datagram in enumerate(datagrams):
+            if i != 2:
+                decoder.feed(datagram, "e")
+        if lost is None:  # what the missing message held
+            lost = table.height - decoder.take().height
+        assert lost > 0 and decoder.stats[stat] == lost, encode.__name__
+        # a datagram again (a duplicate or late one) is not a loss
+        decoder.feed(datagrams[1], "e")
+        assert decoder.stats[stat] == lost
+
+
 # --- malformed input ---------------------------------------------------------------------
 
 
@@ -290,6 +318,7 @@ def test_malformed_datagrams_are_counted_by_reason(datagram, reason):
 def test_mutated_and_random_datagrams_never_raise(tmp_path):
     rng = random.Random(7)
     valid = encode_ipfix(canonical_frame(60)) + encode_v9(canonical_frame(60)) + encode_v5(canonical_frame(60))
+    valid += [ipv6_variable_length_datagram()] * 10
     decoder = Decoder()
     for _ in range(3000):
         datagram = bytearray(rng.choice(valid))
@@ -360,7 +389,8 @@ def _alphaqos(*args: str, **kwargs) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env, **kwargs)  # fmt: skip
 
 
-def test_collector_writes_every_record_and_exits_0_on_sigterm(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
     out = tmp_path / "flows"
     collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(out), "--flush-every", "300ms",
                           "--sampling", "127.0.0.1=7")  # fmt: skip
@@ -375,7 +405,7 @@ def test_collector_writes_every_record_and_exits_0_on_sigterm(tmp_path):
                 if i == len(datagrams) // 2:
                     time.sleep(0.5)  # a periodic flush happens in between
             sender.sendto(b"\x00\x05\x00", ("127.0.0.1", port))
-        collector.send_signal(signal.SIGTERM)
+        collector.send_signal(stop)
         stdout, stderr = collector.communicate(timeout=20)
     finally:
         if collector.poll() is None:
@@ -398,13 +428,28 @@ def test_collector_writes_every_record_and_exits_0_on_sigterm(tmp_path):
         (["--listen", "not-an-address:4739"], "is not an IPv4 or IPv6 address"),
         (["--listen", "127.0.0.1:0", "--sampling", "x=0"], "--sampling"),
         (["--listen", "127.0.0.1:0", "--flush-every", "soon"], "--flush-every"),
+        (["--listen", "127.0.0.1:0", "--duration", "-1s"], "--duration"),
     ],
 )
-def test_collector_bad_options_exit_2_with_one_line(tmp_path, args, message):
-    collector = _alphaqos("flows", "collect", "--out", str(tmp_path / "o"), *args)
-    stdout, stderr = collector.communicate(timeout=20)
-    assert collector.returncode == 2
+def test_collector_bad_options_exit_2_with_one_line(tmp_path, capsys, args, message):
+    assert cli.main(["flows", "collect", "--out", str(tmp_path / "o"), *args]) == 2
+    stderr = capsys.readouterr().err
     assert stderr.startswith("alphaqos: error: ") and message in stderr and stderr.count("\n") == 1
+
+
+def test_collector_bad_listen_from_the_command_line_exits_2():
+    collector = _alphaqos("flows", "collect", "--listen", "4739", "--out", "unused")
+    _, stderr = collector.communicate(timeout=20)
+    assert collector.returncode == 2
+    assert stderr == "alphaqos: error: --listen '4739': expected HOST:PORT, e.g. 127.0.0.1:4739 or [::1]:4739\n"
+    assert not Path("unused").exists()
+
+
+def test_collector_stops_after_its_duration(tmp_path):
+    collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(tmp_path), "--duration", "300ms")
+    stdout, stderr = collector.communicate(timeout=20)
+    assert collector.returncode == 0, stderr
+    assert "stopped after 0.3 s: wrote 0 records" in stdout and list(tmp_path.iterdir()) == []
 
 
 def test_collector_address_in_use_exits_2(tmp_path):

@@ -13,8 +13,8 @@ the table and writes it with :func:`.schema.write_partitioned` under
 ``DIR`` (``exporter=.../day=...``), while the socket keeps being read.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
-reason and the datagrams the kernel dropped on this socket (from
-``/proc/net/udp``).
+reason, what the exporters' sequence numbers say was lost on the way, and
+the datagrams the kernel dropped on this socket (from ``/proc/net/udp``).
 
 SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
 reads what is still queued on the socket, writes every record received and
@@ -230,6 +230,9 @@ class Collector:
         stats, counts = self.decoder.stats, self.decoder.counts
         rate = stats["records"] / self.decode_s if self.decode_s > 0 else 0.0
         problems = ", ".join(f"{reason} {n:,}" for reason, n in sorted(counts.items())) or "none"
+        lost = [f"{stats[k]:,} {k[5:].replace('_', ' ')}" for k in ("lost_records", "lost_datagrams") if stats[k]]
+        if lost:  # sequence-number gaps: lost between the exporters and us
+            problems += f"; lost on the way: {', '.join(lost)}"
         elapsed = time.monotonic() - self.started
         drops = socket_drops(self.sock)
         head = "stopped after" if final else "at"

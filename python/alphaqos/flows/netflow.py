@@ -39,6 +39,12 @@ Unknown templates
     decoder. An IPFIX template record with no fields withdraws the template
     (RFC 7011 Section 8.1); a newer template with the same id replaces it.
 
+Loss at the exporter
+    Gaps in sequence numbers are counted in ``Decoder.stats``:
+    ``lost_records`` for v5 and IPFIX (whose sequence numbers count
+    records), ``lost_datagrams`` for v9 (which counts datagrams). A number
+    behind the expected one (reordering) is not counted.
+
 Time
     v5 and v9 ``FIRST``/``LAST_SWITCHED`` are milliseconds of system uptime:
     a record's time is the header's export time minus (sys_uptime -
@@ -209,6 +215,7 @@ class Decoder:
         self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
         self.default_rates: dict[tuple, int] = {}  # (exporter, domain) -> N for records naming no sampler
         self.init_ms: dict[tuple, int] = {}  # (exporter, domain) -> systemInitTimeMilliseconds
+        self._next_sequence: dict[tuple, int] = {}  # (exporter, version, domain...) -> sequence number expected
         self.held: dict[str, deque] = {}
         self.counts: Counter[str] = Counter()
         self.problems: list[Problem] = []
@@ -237,7 +244,7 @@ class Decoder:
                 raise _Malformed("unknown_version", f"version {version}")
         except _Malformed as exc:
             self._problem(exporter, exc.reason, exc.detail)
-        except (struct.error, ValueError, IndexError, TypeError) as exc:  # a guard for what we did not foresee
+        except (struct.error, ValueError, IndexError, TypeError, OverflowError) as exc:  # a guard for what we did not foresee
             self._problem(exporter, "malformed", f"{type(exc).__name__}: {exc}")
         decoded = self._rows - before
         self.stats["records"] += decoded
@@ -255,9 +262,10 @@ class Decoder:
     def _v5(self, data: bytes, exporter: str) -> None:
         if len(data) < _V5_HEADER.size:
             raise _Malformed("truncated", f"v5 header needs 24 bytes, got {len(data)}")
-        _, count, uptime, secs, nsecs, _, engine_type, engine_id, sampling = _V5_HEADER.unpack_from(data)
+        _, count, uptime, secs, nsecs, sequence, engine_type, engine_id, sampling = _V5_HEADER.unpack_from(data)
         if len(data) < 24 + 48 * count:
             raise _Malformed("truncated", f"v5 count {count} needs {24 + 48 * count} bytes, got {len(data)}")
+        self._sequence((exporter, 5, engine_type, engine_id), sequence, count, "lost_records")  # counts flows
         if count == 0:
             return
         records = data[24 : 24 + 48 * count]
@@ -270,7 +278,8 @@ class Decoder:
     def _v9(self, data: bytes, exporter: str) -> None:
         if len(data) < _V9_HEADER.size:
             raise _Malformed("truncated", f"v9 header needs 20 bytes, got {len(data)}")
-        _, _, uptime, secs, _, source_id = _V9_HEADER.unpack_from(data)
+        _, _, uptime, secs, sequence, source_id = _V9_HEADER.unpack_from(data)
+        self._sequence((exporter, 9, source_id), sequence, 1, "lost_datagrams")  # counts datagrams (RFC 3954 5.1)
         when = _Time(secs * 1_000_000, uptime)
         for set_id, start, end in _sets(data, 20, "flowset"):
             if set_id == 0:
@@ -285,18 +294,37 @@ class Decoder:
     def _ipfix(self, data: bytes, exporter: str) -> None:
         if len(data) < _IPFIX_HEADER.size:
             raise _Malformed("truncated", f"IPFIX header needs 16 bytes, got {len(data)}")
-        _, length, export_s, _, domain = _IPFIX_HEADER.unpack_from(data)
+        _, length, export_s, sequence, domain = _IPFIX_HEADER.unpack_from(data)
         if length > len(data) or length < 16:
             raise _Malformed("bad_length", f"IPFIX message length {length}, datagram {len(data)} bytes")
         data = data[:length]
         when = _Time(export_s * 1_000_000, None)
+        key = (exporter, 10, domain)
+        self._sequence(key, sequence, None, "lost_records")
+        records = 0  # data records in this message, which the next one's sequence number counts (RFC 7011 3.1)
         for set_id, start, end in _sets(data, 16, "set"):
             if set_id == 2:
                 self._templates(data, start, end, exporter, 10, domain, options=False)
             elif set_id == 3:
                 self._templates(data, start, end, exporter, 10, domain, options=True)
             elif set_id >= 256:
-                self._data(exporter, 10, domain, set_id, data[start:end], when)
+                decoded = self._data(exporter, 10, domain, set_id, data[start:end], when)
+                records = None if decoded is None or records is None else records + decoded
+        if records is not None:
+            self._next_sequence[key] = (sequence + records) & MASK32
+
+    def _sequence(self, key: tuple, sequence: int, advance: int | None, stat: str) -> None:
+        """Count the records or datagrams a gap in an exporter's sequence
+        numbers says were lost on the way (a number behind the one expected
+        is a reordering, not counted). ``advance``: what this datagram adds
+        to the sequence, None if not known yet."""
+        expected = self._next_sequence.pop(key, None)
+        if expected is not None:
+            gap = (sequence - expected) & MASK32
+            if 0 < gap < 1 << 31:
+                self.stats[stat] += gap
+        if advance is not None:
+            self._next_sequence[key] = (sequence + advance) & MASK32
 
     def _templates(self, data, pos, end, exporter, version, domain, *, options: bool) -> None:
         """Template records (RFC 3954 5.2, RFC 7011 3.4.1) or IPFIX options
@@ -374,20 +402,21 @@ class Decoder:
                     self.stats["recovered_sets"] += 1
                     self._decode_set(template, body, when)
 
-    def _data(self, exporter, version, domain, tid, body: bytes, when: _Time) -> None:
+    def _data(self, exporter, version, domain, tid, body: bytes, when: _Time) -> int | None:
+        """Decode a data set; returns its number of records (None: unknown template)."""
         key = (exporter, version, domain, tid)
         template = self.templates.get(key)
         if template is None:
             self._problem(exporter, "unknown_template", f"data set for template {tid} of domain {domain}")
             self.held.setdefault(exporter, deque(maxlen=HELD_SETS)).append((key, body, when))
-            return
-        self._decode_set(template, body, when)
+            return None
+        return self._decode_set(template, body, when)
 
-    def _decode_set(self, template: _Template, body: bytes, when: _Time) -> None:
+    def _decode_set(self, template: _Template, body: bytes, when: _Time) -> int:
         if template.fixed:
             n = len(body) // template.record_len  # what is left is padding
             if n == 0:
-                return
+                return 0
             # flow records stay bytes until take() decodes them all at once
             records = body[: n * template.record_len]
             if template.options:
@@ -395,7 +424,7 @@ class Decoder:
         else:
             records, n = _variable_records(template, body)
             if n == 0:
-                return
+                return 0
         exporter, _, domain, _ = template.key
         if template.options:
             self._options(template, records, n)
@@ -407,6 +436,7 @@ class Decoder:
                 self.sampler_rates.get((exporter, domain), _NO_SAMPLERS),
             ))  # fmt: skip
             self._rows += n
+        return n
 
     def _options(self, template: _Template, records, n: int) -> None:
         """Learn sampler rates and the system init time from options data."""
@@ -630,7 +660,8 @@ def _as_int(values) -> np.ndarray:
     if values.dtype.kind == "u" and values.ndim == 1:
         return values.astype(np.int64)
     if values.dtype == object:  # variable-length decoding produced ints
-        return np.array([int(v) if isinstance(v, int) else int.from_bytes(v, "big") for v in values], np.int64)
+        wide = [int(v) if isinstance(v, int) else int.from_bytes(v[-8:], "big") for v in values]
+        return np.array(wide, np.uint64).astype(np.int64)
     if values.ndim == 2:  # unusual lengths: big-endian bytes
         width = values.shape[1]
         if width > 8:
