@@ -779,50 +779,41 @@ def _prepare(frame: pl.DataFrame):
     return frame, is_v6, first_ms, last_ms, rates, sampler
 
 
-def _addr_bytes(text: str, v6: bool) -> bytes:
-    return socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, text)
-
-
-def _record_packer(fields, time_fields):
-    codes = {1: "B", 2: "H", 4: "I", 8: "Q", 16: "16s"}
-    return struct.Struct(">" + "".join(codes[length] for _, length in fields + time_fields) + "B")
-
-
-def _records(frame, rows, v6, time_values, sampler_ids):
-    """Tuples of the template's values for ``rows``."""
-    src = frame["src_addr"].to_list()
-    dst = frame["dst_addr"].to_list()
-    cols = [frame[c].to_list() for c in ("src_port", "dst_port", "protocol", "bytes", "packets", "input_if", "output_if")]
-    for i in rows:
-        a = _addr_bytes(src[i], v6)
-        b = _addr_bytes(dst[i], v6)
-        if not v6:
-            a, b = int.from_bytes(a, "big"), int.from_bytes(b, "big")
-        yield (a, b, *(c[i] for c in cols), *(t[i] for t in time_values), sampler_ids[i])
-
-
-def _pack_sets(template_id, packer, records, room):
-    """Data sets of at most ``room`` bytes of records each: lists of bodies."""
-    per_set = max(1, room // packer.size)
-    batch = []
-    for record in records:
-        batch.append(packer.pack(*record))
-        if len(batch) == per_set:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def _record_batches(frame, rows, v6: bool, starts, ends, time_length: int, ids, first_room: int, room: int):
+    """``(rows, bytes)`` of consecutive batches of the records of ``rows``
+    encoded with template 256 (IPv4) or 257 (IPv6), all at once through a
+    numpy structured array; the first batch fits ``first_room`` bytes, the
+    others ``room``."""
+    layout = [length for _, length in (_V6_FIELDS if v6 else _V4_FIELDS)] + [time_length, time_length, 1]
+    dtype = np.dtype([(f"f{i}", _field_dtype(length)) for i, length in enumerate(layout)])
+    records = np.zeros(len(rows), dtype)
+    family = socket.AF_INET6 if v6 else socket.AF_INET
+    for i, column in enumerate(("src_addr", "dst_addr")):
+        packed = b"".join(socket.inet_pton(family, a) for a in frame[column].gather(rows).to_list())
+        records[f"f{i}"] = np.frombuffer(packed, np.uint8).reshape(len(rows), 16) if v6 else np.frombuffer(packed, ">u4")
+    for i, column in enumerate(("src_port", "dst_port", "protocol", "bytes", "packets", "input_if", "output_if"), 2):
+        records[f"f{i}"] = frame[column].to_numpy()[rows]
+    last = len(layout) - 1
+    records[f"f{last - 2}"], records[f"f{last - 1}"], records[f"f{last}"] = starts[rows], ends[rows], ids[rows]
+    raw, size = records.tobytes(), dtype.itemsize
+    start, limit = 0, max(1, first_room // size)
+    while start < len(rows):
+        stop = min(len(rows), start + limit)
+        yield rows[start:stop], raw[start * size : stop * size]
+        start, limit = stop, max(1, room // size)
 
 
 def encode_ipfix(frame: pl.DataFrame, *, domain: int = 1, export_time: int | None = None, mtu: int = 1400,
                  sequence: int = 0) -> list[bytes]:
-    """IPFIX messages (RFC 7011) carrying ``frame`` (canonical columns; the
-    exporter column is ignored): the first message holds the templates (one
-    for IPv4, 256, one for IPv6, 257), a sampler options template (258:
-    scope selectorId... here samplerId 48, then samplingInterval 34) and its
-    data records, one per distinct sampling rate; then data sets with
-    flowStart/EndMilliseconds and samplerId. ``export_time`` (seconds)
-    defaults to the latest ``last``."""
+    """IPFIX messages (RFC 7011) of at most ``mtu`` bytes carrying ``frame``
+    (canonical columns; the exporter column is ignored: encode each
+    exporter's rows apart). The first message holds the templates (256 for
+    IPv4, 257 for IPv6: addresses, ports, protocol, 8-byte octet and packet
+    counts, interfaces, flowStart/EndMilliseconds, samplerId), a sampler
+    options template (258: scope samplerId 48, then samplingInterval 34)
+    and its records, one per distinct ``sampling_rate``; data sets follow.
+    Sequence numbers count data records from ``sequence``. ``export_time``
+    (seconds) defaults to the second after the latest ``last``."""
     frame, is_v6, first_ms, last_ms, rates, sampler = _prepare(frame)
     export_s = export_time if export_time is not None else (int(math.ceil(last_ms.max() / 1000)) if len(frame) else 0)
     times = [(START_MS, 8), (END_MS, 8)]
@@ -832,35 +823,24 @@ def encode_ipfix(frame: pl.DataFrame, *, domain: int = 1, export_time: int | Non
         templates += struct.pack(">HH", tid, len(all_fields)) + b"".join(struct.pack(">HH", i, n) for i, n in all_fields)
     options = struct.pack(">HHHHHHH", 258, 2, 1, SAMPLER_ID, 1, SAMPLING_INTERVAL, 4)
     option_data = b"".join(struct.pack(">BI", ident, rate) for rate, ident in sampler.items())
-    sets = [_set(2, templates), _set(3, options), _set(258, option_data)]
-    ids = [sampler[int(r)] for r in rates]
+    sets = [(_set(2, templates), 0), (_set(3, options), 0), (_set(258, option_data), len(sampler))]
+    ids = np.array([sampler[int(r)] for r in rates], np.int64)
     for tid, v6 in ((256, False), (257, True)):
         rows = np.flatnonzero(is_v6 == v6)
-        if len(rows) == 0:
-            continue
-        packer = _record_packer(_V6_FIELDS if v6 else _V4_FIELDS, times)
-        records = _records(frame, rows, v6, (first_ms.tolist(), last_ms.tolist()), ids)
-        for batch in _pack_sets(tid, packer, records, mtu - 16 - 4):
-            sets.append(_set(tid, b"".join(batch)))
+        room = mtu - 16 - 4
+        for batch, body in _record_batches(frame, rows, v6, first_ms, last_ms, 8, ids, room, room):
+            sets.append((_set(tid, body), len(batch)))
     messages, body, count = [], b"", 0
-    for s in sets:
-        if body and 16 + len(body) + len(s) > mtu:
+    for data_set, records in sets:
+        if body and 16 + len(body) + len(data_set) > mtu:
             messages.append(_ipfix_message(body, export_s, sequence, domain))
-            sequence += count
+            sequence += count  # IPFIX sequence numbers count data records (RFC 7011 3.1)
             body, count = b"", 0
-        body += s
-        if s[:2] not in (b"\x00\x02", b"\x00\x03"):
-            count += (len(s) - 4) // _record_size(s)
+        body += data_set
+        count += records
     if body:
         messages.append(_ipfix_message(body, export_s, sequence, domain))
     return messages
-
-
-def _record_size(s: bytes) -> int:
-    set_id = (s[0] << 8) | s[1]
-    if set_id == 258:
-        return 5
-    return _record_packer(_V6_FIELDS if set_id == 257 else _V4_FIELDS, [(0, 8), (0, 8)]).size
 
 
 def _set(set_id: int, body: bytes) -> bytes:
@@ -892,9 +872,8 @@ def encode_v9(frame: pl.DataFrame, *, source_id: int = 1, mtu: int = 1400, seque
     option_data = b"".join(struct.pack(">IBBI", 0, ident, 2, rate) for rate, ident in sampler.items())
     option_data += b"\x00" * (-len(option_data) % 4)
     head = [(0, templates, 2), (1, options, 1), (258, option_data, len(sampler))]
-    first_up = ((first_ms - boot_ms) & MASK32).tolist()
-    last_up = ((last_ms - boot_ms) & MASK32).tolist()
-    ids = [sampler[int(r)] for r in rates]
+    first_up, last_up = (first_ms - boot_ms) & MASK32, (last_ms - boot_ms) & MASK32
+    ids = np.array([sampler[int(r)] for r in rates], np.int64)
     datagrams = []
     pending: list[tuple[int, bytes, int]] = list(head)
     latest = int(boot_ms)
@@ -911,17 +890,10 @@ def encode_v9(frame: pl.DataFrame, *, source_id: int = 1, mtu: int = 1400, seque
 
     for tid, v6 in ((256, False), (257, True)):
         rows = np.flatnonzero(is_v6 == v6)
-        if len(rows) == 0:
-            continue
-        packer = _record_packer(_V6_FIELDS if v6 else _V4_FIELDS, times)
-        records = _records(frame, rows, v6, (first_up, last_up), ids)
+        room = mtu - 20 - 4 - 3  # header, flowset header, padding
         used = sum(4 + len(b) for _, b, _ in pending)
-        offset = 0
-        for batch in _pack_sets(tid, packer, records, mtu - 20 - 4 - used if used else mtu - 24):
-            chunk_rows = rows[offset:offset + len(batch)]
-            offset += len(batch)
-            latest = max(latest, int(last_ms[chunk_rows].max()))
-            body = b"".join(batch)
+        for batch, body in _record_batches(frame, rows, v6, first_up, last_up, 4, ids, room - used, room):
+            latest = max(latest, int(last_ms[batch].max()))
             body += b"\x00" * (-len(body) % 4)  # flowsets are padded to 32 bits (RFC 3954 5.3)
             pending.append((tid, body, len(batch)))
             emit()
