@@ -4,19 +4,25 @@
 
 Decoding
     :class:`Decoder` keeps the state an export stream needs: templates per
-    (exporter, observation domain / source id, template id), sampler rates
-    learnt from options records, and the IPFIX system init time (field 160).
-    ``Decoder.feed(datagram, exporter)`` decodes one UDP payload;
-    ``Decoder.take()`` returns the records decoded so far as a canonical
-    DataFrame and forgets them. :func:`decode` does both for a list of
-    datagrams and returns ``(frame, problems)``.
+    (exporter, version, observation domain / source id, template id),
+    sampler rates learnt from options records, and the IPFIX system init
+    time (field 160). ``Decoder.feed(datagram, exporter)`` decodes one UDP
+    payload; ``Decoder.take()`` returns the records decoded so far as a
+    canonical DataFrame and forgets them (``detach()`` then ``build()`` do
+    the same in two steps, the second possibly in another thread).
+    :func:`decode` feeds a list of datagrams and returns ``(frame,
+    problems)``; :func:`read_pcap` does it for a capture file.
 
     Each template is compiled once into a numpy structured dtype when all
-    its fields have a fixed length, and every record of a data set is then
-    decoded in one ``np.frombuffer`` call; the columns are kept as arrays
-    and joined into one polars DataFrame by ``take()``. Templates with
+    its fields have a fixed length (any length: 1, 2, 4 and 8 bytes are
+    integers, others byte arrays, so reduced-size encoding, RFC 7011
+    Section 6.2, is handled). ``feed`` only parses headers and templates and
+    keeps each data set's bytes, with what its header and the sampling
+    state said at that moment; ``take()`` joins the sets of each template
+    and decodes them in one ``np.frombuffer`` call, building columns, never
+    per-record objects, and one polars DataFrame. Templates with
     variable-length fields (RFC 7011 Section 7) are decoded record by
-    record with ``struct``.
+    record.
 
 Problems
     Malformed input never raises out of ``feed``: each problem is a
@@ -69,8 +75,9 @@ Sampling
 Encoding
     :func:`encode_ipfix` and :func:`encode_v9` turn a canonical table into
     export datagrams (templates, a sampler options template and its data,
-    then data sets), for tests and synthetic data. Times are exported in
-    milliseconds, so sub-millisecond parts are lost.
+    then data sets), for tests and synthetic data; :func:`encode_v5` the
+    IPv4 rows into v5 datagrams. Times are exported in milliseconds, so
+    sub-millisecond parts are lost.
 
 Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
 """
