@@ -188,7 +188,10 @@ class Collector:
                 size, source = recv(buffer)
             except (BlockingIOError, InterruptedError):
                 break
-            feed(bytes(view[:size]), source[0])
+            exporter = source[0]
+            if exporter.startswith("::ffff:") and "." in exporter:  # IPv4-mapped, on a socket bound to [::]
+                exporter = exporter[7:]
+            feed(bytes(view[:size]), exporter)
             count += 1
             if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
                 break  # a sender that never stops must not keep us from stopping
