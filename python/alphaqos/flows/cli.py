@@ -12,7 +12,7 @@ import importlib
 __all__ = ["COMMAND_MODULES", "add_flows_command"]
 
 #: Modules (in this package) that contribute subcommands.
-COMMAND_MODULES: tuple[str, ...] = ("ingest", "identify", "backtest")
+COMMAND_MODULES: tuple[str, ...] = ("collect", "ingest", "identify", "backtest")
 
 
 def add_flows_command(commands: argparse._SubParsersAction) -> None:

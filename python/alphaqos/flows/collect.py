@@ -1,0 +1,262 @@
+"""``alphaqos flows collect``: a UDP collector of NetFlow v5/v9 and IPFIX
+exports writing the canonical flow table (:mod:`.schema`) as Parquet.
+
+``alphaqos flows collect [--listen HOST:PORT] --out DIR [--flush-every 10s]
+[--sampling EXPORTER=N ...] [--duration D]``
+
+One non-blocking UDP socket with a large receive buffer (asked for
+:data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
+is drained in batches with ``recvfrom_into``; each datagram is decoded by
+:class:`.netflow.Decoder` (exporter: the datagram's source address) and the
+records are handed every ``--flush-every`` to a writer thread that builds
+the table and writes it with :func:`.schema.write_partitioned` under
+``DIR`` (``exporter=.../day=...``), while the socket keeps being read.
+Each flush prints one line: records written, datagrams and records so far,
+the decoding rate (records per second of decoding time), problems by
+reason, what the exporters' sequence numbers say was lost on the way, and
+the datagrams the kernel dropped on this socket (from ``/proc/net/udp``).
+
+SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
+reads what is still queued on the socket, writes every record received and
+exits 0. ``--listen`` with port 0 takes a free port (printed at start).
+A bad option, or an address it cannot listen on, exits 2 with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .. import units
+from ..cli import RunFailure, UsageError
+from . import schema
+from .netflow import Decoder
+
+__all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
+
+#: Socket receive buffer asked for, bytes.
+RECEIVE_BUFFER = 64 * 1024 * 1024
+#: Datagrams read per wake-up before the clock is looked at again.
+BATCH = 2048
+#: Longest time spent, once stopping, reading what is still queued on the socket.
+FINAL_DRAIN_S = 5.0
+_TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("collect", help="receive NetFlow/IPFIX exports over UDP and write Parquet")
+    parser.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:4739",
+                        help="address to receive on (default 127.0.0.1:4739; [::1]:4739 for IPv6; port 0: any free)")  # fmt: skip
+    parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="root of the partitioned Parquet")
+    parser.add_argument("--flush-every", metavar="D", default="10s", help="write what was received this often (default 10s)")
+    parser.add_argument("--sampling", metavar="EXPORTER=N", action="append", default=[],
+                        help="1-in-N packet sampling of an exporter, overriding what it exports (repeatable)")  # fmt: skip
+    parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
+    parser.set_defaults(handler=_collect)
+
+
+def parse_listen(text: str) -> tuple[int, tuple]:
+    """``HOST:PORT`` or ``[V6]:PORT`` as (address family, socket address);
+    UsageError if malformed or not a numeric address."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host:
+        raise UsageError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:4739 or [::1]:4739")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not port.isdigit() or int(port) > 65535:
+        raise UsageError(f"--listen {text!r}: port must be a number from 0 to 65535")
+    try:
+        info = socket.getaddrinfo(host, int(port), type=socket.SOCK_DGRAM, flags=socket.AI_NUMERICHOST)
+    except socket.gaierror:
+        raise UsageError(f"--listen {text!r}: {host!r} is not an IPv4 or IPv6 address") from None
+    family, _, _, _, address = info[0]
+    return family, address
+
+
+def _parse_sampling(items: list[str]) -> dict[str, int]:
+    rates = {}
+    for item in items:
+        exporter, sep, rate = item.rpartition("=")
+        if not sep or not exporter or not rate.isdigit() or int(rate) < 1:
+            raise UsageError(f"--sampling {item!r}: expected EXPORTER=N with N a whole number of at least 1")
+        rates[exporter] = int(rate)
+    return rates
+
+
+def _seconds(option: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = units.parse_time(text) / 1e9
+    except ValueError as exc:
+        raise UsageError(f"{option} {text!r}: {exc}") from None
+    if value <= 0:
+        raise UsageError(f"{option} {text!r}: must be positive")
+    return value
+
+
+def _collect(args: argparse.Namespace) -> int:
+    family, address = parse_listen(args.listen)
+    sampling = _parse_sampling(args.sampling)
+    flush_every = _seconds("--flush-every", args.flush_every)
+    duration = _seconds("--duration", args.duration)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {str(args.out)!r} exists and is not a directory")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {str(args.out)!r}: {exc.strerror or exc}") from None
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    with sock:
+        return Collector(sock, args.out, Decoder(sampling), flush_every, duration).run()
+
+
+class Collector:
+    """The receive loop; see the module doc. Records are turned into a table
+    and written by a writer thread, so that a flush does not stop the
+    receiving (numpy, polars and Parquet writing release the GIL for most of
+    their work)."""
+
+    def __init__(self, sock: socket.socket, out: Path, decoder: Decoder, flush_every: float, duration: float | None):
+        self.sock, self.out, self.decoder = sock, out, decoder
+        self.flush_every, self.duration = flush_every, duration
+        self.stopping = False
+        self.decode_s = 0.0
+        self.written = 0
+        self.unwritten: list = []  # frames a failed write left behind, retried at the next flush
+        self.failure: str | None = None
+        self.batches: queue.Queue = queue.Queue()
+        self.started = time.monotonic()
+
+    def _stop(self, signum, frame) -> None:
+        self.stopping = True
+
+    def run(self) -> int:
+        previous = {s: signal.signal(s, self._stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        writer = threading.Thread(target=self._writer, name="flows-writer", daemon=True)
+        writer.start()
+        try:
+            host, port = self.sock.getsockname()[:2]
+            buffer = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            print(f"collecting on {host}:{port} (receive buffer {buffer:,} bytes) into {self.out}/", flush=True)
+            next_flush = self.started + self.flush_every
+            end = None if self.duration is None else self.started + self.duration
+            while not self.stopping:
+                now = time.monotonic()
+                if end is not None and now >= end:
+                    break
+                wait = min(next_flush, end if end is not None else next_flush) - now
+                readable, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, _TICK_S)))
+                if readable:
+                    self._drain(BATCH)
+                if time.monotonic() >= next_flush:
+                    self.batches.put((self.decoder.detach(), False))
+                    next_flush = time.monotonic() + self.flush_every
+            self._drain(None, deadline=time.monotonic() + FINAL_DRAIN_S)  # what the kernel holds was received: keep it
+            self.batches.put((self.decoder.detach(), True))
+            writer.join()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if self.failure:
+            raise RunFailure(self.failure)
+        return 0
+
+    def _drain(self, limit: int | None, deadline: float | None = None) -> None:
+        buffer = bytearray(65536)
+        view = memoryview(buffer)
+        recv, feed = self.sock.recvfrom_into, self.decoder.feed
+        count = 0
+        started = time.perf_counter()
+        while limit is None or count < limit:
+            try:
+                size, source = recv(buffer)
+            except (BlockingIOError, InterruptedError):
+                break
+            exporter = source[0]
+            if exporter.startswith("::ffff:") and "." in exporter:  # IPv4-mapped, on a socket bound to [::]
+                exporter = exporter[7:]
+            feed(bytes(view[:size]), exporter)
+            count += 1
+            if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
+                break  # a sender that never stops must not keep us from stopping
+        self.decode_s += time.perf_counter() - started
+
+    def _writer(self) -> None:
+        final = False
+        while not final:
+            chunks, final = self.batches.get()
+            try:
+                started = time.perf_counter()
+                frame = self.decoder.build(chunks)
+                self.decode_s += time.perf_counter() - started
+                self._write(frame, final)
+            except Exception as exc:  # noqa: BLE001 - reported, and the collector exits 1
+                self.failure = f"cannot write the flows: {type(exc).__name__}: {exc}"
+                if final:
+                    return
+
+    def _write(self, frame, final: bool) -> None:
+        if frame.height:
+            self.unwritten.append(frame)
+        written = 0
+        while self.unwritten:
+            try:
+                schema.write_partitioned(self.unwritten[0], self.out, tag="flows")
+            except OSError as exc:
+                message = f"cannot write into {str(self.out)!r}: {exc.strerror or exc}"
+                if final:
+                    self.failure = message
+                    return
+                print(f"alphaqos: warning: {message}; retrying at the next flush", file=sys.stderr, flush=True)
+                break
+            written += self.unwritten.pop(0).height
+        self.written += written
+        self._report(written, final)
+
+    def _report(self, written: int, final: bool) -> None:
+        stats, counts = self.decoder.stats, self.decoder.counts
+        rate = stats["records"] / self.decode_s if self.decode_s > 0 else 0.0
+        problems = ", ".join(f"{reason} {n:,}" for reason, n in sorted(counts.items())) or "none"
+        lost = [f"{stats[k]:,} {k[5:].replace('_', ' ')}" for k in ("lost_records", "lost_datagrams") if stats[k]]
+        if lost:  # sequence-number gaps: lost between the exporters and us
+            problems += f"; lost on the way: {', '.join(lost)}"
+        elapsed = time.monotonic() - self.started
+        drops = socket_drops(self.sock)
+        head = "stopped after" if final else "at"
+        print(
+            f"{head} {elapsed:.1f} s: wrote {written:,} records ({self.written:,} in all); "
+            f"{stats['datagrams']:,} datagrams, {stats['records']:,} records, decoding {rate:,.0f} records/s; "
+            f"problems: {problems}; kernel drops: {'?' if drops is None else f'{drops:,}'}",
+            flush=True,
+        )
+
+
+def socket_drops(sock: socket.socket) -> int | None:
+    """Datagrams the kernel dropped on ``sock`` (Linux ``/proc/net/udp*``)."""
+    inode = str(os.fstat(sock.fileno()).st_ino)
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) >= 13 and fields[9] == inode:
+                return int(fields[-1])
+    return None

@@ -1,0 +1,933 @@
+"""Decoding (and encoding) of flow export datagrams: NetFlow v5, NetFlow v9
+(RFC 3954) and IPFIX (RFC 7011), into the canonical flow table
+(:mod:`.schema`).
+
+Decoding
+    :class:`Decoder` keeps the state an export stream needs: templates per
+    (exporter, version, observation domain / source id, template id),
+    sampler rates learnt from options records, and the IPFIX system init
+    time (field 160). ``Decoder.feed(datagram, exporter)`` decodes one UDP
+    payload; ``Decoder.take()`` returns the records decoded so far as a
+    canonical DataFrame and forgets them (``detach()`` then ``build()`` do
+    the same in two steps, the second possibly in another thread).
+    :func:`decode` feeds a list of datagrams and returns ``(frame,
+    problems)``; :func:`read_pcap` does it for a capture file.
+
+    Each template is compiled once into a numpy structured dtype when all
+    its fields have a fixed length (any length: 1, 2, 4 and 8 bytes are
+    integers, others byte arrays, so reduced-size encoding, RFC 7011
+    Section 6.2, is handled). ``feed`` only parses headers and templates and
+    keeps each data set's bytes, with what its header and the sampling
+    state said at that moment; ``take()`` joins the sets of each template
+    and decodes them in one ``np.frombuffer`` call, building columns, never
+    per-record objects, and one polars DataFrame. Templates with
+    variable-length fields (RFC 7011 Section 7) are decoded record by
+    record.
+
+Problems
+    Malformed input never raises out of ``feed``: each problem is a
+    :class:`Problem` (exporter, reason, short description), counted by
+    reason in ``Decoder.counts``. Reasons: ``truncated`` (header, set or
+    template shorter than it says), ``bad_length`` (a set length beyond the
+    datagram or below its header), ``unknown_version``, ``empty_template``
+    (a v9 template, or an IPFIX options template, with no fields),
+    ``bad_template`` (a field of length 0, a scope count above the field
+    count), ``unknown_template`` (data for a template not seen yet),
+    ``bad_time`` (records dated before 1970 or after 2199, dropped by
+    ``take()`` and counted one by one), ``malformed`` (anything else).
+
+Unknown templates
+    Data sets for a template not yet seen are counted as ``unknown_template``
+    when they arrive and held, up to :data:`HELD_SETS` per exporter (oldest
+    dropped first); when the template arrives, the held sets are decoded
+    with the header times of their own datagram and counted in
+    ``Decoder.stats["recovered_sets"]``. Sets still held are lost with the
+    decoder. An IPFIX template record with no fields withdraws the template
+    (RFC 7011 Section 8.1); a newer template with the same id replaces it.
+
+Loss at the exporter
+    Gaps in sequence numbers are counted in ``Decoder.stats``:
+    ``lost_records`` for v5 and IPFIX (whose sequence numbers count
+    records), ``lost_datagrams`` for v9 (which counts datagrams). A number
+    behind the expected one (reordering) is not counted.
+
+Time
+    v5 and v9 ``FIRST``/``LAST_SWITCHED`` are milliseconds of system uptime:
+    a record's time is the header's export time minus (sys_uptime -
+    switched), the difference taken modulo 2**32 as a signed number so that
+    an uptime wrap between the flow and the export is harmless. IPFIX:
+    flowStart/EndMilliseconds (152/153), else flowStart/EndSeconds
+    (150/151), else flowStart/EndSysUpTime (22/21) plus
+    systemInitTimeMilliseconds (160, from the same record or an options
+    record). A record with none of these gets the export time.
+
+Sampling
+    The rate (1 in N packets) of a record is, first, the one configured for
+    its exporter (``sampling={exporter: N}``); else a samplingInterval (34)
+    in the record itself; else the rate of the sampler named by the record's
+    samplerId (48) or selectorId (302), learnt from options records with 34,
+    FLOW_SAMPLER_RANDOM_INTERVAL (50), or samplingPacketInterval (305) and
+    samplingPacketSpace (306) as (interval + space) / interval; else the
+    last rate an options record without a sampler id gave for the
+    observation domain; else, for v5, the header's sampling_interval (low
+    14 bits; the top 2 bits are the mode); else 1.
+
+Encoding
+    :func:`encode_ipfix` and :func:`encode_v9` turn a canonical table into
+    export datagrams (templates, a sampler options template and its data,
+    then data sets), for tests and synthetic data; :func:`encode_v5` the
+    IPv4 rows into v5 datagrams. Times are exported in milliseconds, so
+    sub-millisecond parts are lost.
+
+Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import struct
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+
+from . import schema
+
+__all__ = ["Decoder", "Problem", "decode", "encode_ipfix", "encode_v5", "encode_v9", "read_pcap", "HELD_SETS"]
+
+#: Data sets held per exporter while their template is unknown.
+HELD_SETS = 256
+#: Problems kept in ``Decoder.problems`` (all are counted).
+KEPT_PROBLEMS = 10_000
+
+# Information element ids (IPFIX, RFC 7012 / IANA registry; v9 ids 1-127
+# are the same, RFC 3954 Section 8).
+OCTETS, PACKETS, PROTOCOL, SRC_PORT, SRC_V4, INPUT_IF = 1, 2, 4, 7, 8, 10
+DST_PORT, DST_V4, OUTPUT_IF = 11, 12, 14
+LAST_SWITCHED, FIRST_SWITCHED = 21, 22
+SRC_V6, DST_V6 = 27, 28
+SAMPLING_INTERVAL, SAMPLING_ALGORITHM, SAMPLER_ID, SAMPLER_RANDOM_INTERVAL = 34, 35, 48, 50
+OCTETS_TOTAL, PACKETS_TOTAL = 85, 86
+START_S, END_S, START_MS, END_MS = 150, 151, 152, 153
+SYSTEM_INIT_MS = 160
+SELECTOR_ID, PACKET_INTERVAL, PACKET_SPACE = 302, 305, 306
+
+VARIABLE = 0xFFFF  # a field length meaning "variable" (RFC 7011 Section 7)
+MASK32 = 0xFFFFFFFF
+LATEST_US = 7_258_118_400_000_000  # 2200-01-01T00:00:00Z: later times are taken as garbage
+
+_V5_HEADER = struct.Struct(">HHIIIIBBH")  # 24 bytes, Cisco NetFlow v5 export format
+_V9_HEADER = struct.Struct(">HHIIII")  # RFC 3954 Section 5.1: 20 bytes
+_IPFIX_HEADER = struct.Struct(">HHIII")  # RFC 7011 Section 3.1: 16 bytes
+_SET = struct.Struct(">HH")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One malformed or undecodable piece of an export stream."""
+
+    exporter: str
+    reason: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.exporter}: {self.reason}: {self.detail}"
+
+
+class _Malformed(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+class _Time(NamedTuple):
+    """The times a datagram's header gives its records."""
+
+    export_us: int  # export time, microseconds since the epoch
+    uptime_ms: int | None  # v9 sys_uptime (None for IPFIX)
+
+
+@dataclass
+class _Template:
+    key: tuple  # (exporter, version, domain, template id)
+    fields: list[tuple[int, int, int]]  # (enterprise, id, length)
+    scope_count: int = 0
+    options: bool = False
+    fixed: bool = True
+    record_len: int = 0  # the minimum for variable-length templates
+    dtype: np.dtype | None = None
+    index: dict[int, int] = field(default_factory=dict)  # IANA id -> position of its first field
+
+    def compile(self) -> None:
+        self.fixed = all(length != VARIABLE for _, _, length in self.fields)
+        self.record_len = sum(1 if length == VARIABLE else length for _, _, length in self.fields)
+        for position, (enterprise, ident, _) in enumerate(self.fields):
+            if enterprise == 0:
+                self.index.setdefault(ident, position)
+        if self.fixed:
+            self.dtype = np.dtype([(f"f{i}", _field_dtype(length)) for i, (_, _, length) in enumerate(self.fields)])
+
+    @property
+    def is_flow(self) -> bool:
+        ix = self.index
+        return not self.options and (OCTETS in ix or PACKETS in ix or SRC_V4 in ix or SRC_V6 in ix
+                                     or OCTETS_TOTAL in ix or PACKETS_TOTAL in ix)  # fmt: skip
+
+
+def _field_dtype(length: int):
+    if length in (1, 2, 4, 8):
+        return np.dtype(f">u{length}")
+    return np.dtype(("u1", (length,)))
+
+
+class _Chunk(NamedTuple):
+    """The records of one data set, kept raw until ``take()``, with what
+    their datagram's header and the decoder state said when they came."""
+
+    template: _Template
+    records: object  # bytes of fixed-length records, or a dict of object arrays
+    n: int
+    exporter: str
+    export_us: int
+    uptime_ms: int  # the v5/v9 header's sys_uptime; -1 for IPFIX
+    init_ms: int  # IPFIX systemInitTimeMilliseconds known then; -1: none
+    configured: int  # configured sampling rate; 0: none
+    default_rate: int
+    samplers: dict  # sampler id -> rate, a snapshot (never changed in place)
+
+
+_NO_SAMPLERS: dict = {}
+
+# NetFlow v5 records as a template of IPFIX ids (enterprise -1: unused bytes).
+_V5_TEMPLATE = _Template(("", 5, 0, 0), [
+    (0, SRC_V4, 4), (0, DST_V4, 4), (-1, 15, 4), (0, INPUT_IF, 2), (0, OUTPUT_IF, 2), (0, PACKETS, 4),
+    (0, OCTETS, 4), (0, FIRST_SWITCHED, 4), (0, LAST_SWITCHED, 4), (0, SRC_PORT, 2), (0, DST_PORT, 2),
+    (-1, 0, 1), (-1, 6, 1), (0, PROTOCOL, 1), (-1, 5, 1), (-1, 16, 2), (-1, 17, 2), (-1, 9, 1), (-1, 13, 1),
+    (-1, 0, 2),
+])  # fmt: skip
+_V5_TEMPLATE.compile()
+assert _V5_TEMPLATE.record_len == 48
+
+
+class Decoder:
+    """Decoding state for any number of exporters; see the module doc."""
+
+    def __init__(self, sampling: dict[str, int] | None = None):
+        self.sampling = dict(sampling or {})
+        self.templates: dict[tuple, _Template] = {}  # (exporter, version, domain, template id) ->
+        self.sampler_rates: dict[tuple, dict] = {}  # (exporter, domain) -> {sampler id: N}
+        self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
+        self.default_rates: dict[tuple, int] = {}  # (exporter, domain) -> N for records naming no sampler
+        self.init_ms: dict[tuple, int] = {}  # (exporter, domain) -> systemInitTimeMilliseconds
+        self._next_sequence: dict[tuple, int] = {}  # (exporter, version, domain...) -> sequence number expected
+        self.held: dict[str, deque] = {}
+        self.counts: Counter[str] = Counter()
+        self.problems: list[Problem] = []
+        self.stats: Counter[str] = Counter()
+        self._chunks: list[_Chunk] = []
+        self._rows = 0
+
+    # --- input ----------------------------------------------------------
+
+    def feed(self, datagram: bytes, exporter: str) -> int:
+        """Decode one export datagram from ``exporter``; returns the number of
+        flow records decoded (problems are recorded, never raised)."""
+        self.stats["datagrams"] += 1
+        before = self._rows
+        try:
+            if len(datagram) < 2:
+                raise _Malformed("truncated", f"datagram of {len(datagram)} bytes")
+            version = (datagram[0] << 8) | datagram[1]
+            if version == 10:
+                self._ipfix(datagram, exporter)
+            elif version == 9:
+                self._v9(datagram, exporter)
+            elif version == 5:
+                self._v5(datagram, exporter)
+            else:
+                raise _Malformed("unknown_version", f"version {version}")
+        except _Malformed as exc:
+            self._problem(exporter, exc.reason, exc.detail)
+        except (struct.error, ValueError, IndexError, TypeError, OverflowError) as exc:  # a guard for what we did not foresee
+            self._problem(exporter, "malformed", f"{type(exc).__name__}: {exc}")
+        decoded = self._rows - before
+        self.stats["records"] += decoded
+        return decoded
+
+    def _problem(self, exporter: str, reason: str, detail: str) -> None:
+        self.counts[reason] += 1
+        self._problem_only(exporter, reason, detail)
+
+    def _problem_only(self, exporter: str, reason: str, detail: str) -> None:
+        if len(self.problems) < KEPT_PROBLEMS:
+            self.problems.append(Problem(exporter, reason, detail))
+
+    # NetFlow v5 (Cisco's fixed export format: a 24-byte header, 48-byte records)
+    def _v5(self, data: bytes, exporter: str) -> None:
+        if len(data) < _V5_HEADER.size:
+            raise _Malformed("truncated", f"v5 header needs 24 bytes, got {len(data)}")
+        _, count, uptime, secs, nsecs, sequence, engine_type, engine_id, sampling = _V5_HEADER.unpack_from(data)
+        if len(data) < 24 + 48 * count:
+            raise _Malformed("truncated", f"v5 count {count} needs {24 + 48 * count} bytes, got {len(data)}")
+        self._sequence((exporter, 5, engine_type, engine_id), sequence, count, "lost_records")  # counts flows
+        if count == 0:
+            return
+        records = data[24 : 24 + 48 * count]
+        interval = sampling & 0x3FFF  # top 2 bits: the sampling mode; low 14: the interval
+        self._chunks.append(_Chunk(_V5_TEMPLATE, records, count, exporter, secs * 1_000_000 + nsecs // 1000, uptime,
+                                   -1, self.sampling.get(exporter, 0), interval or 1, _NO_SAMPLERS))  # fmt: skip
+        self._rows += count
+
+    # NetFlow v9, RFC 3954
+    def _v9(self, data: bytes, exporter: str) -> None:
+        if len(data) < _V9_HEADER.size:
+            raise _Malformed("truncated", f"v9 header needs 20 bytes, got {len(data)}")
+        _, _, uptime, secs, sequence, source_id = _V9_HEADER.unpack_from(data)
+        self._sequence((exporter, 9, source_id), sequence, 1, "lost_datagrams")  # counts datagrams (RFC 3954 5.1)
+        when = _Time(secs * 1_000_000, uptime)
+        for set_id, start, end in _sets(data, 20, "flowset"):
+            if set_id == 0:
+                self._templates(data, start, end, exporter, 9, source_id, options=False)
+            elif set_id == 1:
+                self._v9_options_templates(data, start, end, exporter, source_id)
+            elif set_id >= 256:
+                self._data(exporter, 9, source_id, set_id, data[start:end], when)
+            # 2-255: reserved (RFC 3954 Section 5.2); skipped
+
+    # IPFIX, RFC 7011
+    def _ipfix(self, data: bytes, exporter: str) -> None:
+        if len(data) < _IPFIX_HEADER.size:
+            raise _Malformed("truncated", f"IPFIX header needs 16 bytes, got {len(data)}")
+        _, length, export_s, sequence, domain = _IPFIX_HEADER.unpack_from(data)
+        if length > len(data) or length < 16:
+            raise _Malformed("bad_length", f"IPFIX message length {length}, datagram {len(data)} bytes")
+        data = data[:length]
+        when = _Time(export_s * 1_000_000, None)
+        key = (exporter, 10, domain)
+        self._sequence(key, sequence, None, "lost_records")
+        records = 0  # data records in this message, which the next one's sequence number counts (RFC 7011 3.1)
+        for set_id, start, end in _sets(data, 16, "set"):
+            if set_id == 2:
+                self._templates(data, start, end, exporter, 10, domain, options=False)
+            elif set_id == 3:
+                self._templates(data, start, end, exporter, 10, domain, options=True)
+            elif set_id >= 256:
+                decoded = self._data(exporter, 10, domain, set_id, data[start:end], when)
+                records = None if decoded is None or records is None else records + decoded
+        if records is not None:
+            self._next_sequence[key] = (sequence + records) & MASK32
+
+    def _sequence(self, key: tuple, sequence: int, advance: int | None, stat: str) -> None:
+        """Count the records or datagrams a gap in an exporter's sequence
+        numbers says were lost on the way (a number behind the one expected
+        is a reordering, not counted). ``advance``: what this datagram adds
+        to the sequence, None if not known yet."""
+        expected = self._next_sequence.pop(key, None)
+        if expected is not None:
+            gap = (sequence - expected) & MASK32
+            if 0 < gap < 1 << 31:
+                self.stats[stat] += gap
+        if advance is not None:
+            self._next_sequence[key] = (sequence + advance) & MASK32
+
+    def _templates(self, data, pos, end, exporter, version, domain, *, options: bool) -> None:
+        """Template records (RFC 3954 5.2, RFC 7011 3.4.1) or IPFIX options
+        template records (RFC 7011 3.4.2.2) from ``data[pos:end]``."""
+        ipfix = version == 10
+        head = 6 if options else 4
+        while end - pos >= head:
+            if options:
+                tid, count, scopes = struct.unpack_from(">HHH", data, pos)
+            else:
+                (tid, count), scopes = _SET.unpack_from(data, pos), 0
+            pos += head
+            if tid == 0 and count == 0:
+                break  # padding to the end of the set
+            if tid < 256:
+                raise _Malformed("bad_template", f"template id {tid} below 256")
+            if count == 0:
+                if ipfix and not options:
+                    self.templates.pop((exporter, version, domain, tid), None)  # a withdrawal (RFC 7011 8.1)
+                    continue
+                raise _Malformed("empty_template", f"template {tid} with no fields")
+            if scopes > count or (options and scopes == 0):
+                raise _Malformed("bad_template", f"options template {tid}: scope count {scopes} of {count} fields")
+            fields = []
+            for _ in range(count):
+                if end - pos < 4:
+                    raise _Malformed("truncated", f"template {tid} ends within its fields")
+                ident, length = _SET.unpack_from(data, pos)
+                pos += 4
+                enterprise = 0
+                if ident & 0x8000 and ipfix:  # enterprise bit: a 4-byte enterprise number follows
+                    if end - pos < 4:
+                        raise _Malformed("truncated", f"template {tid} ends within an enterprise number")
+                    (enterprise,) = struct.unpack_from(">I", data, pos)
+                    ident &= 0x7FFF
+                    pos += 4
+                if length == 0 or (length == VARIABLE and not ipfix):
+                    raise _Malformed("bad_template", f"template {tid}: field {ident} of length {length}")
+                fields.append((enterprise, ident, length))
+            self._install(_Template((exporter, version, domain, tid), fields, scopes, options))
+
+    def _v9_options_templates(self, data, pos, end, exporter, source_id) -> None:
+        """RFC 3954 Section 6.1: template id, scope length and option length in
+        bytes, then scope fields (type, length), then option fields."""
+        while end - pos >= 6:
+            tid, scope_len, option_len = struct.unpack_from(">HHH", data, pos)
+            pos += 6
+            if tid == 0 and scope_len == 0 and option_len == 0:
+                break  # padding
+            if scope_len % 4 or option_len % 4 or pos + scope_len + option_len > end:
+                raise _Malformed("bad_template", f"v9 options template {tid}: lengths {scope_len}+{option_len}")
+            if scope_len + option_len == 0:
+                raise _Malformed("empty_template", f"v9 options template {tid} with no fields")
+            fields = []
+            for i in range((scope_len + option_len) // 4):
+                ident, length = _SET.unpack_from(data, pos)
+                pos += 4
+                if length == 0:
+                    raise _Malformed("bad_template", f"options template {tid}: field {ident} of length 0")
+                # scope types (1 system, 2 interface, ...) share numbers with
+                # fields; enterprise -1 keeps them from being read as fields
+                fields.append((-1 if i < scope_len // 4 else 0, ident, length))
+            self._install(_Template((exporter, 9, source_id, tid), fields, scope_len // 4, True))
+
+    def _install(self, template: _Template) -> None:
+        template.compile()
+        self.templates[template.key] = template
+        exporter = template.key[0]
+        held = self.held.get(exporter)
+        if held:
+            waiting = [h for h in held if h[0] == template.key]
+            if waiting:
+                self.held[exporter] = deque((h for h in held if h[0] != template.key), maxlen=HELD_SETS)
+                for _, body, when in waiting:
+                    self.stats["recovered_sets"] += 1
+                    self._decode_set(template, body, when)
+
+    def _data(self, exporter, version, domain, tid, body: bytes, when: _Time) -> int | None:
+        """Decode a data set; returns its number of records (None: unknown template)."""
+        key = (exporter, version, domain, tid)
+        template = self.templates.get(key)
+        if template is None:
+            self._problem(exporter, "unknown_template", f"data set for template {tid} of domain {domain}")
+            self.held.setdefault(exporter, deque(maxlen=HELD_SETS)).append((key, body, when))
+            return None
+        return self._decode_set(template, body, when)
+
+    def _decode_set(self, template: _Template, body: bytes, when: _Time) -> int:
+        if template.fixed:
+            n = len(body) // template.record_len  # what is left is padding
+            if n == 0:
+                return 0
+            # flow records stay bytes until take() decodes them all at once
+            records = body[: n * template.record_len]
+            if template.options:
+                records = np.frombuffer(records, template.dtype, n)
+        else:
+            records, n = _variable_records(template, body)
+            if n == 0:
+                return 0
+        exporter, _, domain, _ = template.key
+        if template.options:
+            self._options(template, records, n)
+        elif template.is_flow:
+            uptime = -1 if when.uptime_ms is None else when.uptime_ms
+            self._chunks.append(_Chunk(
+                template, records, n, exporter, when.export_us, uptime, self.init_ms.get((exporter, domain), -1),
+                self.sampling.get(exporter, 0), self.default_rates.get((exporter, domain), 1),
+                self.sampler_rates.get((exporter, domain), _NO_SAMPLERS),
+            ))  # fmt: skip
+            self._rows += n
+        return n
+
+    def _options(self, template: _Template, records, n: int) -> None:
+        """Learn sampler rates and the system init time from options data."""
+        exporter, _, domain, _ = template.key
+        index = template.index
+
+        def ints(ident):
+            return _as_int(records[f"f{index[ident]}"]) if ident in index else None
+
+        interval = ints(SAMPLING_INTERVAL)
+        if interval is None:
+            interval = ints(SAMPLER_RANDOM_INTERVAL)
+        if interval is None and PACKET_INTERVAL in index and PACKET_SPACE in index:
+            # 1 in (selected + skipped) / selected packets (RFC 5477 Section 8.2.2)
+            selected, skipped = ints(PACKET_INTERVAL), ints(PACKET_SPACE)
+            interval = (selected + skipped) // np.maximum(selected, 1)
+        sampler = ints(SAMPLER_ID)
+        if sampler is None:
+            sampler = ints(SELECTOR_ID)
+        init = ints(SYSTEM_INIT_MS)
+        if init is not None:
+            self.init_ms[(exporter, domain)] = int(init[-1])
+        if interval is None:
+            return
+        key = (exporter, domain)
+        samplers = dict(self.sampler_rates.get(key, _NO_SAMPLERS))
+        for i in range(n):
+            rate = max(int(interval[i]), 1)
+            if sampler is not None:
+                samplers[int(sampler[i])] = rate
+            else:
+                self.domain_rates[key] = rate
+        self.sampler_rates[key] = samplers
+        rates = set(samplers.values())
+        default = self.domain_rates.get(key)
+        if default is None and len(rates) == 1:  # one rate on this domain: it applies to records naming no sampler
+            default = rates.pop()
+        self.default_rates[key] = default or 1
+
+    # --- output --------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Records decoded and not yet taken."""
+        return self._rows
+
+    def take(self) -> pl.DataFrame:
+        """The records decoded since the last ``take()``, as a canonical
+        table; rows are grouped by template, in arrival order within one."""
+        return self.build(self.detach())
+
+    def detach(self) -> list:
+        """The records decoded since the last ``take()`` or ``detach()``, still
+        raw: cheap, so a receive loop can hand them to ``build`` in another
+        thread (which may run beside ``feed``)."""
+        chunks, self._chunks, self._rows = self._chunks, [], 0
+        return chunks
+
+    def build(self, chunks: list) -> pl.DataFrame:
+        """The canonical table of records from ``detach()``."""
+        if not chunks:
+            return schema.empty()
+        groups: dict[int, list[_Chunk]] = {}
+        for chunk in chunks:
+            groups.setdefault(id(chunk.template), []).append(chunk)
+        parts = [_columns(group) for group in groups.values()]
+        names = sorted({c.exporter for c in chunks})
+        number = {name: i for i, name in enumerate(names)}
+        exporter_index = np.repeat(
+            np.array([number[c.exporter] for group in groups.values() for c in group], np.int64),
+            np.array([c.n for group in groups.values() for c in group], np.int64),
+        )
+        columns = {
+            name: np.concatenate([p[name] for p in parts])
+            for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
+                         "input_if", "output_if")
+        }  # fmt: skip
+        # values a template gave more bytes than the canonical type holds
+        # (malformed, or odd exporters) must not stop the table being built
+        for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):
+            columns[name] &= (1 << bits) - 1
+        for name in ("input_if", "output_if"):
+            columns[name] = np.where((columns[name] >= 0) & (columns[name] < 1 << 31), columns[name], 0)
+        frame = pl.DataFrame(columns).with_columns(
+            pl.Series("exporter", names, pl.String).gather(exporter_index),
+            _addresses(parts, "src"),
+            _addresses(parts, "dst"),
+        )
+        sane = (columns["first"] >= 0) & (columns["first"] < LATEST_US) & (columns["last"] >= 0) & (columns["last"] < LATEST_US)
+        if not sane.all():  # garbage times (a malformed record) cannot be partitioned by day
+            for exporter, n in frame.filter(~pl.Series(sane)).group_by("exporter").len().rows():
+                self.counts["bad_time"] += n
+                self._problem_only(exporter, "bad_time", f"{n} records with times outside 1970-2199 dropped")
+            frame = frame.filter(pl.Series(sane))
+        frame = frame.with_columns(
+            pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
+            pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
+        )
+        return schema.conform(frame)
+
+
+def _columns(group: list[_Chunk]) -> dict:
+    """The canonical columns (as arrays) of the chunks of one template."""
+    template = group[0].template
+    index = template.index
+    if template.fixed:
+        records = np.frombuffer(b"".join(c.records for c in group), template.dtype)
+    elif len(group) == 1:
+        records = group[0].records
+    else:
+        records = {k: np.concatenate([c.records[k] for c in group]) for k in group[0].records}
+    counts = np.array([c.n for c in group], np.int64)
+    n = int(counts.sum())
+
+    def per_chunk(attribute):
+        return np.repeat(np.array([getattr(c, attribute) for c in group], np.int64), counts)
+
+    def col(*idents):
+        for ident in idents:
+            if ident in index:
+                return _as_int(records[f"f{index[ident]}"])
+        return None
+
+    def ints(*idents):
+        values = col(*idents)
+        return np.zeros(n, np.int64) if values is None else values
+
+    out = {
+        "n": n, "src_port": ints(SRC_PORT), "dst_port": ints(DST_PORT), "protocol": ints(PROTOCOL),
+        "bytes": ints(OCTETS, OCTETS_TOTAL), "packets": ints(PACKETS, PACKETS_TOTAL),
+        "input_if": ints(INPUT_IF), "output_if": ints(OUTPUT_IF),
+    }  # fmt: skip
+    for side, v4, v6 in (("src", SRC_V4, SRC_V6), ("dst", DST_V4, DST_V6)):
+        if v4 in index:
+            out[side + "4"] = col(v4).astype(np.uint32)
+        elif v6 in index:
+            out[side + "6"] = _v6_text(records[f"f{index[v6]}"])
+        else:
+            out[side + "4"] = np.zeros(n, np.uint32)
+
+    # times (see the module doc for the order of preference)
+    export = per_chunk("export_us")
+    first, last = col(START_MS), col(END_MS)
+    scale = 1000
+    if first is None:
+        first, last, scale = col(START_S), col(END_S), 1_000_000
+    if first is not None:
+        first = first * scale
+        last = first if last is None else last * scale
+    else:
+        start, end = col(FIRST_SWITCHED), col(LAST_SWITCHED)
+        end = start if end is None else end
+        if start is None:
+            first = last = export
+        elif template.key[1] in (5, 9):  # relative to the header's sys_uptime
+            uptime = per_chunk("uptime_ms")
+            first, last = _uptime_to_us(start, uptime, export), _uptime_to_us(end, uptime, export)
+        else:
+            init = col(SYSTEM_INIT_MS)
+            init = per_chunk("init_ms") if init is None else init
+            first = np.where(init >= 0, (init + start) * 1000, export)
+            last = np.where(init >= 0, (init + end) * 1000, export)
+    out["first"], out["last"] = first, last
+
+    # sampling: configured, else in the record, else its sampler's, else the domain's
+    rates = per_chunk("default_rate")
+    ids = col(SAMPLER_ID, SELECTOR_ID)
+    if ids is not None:
+        offset = 0
+        maps = {id(c.samplers) for c in group}
+        for c in group if len(maps) > 1 else [None]:
+            samplers = group[0].samplers if c is None else c.samplers
+            part = slice(0, n) if c is None else slice(offset, offset + c.n)
+            offset += 0 if c is None else c.n
+            if not samplers:
+                continue
+            chunk_ids, chunk_rates = ids[part], rates[part]
+            for ident in np.unique(chunk_ids):
+                rate = samplers.get(int(ident))
+                if rate is not None:
+                    chunk_rates[chunk_ids == ident] = rate
+    interval = col(SAMPLING_INTERVAL)
+    if interval is not None:
+        rates = np.maximum(interval, 1)
+    configured = per_chunk("configured")
+    out["sampling_rate"] = np.where(configured > 0, configured, rates)
+    return out
+
+
+def _addresses(parts: list[dict], side: str) -> pl.Series:
+    """The ``side`` address column: IPv4 converted to text in one
+    vectorised expression, IPv6 text scattered in."""
+    v4 = np.concatenate([p[side + "4"] if side + "4" in p else np.zeros(p["n"], np.uint32) for p in parts])
+    octets = [_OCTETS.gather((v4 >> shift) & 255) for shift in (24, 16, 8, 0)]  # no int -> text formatting
+    text = pl.select(pl.concat_str([pl.lit(o) for o in octets], separator=".")).to_series()
+    offset, indices, values = 0, [], []
+    for p in parts:
+        if side + "6" in p:
+            indices.extend(range(offset, offset + p["n"]))
+            values.extend(p[side + "6"])
+        offset += p["n"]
+    if indices:
+        text = text.scatter(indices, values)
+    return text.alias(f"{side}_addr")
+
+
+_OCTETS = pl.Series([str(i) for i in range(256)])
+
+
+def _uptime_to_us(switched, uptime_ms, export_us) -> np.ndarray:
+    """Microseconds since the epoch of a sys_uptime-relative time: the
+    uptime difference is taken modulo 2**32 and read as signed."""
+    delta = (np.asarray(uptime_ms, np.int64) - np.asarray(switched, np.int64)) & MASK32
+    delta = np.where(delta >= 1 << 31, delta - (1 << 32), delta)
+    return export_us - delta * 1000
+
+
+def _as_int(values) -> np.ndarray:
+    """A field's values as int64, whatever its (reduced-size) length."""
+    values = np.asarray(values)
+    if values.dtype.kind == "u" and values.ndim == 1:
+        return values.astype(np.int64)
+    if values.dtype == object:  # variable-length decoding produced ints
+        wide = [int(v) if isinstance(v, int) else int.from_bytes(v[-8:], "big") for v in values]
+        return np.array(wide, np.uint64).astype(np.int64)
+    if values.ndim == 2:  # unusual lengths: big-endian bytes
+        width = values.shape[1]
+        if width > 8:
+            values = values[:, -8:]
+            width = 8
+        out = np.zeros(len(values), np.uint64)
+        for i in range(width):
+            out = (out << np.uint64(8)) | values[:, i].astype(np.uint64)
+        return out.astype(np.int64)
+    return values.astype(np.int64)
+
+
+def _v6_text(values) -> list[str]:
+    values = np.asarray(values)
+    if values.dtype == object:
+        raw = [bytes(v) if not isinstance(v, int) else v.to_bytes(16, "big") for v in values]
+    else:
+        raw = [row.tobytes() for row in values.reshape(len(values), -1)]
+    ntop = socket.inet_ntop
+    return [ntop(socket.AF_INET6, b) if len(b) == 16 else "::" for b in raw]
+
+
+def _sets(data: bytes, pos: int, what: str):
+    """(set id, body start, body end) of the sets after a header; a set
+    whose length runs past the datagram or is under 4 bytes is malformed."""
+    size = len(data)
+    while size - pos >= 4:
+        set_id, length = _SET.unpack_from(data, pos)
+        if length < 4 or pos + length > size:
+            raise _Malformed("bad_length", f"{what} {set_id} of length {length} at offset {pos}, datagram {size} bytes")
+        yield set_id, pos + 4, pos + length
+        pos += length
+    if pos != size and any(data[pos:]):
+        raise _Malformed("truncated", f"{size - pos} bytes after the last {what}")
+
+
+def _variable_records(template: _Template, body: bytes):
+    """Records of a template with variable-length fields (RFC 7011 Section
+    7: a 1-byte length, or 255 and a 2-byte length). Integers up to 8 bytes
+    become ints; longer values stay bytes."""
+    columns = [[] for _ in template.fields]
+    pos, end, n = 0, len(body), 0
+    lengths = [length for _, _, length in template.fields]
+    while end - pos >= template.record_len:
+        start = pos
+        values = []
+        for length in lengths:
+            if length == VARIABLE:
+                if pos >= end:
+                    break
+                length = body[pos]
+                pos += 1
+                if length == 255:
+                    if pos + 2 > end:
+                        break
+                    length = (body[pos] << 8) | body[pos + 1]
+                    pos += 2
+            if pos + length > end:
+                break
+            raw = body[pos:pos + length]
+            values.append(int.from_bytes(raw, "big") if length <= 8 else raw)
+            pos += length
+        else:
+            for column, value in zip(columns, values):
+                column.append(value)
+            n += 1
+            continue
+        pos = start
+        break
+    out = {}
+    for i, column in enumerate(columns):
+        array = np.empty(len(column), object)
+        array[:] = column
+        out[f"f{i}"] = array
+    return out, n
+
+
+def decode(datagrams, exporter: str = "0.0.0.0", *, sampling: dict[str, int] | None = None):
+    """Decode ``datagrams`` (bytes, or ``(exporter, bytes)`` pairs) in order;
+    returns ``(canonical DataFrame, list of Problem)``."""
+    decoder = Decoder(sampling)
+    for item in datagrams:
+        if isinstance(item, tuple):
+            decoder.feed(item[1], item[0])
+        else:
+            decoder.feed(item, exporter)
+    return decoder.take(), decoder.problems
+
+
+def read_pcap(path, **options):
+    """Decode the flow exports in a pcap or pcapng file: ``(frame, problems)``
+    (see :func:`.pcap.read_pcap`)."""
+    from .pcap import read_pcap as read
+
+    return read(path, **options)
+
+
+# --- encoding -----------------------------------------------------------------
+
+_V4_FIELDS = [(SRC_V4, 4), (DST_V4, 4), (SRC_PORT, 2), (DST_PORT, 2), (PROTOCOL, 1), (OCTETS, 8), (PACKETS, 8),
+              (INPUT_IF, 4), (OUTPUT_IF, 4)]  # fmt: skip
+_V6_FIELDS = [(SRC_V6, 16), (DST_V6, 16)] + _V4_FIELDS[2:]
+
+
+def _prepare(frame: pl.DataFrame):
+    frame = schema.conform(frame)
+    is_v6 = frame["src_addr"].str.contains(":").to_numpy()
+    first_ms = frame["first"].dt.epoch("ms").to_numpy().astype(np.int64)
+    last_ms = frame["last"].dt.epoch("ms").to_numpy().astype(np.int64)
+    rates = frame["sampling_rate"].to_numpy().astype(np.int64)
+    distinct = sorted({int(r) for r in rates})
+    if len(distinct) > 255:
+        raise ValueError("more than 255 distinct sampling rates")
+    sampler = {rate: i + 1 for i, rate in enumerate(distinct)}
+    return frame, is_v6, first_ms, last_ms, rates, sampler
+
+
+def _record_batches(frame, rows, v6: bool, starts, ends, time_length: int, ids, first_room: int, room: int):
+    """``(rows, bytes)`` of consecutive batches of the records of ``rows``
+    encoded with template 256 (IPv4) or 257 (IPv6), all at once through a
+    numpy structured array; the first batch fits ``first_room`` bytes, the
+    others ``room``."""
+    layout = [length for _, length in (_V6_FIELDS if v6 else _V4_FIELDS)] + [time_length, time_length, 1]
+    dtype = np.dtype([(f"f{i}", _field_dtype(length)) for i, length in enumerate(layout)])
+    records = np.zeros(len(rows), dtype)
+    family = socket.AF_INET6 if v6 else socket.AF_INET
+    for i, column in enumerate(("src_addr", "dst_addr")):
+        packed = b"".join(socket.inet_pton(family, a) for a in frame[column].gather(rows).to_list())
+        records[f"f{i}"] = np.frombuffer(packed, np.uint8).reshape(len(rows), 16) if v6 else np.frombuffer(packed, ">u4")
+    for i, column in enumerate(("src_port", "dst_port", "protocol", "bytes", "packets", "input_if", "output_if"), 2):
+        records[f"f{i}"] = frame[column].to_numpy()[rows]
+    last = len(layout) - 1
+    records[f"f{last - 2}"], records[f"f{last - 1}"], records[f"f{last}"] = starts[rows], ends[rows], ids[rows]
+    raw, size = records.tobytes(), dtype.itemsize
+    start, limit = 0, max(1, first_room // size)
+    while start < len(rows):
+        stop = min(len(rows), start + limit)
+        yield rows[start:stop], raw[start * size : stop * size]
+        start, limit = stop, max(1, room // size)
+
+
+def encode_ipfix(frame: pl.DataFrame, *, domain: int = 1, export_time: int | None = None, mtu: int = 1400,
+                 sequence: int = 0) -> list[bytes]:
+    """IPFIX messages (RFC 7011) of at most ``mtu`` bytes carrying ``frame``
+    (canonical columns; the exporter column is ignored: encode each
+    exporter's rows apart). The first message holds the templates (256 for
+    IPv4, 257 for IPv6: addresses, ports, protocol, 8-byte octet and packet
+    counts, interfaces, flowStart/EndMilliseconds, samplerId), a sampler
+    options template (258: scope samplerId 48, then samplingInterval 34)
+    and its records, one per distinct ``sampling_rate``; data sets follow.
+    Sequence numbers count data records from ``sequence``. ``export_time``
+    (seconds) defaults to the second after the latest ``last``."""
+    frame, is_v6, first_ms, last_ms, rates, sampler = _prepare(frame)
+    export_s = export_time if export_time is not None else (int(math.ceil(last_ms.max() / 1000)) if len(frame) else 0)
+    times = [(START_MS, 8), (END_MS, 8)]
+    templates = b""
+    for tid, fields in ((256, _V4_FIELDS), (257, _V6_FIELDS)):
+        all_fields = fields + times + [(SAMPLER_ID, 1)]
+        templates += struct.pack(">HH", tid, len(all_fields)) + b"".join(struct.pack(">HH", i, n) for i, n in all_fields)
+    options = struct.pack(">HHHHHHH", 258, 2, 1, SAMPLER_ID, 1, SAMPLING_INTERVAL, 4)
+    option_data = b"".join(struct.pack(">BI", ident, rate) for rate, ident in sampler.items())
+    sets = [(_set(2, templates), 0), (_set(3, options), 0), (_set(258, option_data), len(sampler))]
+    ids = np.array([sampler[int(r)] for r in rates], np.int64)
+    for tid, v6 in ((256, False), (257, True)):
+        rows = np.flatnonzero(is_v6 == v6)
+        room = mtu - 16 - 4
+        for batch, body in _record_batches(frame, rows, v6, first_ms, last_ms, 8, ids, room, room):
+            sets.append((_set(tid, body), len(batch)))
+    messages, body, count = [], b"", 0
+    for data_set, records in sets:
+        if body and 16 + len(body) + len(data_set) > mtu:
+            messages.append(_ipfix_message(body, export_s, sequence, domain))
+            sequence += count  # IPFIX sequence numbers count data records (RFC 7011 3.1)
+            body, count = b"", 0
+        body += data_set
+        count += records
+    if body:
+        messages.append(_ipfix_message(body, export_s, sequence, domain))
+    return messages
+
+
+def _set(set_id: int, body: bytes) -> bytes:
+    return struct.pack(">HH", set_id, 4 + len(body)) + body
+
+
+def _ipfix_message(body: bytes, export_s: int, sequence: int, domain: int) -> bytes:
+    return _IPFIX_HEADER.pack(10, 16 + len(body), export_s & MASK32, sequence & MASK32, domain) + body
+
+
+def encode_v9(frame: pl.DataFrame, *, source_id: int = 1, mtu: int = 1400, sequence: int = 0,
+              boot_ms: int | None = None) -> list[bytes]:
+    """NetFlow v9 datagrams (RFC 3954) carrying ``frame``: templates 256
+    (IPv4) and 257 (IPv6) with FIRST/LAST_SWITCHED relative to sys_uptime
+    and FLOW_SAMPLER_ID, an options template 258 (scope System; fields
+    FLOW_SAMPLER_ID 48, FLOW_SAMPLER_MODE 49, FLOW_SAMPLER_RANDOM_INTERVAL 50)
+    and its records, then data flowsets. The router is taken to have booted
+    at ``boot_ms`` (default: a second before the first flow); each datagram's
+    export time is the whole second after its latest ``last``."""
+    frame, is_v6, first_ms, last_ms, rates, sampler = _prepare(frame)
+    if boot_ms is None:
+        boot_ms = int(first_ms.min()) - 1000 if len(frame) else 0
+    times = [(FIRST_SWITCHED, 4), (LAST_SWITCHED, 4)]
+    templates = b""
+    for tid, fields in ((256, _V4_FIELDS), (257, _V6_FIELDS)):
+        all_fields = fields + times + [(SAMPLER_ID, 1)]
+        templates += struct.pack(">HH", tid, len(all_fields)) + b"".join(struct.pack(">HH", i, n) for i, n in all_fields)
+    options = struct.pack(">HHH", 258, 4, 12) + struct.pack(">HHHHHHHH", 1, 4, SAMPLER_ID, 1, 49, 1, SAMPLER_RANDOM_INTERVAL, 4)
+    option_data = b"".join(struct.pack(">IBBI", 0, ident, 2, rate) for rate, ident in sampler.items())
+    option_data += b"\x00" * (-len(option_data) % 4)
+    head = [(0, templates, 2), (1, options, 1), (258, option_data, len(sampler))]
+    first_up, last_up = (first_ms - boot_ms) & MASK32, (last_ms - boot_ms) & MASK32
+    ids = np.array([sampler[int(r)] for r in rates], np.int64)
+    datagrams = []
+    pending: list[tuple[int, bytes, int]] = list(head)
+    latest = int(boot_ms)
+
+    def emit():
+        nonlocal sequence, pending
+        body = b"".join(_set(sid, b) for sid, b, _ in pending)
+        count = sum(c for _, _, c in pending)
+        export_s = -(-latest // 1000)
+        uptime = (export_s * 1000 - boot_ms) & MASK32
+        datagrams.append(_V9_HEADER.pack(9, count, uptime, export_s & MASK32, sequence & MASK32, source_id) + body)
+        sequence += 1
+        pending = []
+
+    for tid, v6 in ((256, False), (257, True)):
+        rows = np.flatnonzero(is_v6 == v6)
+        room = mtu - 20 - 4 - 3  # header, flowset header, padding
+        used = sum(4 + len(b) for _, b, _ in pending)
+        for batch, body in _record_batches(frame, rows, v6, first_up, last_up, 4, ids, room - used, room):
+            latest = max(latest, int(last_ms[batch].max()))
+            body += b"\x00" * (-len(body) % 4)  # flowsets are padded to 32 bits (RFC 3954 5.3)
+            pending.append((tid, body, len(batch)))
+            emit()
+    if pending:
+        emit()
+    return datagrams
+
+
+def encode_v5(frame: pl.DataFrame, *, sampling_interval: int = 0, boot_ms: int | None = None) -> list[bytes]:
+    """NetFlow v5 datagrams (30 records each) of the IPv4 rows of ``frame``
+    (counters are 32 bits and interfaces 16 in v5: higher bits are lost)."""
+    frame = schema.conform(frame).filter(~pl.col("src_addr").str.contains(":"))
+    first_ms = frame["first"].dt.epoch("ms").to_numpy().astype(np.int64)
+    last_ms = frame["last"].dt.epoch("ms").to_numpy().astype(np.int64)
+    if boot_ms is None:
+        boot_ms = int(first_ms.min()) - 1000 if len(frame) else 0
+    rows = frame.to_dicts()
+    out = []
+    for start in range(0, len(rows), 30):
+        part = rows[start:start + 30]
+        export_ms = -(-int(last_ms[start:start + 30].max()) // 1000) * 1000
+        body = b""
+        for i, row in enumerate(part, start):
+            body += struct.pack(">4s4sIHHIIIIHHBBBBHHBBH", socket.inet_aton(row["src_addr"]), socket.inet_aton(row["dst_addr"]), 0,
+                                row["input_if"] & 0xFFFF, row["output_if"] & 0xFFFF, row["packets"] & MASK32, row["bytes"] & MASK32,
+                                (first_ms[i] - boot_ms) & MASK32, (last_ms[i] - boot_ms) & MASK32,
+                                row["src_port"], row["dst_port"], 0, 0, row["protocol"], 0, 0, 0, 0, 0, 0)  # fmt: skip
+        out.append(_V5_HEADER.pack(5, len(part), (export_ms - boot_ms) & MASK32, export_ms // 1000, 0, start, 0, 0,
+                                   sampling_interval) + body)  # fmt: skip
+    return out
