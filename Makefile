@@ -29,6 +29,12 @@ demo: build
 	@# Status 1 means a finding of the document did not come out of the model;
 	@# the report says which. Anything else is a failure of the demo.
 	$(VENV)/bin/alphaqos reproduce yan2013 --quick; test $$? -le 1
+	@# A flows tour: a synthetic week of flow records from four exporters,
+	@# alpha-flow identification into a DuckDB prefix table, and the backtest.
+	@tour=runs/flows-tour-$$(date -u +%Y%m%dT%H%M%SZ) && set -x && \
+	$(VENV)/bin/alphaqos flows synth --days 7 --out $$tour/store && \
+	$(VENV)/bin/alphaqos flows identify $$tour/store --db $$tour/prefixes.duckdb && \
+	$(VENV)/bin/alphaqos flows backtest $$tour/store --out $$tour/backtest
 
 cargo-test:
 	cargo test --release -p alphaqos-sim -q
@@ -41,6 +47,8 @@ test: build cargo-test pytest
 bench: build
 	$(PY) benches/run.py
 	$(PY) benches/yan2013_exp2.py
+	$(PY) benches/flows_identify.py
+	$(PY) benches/flows_decode.py
 
 clean:
 	rm -rf $(VENV) target runs

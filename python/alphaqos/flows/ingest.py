@@ -1,6 +1,6 @@
 """``alphaqos flows ingest`` and ``alphaqos flows synth``.
 
-``alphaqos flows ingest FILE... --format nfdump|goflow2|csv|parquet --out DIR
+``alphaqos flows ingest FILE... --format nfdump|goflow2|csv|parquet|pcap --out DIR
 [--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
 [--time-unit iso|s|ms|us|ns]``
     Read the files (:mod:`.readers`; the formats are the keys of

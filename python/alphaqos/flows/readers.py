@@ -105,6 +105,7 @@ class Reason(StrEnum):
     NEGATIVE = "negative count"
     LAST_BEFORE_FIRST = "last before first"
     NO_EXPORTER = "no exporter"
+    UNDECODABLE = "undecodable export data"
 
 
 @dataclass(frozen=True)
@@ -586,9 +587,28 @@ def _first_line(exc: BaseException) -> str:
 
 
 #: ``--format`` -> reader; a new format is one more entry.
+def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
+    """NetFlow v5/v9 and IPFIX datagrams captured in a pcap or pcapng file
+    (:func:`.netflow.read_pcap`); the exporter is each datagram's source
+    address. What cannot be decoded is counted in the report, by reason."""
+    from . import netflow
+
+    options, report, path = options or ReadOptions(), _report(report), Path(path)
+    _read_bytes(path, probe=True)
+    sampling = dict(options.sampling) if not isinstance(options.sampling, int) else None
+    frame, problems = netflow.read_pcap(path, sampling=sampling)
+    report.rows += frame.height + len(problems)
+    report.accepted += frame.height
+    if problems:
+        report.add(Reason.UNDECODABLE, len(problems),
+                   [Reject(f"{path}", Reason.UNDECODABLE, str(p)) for p in problems[: report.max_examples]])  # fmt: skip
+    return frame
+
+
 READERS: dict[str, Reader] = {
     "nfdump": read_nfdump_csv,
     "goflow2": read_goflow2,
     "csv": read_csv_mapped,
     "parquet": read_parquet_mapped,
+    "pcap": read_pcap_exports,
 }
