@@ -279,7 +279,9 @@ def alpha_sql(files, interval_us: int, threshold_bytes: float, candidates: str =
     return f"""
         SELECT exporter, i * {iv} AS interval_start_us, (i + 1) * {iv} AS interval_end_us,
                src_addr, dst_addr, src_port, dst_port, protocol,
-               sum(share) AS bytes, count(*) AS records
+               -- Whole bytes: every later sum is then exact in any order, so
+               -- a rerun gives a bit-identical table however DuckDB parallelises.
+               round(sum(share))::BIGINT AS bytes, count(*) AS records
         FROM ({spread_sql(files, iv, where)})
         GROUP BY exporter, src_addr, dst_addr, src_port, dst_port, protocol, i
         HAVING sum(share) > {float(threshold_bytes)!r}
