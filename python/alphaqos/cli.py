@@ -124,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     from .flows.cli import add_flows_command
 
     add_flows_command(commands)
+
+    from .provision.cli import add_provision_command
+
+    add_provision_command(commands)
     return parser
 
 
