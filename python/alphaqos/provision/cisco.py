@@ -23,7 +23,9 @@ conform-action ... exceed-action ... violate-action``
 
 from __future__ import annotations
 
-from ..policy import ClassRef, Term
+import ipaddress
+
+from ..policy import Term
 from .model import Plan
 
 __all__ = ["FILENAME", "render"]
@@ -48,8 +50,6 @@ def _ace(term: Term) -> str:
 
 
 def _wildcard(prefix: str) -> str:
-    import ipaddress
-
     return str(ipaddress.IPv4Network(prefix).hostmask)
 
 
@@ -149,8 +149,6 @@ def render(plan: Plan) -> str:
 
 
 def _netmask(prefix: str) -> str:
-    import ipaddress
-
     return str(ipaddress.IPv4Network(prefix).netmask)
 
 

@@ -132,7 +132,7 @@ def render(plan: Plan) -> str:
         "DEV=${1:?device}",
         'tc qdisc del dev "$DEV" root 2>/dev/null || true',
         f'tc qdisc add dev "$DEV" root handle 1: htb default {0x10 + plan.default_class.index:x}',
-        f'tc class add dev "$DEV" parent 1: classid 1:1 htb rate {bits(link)} ceil {bits(link)}',
+        f'tc class add dev "$DEV" parent 1: classid 1:1 htb rate {bits(link)} ceil {bits(link)} quantum {MAX_QUANTUM}',
     ]
     buffer = plan.policy.buffer
     for c, rate in zip(plan.classes, rates):
