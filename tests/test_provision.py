@@ -448,3 +448,43 @@ def test_tc_script_applied_in_a_namespace(tmp_path, netns):
     after = _class_bytes(netns, dev)
     assert after["1:10"] - mid["1:10"] >= 30 * 1000  # not α: the default class
     assert after["1:11"] == mid["1:11"]
+    # An α source towards a destination not in alpha-dst: the linked table
+    # does not match, so the packet falls through to the default class.
+    _ns(netns, "ip", "route", "add", "10.0.7.0/24", "dev", dev)
+    _ns(netns, "ip", "neigh", "add", "10.0.7.7", "lladdr", "02:00:00:00:00:08", "dev", dev, "nud", "permanent")
+    _ns(netns, sys.executable, str(script), "10.0.2.5", "10.0.7.7", "20")
+    last = _class_bytes(netns, dev)
+    assert last["1:10"] - after["1:10"] >= 20 * 1000
+    assert last["1:11"] == after["1:11"]
+
+
+# --- a scenario's policy, and an empty table ---------------------------------------
+
+
+def test_scenario_policy_renders(tmp_path):
+    """The policy of the yan2013 2-queues scenario, as a file of its own."""
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    scenario = yaml.safe_load((root / "scenarios/yan2013/exp1-2queues.yaml").read_text())
+    policy = _write(tmp_path / "two-queues.yaml", yaml.safe_dump(scenario["policies"]["two-queues"]))
+    status, out = _provision(tmp_path, "--policy", str(policy), "--target", "junos")
+    assert status == 0
+    lines = _lines(out / "junos.conf")
+    f = "set firewall family inet filter alphaqos term alpha-flow"
+    assert [x for x in lines if x.startswith(f)] == [
+        f"{f} from source-address 10.0.2.1/32", f"{f} from destination-address 10.0.1.1/32",
+        f"{f} from protocol tcp", f"{f} then forwarding-class alpha", f"{f} then count alpha-flow", f"{f} then accept",
+    ]  # fmt: skip
+
+
+def test_empty_table_renders_no_alpha_match(tmp_path):
+    status, out = _provision(tmp_path, prefixes="# nothing identified yet\n")
+    assert status == 0
+    junos = _lines(out / "junos.conf")
+    assert not any("prefix-list alpha-src " in x and x.startswith("set") for x in junos)
+    assert "# no α term: the α source or destination list is empty" in junos
+    assert " deny ip any any" in _lines(out / "cisco.cfg")
+    assert "# no α filters: the α source or destination list is empty" in _lines(out / "tc.sh")
+    nft = (out / "alphaqos.nft").read_text()
+    assert "elements" not in nft and "set alpha_src {" in nft
