@@ -19,6 +19,12 @@
     Exit status 1 if a finding of the document does not come out of the
     model.
 
+``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
+    Render the α prefix table of ``flows identify`` and a policy document
+    (default: the first document's two queues) as Junos, Cisco IOS, Linux
+    tc and nftables configuration, each with a diff against the previous
+    run in ``DIR`` (see :mod:`alphaqos.provision`).
+
 Bad input (an invalid scenario, an existing or unwritable output directory,
 a malformed option) is reported on one line, ``alphaqos: error: ...``, with
 exit status 2.
@@ -124,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     from .flows.cli import add_flows_command
 
     add_flows_command(commands)
+
+    from .provision.cli import add_provision_command
+
+    add_provision_command(commands)
     return parser
 
 

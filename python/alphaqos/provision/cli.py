@@ -1,0 +1,182 @@
+"""``alphaqos provision``: render the α prefix table and a QoS policy into
+router and host configuration.
+
+::
+
+    alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE]
+        [--target junos,cisco,tc,nftables] --out DIR [--rate 10gbit]
+        [--alpha-class alpha] [--aging-days N] [--reference TIME]
+        [--ingress IF] [--egress IF]
+
+Writes one file per target into ``DIR`` (``junos.conf``, ``cisco.cfg``,
+``tc.sh``, ``alphaqos.nft``) and beside each a unified diff against the
+file the previous run left there (``junos.conf.diff``, ...; against
+nothing on the first run), so that a change of the table is reviewed
+before it is loaded. A new directory is staged and renamed into place; in
+an existing one each file is written to a temporary name and renamed over
+the old one, so a reader sees the old file or the new, never a part.
+Everything is validated before anything is written: a bad policy (file,
+line and field), a bad prefix list line, an unknown target or class is
+reported with exit status 2 and leaves ``DIR`` untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import secrets
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .. import units
+from . import cisco, junos, nftables, tc
+from .model import DEFAULT_AGING_DAYS, InputError, build_plan, load_policy, read_prefix_db, read_prefix_list
+
+__all__ = ["TARGETS", "add_provision_command", "provision"]
+
+TARGETS = {"junos": junos, "cisco": cisco, "tc": tc, "nftables": nftables}
+
+
+def add_provision_command(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("provision", help="render the α prefix table and a policy as router/host configuration")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prefixes", metavar="DB", type=Path, help="database of 'alphaqos flows identify'")
+    source.add_argument("--prefix-list", metavar="FILE", type=Path, help="lines 'src|dst PREFIX [LAST_SEEN]'")
+    p.add_argument("--policy", metavar="FILE", type=Path, help="one policy document (YAML); default: two queues, α 60%%")
+    p.add_argument("--target", metavar="LIST", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)} (default: all)")
+    p.add_argument("--out", metavar="DIR", type=Path, required=True, help="directory for the files (created or updated)")
+    p.add_argument("--rate", metavar="RATE", type=_rate, default=10**10, help="link rate for tc (default 10gbit)")
+    p.add_argument("--alpha-class", metavar="NAME", default="alpha", help="the policy's class for α traffic (default alpha)")
+    p.add_argument("--aging-days", metavar="N", type=float, help=f"aging period (default: the database's, else {DEFAULT_AGING_DAYS})")
+    p.add_argument("--reference", metavar="TIME", type=_time, help="time the aging is counted to (default: the database's data end)")
+    p.add_argument("--ingress", metavar="IF", help="interface to apply the filter/input policy on")
+    p.add_argument("--egress", metavar="IF", help="interface to apply the schedulers/output policy on")
+    p.set_defaults(handler=_handler)
+
+
+def _rate(text: str) -> int:
+    """``10gbit`` (tc) or ``10Gbps`` (the scenarios')."""
+    lowered = text.strip().lower()
+    for unit, size in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3), ("bit", 1)):
+        if lowered.endswith(unit):
+            try:
+                value = float(lowered[: -len(unit)]) * size
+            except ValueError:
+                break
+            if value >= 1:
+                return round(value)
+            break
+    try:
+        value = units.parse_rate(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a rate like 10gbit or 10Gbps, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a rate must be greater than 0, got {text!r}")
+    return int(value)
+
+
+def _time(text: str) -> datetime:
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time like 2026-01-31T00:00:00, got {text!r}") from None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+
+    try:
+        targets = _targets(args.target)
+        policy = load_policy(args.policy)
+        if args.prefixes is not None:
+            entries, aging_s, reference = read_prefix_db(args.prefixes)
+        else:
+            entries, aging_s, reference = read_prefix_list(args.prefix_list), None, None
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    if args.aging_days is not None:
+        if args.aging_days <= 0:
+            raise UsageError(f"--aging-days must be positive, got {args.aging_days:g}")
+        aging_s = round(args.aging_days * 86_400)
+    if args.reference is not None:
+        reference = args.reference
+    try:
+        plan = build_plan(
+            policy, entries, alpha_class=args.alpha_class, aging_s=aging_s or DEFAULT_AGING_DAYS * 86_400,
+            reference=reference, link_rate_bps=args.rate, ingress=args.ingress, egress=args.egress,
+        )  # fmt: skip
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    written = provision(plan, targets, args.out)
+    for name, (added, removed) in written.items():
+        print(f"{args.out / name}: +{added} -{removed} lines (diff: {name}.diff)")
+    if plan.skipped_v6:
+        print(f"alphaqos: warning: {plan.skipped_v6} IPv6 prefixes not rendered (IPv4 only)", file=sys.stderr)
+    for note in plan.notes:
+        print(f"alphaqos: warning: {note} not rendered", file=sys.stderr)
+    return 0
+
+
+def _targets(text: str) -> list[str]:
+    from ..cli import UsageError
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in names if t not in TARGETS]
+    if unknown or not names:
+        raise UsageError(f"unknown target {', '.join(map(repr, unknown)) or repr(text)} (targets: {', '.join(TARGETS)})")
+    return list(dict.fromkeys(names))
+
+
+def provision(plan, targets: list[str], out: Path) -> dict[str, tuple[int, int]]:
+    """Render ``targets`` into ``out`` with a diff each; returns (added,
+    removed) line counts per file."""
+    from ..cli import RunFailure, UsageError, _staged_directory
+
+    rendered = {TARGETS[t].FILENAME: TARGETS[t].render(plan) for t in targets}
+    counts: dict[str, tuple[int, int]] = {}
+
+    def write_all(directory: Path, previous_dir: Path | None) -> None:
+        for name, text in rendered.items():
+            old_path = previous_dir / name if previous_dir is not None else None
+            old = old_path.read_text(encoding="utf-8") if old_path is not None and old_path.is_file() else None
+            diff = list(difflib.unified_diff(
+                (old or "").splitlines(keepends=True), text.splitlines(keepends=True),
+                fromfile=f"a/{name}" if old is not None else "/dev/null", tofile=f"b/{name}",
+            ))  # fmt: skip
+            counts[name] = (
+                sum(1 for d in diff if d.startswith("+") and not d.startswith("+++")),
+                sum(1 for d in diff if d.startswith("-") and not d.startswith("---")),
+            )
+            _replace(directory / name, text, executable=name.endswith(".sh"))
+            _replace(directory / f"{name}.diff", "".join(diff))
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} exists and is not a directory")
+    try:
+        if out.is_dir():
+            write_all(out, out)
+        else:
+            with _staged_directory(out) as staging:
+                write_all(staging, None)
+    except OSError as exc:
+        raise RunFailure(f"cannot write into {str(out)!r}: {exc.strerror or exc}") from None
+    return counts
+
+
+def _replace(path: Path, text: str, *, executable: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if executable:
+            temporary.chmod(0o755)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
