@@ -30,11 +30,13 @@ demo: build
 	@# the report says which. Anything else is a failure of the demo.
 	$(VENV)/bin/alphaqos reproduce yan2013 --quick; test $$? -le 1
 	@# A flows tour: a synthetic week of flow records from four exporters,
-	@# alpha-flow identification into a DuckDB prefix table, and the backtest.
+	@# alpha-flow identification into a DuckDB prefix table, the backtest, and
+	@# the router and host configuration (Junos, Cisco, tc, nftables) it yields.
 	@tour=runs/flows-tour-$$(date -u +%Y%m%dT%H%M%SZ) && set -x && \
 	$(VENV)/bin/alphaqos flows synth --days 7 --out $$tour/store && \
 	$(VENV)/bin/alphaqos flows identify $$tour/store --db $$tour/prefixes.duckdb && \
-	$(VENV)/bin/alphaqos flows backtest $$tour/store --out $$tour/backtest
+	$(VENV)/bin/alphaqos flows backtest $$tour/store --out $$tour/backtest && \
+	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
 	cargo test --release -p alphaqos-sim -q
