@@ -1,5 +1,5 @@
-"""Helpers for tests that need the machine itself: Debian packages installed
-on demand, root, network namespaces.
+"""Helpers for tests that need the machine itself: root, and Debian packages
+installed on demand.
 
 A test that needs a tool installs it itself (``make test`` sets up
 everything from nothing): :func:`ensure_debian_package` runs ``apt-get
