@@ -38,6 +38,7 @@ as documented in ``docs/engine-config.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections import deque
 from pathlib import Path
@@ -61,7 +62,7 @@ from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import Issue, ScenarioError
-from .source import Source, load_yaml, read_source
+from .source import Source, read_source
 
 __all__ = [
     "CONGESTION_CONTROLS",
@@ -466,40 +467,39 @@ def _with_policy_files(source: Source) -> dict[str, Any]:
     """The scenario with every policy given as a file name (``policies:
     {two-queues: policies/two-queues.yaml}``, relative to the scenario's
     directory) read in: the same policy document can then serve several
-    scenarios and, later, ``alphaqos provision``. A policy file's own errors
-    are reported with its name and line."""
+    scenarios and ``alphaqos provision``."""
     policies = source.data.get("policies")
     if not isinstance(policies, dict) or not any(isinstance(v, str) for v in policies.values()):
         return source.data
     base = Path(source.name).parent if source.name else Path.cwd()
-    included = dict(policies)
-    for name, value in policies.items():
-        if not isinstance(value, str):
-            continue
-        path = base / value
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise ScenarioError([source.issue(("policies", name), f"cannot read policy file {str(path)!r}: {reason}")]) from None
-        document = load_yaml(text, str(path))
-        if not isinstance(document.data, dict):
-            raise ScenarioError([document.issue((), "a policy file holds one policy: a mapping with classes")])
-        # Errors inside the file: its name and line, the scenario's field path.
-        scoped = Source(
-            data=document.data, name=document.name,
-            lines={("policies", name, *loc): line for loc, line in document.lines.items()},
-        )  # fmt: skip
-        try:
-            Policy.model_validate(document.data)
-        except ValidationError as exc:
-            issues = []
-            for error in exc.errors():
-                error = {**error, "loc": ("policies", name, *error["loc"])}
-                issues.append(_issue_from_pydantic(error, scoped, None))
-            raise ScenarioError(_sorted(issues)) from None
-        included[name] = document.data
+    included = {
+        name: load_policy_file(base / value, key=name)[0] if isinstance(value, str) else value
+        for name, value in policies.items()
+    }
     return {**source.data, "policies": included}
+
+
+def load_policy_file(path: str | Path, *, key: str | None = None) -> tuple[dict[str, Any], Source]:
+    """Read a file holding one policy document and check it against the
+    policy schema; return its data and source. Errors name the file and
+    line, and the field as ``policies.<key>.<path>`` (a scenario's entry)
+    or, without ``key``, as the path within the file."""
+    document = read_source(path, what="policy file")
+    if not isinstance(document.data, dict):
+        raise ScenarioError([document.issue((), "a policy file holds one policy: a mapping with classes")])
+    # Word pydantic's errors as a scenario's (the allowed keys below
+    # policies.<name> are known), at the line in the policy file.
+    prefix = ("policies", key or "_")
+    scoped = Source(data=document.data, name=document.name,
+                    lines={(*prefix, *loc): line for loc, line in document.lines.items()})  # fmt: skip
+    try:
+        Policy.model_validate(document.data)
+    except ValidationError as exc:
+        issues = [_issue_from_pydantic({**error, "loc": (*prefix, *error["loc"])}, scoped, None) for error in exc.errors()]
+        if key is None:
+            issues = [dataclasses.replace(issue, loc=issue.loc[2:]) for issue in issues]
+        raise ScenarioError(_sorted(issues)) from None
+    return document.data, document
 
 
 def _duration_override(duration: str, source: Source) -> int:

@@ -43,8 +43,9 @@ class Source:
         return Issue(loc=tuple(loc), message=message, source=self.name, line=self.line(loc))
 
 
-def read_source(path_or_dict: str | Path | dict) -> Source:
-    """A scenario file (YAML) or an in-memory dict, ready for validation."""
+def read_source(path_or_dict: str | Path | dict, *, what: str = "scenario") -> Source:
+    """A YAML file (a scenario, or ``what`` it holds) or an in-memory dict,
+    ready for validation; an unreadable file is a ScenarioError naming it."""
     if isinstance(path_or_dict, dict):
         return Source(data=path_or_dict)
     name = str(path_or_dict)
@@ -52,7 +53,7 @@ def read_source(path_or_dict: str | Path | dict) -> Source:
         text = Path(path_or_dict).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScenarioError([Issue(loc=(), message=f"cannot read scenario: {reason}", source=name)]) from None
+        raise ScenarioError([Issue(loc=(), message=f"cannot read {what}: {reason}", source=name)]) from None
     return load_yaml(text, name)
 
 

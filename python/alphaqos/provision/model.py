@@ -36,18 +36,15 @@ table are counted and reported as not rendered.
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ..errors import Issue, ScenarioError
+from ..errors import ScenarioError
 from ..policy import PRIORITIES, DropProfile, Policy, Term, check_policy
-from ..source import Source, load_yaml
+from ..scenario import load_policy_file
 
 __all__ = [
     "DEFAULT_AGING_DAYS",
@@ -152,29 +149,8 @@ def load_policy(path: str | Path | None) -> Policy:
     as a ScenarioError naming the file, line and field."""
     if path is None:
         return Policy.model_validate(DEFAULT_POLICY)
-    name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScenarioError([Issue(loc=(), message=f"cannot read policy file: {reason}", source=name)]) from None
-    document = load_yaml(text, name)
-    if not isinstance(document.data, dict):
-        raise ScenarioError([document.issue((), "a policy file holds one policy: a mapping with classes")])
-    # Reuse the scenario's wording of pydantic errors (which knows the
-    # allowed keys below ``policies.<name>``), then report paths within the file.
-    from ..scenario import _issue_from_pydantic
-
-    scoped = Source(data=document.data, name=name,
-                    lines={("policies", "_", *loc): line for loc, line in document.lines.items()})  # fmt: skip
-    try:
-        policy = Policy.model_validate(document.data)
-    except ValidationError as exc:
-        issues = []
-        for error in exc.errors():
-            issue = _issue_from_pydantic({**error, "loc": ("policies", "_", *error["loc"])}, scoped, None)
-            issues.append(dataclasses.replace(issue, loc=issue.loc[2:]))
-        raise ScenarioError(sorted(issues, key=lambda i: (i.line or 0, i.path))) from None
+    data, document = load_policy_file(path)
+    policy = Policy.model_validate(data)
     problems = [document.issue(loc, message) for loc, message in check_policy(policy)]
     if problems:
         raise ScenarioError(problems)
