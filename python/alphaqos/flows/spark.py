@@ -43,10 +43,8 @@ from .identify import (
     DEFAULT_PREFIX_V4,
     DEFAULT_PREFIX_V6,
     DEFAULT_THRESHOLD_BYTES,
-    US_PER_DAY,
-    US_PER_S,
-    _check_lengths,
     _prefix,
+    check_parameters,
     partitions,
 )
 
@@ -72,7 +70,6 @@ _IPV4_RE = rf"^{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}$"
 
 def _pyspark():
     try:
-        import pyspark  # noqa: F401
         from pyspark.sql import SparkSession, Window
         from pyspark.sql import functions as F
     except ImportError:
@@ -109,15 +106,7 @@ def identify_spark(
     on the session ``spark`` if given, else on one opened on ``master``
     (and left open: :meth:`SparkSession.stop` it when done). Raises
     ``ValueError`` for bad input, ``ImportError`` without PySpark."""
-    _check_lengths(prefix_v4, prefix_v6)
-    interval_us = round(interval_s * US_PER_S)
-    if interval_us <= 0:
-        raise ValueError(f"the interval must be positive, not {interval_s} s")
-    if threshold_bytes < 0:
-        raise ValueError(f"the threshold must not be negative, not {threshold_bytes}")
-    aging_us = round(aging_days * US_PER_DAY)
-    if aging_us <= 0:
-        raise ValueError(f"the aging period must be positive, not {aging_days} days")
+    interval_us, aging_us = check_parameters(threshold_bytes, interval_s, prefix_v4, prefix_v6, aging_days)
     found = partitions(root)
     _, Window, F = _pyspark()
     if spark is None:
