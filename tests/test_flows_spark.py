@@ -104,7 +104,9 @@ def spark(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark")
     env = dict(os.environ, JAVA_HOME=java_home, SPARK_HOME=str(spark_home), SPARK_LOCAL_IP="127.0.0.1",
                SPARK_LOCAL_DIRS=str(work / "local"), SPARK_LOG_DIR=str(work / "logs"),
-               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)  # fmt: skip
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               # small, quickly started daemons
+               SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1")  # fmt: skip
     env["PATH"] = f"{java_home}/bin:{env.get('PATH', '')}"
     # the session started below launches its JVM from these
     for key in ("JAVA_HOME", "SPARK_HOME", "SPARK_LOCAL_IP", "PYSPARK_PYTHON"):
@@ -117,17 +119,22 @@ def spark(tmp_path_factory):
             process = subprocess.Popen([str(spark_class), *args], env=env, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, cwd=work, start_new_session=True)  # fmt: skip
         daemons.append(process)
-        _wait_port(port, process, log)
+        if port is not None:
+            _wait_port(port, process, log)
+        return process, log
 
-    port, worker_port = _free_port(), _free_port()
+    port = _free_port()
     session = None
     try:
         start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
               "--webui-port", str(_free_port()), port=port)  # fmt: skip
         master = f"spark://127.0.0.1:{port}"
-        start("worker", "org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1",
-              "--port", str(worker_port), "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
-              "--work-dir", str(work / "worker"), port=worker_port)  # fmt: skip
+        # the session starts while the worker does; its executor comes when the worker registers
+        worker, worker_log = start(
+            "worker", "org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1",
+            "--port", str(_free_port()), "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
+            "--work-dir", str(work / "worker"), port=None,
+        )  # fmt: skip
         from alphaqos.flows.spark import session as open_session
 
         session = open_session(master, conf={
@@ -138,10 +145,12 @@ def spark(tmp_path_factory):
             "spark.executor.cores": "1",
             "spark.cores.max": "1",
             "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "4",
+            "spark.sql.shuffle.partitions": "1",
             "spark.local.dir": str(work / "local"),
         })  # fmt: skip
         session.sparkContext.setLogLevel("ERROR")
+        if worker.poll() is not None:
+            pytest.fail(f"the Spark worker exited ({worker.returncode}):\n{worker_log.read_text()[-3000:]}")
         yield session
     finally:
         if session is not None:
