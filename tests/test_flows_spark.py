@@ -27,6 +27,8 @@ from alphaqos.flows.identify import identify
 from alphaqos.flows.synth import synthesize
 
 START_TIMEOUT_S = 60
+#: JVM options for quick starts of small JVMs (only the C1 compiler).
+QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
 def _ensure_pyspark():
@@ -106,7 +108,7 @@ def spark(tmp_path_factory):
                SPARK_LOCAL_DIRS=str(work / "local"), SPARK_LOG_DIR=str(work / "logs"),
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                # small, quickly started daemons
-               SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1")  # fmt: skip
+               SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS=QUICK_JVM)  # fmt: skip
     env["PATH"] = f"{java_home}/bin:{env.get('PATH', '')}"
     # the session started below launches its JVM from these
     for key in ("JAVA_HOME", "SPARK_HOME", "SPARK_LOCAL_IP", "PYSPARK_PYTHON"):
@@ -145,6 +147,8 @@ def spark(tmp_path_factory):
             "spark.executor.cores": "1",
             "spark.cores.max": "1",
             "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": QUICK_JVM,
+            "spark.executor.extraJavaOptions": QUICK_JVM,
             "spark.sql.shuffle.partitions": "1",
             "spark.local.dir": str(work / "local"),
         })  # fmt: skip
