@@ -26,7 +26,7 @@ How
 
 PySpark is not a dependency of alphaqos: it is imported when
 :func:`identify_spark` runs, which raises ``ImportError`` saying how to
-install it if it is missing.
+install it if it is missing (or install the extra ``alphaqos[spark]``).
 
 Tests: ``tests/test_flows_spark.py``.
 """
