@@ -434,15 +434,7 @@ def identify(
     """Process the partitions under ``root`` (of ``days`` only, if given)
     into the database ``db`` and rebuild its prefix table; see the module
     doc. Raises ``ValueError`` for bad input, before writing anything."""
-    _check_lengths(prefix_v4, prefix_v6)
-    interval_us = round(interval_s * US_PER_S)
-    if interval_us <= 0:
-        raise ValueError(f"the interval must be positive, not {interval_s} s")
-    if threshold_bytes < 0:
-        raise ValueError(f"the threshold must not be negative, not {threshold_bytes}")
-    aging_us = round(aging_days * US_PER_DAY)
-    if aging_us <= 0:
-        raise ValueError(f"the aging period must be positive, not {aging_days} days")
+    interval_us, aging_us = check_parameters(threshold_bytes, interval_s, prefix_v4, prefix_v6, aging_days)
     found = partitions(root, days)
     db = Path(db)
     created = not db.exists()
@@ -511,6 +503,21 @@ def _remove_db(db: Path) -> None:
             os.remove(path)
         except OSError:
             pass
+
+
+def check_parameters(threshold_bytes, interval_s, prefix_v4, prefix_v6, aging_days) -> tuple[int, int]:
+    """Check the identification parameters; returns (interval, aging
+    period) in microseconds. Raises ``ValueError`` naming a bad one."""
+    _check_lengths(prefix_v4, prefix_v6)
+    interval_us = round(interval_s * US_PER_S)
+    if interval_us <= 0:
+        raise ValueError(f"the interval must be positive, not {interval_s} s")
+    if threshold_bytes < 0:
+        raise ValueError(f"the threshold must not be negative, not {threshold_bytes}")
+    aging_us = round(aging_days * US_PER_DAY)
+    if aging_us <= 0:
+        raise ValueError(f"the aging period must be positive, not {aging_days} days")
+    return interval_us, aging_us
 
 
 def _check_lengths(prefix_v4: int, prefix_v6: int) -> None:
