@@ -35,7 +35,7 @@ from . import readers, schema, synth
 
 __all__ = ["register"]
 
-SYNTH_FORMATS = ("parquet", "nfdump", "goflow2")
+SYNTH_FORMATS = ("parquet", "nfdump", "goflow2", "pcap")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -132,6 +132,20 @@ def _sampling(text: str) -> int | dict[str, int]:
         raise UsageError(f"--sampling {text!r}: expected N or EXPORTER=N,... with N >= 1") from None
 
 
+def _write_exports_pcap(table, path: Path) -> None:
+    """The records as their routers would export them, captured: IPFIX from
+    the first, third, ... exporter and NetFlow v9 from the others (sampling
+    in options records), UDP to port 4739 of a collector at 192.0.2.200."""
+    from . import netflow, pcap
+
+    datagrams = []
+    for i, exporter in enumerate(sorted(table["exporter"].unique())):
+        rows = table.filter(table["exporter"] == exporter)
+        encoded = netflow.encode_ipfix(rows) if i % 2 == 0 else netflow.encode_v9(rows)
+        datagrams += [(exporter, "192.0.2.200", d) for d in encoded]
+    pcap.write_pcap(path, datagrams)
+
+
 def _synth(args: argparse.Namespace) -> int:
     if args.active_timeout <= 0:
         raise UsageError("--active-timeout: expected a positive number of seconds")
@@ -147,9 +161,12 @@ def _synth(args: argparse.Namespace) -> int:
         elif args.format == "nfdump":
             synth.write_nfdump_csv(table, staging / "flows.csv")
             where = f"{args.out / 'flows.csv'}"
-        else:
+        elif args.format == "goflow2":
             synth.write_goflow2(table, staging / "flows.jsonl")
             where = f"{args.out / 'flows.jsonl'}"
+        else:
+            _write_exports_pcap(table, staging / "exports.pcap")
+            where = f"{args.out / 'exports.pcap'}"
     alpha = int(synth.is_alpha(table).sum())
     rates = dict(table.select("exporter", "sampling_rate").unique().sort("exporter").iter_rows())
     print(f"{table.height:,} records ({alpha:,} of alpha transfers) from {args.exporters} exporters over {args.days} "
