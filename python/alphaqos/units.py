@@ -48,13 +48,13 @@ __all__ = [
 _RATE_UNITS = {"bps": 1, "Kbps": 10**3, "Mbps": 10**6, "Gbps": 10**9, "Tbps": 10**12}
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _BINARY_SIZE_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-_TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9}
+_TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86_400 * 10**9}
 _TIME_ALIASES = {"µs": "us", "μs": "us"}  # micro sign and Greek mu
 _PACKET_SUFFIXES = ("pkts", "p")
 
 _RATE_EXAMPLE = "a rate like '10Gbps' (units: bps, Kbps, Mbps, Gbps, Tbps)"
 _SIZE_EXAMPLE = "a size like '1500B' (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-_TIME_EXAMPLE = "a time like '200ms' (units: ns, us, ms, s, min)"
+_TIME_EXAMPLE = "a time like '200ms' (units: ns, us, ms, s, min, h, d)"
 _LIMIT_EXAMPLE = "a queue limit like '1000p' (packets), '125MB' (bytes) or 'unlimited'"
 
 # A non-negative decimal number (exponent of at most two digits) followed
@@ -146,7 +146,8 @@ def fmt_size(nbytes: float, *, exact: bool = False) -> str:
 
 def fmt_time_ns(ns: float, *, exact: bool = False) -> str:
     """Format a time in nanoseconds: ``fmt_time_ns(2_280_000) == "2.28 ms"``."""
-    units = {name: scale for name, scale in _TIME_UNITS.items() if name != "min"}
+    # Written in SI units only: minutes, hours and days are for reading.
+    units = {name: scale for name, scale in _TIME_UNITS.items() if name not in ("min", "h", "d")}
     return _format(ns, units, exact)
 
 

@@ -531,22 +531,12 @@ def _check_lengths(prefix_v4: int, prefix_v6: int) -> None:
 
 
 def parse_days(text: str) -> float:
-    """An aging period: ``30d``, ``12h`` or any :func:`alphaqos.units.parse_time`
-    time; returns days."""
+    """An aging period (``30d``, ``12h``, any :func:`alphaqos.units.parse_time`
+    time); returns days."""
     from .. import units
 
-    stripped = text.strip()
-    for suffix, per_day in (("d", 1), ("h", 24)):
-        if stripped.endswith(suffix) and not stripped.endswith("ms") and stripped[:-1].strip():
-            try:
-                value = float(stripped[:-1])
-            except ValueError:
-                break
-            if value <= 0:
-                break
-            return value / per_day
     try:
-        ns = units.parse_time(stripped)
+        ns = units.parse_time(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a period like '30d', '12h' or '90min', not {text!r}") from None
     if ns <= 0:
