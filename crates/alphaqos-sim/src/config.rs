@@ -20,6 +20,9 @@ pub struct Config {
     pub links: Vec<LinkConfig>,
     #[serde(default)]
     pub flows: Vec<FlowConfig>,
+    /// Traffic that opens connections at run time (see `workload/`).
+    #[serde(default)]
+    pub workloads: Vec<WorkloadConfig>,
 }
 
 fn default_seed() -> u64 {
@@ -547,6 +550,11 @@ pub struct TcpConfig {
     /// Needs SACK.
     #[serde(default)]
     pub rack: bool,
+    /// In-order segments the receiver acknowledges at once at the start of
+    /// a connection (Linux quick-ACK mode). None: 0 for `flows`, 16 (Linux's
+    /// TCP_MAX_QUICKACKS) for the connections of workloads.
+    #[serde(default)]
+    pub quickack_segments: Option<u32>,
 }
 
 impl Default for TcpConfig {
@@ -620,4 +628,144 @@ pub struct PingConfig {
 
 fn default_ping_size() -> u32 {
     84
+}
+
+/// Traffic that creates connections at run time: exactly one of
+/// `transfer`, `poisson` (transfer arrivals), `onoff` (web-like sources).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    pub name: String,
+    /// TCP options of every connection (`size_bytes` is not used: sizes
+    /// come from the workload).
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    /// Open every connection with a three-way handshake.
+    #[serde(default = "yes")]
+    pub handshake: bool,
+    /// Parallel TCP connections per transfer (GridFTP-style striping).
+    #[serde(default = "one")]
+    pub streams: u32,
+    /// No transfer starts before `start_ns` or at or after `stop_ns`.
+    #[serde(default)]
+    pub start_ns: u64,
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    #[serde(default)]
+    pub dscp: u8,
+    /// Destination port of the connections (default 5001).
+    #[serde(default)]
+    pub dst_port: Option<u16>,
+    /// An application-limited sender: data written at this rate...
+    #[serde(default)]
+    pub app_rate_bps: Option<u64>,
+    /// ... in writes of this many bytes (default one MSS).
+    #[serde(default)]
+    pub write_bytes: Option<u64>,
+    #[serde(default)]
+    pub transfer: Option<TransferConfig>,
+    #[serde(default)]
+    pub poisson: Option<PoissonArrivalsConfig>,
+    #[serde(default)]
+    pub onoff: Option<OnOffConfig>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One transfer of `size_bytes` from `src` to `dst`, at the workload's start.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferConfig {
+    pub src: String,
+    pub dst: String,
+    pub size_bytes: u64,
+}
+
+/// Transfers arriving as a Poisson process: `rate_per_s` arrivals per
+/// second, or `load_bps` of offered traffic (rate = load / (8 mean size)).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoissonArrivalsConfig {
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    #[serde(default)]
+    pub load_bps: Option<u64>,
+    pub pairs: PairsConfig,
+    pub size: SizeDistConfig,
+}
+
+/// Which hosts a transfer joins.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PairsConfig {
+    /// Any ordered pair of distinct hosts of the list, uniformly.
+    All(Vec<String>),
+    /// One of the listed (src, dst) pairs, uniformly.
+    List(Vec<(String, String)>),
+    /// A source drawn from `from` and a destination from `to`, uniformly.
+    Groups { from: Vec<String>, to: Vec<String> },
+}
+
+/// Web-like sources: each host of `hosts` alternates between a transfer to
+/// a random host of `peers` and an exponential idle time of mean
+/// `idle_mean_ns`, or, with `mean_rate_bps`, a think time between starts
+/// of mean (mean size * 8 / mean_rate) (see `workload/mod.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnOffConfig {
+    pub hosts: Vec<String>,
+    pub peers: Vec<String>,
+    pub size: SizeDistConfig,
+    #[serde(default)]
+    pub idle_mean_ns: Option<u64>,
+    #[serde(default)]
+    pub mean_rate_bps: Option<u64>,
+}
+
+/// A size distribution (exactly one key), see `workload/dist.rs`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum SizeDistConfig {
+    Fixed {
+        bytes: u64,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    Exponential {
+        mean_bytes: f64,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    Pareto {
+        shape: f64,
+        mean_bytes: f64,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    Lognormal {
+        mean_bytes: f64,
+        sigma: f64,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+    Empirical {
+        /// (size in bytes, cumulative probability) points.
+        cdf: Vec<(f64, f64)>,
+        #[serde(default)]
+        max_bytes: Option<u64>,
+    },
+}
+
+impl SizeDistConfig {
+    pub fn max_bytes(&self) -> Option<u64> {
+        match self {
+            SizeDistConfig::Fixed { max_bytes, .. }
+            | SizeDistConfig::Exponential { max_bytes, .. }
+            | SizeDistConfig::Pareto { max_bytes, .. }
+            | SizeDistConfig::Lognormal { max_bytes, .. }
+            | SizeDistConfig::Empirical { max_bytes, .. } => *max_bytes,
+        }
+    }
 }

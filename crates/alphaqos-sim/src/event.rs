@@ -2,6 +2,7 @@
 //! that events at the same instant run in the order they were scheduled and
 //! a run is reproducible bit for bit.
 
+use crate::conn::ConnId;
 use crate::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -15,8 +16,12 @@ pub enum Event {
     TxDone(u32),
     /// The head packet of an interface's propagation pipe reaches the far end.
     Deliver(u32),
-    /// A flow's timer; the flow interprets the kind.
-    Flow(u32, FlowTimer),
+    /// A connection's timer; its application interprets the kind. Stale
+    /// (the connection ended) when the id's generation is not the slot's.
+    Conn(ConnId, FlowTimer),
+    /// A workload's timer: (workload index, its argument: the source host
+    /// of an ON/OFF workload, else 0).
+    Workload(u32, u32),
     /// Record a row of every metric series.
     Sample,
 }
@@ -25,7 +30,8 @@ pub enum Event {
 pub enum FlowTimer {
     Start,
     Stop,
-    /// Next packet of a generator (CBR, Poisson, ping).
+    /// Next packet of a generator (CBR, Poisson, ping), or the next write
+    /// of an application-limited TCP sender.
     Send,
     /// A rate step of a CBR schedule begins.
     Step,

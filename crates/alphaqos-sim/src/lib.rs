@@ -7,17 +7,22 @@
 //! No Python here: the bindings live in `alphaqos-py`.
 
 pub mod apps;
+pub mod builder;
 pub mod config;
+pub mod conn;
 pub mod event;
 pub mod metrics;
+pub mod network;
 pub mod packet;
 pub mod qos;
+pub mod recorder;
 pub mod rng;
 pub mod sim;
 pub mod tcp;
 pub mod time;
 pub mod topology;
 pub mod units;
+pub mod workload;
 
 pub use config::Config;
 pub use metrics::{Column, Table};

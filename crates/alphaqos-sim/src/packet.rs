@@ -4,6 +4,9 @@ use crate::time::SimTime;
 
 /// IPv4 header 20 B + TCP header 20 B + timestamps option 12 B (RFC 7323).
 pub const TCP_HEADER_BYTES: u32 = 52;
+/// A SYN or SYN-ACK: IPv4 20 B + TCP 20 B + options 20 B (MSS 4,
+/// SACK-permitted 2, timestamps 10, window scale 3, one NOP), as Linux sends.
+pub const TCP_SYN_BYTES: u32 = 60;
 /// IPv4 20 B + UDP 8 B.
 pub const UDP_HEADER_BYTES: u32 = 28;
 pub const PROTO_ICMP: u8 = 1;
@@ -29,14 +32,20 @@ pub enum Payload {
     TcpAck { ack: u64, ts_ecr: SimTime, wnd: u64, sack: SackBlocks },
     /// A UDP datagram of a generator, numbered from 0.
     Udp { seq: u64 },
+    /// A connection's opening SYN (`ack == false`) or the SYN-ACK that
+    /// answers it, echoing the SYN's timestamp (RFC 7323) in `ts`.
+    TcpSyn { ack: bool, ts: SimTime },
     /// ICMP echo request (`reply == false`) or reply.
     Echo { seq: u32, reply: bool, sent: SimTime },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
-    /// Index of the flow the packet belongs to.
+    /// The slot of the connection the packet belongs to
+    /// ([`crate::conn::ConnId::idx`]) ...
     pub flow: u32,
+    /// ... and the generation of that slot's occupant.
+    pub gen: u32,
     /// Source and destination node indices (the routing key).
     pub src: u32,
     pub dst: u32,
@@ -65,7 +74,7 @@ impl Packet {
     /// True for packets travelling in a flow's data direction (the ones
     /// whose one-way delay is measured): TCP data, UDP, echo requests.
     pub fn is_forward(&self) -> bool {
-        !matches!(self.payload, Payload::TcpAck { .. } | Payload::Echo { reply: true, .. })
+        !matches!(self.payload, Payload::TcpAck { .. } | Payload::Echo { reply: true, .. } | Payload::TcpSyn { ack: true, .. })
     }
 }
 
@@ -112,6 +121,7 @@ impl Packet {
     pub fn test(flow: u32, size: u32) -> Packet {
         Packet {
             flow,
+            gen: 0,
             src: 0,
             dst: 1,
             src_ip: 0,

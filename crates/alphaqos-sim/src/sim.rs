@@ -1,325 +1,112 @@
-//! The simulation: the network's moving parts (`Net`), the flows, the event
-//! loop, metric sampling, and the results tables.
+//! The simulation: the event loop over the network (`network.rs`), the
+//! connections (`conn.rs`, one slab for the scenario's flows and the
+//! connections workloads open), the workloads (`workload/`), and the
+//! results (`recorder.rs` for series, the summary tables here).
 //!
-//! An interface serializes one frame at a time: `start_tx` takes the next
-//! packet from the queue discipline, the frame occupies the transmitter for
-//! (size + overhead) * 8 / rate, then propagates for the link's delay in the
-//! interface's pipe. Only the pipe's head has an event in the heap, and a
-//! `TxDone` event exists only while packets wait, so the heap stays small.
+//! The world is built by `builder.rs`; this file runs it: every event is a
+//! transmission ending, a packet arriving, a connection's timer, a
+//! workload's timer, or a sample of the series.
 
-use crate::apps::{bulk::BulkTcp, cbr::Cbr, ping::Ping, poisson::PoissonSource, App};
-use crate::config::{Config, FlowConfig};
-use crate::event::{Event, EventQueue, FlowTimer};
+use crate::apps::bulk::{AppWriter, BulkTcp};
+use crate::apps::App;
+use crate::builder::{build_flow, build_net, check_path, host_id};
+use crate::config::Config;
+use crate::conn::{ConnId, Slab};
+use crate::event::{Event, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
-use crate::packet::{Color, Packet, Payload, PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
-use crate::qos::classify::Filter;
-use crate::qos::{self, Dequeued, DropReason, QueueCtx};
-use crate::rng::Rng;
-use crate::tcp::Wire;
+use crate::network::{Ends, FlowIo, Net};
+use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
+use crate::qos::DropReason;
+use crate::recorder::{Recorder, Sampling};
 use crate::time::{Duration, SimTime};
-use crate::topology::{compute_routes, parse_ipv4, Iface, Node, NO_ROUTE};
-use crate::units::DataRate;
-use std::collections::{BTreeMap, VecDeque};
+use crate::workload::{ideal_fct, Kind, PathInfo, Workload};
+use std::collections::{BTreeMap, HashMap};
 
-/// Bytes of one flow in its host's interface queue above which a TCP sender
-/// holds back (Linux's TCP Small Queues; tcp_limit_output_bytes is 256 KiB
-/// since 4.x): a connection's window waits in the socket, not in the qdisc.
-/// The sender is woken when its share has drained to half the limit.
-pub const TSQ_BYTES: u64 = 256 * 1024;
+pub use crate::network::{ConnStats, TSQ_BYTES};
 
-/// Per-flow counters kept by the network (data direction only).
-#[derive(Clone, Debug, Default)]
-pub struct FlowStats {
-    pub tx_pkts: u64,
-    pub tx_bytes: u64,
-    pub rx_pkts: u64,
-    pub rx_bytes: u64,
-    /// Data-direction packets dropped anywhere on the path.
-    pub drop_pkts: u64,
-    /// Reverse-direction packets (ACKs, echo replies) dropped.
-    pub drop_rev_pkts: u64,
-    /// Bytes of this flow waiting in its source host's interface queue.
-    pub host_queued: u64,
-    /// The flow's sender waits for `host_queued` to drain (TSQ).
-    pub tsq_blocked: bool,
-    pub delay: DelayStats,
+/// Who a connection belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The scenario's flow of this index.
+    Flow(u32),
+    /// A stream of a transfer: the index of its row in the connection records.
+    Stream(u32),
 }
 
-impl FlowStats {
-    fn count_drop(&mut self, pkt: &Packet) {
-        if pkt.is_forward() {
-            self.drop_pkts += 1;
-        } else {
-            self.drop_rev_pkts += 1;
-        }
-    }
+/// A live connection: its ends, its application, its owner.
+pub struct Conn {
+    pub ends: Ends,
+    pub app: Box<dyn App>,
+    pub owner: Owner,
 }
 
-pub struct Net {
-    pub now: SimTime,
-    pub events: EventQueue,
-    pub nodes: Vec<Node>,
-    pub ifaces: Vec<Iface>,
-    next_hop: Vec<u32>,
-    pub flow_stats: Vec<FlowStats>,
-    /// Each router's firewall filter (None: forward unchanged).
-    pub filters: Vec<Option<Filter>>,
+/// A scenario flow's name, series key and active window.
+struct FlowMeta {
+    name: String,
+    key: u32,
+    start: u64,
+    stop: u64,
+    /// Delivered bytes at the previous sample.
+    prev: u64,
 }
 
-impl Net {
-    pub fn route(&self, from: u32, to: u32) -> u32 {
-        self.next_hop[from as usize * self.nodes.len() + to as usize]
-    }
-
-    /// Hand `pkt` to the network at `node`.
-    pub fn send_from(&mut self, node: u32, pkt: Packet) {
-        match self.route(node, pkt.dst) {
-            NO_ROUTE => self.flow_stats[pkt.flow as usize].count_drop(&pkt),
-            i => self.enqueue(i, pkt),
-        }
-    }
-
-    fn enqueue(&mut self, i: u32, pkt: Packet) {
-        let now = self.now;
-        let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
-        let (flow, size, at_source) = (pkt.flow as usize, pkt.size as u64, ifc.node == pkt.src);
-        if let Err((p, _)) = ifc.qdisc.enqueue(pkt, &mut ctx) {
-            self.flow_stats[flow].count_drop(&p);
-            return;
-        }
-        if at_source {
-            self.flow_stats[flow].host_queued += size;
-        }
-        if ifc.tx_event == SimTime::MAX {
-            if now >= ifc.busy_until {
-                self.start_tx(i);
-            } else {
-                ifc.tx_event = ifc.busy_until;
-                self.events.schedule(ifc.busy_until, Event::TxDone(i));
-            }
-        } else if now >= ifc.busy_until {
-            // The link is idle and the discipline asked to be woken later
-            // (a shaped class): the new packet may be sendable now.
-            ifc.tx_event = SimTime::MAX;
-            self.start_tx(i);
-        }
-    }
-
-    /// The transmitter of interface `i` is free: put the next frame on the wire.
-    fn start_tx(&mut self, i: u32) {
-        let now = self.now;
-        let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
-        match ifc.qdisc.dequeue(&mut ctx) {
-            Dequeued::Packet(p) => {
-                let wire = ifc.wire_time(&p);
-                let end = now + wire;
-                ifc.busy_until = end;
-                ifc.tx_pkts += 1;
-                ifc.tx_bytes += p.size as u64;
-                let mut arrive = end + ifc.delay;
-                let imp = ifc.impair;
-                if imp.loss > 0.0 && ifc.rng.uniform() < imp.loss {
-                    ifc.lost_pkts += 1;
-                    self.flow_stats[p.flow as usize].count_drop(&p);
-                } else {
-                    if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.rng.uniform() < imp.reorder_fraction {
-                        // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
-                        arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
-                    }
-                    if ifc.push_pipe(arrive, p) {
-                        self.events.schedule(arrive, Event::Deliver(i));
-                    }
-                }
-                let backlog = ifc.qdisc.backlog();
-                if backlog.pkts > 0 {
-                    ifc.tx_event = end;
-                    self.events.schedule(end, Event::TxDone(i));
-                }
-                if ifc.node == p.src {
-                    let st = &mut self.flow_stats[p.flow as usize];
-                    st.host_queued -= p.size as u64;
-                    // Hysteresis: wake at half the limit, not once per packet.
-                    if st.tsq_blocked && st.host_queued <= TSQ_BYTES / 2 {
-                        st.tsq_blocked = false;
-                        self.events.schedule(now, Event::Flow(p.flow, FlowTimer::Wake));
-                    }
-                }
-            }
-            Dequeued::Empty => {}
-            Dequeued::NotBefore(t) => {
-                ifc.tx_event = t;
-                self.events.schedule(t, Event::TxDone(i));
-            }
-        }
-    }
-
-    /// The head of interface `i`'s pipe arrives at the peer. Returns the
-    /// packet if it reached its destination; forwards it otherwise.
-    fn deliver(&mut self, i: u32) -> Option<Packet> {
-        let ifc = &mut self.ifaces[i as usize];
-        if ifc.next_deliver != self.now {
-            return None; // superseded by an earlier arrival
-        }
-        let (_, pkt) = ifc.pipe.pop_front().expect("Deliver event with an empty pipe");
-        ifc.next_deliver = match ifc.pipe.front() {
-            Some(&(t, _)) => {
-                self.events.schedule(t, Event::Deliver(i));
-                t
-            }
-            None => SimTime::MAX,
-        };
-        let node = ifc.peer;
-        if node == pkt.dst {
-            return Some(pkt);
-        }
-        if self.nodes[node as usize].router {
-            let pkt = match &mut self.filters[node as usize] {
-                Some(f) => match f.apply(self.now, pkt) {
-                    Ok(p) => p,
-                    Err(p) => {
-                        self.flow_stats[p.flow as usize].count_drop(&p);
-                        return None;
-                    }
-                },
-                None => pkt,
-            };
-            self.send_from(node, pkt);
-        } else {
-            self.flow_stats[pkt.flow as usize].count_drop(&pkt);
-        }
-        None
-    }
-}
-
-/// The two ends of a flow.
-#[derive(Clone, Copy, Debug)]
-pub struct Ends {
+/// One transfer of a workload.
+#[derive(Clone, Debug)]
+pub struct TransferRec {
+    pub workload: u32,
     pub src: u32,
     pub dst: u32,
-    pub src_ip: u32,
-    pub dst_ip: u32,
-    pub proto: u8,
-    pub dscp: u8,
+    pub size: u64,
+    pub start: SimTime,
+    pub end: Option<SimTime>,
+    pub streams: u32,
+    /// Streams still open.
+    pub open: u32,
+    pub ideal: Duration,
+    /// The ON/OFF host index that started it (0 otherwise).
+    pub host: u32,
+    pub failed: bool,
+}
+
+/// One connection (stream) of a transfer.
+#[derive(Clone, Debug)]
+pub struct StreamRec {
+    pub transfer: u32,
+    pub stream: u32,
+    pub id: ConnId,
     pub src_port: u16,
-    pub dst_port: u16,
-}
-
-/// What an application sees of the network: its flow's two directions.
-pub struct FlowIo<'a> {
-    net: &'a mut Net,
-    flow: u32,
-    ends: Ends,
-}
-
-impl<'a> FlowIo<'a> {
-    /// Sending from the flow's source towards its destination.
-    pub fn fwd(&mut self) -> DirWire<'_> {
-        let e = self.ends;
-        DirWire { net: self.net, flow: self.flow, from: e.src, to: e.dst, from_ip: e.src_ip, to_ip: e.dst_ip, ports: (e.src_port, e.dst_port), proto: e.proto, dscp: e.dscp }
-    }
-    /// Sending from the destination back to the source.
-    pub fn rev(&mut self) -> DirWire<'_> {
-        // Replies (ACKs, echo replies) carry the flow's marking back.
-        let e = self.ends;
-        DirWire { net: self.net, flow: self.flow, from: e.dst, to: e.src, from_ip: e.dst_ip, to_ip: e.src_ip, ports: (e.dst_port, e.src_port), proto: e.proto, dscp: e.dscp }
-    }
-}
-
-pub struct DirWire<'a> {
-    net: &'a mut Net,
-    flow: u32,
-    from: u32,
-    to: u32,
-    from_ip: u32,
-    to_ip: u32,
-    ports: (u16, u16),
-    proto: u8,
-    dscp: u8,
-}
-
-impl Wire for DirWire<'_> {
-    fn now(&self) -> SimTime {
-        self.net.now
-    }
-    fn send(&mut self, payload: Payload, size: u32) {
-        let pkt = Packet {
-            flow: self.flow,
-            src: self.from,
-            dst: self.to,
-            src_ip: self.from_ip,
-            dst_ip: self.to_ip,
-            size,
-            proto: self.proto,
-            dscp: self.dscp,
-            src_port: self.ports.0,
-            dst_port: self.ports.1,
-            fclass: 0,
-            color: Color::Green,
-            created: self.net.now,
-            payload,
-        };
-        if pkt.is_forward() {
-            let st = &mut self.net.flow_stats[self.flow as usize];
-            st.tx_pkts += 1;
-            st.tx_bytes += size as u64;
-        }
-        self.net.send_from(self.from, pkt);
-    }
-    fn schedule(&mut self, at: SimTime, timer: FlowTimer) {
-        self.net.events.schedule(at, Event::Flow(self.flow, timer));
-    }
-    fn tx_room(&mut self) -> bool {
-        let st = &mut self.net.flow_stats[self.flow as usize];
-        if st.host_queued < TSQ_BYTES {
-            return true;
-        }
-        st.tsq_blocked = true;
-        false
-    }
-}
-
-struct Flow {
-    name: String,
-    ends: Ends,
-    app: App,
-}
-
-/// Series rows, column by column.
-#[derive(Default)]
-struct Recorder {
-    tcp: BTreeMap<&'static str, Vec<u64>>,
-    tcp_flow: Vec<String>,
-    udp: BTreeMap<&'static str, Vec<u64>>,
-    udp_flow: Vec<String>,
-    queue: BTreeMap<&'static str, Vec<u64>>,
-    queue_name: Vec<String>,
-    last_sample: SimTime,
-    /// Per flow: the cumulative count the last rate was computed from.
-    prev_bytes: Vec<u64>,
-}
-
-impl Recorder {
-    fn push(map: &mut BTreeMap<&'static str, Vec<u64>>, name: &'static str, v: u64) {
-        map.entry(name).or_default().push(v);
-    }
+    pub size: u64,
+    pub start: SimTime,
+    pub end: Option<SimTime>,
+    pub acked: u64,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub failed: bool,
 }
 
 pub struct Simulation {
     pub net: Net,
-    flows: Vec<Flow>,
+    conns: Slab<Conn>,
+    flows: Vec<FlowMeta>,
+    workloads: Vec<Workload>,
+    pub transfers: Vec<TransferRec>,
+    pub streams: Vec<StreamRec>,
+    /// Next ephemeral port per host (Linux's range 32768..60999).
+    ports: Vec<u16>,
+    paths: HashMap<(u32, u32), PathInfo>,
     duration: SimTime,
     interval: Duration,
-    /// (start, stop) of every flow, ns.
-    windows: Vec<(u64, u64)>,
     events_done: u64,
+    conns_opened: u64,
     rec: Recorder,
 }
 
 fn at(i: usize, field: &str) -> impl Fn(String) -> String + '_ {
     move |e| format!("{field}[{i}]: {e}")
 }
+
+const EPHEMERAL_LOW: u16 = 32768;
+const EPHEMERAL_HIGH: u16 = 60999;
 
 impl Simulation {
     pub fn from_json(text: &str) -> Result<Simulation, String> {
@@ -334,98 +121,86 @@ impl Simulation {
         if cfg.metric_interval_ns == 0 {
             return Err("metric_interval_ns: must be positive".into());
         }
-        let mut nodes: Vec<Node> = Vec::new();
-        let mut filters = Vec::new();
-        let mut index = BTreeMap::new();
-        for (i, n) in cfg.nodes.iter().enumerate() {
-            if index.insert(n.name.clone(), i as u32).is_some() {
-                return Err(format!("nodes[{i}].name: duplicate node '{}'", n.name));
-            }
-            let addr = match &n.address {
-                Some(a) => parse_ipv4(a).ok_or_else(|| format!("nodes[{i}].address: '{a}' is not an IPv4 address"))?,
-                None if n.router => 0x0AFF_0000 | (i as u32 + 1), // 10.255.0.0/16
-                None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
-            };
-            if !n.filter.is_empty() && !n.router {
-                return Err(format!("nodes[{i}].filter: only routers filter packets ('{}' is a host)", n.name));
-            }
-            filters.push(if n.filter.is_empty() {
-                None
-            } else {
-                Some(Filter::new(&n.filter).map_err(|e| format!("nodes[{i}].{e}"))?)
-            });
-            nodes.push(Node { name: n.name.clone(), router: n.router, addr, ifaces: Vec::new() });
-        }
-        let node_id = |name: &str, path: String| -> Result<u32, String> {
-            index.get(name).copied().ok_or_else(|| format!("{path}: unknown node '{name}'"))
-        };
-        let mut ifaces: Vec<Iface> = Vec::new();
-        for (i, l) in cfg.links.iter().enumerate() {
-            let a = node_id(&l.a, format!("links[{i}].a"))?;
-            let b = node_id(&l.b, format!("links[{i}].b"))?;
-            if a == b {
-                return Err(format!("links[{i}]: a link needs two different nodes"));
-            }
-            if l.rate_bps == 0 {
-                return Err(format!("links[{i}].rate_bps: must be positive"));
-            }
-            if l.mtu_bytes < 68 {
-                return Err(format!("links[{i}].mtu_bytes: {} is below the IPv4 minimum of 68", l.mtu_bytes));
-            }
-            for (from, to, q, key, imp) in [(a, b, &l.queue_ab, "queue_ab", l.impair_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba)] {
-                imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
-                let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
-                let qdisc = qos::build(q, l.mtu_bytes).map_err(|e| format!("links[{i}].{key}: {e}"))?;
-                let id = ifaces.len() as u32;
-                nodes[from as usize].ifaces.push(id);
-                ifaces.push(Iface {
-                    rng: Rng::stream(cfg.seed, &format!("queue:{name}")),
-                    name,
-                    node: from,
-                    peer: to,
-                    rate: DataRate(l.rate_bps),
-                    delay: Duration(l.delay_ns),
-                    mtu: l.mtu_bytes,
-                    overhead: l.overhead_bytes,
-                    qdisc,
-                    busy_until: SimTime::ZERO,
-                    tx_event: SimTime::MAX,
-                    pipe: VecDeque::new(),
-                    next_deliver: SimTime::MAX,
-                    impair: imp,
-                    lost_pkts: 0,
-                    tx_pkts: 0,
-                    tx_bytes: 0,
-                });
-            }
-        }
-        let next_hop = compute_routes(&nodes, &ifaces);
-        let mut net = Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, flow_stats: Vec::new(), filters };
+        let mut net = build_net(cfg)?;
         let duration = SimTime(cfg.duration_ns);
+        let mut rec = Recorder::default();
+        let mut conns = Slab::default();
         let mut flows = Vec::new();
-        let mut windows = Vec::new();
         let mut names = BTreeMap::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             if names.insert(f.name.clone(), i).is_some() {
                 return Err(format!("flows[{i}].name: duplicate flow '{}'", f.name));
             }
-            let flow = build_flow(cfg, i, f, &net).map_err(at(i, "flows"))?;
+            let (ends, app) = build_flow(cfg, i, f, &net).map_err(at(i, "flows"))?;
             let stop = f.stop_ns.unwrap_or(cfg.duration_ns);
             if f.start_ns >= stop || stop > cfg.duration_ns {
                 return Err(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
             }
-            net.events.schedule(SimTime(f.start_ns), Event::Flow(i as u32, FlowTimer::Start));
+            let id = conns.insert(Conn { ends, app, owner: Owner::Flow(i as u32) });
+            net.open_slot(id);
+            net.delay.push(DelayStats::default());
+            net.events.schedule(SimTime(f.start_ns), Event::Conn(id, FlowTimer::Start));
             // Scheduled now, the stop precedes any send at the same instant:
             // a flow is active on [start, stop).
-            net.events.schedule(SimTime(stop), Event::Flow(i as u32, FlowTimer::Stop));
-            net.flow_stats.push(FlowStats::default());
-            flows.push(flow);
-            windows.push((f.start_ns, stop));
+            net.events.schedule(SimTime(stop), Event::Conn(id, FlowTimer::Stop));
+            flows.push(FlowMeta { name: f.name.clone(), key: rec.names.intern(&f.name), start: f.start_ns, stop, prev: 0 });
         }
+        let mut workloads = Vec::new();
+        for (i, w) in cfg.workloads.iter().enumerate() {
+            if cfg.workloads[..i].iter().any(|o| o.name == w.name) {
+                return Err(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
+            }
+            let key = rec.names.intern(&w.name);
+            let wl = Workload::new(w, cfg.seed, duration, key, &mut |name, k| host_id(&net, name, k)).map_err(at(i, "workloads"))?;
+            let max = wl.tcp.mss_bytes + TCP_HEADER_BYTES;
+            for (a, b) in wl.pairs() {
+                check_path(&net, a, b, max).map_err(at(i, "workloads"))?;
+            }
+            crate::apps::bulk::BulkTcp::new(&wl.tcp).map_err(|e| format!("workloads[{i}].tcp: {e}"))?;
+            workloads.push(wl);
+        }
+        let n_nodes = net.nodes.len();
         let interval = Duration(cfg.metric_interval_ns);
         net.events.schedule(SimTime::ZERO + interval.min(Duration(cfg.duration_ns)), Event::Sample);
-        let rec = Recorder { prev_bytes: vec![0; flows.len()], ..Default::default() };
-        Ok(Simulation { net, flows, duration, interval, windows, events_done: 0, rec })
+        let mut sim = Simulation {
+            net,
+            conns,
+            flows,
+            workloads,
+            transfers: Vec::new(),
+            streams: Vec::new(),
+            ports: vec![EPHEMERAL_LOW + 4096; n_nodes],
+            paths: HashMap::new(),
+            duration,
+            interval,
+            events_done: 0,
+            conns_opened: 0,
+            rec,
+        };
+        for w in 0..sim.workloads.len() {
+            sim.schedule_first(w);
+        }
+        Ok(sim)
+    }
+
+    /// The first event of workload `w`.
+    fn schedule_first(&mut self, w: usize) {
+        let wl = &mut self.workloads[w];
+        let start = wl.start;
+        match &mut wl.kind {
+            Kind::Transfer { .. } => self.net.events.schedule(start, Event::Workload(w as u32, 0)),
+            Kind::Poisson { mean_gap_ns, .. } => {
+                let at = start + Duration(wl.arrivals.exponential(*mean_gap_ns).round() as u64);
+                self.net.events.schedule(at, Event::Workload(w as u32, 0));
+            }
+            Kind::OnOff { hosts, mean_gap_ns, .. } => {
+                for (h, host) in hosts.iter_mut().enumerate() {
+                    let at = start + Duration(host.rng.exponential(*mean_gap_ns).round() as u64);
+                    host.next_due = at;
+                    self.net.events.schedule(at, Event::Workload(w as u32, h as u32));
+                }
+            }
+        }
     }
 
     pub fn now(&self) -> SimTime {
@@ -436,6 +211,10 @@ impl Simulation {
     }
     pub fn events(&self) -> u64 {
         self.events_done
+    }
+    /// Connections open now.
+    pub fn live_connections(&self) -> usize {
+        self.conns.len()
     }
 
     /// Process every event up to and including `until` (capped at the duration).
@@ -468,87 +247,235 @@ impl Simulation {
             }
             Event::Deliver(i) => {
                 if let Some(pkt) = self.net.deliver(i) {
-                    self.arrive(pkt);
+                    let id = ConnId::new(pkt.flow, pkt.gen);
+                    if let Some(c) = self.conns.get_mut(id) {
+                        let mut io = FlowIo::new(&mut self.net, id, c.ends);
+                        c.app.on_packet(&pkt, &mut io);
+                        self.after(id);
+                    }
                 }
             }
-            Event::Flow(f, t) => {
-                let flow = &mut self.flows[f as usize];
-                let mut io = FlowIo { net: &mut self.net, flow: f, ends: flow.ends };
-                flow.app.on_timer(t, &mut io);
+            Event::Conn(id, t) => {
+                if let Some(c) = self.conns.get_mut(id) {
+                    let mut io = FlowIo::new(&mut self.net, id, c.ends);
+                    c.app.on_timer(t, &mut io);
+                    self.after(id);
+                }
             }
+            Event::Workload(w, arg) => self.on_workload(w as usize, arg),
             Event::Sample => self.sample(),
         }
     }
 
-    fn arrive(&mut self, pkt: Packet) {
-        let now = self.net.now;
-        let f = pkt.flow as usize;
-        if pkt.is_forward() {
-            let st = &mut self.net.flow_stats[f];
-            st.rx_pkts += 1;
-            st.rx_bytes += pkt.size as u64;
-            st.delay.record(now.since(pkt.created).as_nanos());
+    /// After an event of connection `id`: close a transfer's stream that has
+    /// finished or given up.
+    fn after(&mut self, id: ConnId) {
+        let Some(c) = self.conns.get(id) else { return };
+        let Owner::Stream(s) = c.owner else { return };
+        let Some(tcp) = c.app.tcp() else { return };
+        if tcp.is_finished() || tcp.failed {
+            self.close_stream(id, s as usize);
         }
-        let flow = &mut self.flows[f];
-        let mut io = FlowIo { net: &mut self.net, flow: pkt.flow, ends: flow.ends };
-        flow.app.on_packet(&pkt, &mut io);
+    }
+
+    fn on_workload(&mut self, w: usize, arg: u32) {
+        let now = self.net.now;
+        let wl = &mut self.workloads[w];
+        if now >= wl.stop {
+            return;
+        }
+        let (src, dst, size) = match &mut wl.kind {
+            Kind::Transfer { src, dst, size } => (*src, *dst, *size),
+            Kind::Poisson { mean_gap_ns, pairs, sizes } => {
+                let (a, b) = pairs.draw(&mut wl.pairs_rng);
+                let size = sizes.sample(&mut wl.sizes_rng);
+                let next = now + Duration(wl.arrivals.exponential(*mean_gap_ns).round() as u64);
+                self.net.events.schedule(next, Event::Workload(w as u32, 0));
+                (a, b, size)
+            }
+            Kind::OnOff { hosts, peers, sizes, mean_gap_ns, think } => {
+                let h = &mut hosts[arg as usize];
+                let others = peers.iter().filter(|&&p| p != h.node).count();
+                let k = ((h.rng.uniform() * others as f64) as usize).min(others - 1);
+                let peer = *peers.iter().filter(|&&p| p != h.node).nth(k).expect("a peer");
+                let size = sizes.sample(&mut h.rng);
+                if *think {
+                    h.next_due = now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64);
+                }
+                (h.node, peer, size)
+            }
+        };
+        self.start_transfer(w, src, dst, size, arg);
+    }
+
+    /// What the path from `src` to `dst` offers one transfer alone.
+    fn path_info(&mut self, src: u32, dst: u32, mss: u32) -> PathInfo {
+        if let Some(p) = self.paths.get(&(src, dst)) {
+            return *p;
+        }
+        let net = &self.net;
+        let seg = (mss + TCP_HEADER_BYTES) as u64;
+        let mut rtt = Duration::ZERO;
+        let mut rate = f64::INFINITY;
+        for i in net.path(src, dst) {
+            let ifc = &net.ifaces[i as usize];
+            rtt = rtt + ifc.delay + ifc.rate.tx_time(seg + ifc.overhead as u64);
+            rate = rate.min(ifc.rate.as_bps() as f64 * mss as f64 / (seg + ifc.overhead as u64) as f64);
+        }
+        for i in net.path(dst, src) {
+            let ifc = &net.ifaces[i as usize];
+            rtt = rtt + ifc.delay + ifc.rate.tx_time(TCP_HEADER_BYTES as u64 + ifc.overhead as u64);
+        }
+        let p = PathInfo { rtt, rate_bps: rate };
+        self.paths.insert((src, dst), p);
+        p
+    }
+
+    fn next_port(&mut self, host: u32) -> u16 {
+        let p = &mut self.ports[host as usize];
+        let port = *p;
+        *p = if *p >= EPHEMERAL_HIGH { EPHEMERAL_LOW } else { *p + 1 };
+        port
+    }
+
+    /// Open the `streams` connections of a new transfer of workload `w`.
+    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32) {
+        let now = self.net.now;
+        let (mss, iw, handshake) = {
+            let wl = &self.workloads[w];
+            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts, wl.handshake)
+        };
+        let k = (self.workloads[w].streams as u64).min(size).max(1) as u32;
+        let path = self.path_info(src, dst, mss);
+        let t = self.transfers.len() as u32;
+        self.transfers.push(TransferRec {
+            workload: w as u32,
+            src,
+            dst,
+            size,
+            start: now,
+            end: None,
+            streams: k,
+            open: k,
+            ideal: ideal_fct(size, k, iw, mss, path, handshake),
+            host,
+            failed: false,
+        });
+        let wl = &mut self.workloads[w];
+        wl.started += 1;
+        wl.offered_bytes += size;
+        wl.active_conns += k as u64;
+        for s in 0..k {
+            let part = size / k as u64 + ((s as u64) < size % k as u64) as u64;
+            let wl = &self.workloads[w];
+            let mut cfg = wl.tcp.clone();
+            cfg.size_bytes = Some(part);
+            let mut app = BulkTcp::new(&cfg).expect("checked when the workload was built");
+            if wl.handshake {
+                app = app.with_handshake(Duration(cfg.initial_rto_ns));
+            }
+            if let Some(rate) = wl.app_rate_bps {
+                let chunk = wl.write_bytes;
+                let gap = Duration((chunk as u128 * 8 * 1_000_000_000 / rate as u128) as u64);
+                app = app.with_writer(AppWriter::new(part, chunk, gap));
+            }
+            let (dscp, dst_port) = (wl.dscp, wl.dst_port);
+            let src_port = self.next_port(src);
+            let n = &self.net.nodes;
+            let ends = Ends { src, dst, src_ip: n[src as usize].addr, dst_ip: n[dst as usize].addr, proto: PROTO_TCP, dscp, src_port, dst_port };
+            let rec = self.streams.len() as u32;
+            let id = self.conns.insert(Conn { ends, app: Box::new(app), owner: Owner::Stream(rec) });
+            self.net.open_slot(id);
+            self.conns_opened += 1;
+            self.streams.push(StreamRec {
+                transfer: t,
+                stream: s,
+                id,
+                src_port,
+                size: part,
+                start: now,
+                end: None,
+                acked: 0,
+                retransmits: 0,
+                timeouts: 0,
+                failed: false,
+            });
+            self.net.events.schedule(now, Event::Conn(id, FlowTimer::Start));
+        }
+    }
+
+    /// Stream `s` (connection `id`) finished or gave up: record it, free its
+    /// slot, and complete its transfer with its last stream.
+    fn close_stream(&mut self, id: ConnId, s: usize) {
+        let now = self.net.now;
+        let c = self.conns.remove(id).expect("a live connection");
+        let tcp = c.app.tcp().expect("a transfer's stream is TCP");
+        let r = &mut self.streams[s];
+        r.end = Some(now);
+        r.acked = tcp.sender.bytes_acked().min(r.size);
+        r.retransmits = tcp.sender.stats.retransmits;
+        r.timeouts = tcp.sender.stats.timeouts;
+        r.failed = tcp.failed;
+        let delivered = tcp.receiver.delivered();
+        let t = &mut self.transfers[r.transfer as usize];
+        t.failed |= r.failed;
+        t.open -= 1;
+        let w = t.workload as usize;
+        let wl = &mut self.workloads[w];
+        wl.active_conns -= 1;
+        wl.delivered_done += delivered;
+        if t.open > 0 {
+            return;
+        }
+        t.end = Some(now);
+        wl.completed += 1;
+        if now >= wl.stop {
+            return;
+        }
+        // An ON/OFF host goes idle, then starts its next transfer.
+        let host = t.host;
+        if let Kind::OnOff { hosts, mean_gap_ns, think, .. } = &mut wl.kind {
+            let h = &mut hosts[host as usize];
+            let at = if *think { h.next_due.max(now) } else { now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64) };
+            self.net.events.schedule(at, Event::Workload(w as u32, host));
+        }
     }
 
     fn sample(&mut self) {
         let now = self.net.now;
-        let span = now.since(self.rec.last_sample).as_nanos().max(1) as u128;
-        let rate = |bytes: u64| (bytes as u128 * 8 * 1_000_000_000 / span) as u64;
-        for (i, flow) in self.flows.iter().enumerate() {
-            let st = &self.net.flow_stats[i];
-            match &flow.app {
-                App::Tcp(t) => {
-                    let (s, r) = (&t.sender, &t.receiver);
-                    let delivered = r.delivered();
-                    let m = &mut self.rec.tcp;
-                    Recorder::push(m, col::TIME_NS, now.as_nanos());
-                    Recorder::push(m, col::BYTES_ACKED, s.bytes_acked());
-                    Recorder::push(m, col::GOODPUT_BPS, rate(delivered - self.rec.prev_bytes[i]));
-                    Recorder::push(m, col::CWND_BYTES, s.cwnd());
-                    // u64::MAX stands for "none" (no RTT sample yet, ssthresh
-                    // still infinite) and leaves the engine as null.
-                    Recorder::push(m, col::SSTHRESH_BYTES, s.ssthresh());
-                    Recorder::push(m, col::SRTT_NS, s.srtt().map_or(u64::MAX, |d| d.as_nanos()));
-                    Recorder::push(m, col::RTO_NS, s.rto().as_nanos());
-                    Recorder::push(m, col::RETRANSMITS, s.stats.retransmits);
-                    Recorder::push(m, col::RETRANSMITTED_BYTES, s.stats.retransmitted_bytes);
-                    Recorder::push(m, col::SPURIOUS_RETRANSMITS, r.stats.spurious_retransmits);
-                    Recorder::push(m, col::FAST_RETRANSMITS, s.stats.fast_retransmits);
-                    Recorder::push(m, col::TIMEOUTS, s.stats.timeouts);
-                    Recorder::push(m, col::OOO_ARRIVALS, r.stats.ooo_arrivals);
-                    Recorder::push(m, col::OOO_EXTENT_MAX, r.stats.ooo_extent_max);
-                    Recorder::push(m, col::OOO_EXTENT_3PLUS, r.stats.ooo_extent_3plus);
-                    Recorder::push(m, col::DUP_ACKS_SENT, r.stats.dup_acks_sent);
-                    self.rec.tcp_flow.push(flow.name.clone());
-                    self.rec.prev_bytes[i] = delivered;
+        let s = Sampling { now, span_ns: now.since(self.rec.last_sample).as_nanos().max(1) };
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let id = ConnId::new(i as u32, 0);
+            let c = self.conns.get(id).expect("a scenario flow lives the whole run");
+            c.app.sample(f.key, &self.net.conns[i].stats, &mut f.prev, s, &mut self.rec);
+        }
+        if !self.workloads.is_empty() {
+            let mut delivered: Vec<u64> = self.workloads.iter().map(|w| w.delivered_done).collect();
+            for (_, c) in self.conns.iter() {
+                if let (Owner::Stream(r), Some(tcp)) = (c.owner, c.app.tcp()) {
+                    let t = self.streams[r as usize].transfer;
+                    delivered[self.transfers[t as usize].workload as usize] += tcp.receiver.delivered();
                 }
-                App::Udp(_) | App::Poisson(_) => {
-                    let m = &mut self.rec.udp;
-                    Recorder::push(m, col::TIME_NS, now.as_nanos());
-                    Recorder::push(m, col::TX_PKTS, st.tx_pkts);
-                    Recorder::push(m, col::RX_PKTS, st.rx_pkts);
-                    Recorder::push(m, col::RX_BYTES, st.rx_bytes);
-                    Recorder::push(m, col::RX_RATE_BPS, rate(st.rx_bytes - self.rec.prev_bytes[i]));
-                    Recorder::push(m, col::DROP_PKTS, st.drop_pkts);
-                    self.rec.udp_flow.push(flow.name.clone());
-                    self.rec.prev_bytes[i] = st.rx_bytes;
-                }
-                App::Ping(_) => {}
+            }
+            for (w, d) in self.workloads.iter_mut().zip(delivered) {
+                let row = [now.as_nanos(), w.active_conns, s.rate(w.offered_bytes - w.prev_offered), s.rate(d.saturating_sub(w.prev_delivered)), w.started, w.completed];
+                self.rec.workload.row(w.key, &row);
+                w.prev_offered = w.offered_bytes;
+                w.prev_delivered = d;
             }
         }
-        for ifc in &self.net.ifaces {
-            let m = &mut self.rec.queue;
-            let names = &mut self.rec.queue_name;
+        let rec = &mut self.rec;
+        rec.queue_keys.resize_with(self.net.ifaces.len(), Vec::new);
+        for (ifc, keys) in self.net.ifaces.iter().zip(&mut rec.queue_keys) {
+            let (names, queue) = (&mut rec.names, &mut rec.queue);
+            let mut k = 0;
             ifc.qdisc.for_each_queue(&mut |class, c, b| {
-                names.push(queue_name(&ifc.name, class));
-                Recorder::push(m, col::TIME_NS, now.as_nanos());
-                Recorder::push(m, col::LEN_PKTS, b.pkts);
-                Recorder::push(m, col::LEN_BYTES, b.bytes);
-                Recorder::push(m, col::TX_BYTES, c.deq_bytes);
+                // A queue's key is interned the first time it is seen.
+                if k == keys.len() {
+                    keys.push(names.intern(&queue_name(&ifc.name, class)));
+                }
+                queue.row(keys[k], &[now.as_nanos(), b.pkts, b.bytes, c.deq_bytes]);
+                k += 1;
             });
         }
         self.rec.last_sample = now;
@@ -561,45 +488,25 @@ impl Simulation {
     /// The results tables. Meaningful once the run reached its duration.
     pub fn results(&self) -> BTreeMap<String, Table> {
         let mut out = BTreeMap::new();
-        let series = |flow_col: &str, names: &[String], cols: &BTreeMap<&'static str, Vec<u64>>, order: &[&str]| {
-            let mut t = Table::default().with(flow_col, Column::Str(names.to_vec()));
-            for c in order {
-                let v = cols.get(c).cloned().unwrap_or_default();
-                let column = if NULLABLE.contains(c) {
-                    Column::OptU64(v.into_iter().map(|x| (x != u64::MAX).then_some(x)).collect())
-                } else {
-                    Column::U64(v)
-                };
-                t = t.with(c, column);
-            }
-            t
-        };
-        out.insert(
-            "tcp".into(),
-            series(col::FLOW, &self.rec.tcp_flow, &self.rec.tcp, &[
-                col::TIME_NS, col::BYTES_ACKED, col::GOODPUT_BPS, col::CWND_BYTES, col::SSTHRESH_BYTES, col::SRTT_NS,
-                col::RTO_NS, col::RETRANSMITS, col::RETRANSMITTED_BYTES, col::SPURIOUS_RETRANSMITS, col::FAST_RETRANSMITS, col::TIMEOUTS, col::OOO_ARRIVALS, col::OOO_EXTENT_MAX, col::OOO_EXTENT_3PLUS, col::DUP_ACKS_SENT,
-            ]),
-        );
-        out.insert(
-            "udp".into(),
-            series(col::FLOW, &self.rec.udp_flow, &self.rec.udp, &[
-                col::TIME_NS, col::TX_PKTS, col::RX_PKTS, col::RX_BYTES, col::RX_RATE_BPS, col::DROP_PKTS,
-            ]),
-        );
-        out.insert(
-            "queue".into(),
-            series(col::QUEUE, &self.rec.queue_name, &self.rec.queue, &[col::TIME_NS, col::LEN_PKTS, col::LEN_BYTES, col::TX_BYTES]),
-        );
+        let names = &self.rec.names;
+        out.insert("tcp".into(), self.rec.tcp.table(names));
+        out.insert("udp".into(), self.rec.udp.table(names));
+        out.insert("queue".into(), self.rec.queue.table(names));
+        out.insert("workload".into(), self.rec.workload.table(names));
         out.insert("ping".into(), self.ping_table());
         out.insert("filter".into(), self.filter_table());
         out.insert("queue_summary".into(), self.queue_summary());
         out.insert("flow_summary".into(), self.flow_summary());
+        out.insert("transfers".into(), self.transfer_table());
+        out.insert("transfer_streams".into(), self.stream_table());
         out.insert(
             "run".into(),
             Table::default()
                 .with(col::EVENTS, Column::U64(vec![self.events_done]))
-                .with(col::SIM_TIME_NS, Column::U64(vec![self.net.now.as_nanos()])),
+                .with(col::SIM_TIME_NS, Column::U64(vec![self.net.now.as_nanos()]))
+                .with(col::CONNS_OPENED, Column::U64(vec![self.conns_opened]))
+                .with(col::MAX_CONNS, Column::U64(vec![self.conns.capacity() as u64]))
+                .with(col::STALE_PKTS, Column::U64(vec![self.net.stale_pkts])),
         );
         out
     }
@@ -633,9 +540,10 @@ impl Simulation {
 
     fn ping_table(&self) -> Table {
         let (mut flow, mut seq, mut time, mut rtt) = (vec![], vec![], vec![], vec![]);
-        for f in &self.flows {
-            if let App::Ping(p) = &f.app {
-                for (k, (sent, r)) in p.probes.iter().enumerate() {
+        for (i, f) in self.flows.iter().enumerate() {
+            let c = self.conns.get(ConnId::new(i as u32, 0)).expect("a scenario flow");
+            if let Some(probes) = c.app.probes() {
+                for (k, (sent, r)) in probes.iter().enumerate() {
                     flow.push(f.name.clone());
                     seq.push(k as u64);
                     time.push(sent.as_nanos());
@@ -693,11 +601,12 @@ impl Simulation {
         let mut u: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
         let mut o: BTreeMap<&str, Vec<Option<u64>>> = BTreeMap::new();
         for (i, f) in self.flows.iter().enumerate() {
-            let st = &self.net.flow_stats[i];
+            let c = self.conns.get(ConnId::new(i as u32, 0)).expect("a scenario flow");
+            let st = &self.net.conns[i].stats;
             name.push(f.name.clone());
-            kind.push(f.app.kind().to_string());
-            src.push(self.net.nodes[f.ends.src as usize].name.clone());
-            dst.push(self.net.nodes[f.ends.dst as usize].name.clone());
+            kind.push(c.app.kind().to_string());
+            src.push(self.net.nodes[c.ends.src as usize].name.clone());
+            dst.push(self.net.nodes[c.ends.dst as usize].name.clone());
             for (k, v) in [
                 (col::TX_PKTS, st.tx_pkts),
                 (col::TX_BYTES, st.tx_bytes),
@@ -708,7 +617,7 @@ impl Simulation {
             ] {
                 u.entry(k).or_default().push(v);
             }
-            let d = &st.delay;
+            let d = &self.net.delay[i];
             for (k, v) in [
                 (col::DELAY_MEAN_NS, d.mean().map(|x| x.round() as u64)),
                 (col::DELAY_STD_NS, d.std().map(|x| x.round() as u64)),
@@ -721,11 +630,8 @@ impl Simulation {
             }
             // Goodput over the flow's active period: in-order bytes for TCP,
             // received bytes otherwise.
-            let active = self.flow_window(i).max(1) as u128;
-            let bytes = match &f.app {
-                App::Tcp(t) => t.receiver.delivered(),
-                _ => st.rx_bytes,
-            };
+            let active = f.stop.min(self.net.now.as_nanos()).saturating_sub(f.start).max(1) as u128;
+            let bytes = c.app.delivered(st);
             o.entry(col::GOODPUT_BPS).or_default().push(Some((bytes as u128 * 8_000_000_000 / active) as u64));
         }
         let mut t = Table::default()
@@ -742,14 +648,70 @@ impl Simulation {
         t
     }
 
-    fn flow_window(&self, i: usize) -> u64 {
-        let (start, stop) = self.windows[i];
-        stop.min(self.net.now.as_nanos()).saturating_sub(start)
+    /// A stream's counters now: final if it ended, else read from its live connection.
+    fn stream_now(&self, r: &StreamRec) -> (u64, u64, u64) {
+        match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
+            Some(tcp) if r.end.is_none() => (tcp.sender.bytes_acked().min(r.size), tcp.sender.stats.retransmits, tcp.sender.stats.timeouts),
+            _ => (r.acked, r.retransmits, r.timeouts),
+        }
+    }
+
+    fn transfer_table(&self) -> Table {
+        let n = self.transfers.len();
+        let node = |i: u32| self.net.nodes[i as usize].name.clone();
+        let mut per: Vec<(u64, u64, u64)> = vec![(0, 0, 0); n];
+        for r in &self.streams {
+            let (a, rx, to) = self.stream_now(r);
+            let p = &mut per[r.transfer as usize];
+            p.0 += a;
+            p.1 += rx;
+            p.2 += to;
+        }
+        let t = &self.transfers;
+        let fct = |x: &TransferRec| x.end.map(|e| e.since(x.start).as_nanos());
+        Table::default()
+            .with(col::WORKLOAD, Column::Str(t.iter().map(|x| self.workloads[x.workload as usize].name.clone()).collect()))
+            .with(col::TRANSFER, Column::U64((0..n as u64).collect()))
+            .with(col::SRC, Column::Str(t.iter().map(|x| node(x.src)).collect()))
+            .with(col::DST, Column::Str(t.iter().map(|x| node(x.dst)).collect()))
+            .with(col::SIZE_BYTES, Column::U64(t.iter().map(|x| x.size).collect()))
+            .with(col::STREAMS, Column::U64(t.iter().map(|x| x.streams as u64).collect()))
+            .with(col::START_NS, Column::U64(t.iter().map(|x| x.start.as_nanos()).collect()))
+            .with(col::END_NS, Column::OptU64(t.iter().map(|x| x.end.map(|e| e.as_nanos())).collect()))
+            .with(col::FCT_NS, Column::OptU64(t.iter().map(fct).collect()))
+            .with(col::IDEAL_FCT_NS, Column::U64(t.iter().map(|x| x.ideal.as_nanos()).collect()))
+            .with(col::MEAN_RATE_BPS, Column::OptU64(t.iter().map(|x| fct(x).map(|f| rate(x.size, f))).collect()))
+            .with(col::BYTES_ACKED, Column::U64(per.iter().map(|p| p.0).collect()))
+            .with(col::RETRANSMITS, Column::U64(per.iter().map(|p| p.1).collect()))
+            .with(col::TIMEOUTS, Column::U64(per.iter().map(|p| p.2).collect()))
+            .with(col::FAILED, Column::U64(t.iter().map(|x| x.failed as u64).collect()))
+    }
+
+    fn stream_table(&self) -> Table {
+        let s = &self.streams;
+        let now: Vec<(u64, u64, u64)> = s.iter().map(|r| self.stream_now(r)).collect();
+        let fct = |r: &StreamRec| r.end.map(|e| e.since(r.start).as_nanos());
+        let wl = |r: &StreamRec| self.workloads[self.transfers[r.transfer as usize].workload as usize].name.clone();
+        Table::default()
+            .with(col::WORKLOAD, Column::Str(s.iter().map(wl).collect()))
+            .with(col::TRANSFER, Column::U64(s.iter().map(|r| r.transfer as u64).collect()))
+            .with(col::STREAM, Column::U64(s.iter().map(|r| r.stream as u64).collect()))
+            .with(col::SRC_PORT, Column::U64(s.iter().map(|r| r.src_port as u64).collect()))
+            .with(col::SIZE_BYTES, Column::U64(s.iter().map(|r| r.size).collect()))
+            .with(col::START_NS, Column::U64(s.iter().map(|r| r.start.as_nanos()).collect()))
+            .with(col::END_NS, Column::OptU64(s.iter().map(|r| r.end.map(|e| e.as_nanos())).collect()))
+            .with(col::FCT_NS, Column::OptU64(s.iter().map(fct).collect()))
+            .with(col::MEAN_RATE_BPS, Column::OptU64(s.iter().map(|r| fct(r).map(|f| rate(r.size, f))).collect()))
+            .with(col::BYTES_ACKED, Column::U64(now.iter().map(|p| p.0).collect()))
+            .with(col::RETRANSMITS, Column::U64(now.iter().map(|p| p.1).collect()))
+            .with(col::TIMEOUTS, Column::U64(now.iter().map(|p| p.2).collect()))
+            .with(col::FAILED, Column::U64(s.iter().map(|r| r.failed as u64).collect()))
     }
 }
 
-/// Series columns where u64::MAX means null.
-const NULLABLE: [&str; 2] = [col::SRTT_NS, col::SSTHRESH_BYTES];
+fn rate(bytes: u64, ns: u64) -> u64 {
+    (bytes as u128 * 8_000_000_000 / ns.max(1) as u128) as u64
+}
 
 fn queue_name(iface: &str, class: &str) -> String {
     if class.is_empty() {
@@ -757,82 +719,4 @@ fn queue_name(iface: &str, class: &str) -> String {
     } else {
         format!("{iface}/{class}")
     }
-}
-
-fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<Flow, String> {
-    let find = |name: &str, key: &str| -> Result<u32, String> {
-        let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
-        if net.nodes[id].router {
-            return Err(format!("{key}: '{name}' is a router; flows run between hosts"));
-        }
-        Ok(id as u32)
-    };
-    let src = find(&f.src, "src")?;
-    let dst = find(&f.dst, "dst")?;
-    if src == dst {
-        return Err("a flow needs two different hosts".into());
-    }
-    for (a, b) in [(src, dst), (dst, src)] {
-        if net.route(a, b) == NO_ROUTE {
-            return Err(format!("no path from {} to {}", net.nodes[a as usize].name, net.nodes[b as usize].name));
-        }
-    }
-    let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some()];
-    if kinds.iter().filter(|&&k| k).count() != 1 {
-        return Err("exactly one of tcp, udp, poisson, ping is needed".into());
-    }
-    let rng = Rng::stream(cfg.seed, &format!("flow:{}", f.name));
-    let (app, proto, max_size) = if let Some(t) = &f.tcp {
-        (App::Tcp(Box::new(BulkTcp::new(t).map_err(|e| format!("tcp: {e}"))?)), PROTO_TCP, t.mss_bytes + TCP_HEADER_BYTES)
-    } else if let Some(u) = &f.udp {
-        if u.size_bytes < UDP_HEADER_BYTES {
-            return Err(format!("udp.size_bytes: {} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)", u.size_bytes));
-        }
-        if u.schedule.is_empty() {
-            return Err("udp.schedule: needs at least one (time, rate) step".into());
-        }
-        if u.schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
-            return Err("udp.schedule: step times must be strictly ascending".into());
-        }
-        let sched = u.schedule.iter().map(|&(t, r)| (SimTime(t), DataRate(r))).collect();
-        (App::Udp(Cbr::new(u.size_bytes, sched)), PROTO_UDP, u.size_bytes)
-    } else if let Some(p) = &f.poisson {
-        if p.rate_bps == 0 || p.size_bytes == 0 {
-            return Err("poisson: rate_bps and size_bytes must be positive".into());
-        }
-        // Exponential sizes have no maximum: the MTU check uses the mean.
-        (App::Poisson(PoissonSource::new(p.rate_bps, p.size_bytes, p.exp_size, rng)), PROTO_UDP, p.size_bytes)
-    } else if let Some(p) = &f.ping {
-        if p.interval_ns == 0 {
-            return Err("ping.interval_ns: must be positive".into());
-        }
-        (App::Ping(Ping::new(Duration(p.interval_ns), p.size_bytes)), PROTO_ICMP, p.size_bytes)
-    } else {
-        unreachable!("checked above")
-    };
-    // Packets must fit every link on both paths.
-    for (a, b) in [(src, dst), (dst, src)] {
-        let mut node = a;
-        while node != b {
-            let i = net.route(node, b) as usize;
-            let ifc = &net.ifaces[i];
-            if max_size > ifc.mtu {
-                return Err(format!("{max_size}-byte packets exceed the {}-byte MTU of {}", ifc.mtu, ifc.name));
-            }
-            node = ifc.peer;
-        }
-    }
-    if f.dscp > 63 {
-        return Err(format!("dscp: {} is not a DiffServ code point (0..63)", f.dscp));
-    }
-    // ICMP has no ports; a flow without ports gets an ephemeral source port
-    // from Linux's default range (32768..60999) by its index, and the
-    // destination port 5001 (nuttcp's and iperf 2's).
-    let (src_port, dst_port) = if proto == PROTO_ICMP {
-        (0, 0)
-    } else {
-        (f.src_port.unwrap_or(32768 + (index % 28232) as u16), f.dst_port.unwrap_or(5001))
-    };
-    let ends = Ends { src, dst, src_ip: net.nodes[src as usize].addr, dst_ip: net.nodes[dst as usize].addr, proto, dscp: f.dscp, src_port, dst_port };
-    Ok(Flow { name: f.name.clone(), ends, app })
 }

@@ -35,7 +35,10 @@ pub struct Iface {
     /// Bytes added to every packet on the wire (framing, preamble, gap).
     pub overhead: u32,
     pub qdisc: Box<dyn Qdisc>,
+    /// The discipline's random stream ("queue:<name>").
     pub rng: Rng,
+    /// The wire impairments' own stream ("impair:<name>").
+    pub impair_rng: Rng,
     /// The transmitter is serializing a frame until this time.
     pub busy_until: SimTime,
     /// When the live `TxDone` event fires (SimTime::MAX: none): the end of

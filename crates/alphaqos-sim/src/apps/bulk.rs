@@ -1,17 +1,81 @@
-//! A bulk TCP transfer (nuttcp/iperf-like): the sender always has data
-//! (or `size_bytes` of it) from its start until its stop time.
+//! A TCP connection carrying a bulk transfer (nuttcp/iperf-like, or one
+//! stream of a GridFTP transfer): the sender has data from its start until
+//! its stop time, or `size_bytes` of it.
+//!
+//! Options, as a host would run them:
+//!
+//! - three-way handshake (`handshake`): the sender opens with a SYN and
+//!   sends data once the SYN-ACK returns; the SYN is sent again after the
+//!   initial RTO (1 s, doubling, Linux's `tcp_syn_retries` = 6 tries), and
+//!   a retransmitted SYN leaves the initial window at one segment (RFC
+//!   5681, Section 3.1). The SYN-ACK's round trip is the first RTT sample.
+//!   Off for the scenario's `flows:` (their connection is taken as open at
+//!   the start time), on by default for workloads.
+//! - an application-limited sender (`write`): the application writes
+//!   `write_bytes` into the socket every `write_bytes * 8 / app_rate`
+//!   seconds instead of all at once; the sender never sends what was not
+//!   written, and sends a short segment when less than an MSS waits (as
+//!   with TCP_NODELAY).
+//! - quick ACKs (`quickack_segments`): the receiver acknowledges the first
+//!   segments of a connection at once, without delaying (Linux
+//!   `tcp_incr_quickack` with TCP_MAX_QUICKACKS = 16 on the first data
+//!   segment, `net/ipv4/tcp_input.c`), so that a short transfer does not
+//!   wait for the delayed-ACK timer.
 
+use super::App;
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
-use crate::packet::{Packet, Payload};
+use crate::metrics::col;
+use crate::network::{ConnStats, FlowIo};
+use crate::packet::{Packet, Payload, TCP_SYN_BYTES};
+use crate::recorder::{Recorder, Sampling};
 use crate::tcp::cc;
 use crate::tcp::receiver::TcpReceiver;
 use crate::tcp::sender::TcpSender;
-use crate::sim::FlowIo;
+use crate::tcp::{LazyTimer, Wire};
+use crate::time::{Duration, SimTime};
+
+/// Linux's `tcp_syn_retries` default: SYNs sent again before giving up.
+pub const SYN_RETRIES: u32 = 6;
+
+/// The opening handshake, sender side.
+#[derive(Clone, Debug)]
+struct Handshake {
+    established: bool,
+    /// Times the SYN was sent again.
+    retries: u32,
+    rto: Duration,
+    timer: LazyTimer,
+}
+
+/// An application writing at a rate into the socket.
+#[derive(Clone, Debug)]
+pub struct AppWriter {
+    /// Bytes to write in all.
+    pub total: u64,
+    pub chunk: u64,
+    pub gap: Duration,
+    written: u64,
+    timer: LazyTimer,
+}
+
+impl AppWriter {
+    pub fn new(total: u64, chunk: u64, gap: Duration) -> AppWriter {
+        AppWriter { total, chunk, gap, written: 0, timer: LazyTimer::default() }
+    }
+}
 
 pub struct BulkTcp {
     pub sender: TcpSender,
     pub receiver: TcpReceiver,
+    handshake: Option<Handshake>,
+    writer: Option<AppWriter>,
+    /// Bytes of a finite transfer (None: endless).
+    size: Option<u64>,
+    /// The SYN was sent again this many times and the connection gave up.
+    pub failed: bool,
+    /// When the last byte was acknowledged.
+    pub finished_at: Option<SimTime>,
 }
 
 impl BulkTcp {
@@ -28,25 +92,187 @@ impl BulkTcp {
         if cfg.dupthresh == 0 {
             return Err("dupthresh must be at least 1".into());
         }
-        Ok(BulkTcp { sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?), receiver: TcpReceiver::new(cfg) })
+        let mut receiver = TcpReceiver::new(cfg);
+        receiver.set_quickack(cfg.quickack_segments.unwrap_or(0));
+        Ok(BulkTcp {
+            sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?),
+            receiver,
+            handshake: None,
+            writer: None,
+            size: cfg.size_bytes,
+            failed: false,
+            finished_at: None,
+        })
     }
 
-    pub fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
+    /// Open with a three-way handshake; the first SYN waits `initial_rto`.
+    pub fn with_handshake(mut self, initial_rto: Duration) -> Self {
+        self.handshake = Some(Handshake { established: false, retries: 0, rto: initial_rto, timer: LazyTimer::default() });
+        self
+    }
+
+    /// Data comes from an application writing over time.
+    pub fn with_writer(mut self, w: AppWriter) -> Self {
+        self.size = Some(w.total);
+        self.sender.set_written(0);
+        self.writer = Some(w);
+        self
+    }
+
+    /// All of a finite transfer's bytes are acknowledged.
+    pub fn is_finished(&self) -> bool {
+        self.finished_at.is_some()
+    }
+
+    /// Bytes of a finite transfer (None: endless).
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
+    fn established(&self) -> bool {
+        self.handshake.as_ref().is_none_or(|h| h.established)
+    }
+
+    fn send_syn(&mut self, w: &mut impl Wire) {
+        let h = self.handshake.as_mut().expect("a handshake");
+        let now = w.now();
+        w.send(Payload::TcpSyn { ack: false, ts: now }, TCP_SYN_BYTES);
+        h.timer.set(now + h.rto, FlowTimer::Rto, w);
+    }
+
+    /// The connection is open: data may flow.
+    fn begin(&mut self, w: &mut impl Wire) {
+        self.sender.start(w);
+        if let Some(wr) = &mut self.writer {
+            wr.timer.set(w.now(), FlowTimer::Send, w);
+        }
+    }
+
+    fn on_write_timer(&mut self, w: &mut impl Wire) {
+        let Some(wr) = &mut self.writer else { return };
+        if !wr.timer.fire(FlowTimer::Send, w) || !self.sender.is_active() {
+            return;
+        }
+        let n = wr.chunk.min(wr.total - wr.written);
+        wr.written += n;
+        if wr.written < wr.total {
+            let at = w.now() + wr.gap;
+            wr.timer.set(at, FlowTimer::Send, w);
+        }
+        self.sender.write(n, w);
+    }
+
+    fn check_finished(&mut self, now: SimTime) {
+        if self.finished_at.is_none() && self.size.is_some_and(|s| self.sender.bytes_acked() >= s) {
+            self.finished_at = Some(now);
+        }
+    }
+}
+
+impl App for BulkTcp {
+    fn kind(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
         match t {
-            FlowTimer::Start => self.sender.start(&mut io.fwd()),
-            FlowTimer::Stop => self.sender.stop(),
+            FlowTimer::Start => {
+                if self.handshake.is_some() {
+                    self.send_syn(&mut io.fwd());
+                } else {
+                    self.begin(&mut io.fwd());
+                }
+            }
+            FlowTimer::Stop => {
+                self.sender.stop();
+                if let Some(wr) = &mut self.writer {
+                    wr.timer.clear();
+                }
+                if let Some(h) = &mut self.handshake {
+                    h.timer.clear();
+                }
+            }
+            FlowTimer::Rto if !self.established() => {
+                let w = &mut io.fwd();
+                let h = self.handshake.as_mut().expect("a handshake");
+                if !h.timer.fire(FlowTimer::Rto, w) {
+                    return;
+                }
+                if h.retries >= SYN_RETRIES {
+                    self.failed = true;
+                    return;
+                }
+                h.retries += 1;
+                h.rto = h.rto.saturating_mul(2);
+                self.send_syn(w);
+            }
+            FlowTimer::Send => self.on_write_timer(&mut io.fwd()),
             FlowTimer::Wake => self.sender.on_wake(&mut io.fwd()),
             FlowTimer::Rto | FlowTimer::Pace | FlowTimer::Rack => self.sender.on_timer(t, &mut io.fwd()),
             FlowTimer::DelAck => self.receiver.on_timer(t, &mut io.rev()),
-            FlowTimer::Send | FlowTimer::Step => {}
+            FlowTimer::Step => {}
         }
     }
 
-    pub fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
+    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
         match pkt.payload {
             Payload::TcpData { seq, len, ts_val, retx } => self.receiver.on_segment(seq, len, ts_val, retx, &mut io.rev()),
-            Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => self.sender.on_ack(ack, ts_ecr, wnd, sack, &mut io.fwd()),
+            Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => {
+                self.sender.on_ack(ack, ts_ecr, wnd, sack, &mut io.fwd());
+                self.check_finished(io.now());
+            }
+            // At the destination: answer every SYN (a lost SYN-ACK is
+            // recovered by the SYN sent again).
+            Payload::TcpSyn { ack: false, ts } => io.rev().send(Payload::TcpSyn { ack: true, ts }, TCP_SYN_BYTES),
+            Payload::TcpSyn { ack: true, ts } => {
+                let Some(h) = &mut self.handshake else { return };
+                if h.established || self.failed {
+                    return;
+                }
+                h.established = true;
+                h.timer.clear();
+                let retried = h.retries > 0;
+                let w = &mut io.fwd();
+                self.sender.on_handshake(w.now().since(ts), retried);
+                self.begin(w);
+            }
             _ => {}
         }
+    }
+
+    fn delivered(&self, _st: &ConnStats) -> u64 {
+        self.receiver.delivered()
+    }
+
+    fn sample(&self, key: u32, _st: &ConnStats, prev: &mut u64, s: Sampling, rec: &mut Recorder) {
+        let (snd, rcv) = (&self.sender, &self.receiver);
+        let delivered = rcv.delivered();
+        // u64::MAX stands for "none" (no RTT sample yet, ssthresh still
+        // infinite) and leaves the engine as null.
+        let row = [
+            s.now.as_nanos(),
+            snd.bytes_acked(),
+            s.rate(delivered - *prev),
+            snd.cwnd(),
+            snd.ssthresh(),
+            snd.srtt().map_or(u64::MAX, |d| d.as_nanos()),
+            snd.rto().as_nanos(),
+            snd.stats.retransmits,
+            snd.stats.retransmitted_bytes,
+            rcv.stats.spurious_retransmits,
+            snd.stats.fast_retransmits,
+            snd.stats.timeouts,
+            rcv.stats.ooo_arrivals,
+            rcv.stats.ooo_extent_max,
+            rcv.stats.ooo_extent_3plus,
+            rcv.stats.dup_acks_sent,
+        ];
+        debug_assert_eq!(crate::recorder::TCP_COLS[2], col::GOODPUT_BPS);
+        rec.tcp.row(key, &row);
+        *prev = delivered;
+    }
+
+    fn tcp(&self) -> Option<&BulkTcp> {
+        Some(self)
     }
 }

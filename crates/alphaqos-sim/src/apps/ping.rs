@@ -4,7 +4,8 @@
 
 use crate::event::FlowTimer;
 use crate::packet::{Packet, Payload};
-use crate::sim::FlowIo;
+use crate::network::FlowIo;
+use super::App;
 use crate::tcp::{LazyTimer, Wire};
 use crate::time::{Duration, SimTime};
 
@@ -56,5 +57,20 @@ impl Ping {
                 p.1 = Some(rev.now().since(sent));
             }
         }
+    }
+}
+
+impl App for Ping {
+    fn kind(&self) -> &'static str {
+        "ping"
+    }
+    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
+        Ping::on_timer(self, t, &mut io.fwd())
+    }
+    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
+        Ping::on_packet(self, pkt, io)
+    }
+    fn probes(&self) -> Option<&[(SimTime, Option<Duration>)]> {
+        Some(&self.probes)
     }
 }

@@ -9,6 +9,8 @@ use crate::time::Duration;
 
 pub struct PoissonSource {
     mean_size: u32,
+    /// Exponential sizes are cut here (the path MTU): no packet is larger.
+    max_size: u32,
     exp_size: bool,
     /// Mean gap between packets, ns: mean size * 8 / rate.
     mean_gap_ns: f64,
@@ -21,7 +23,15 @@ pub struct PoissonSource {
 impl PoissonSource {
     pub fn new(rate_bps: u64, mean_size: u32, exp_size: bool, rng: Rng) -> Self {
         let mean_gap_ns = mean_size as f64 * 8.0 * 1e9 / rate_bps as f64;
-        PoissonSource { mean_size, exp_size, mean_gap_ns, rng, seq: 0, active: false, send: LazyTimer::default() }
+        PoissonSource { mean_size, max_size: u32::MAX, exp_size, mean_gap_ns, rng, seq: 0, active: false, send: LazyTimer::default() }
+    }
+
+    /// Cut exponential sizes at `max` bytes (a truncated exponential: the
+    /// mean falls by `mean e^(-max/mean)`, negligible when the mean is
+    /// well below the MTU).
+    pub fn max_size(mut self, max: u32) -> Self {
+        self.max_size = max;
+        self
     }
 
     fn next_gap(&mut self) -> Duration {
@@ -40,7 +50,7 @@ impl PoissonSource {
                     return;
                 }
                 let size = if self.exp_size {
-                    (self.rng.exponential(self.mean_size as f64).round() as u32).max(1)
+                    (self.rng.exponential(self.mean_size as f64).round() as u32).clamp(1, self.max_size)
                 } else {
                     self.mean_size
                 };
@@ -55,5 +65,17 @@ impl PoissonSource {
             }
             _ => {}
         }
+    }
+}
+
+impl super::App for PoissonSource {
+    fn kind(&self) -> &'static str {
+        "poisson"
+    }
+    fn on_timer(&mut self, t: FlowTimer, io: &mut crate::network::FlowIo) {
+        PoissonSource::on_timer(self, t, &mut io.fwd())
+    }
+    fn sample(&self, key: u32, st: &crate::network::ConnStats, prev: &mut u64, s: crate::recorder::Sampling, rec: &mut crate::recorder::Recorder) {
+        super::udp_sample(key, st, prev, s, rec)
     }
 }

@@ -57,6 +57,8 @@ pub struct TcpReceiver {
     delack: LazyTimer,
     ts_recent: SimTime,
     last_ack_sent: u64,
+    /// In-order segments still to acknowledge without delay.
+    quick: u32,
     pub stats: ReceiverStats,
 }
 
@@ -83,8 +85,15 @@ impl TcpReceiver {
             delack: LazyTimer::default(),
             ts_recent: SimTime::ZERO,
             last_ack_sent: 0,
+            quick: 0,
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// Acknowledge the next `n` in-order segments at once (Linux's
+    /// quick-ACK mode at the start of a connection, `tcp_incr_quickack`).
+    pub fn set_quickack(&mut self, n: u32) {
+        self.quick = n;
     }
 
     /// In-order bytes delivered to the application.
@@ -137,7 +146,9 @@ impl TcpReceiver {
             let rcv_nxt = self.rcv_nxt;
             self.recent.retain(|&(_, e)| e > rcv_nxt);
             self.unacked_segments += 1;
-            if filled_hole || !self.delayed_ack || self.unacked_segments >= self.ack_every {
+            let quick = self.quick > 0;
+            self.quick = self.quick.saturating_sub(1);
+            if filled_hole || quick || !self.delayed_ack || self.unacked_segments >= self.ack_every {
                 self.send_ack(w);
             } else if self.delack.deadline().is_none() {
                 let at = w.now() + self.delack_timeout;

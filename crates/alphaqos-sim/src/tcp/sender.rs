@@ -219,6 +219,36 @@ impl TcpSender {
         self.send_data(w);
     }
 
+    /// Bytes the application has handed to the socket so far (u64::MAX:
+    /// an endless bulk source).
+    pub fn written(&self) -> u64 {
+        self.limit
+    }
+
+    /// Set what the application has written so far: before `start`, for a
+    /// sender whose data comes over time (see [`TcpSender::write`]).
+    pub fn set_written(&mut self, limit: u64) {
+        self.limit = limit;
+    }
+
+    /// The application writes `n` more bytes into the socket (an
+    /// application-limited sender): send what the windows allow.
+    pub fn write(&mut self, n: u64, w: &mut impl Wire) {
+        self.limit = self.limit.saturating_add(n);
+        self.send_data(w);
+    }
+
+    /// The three-way handshake completed after `rtt` (the first RTT
+    /// sample, as Linux's `tcp_synack_rtt_meas`); if the SYN had to be
+    /// sent again, the initial window is one segment (RFC 5681, Section
+    /// 3.1; Linux `tcp_init_transfer`).
+    pub fn on_handshake(&mut self, rtt: Duration, syn_retransmitted: bool) {
+        self.rtt.sample(rtt);
+        if syn_retransmitted {
+            self.st.cwnd = self.mss;
+        }
+    }
+
     /// The application stops: no new data, no retransmissions, timers dropped.
     pub fn stop(&mut self) {
         self.active = false;

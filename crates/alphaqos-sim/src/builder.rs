@@ -1,0 +1,196 @@
+//! The builder: a resolved configuration turned into a world (nodes,
+//! interfaces and their disciplines, routes, the scenario's flows, the
+//! workloads), every name checked and given its handle (its index), before
+//! anything runs.
+
+use crate::apps::{bulk::BulkTcp, cbr::Cbr, ping::Ping, poisson::PoissonSource, App};
+use crate::config::{Config, FlowConfig};
+use crate::event::EventQueue;
+use crate::network::{Ends, Net};
+use crate::packet::{PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
+use crate::qos::classify::Filter;
+use crate::qos;
+use crate::rng::Rng;
+use crate::time::{Duration, SimTime};
+use crate::topology::{compute_routes, parse_ipv4, Iface, Node, NO_ROUTE};
+use crate::units::DataRate;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The network of `cfg`: nodes, interfaces, routes; no connections yet.
+pub fn build_net(cfg: &Config) -> Result<Net, String> {
+        if cfg.duration_ns == 0 {
+            return Err("duration_ns: must be positive".into());
+        }
+        if cfg.metric_interval_ns == 0 {
+            return Err("metric_interval_ns: must be positive".into());
+        }
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut filters = Vec::new();
+        let mut index = BTreeMap::new();
+        for (i, n) in cfg.nodes.iter().enumerate() {
+            if index.insert(n.name.clone(), i as u32).is_some() {
+                return Err(format!("nodes[{i}].name: duplicate node '{}'", n.name));
+            }
+            let addr = match &n.address {
+                Some(a) => parse_ipv4(a).ok_or_else(|| format!("nodes[{i}].address: '{a}' is not an IPv4 address"))?,
+                None if n.router => 0x0AFF_0000 | (i as u32 + 1), // 10.255.0.0/16
+                None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
+            };
+            if !n.filter.is_empty() && !n.router {
+                return Err(format!("nodes[{i}].filter: only routers filter packets ('{}' is a host)", n.name));
+            }
+            filters.push(if n.filter.is_empty() {
+                None
+            } else {
+                Some(Filter::new(&n.filter).map_err(|e| format!("nodes[{i}].{e}"))?)
+            });
+            nodes.push(Node { name: n.name.clone(), router: n.router, addr, ifaces: Vec::new() });
+        }
+        let node_id = |name: &str, path: String| -> Result<u32, String> {
+            index.get(name).copied().ok_or_else(|| format!("{path}: unknown node '{name}'"))
+        };
+        let mut ifaces: Vec<Iface> = Vec::new();
+        for (i, l) in cfg.links.iter().enumerate() {
+            let a = node_id(&l.a, format!("links[{i}].a"))?;
+            let b = node_id(&l.b, format!("links[{i}].b"))?;
+            if a == b {
+                return Err(format!("links[{i}]: a link needs two different nodes"));
+            }
+            if l.rate_bps == 0 {
+                return Err(format!("links[{i}].rate_bps: must be positive"));
+            }
+            if l.mtu_bytes < 68 {
+                return Err(format!("links[{i}].mtu_bytes: {} is below the IPv4 minimum of 68", l.mtu_bytes));
+            }
+            for (from, to, q, key, imp) in [(a, b, &l.queue_ab, "queue_ab", l.impair_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba)] {
+                imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
+                let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
+                let qdisc = qos::build(q, l.mtu_bytes).map_err(|e| format!("links[{i}].{key}: {e}"))?;
+                let id = ifaces.len() as u32;
+                nodes[from as usize].ifaces.push(id);
+                ifaces.push(Iface {
+                    rng: Rng::stream(cfg.seed, &format!("queue:{name}")),
+                    impair_rng: Rng::stream(cfg.seed, &format!("impair:{name}")),
+                    name,
+                    node: from,
+                    peer: to,
+                    rate: DataRate(l.rate_bps),
+                    delay: Duration(l.delay_ns),
+                    mtu: l.mtu_bytes,
+                    overhead: l.overhead_bytes,
+                    qdisc,
+                    busy_until: SimTime::ZERO,
+                    tx_event: SimTime::MAX,
+                    pipe: VecDeque::new(),
+                    next_deliver: SimTime::MAX,
+                    impair: imp,
+                    lost_pkts: 0,
+                    tx_pkts: 0,
+                    tx_bytes: 0,
+                });
+            }
+        }
+    let next_hop = compute_routes(&nodes, &ifaces);
+    Ok(Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, conns: Vec::new(), delay: Vec::new(), filters, stale_pkts: 0 })
+}
+
+/// The smallest MTU on the path from `a` to `b`.
+pub fn path_mtu(net: &Net, a: u32, b: u32) -> u32 {
+    net.path(a, b).iter().map(|&i| net.ifaces[i as usize].mtu).min().unwrap_or(u32::MAX)
+}
+
+/// A host by name, for a connection's end.
+pub fn host_id(net: &Net, name: &str, key: &str) -> Result<u32, String> {
+    let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
+    if net.nodes[id].router {
+        return Err(format!("{key}: '{name}' is a router; connections run between hosts"));
+    }
+    Ok(id as u32)
+}
+
+/// Both directions between `a` and `b` are routed, and `max_size`-byte
+/// packets fit every link of both paths.
+pub fn check_path(net: &Net, a: u32, b: u32, max_size: u32) -> Result<(), String> {
+    for (x, y) in [(a, b), (b, a)] {
+        if net.route(x, y) == NO_ROUTE {
+            return Err(format!("no path from {} to {}", net.nodes[x as usize].name, net.nodes[y as usize].name));
+        }
+        for i in net.path(x, y) {
+            let ifc = &net.ifaces[i as usize];
+            if max_size > ifc.mtu {
+                return Err(format!("{max_size}-byte packets exceed the {}-byte MTU of {}", ifc.mtu, ifc.name));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<(Ends, Box<dyn App>), String> {
+    let find = |name: &str, key: &str| -> Result<u32, String> {
+        let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
+        if net.nodes[id].router {
+            return Err(format!("{key}: '{name}' is a router; flows run between hosts"));
+        }
+        Ok(id as u32)
+    };
+    let src = find(&f.src, "src")?;
+    let dst = find(&f.dst, "dst")?;
+    if src == dst {
+        return Err("a flow needs two different hosts".into());
+    }
+    for (a, b) in [(src, dst), (dst, src)] {
+        if net.route(a, b) == NO_ROUTE {
+            return Err(format!("no path from {} to {}", net.nodes[a as usize].name, net.nodes[b as usize].name));
+        }
+    }
+    let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some()];
+    if kinds.iter().filter(|&&k| k).count() != 1 {
+        return Err("exactly one of tcp, udp, poisson, ping is needed".into());
+    }
+    let rng = Rng::stream(cfg.seed, &format!("flow:{}", f.name));
+    let (app, proto, max_size): (Box<dyn App>, u8, u32) = if let Some(t) = &f.tcp {
+        (Box::new(BulkTcp::new(t).map_err(|e| format!("tcp: {e}"))?), PROTO_TCP, t.mss_bytes + TCP_HEADER_BYTES)
+    } else if let Some(u) = &f.udp {
+        if u.size_bytes < UDP_HEADER_BYTES {
+            return Err(format!("udp.size_bytes: {} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)", u.size_bytes));
+        }
+        if u.schedule.is_empty() {
+            return Err("udp.schedule: needs at least one (time, rate) step".into());
+        }
+        if u.schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err("udp.schedule: step times must be strictly ascending".into());
+        }
+        let sched = u.schedule.iter().map(|&(t, r)| (SimTime(t), DataRate(r))).collect();
+        (Box::new(Cbr::new(u.size_bytes, sched)), PROTO_UDP, u.size_bytes)
+    } else if let Some(p) = &f.poisson {
+        if p.rate_bps == 0 || p.size_bytes == 0 {
+            return Err("poisson: rate_bps and size_bytes must be positive".into());
+        }
+        // Exponential sizes have no maximum: they are cut at the smallest
+        // MTU of the path (defect 3 of issue 9), the mean must fit it.
+        let mtu = path_mtu(net, src, dst);
+        (Box::new(PoissonSource::new(p.rate_bps, p.size_bytes, p.exp_size, rng).max_size(mtu)), PROTO_UDP, p.size_bytes)
+    } else if let Some(p) = &f.ping {
+        if p.interval_ns == 0 {
+            return Err("ping.interval_ns: must be positive".into());
+        }
+        (Box::new(Ping::new(Duration(p.interval_ns), p.size_bytes)), PROTO_ICMP, p.size_bytes)
+    } else {
+        unreachable!("checked above")
+    };
+    // Packets must fit every link on both paths.
+    check_path(net, src, dst, max_size)?;
+    if f.dscp > 63 {
+        return Err(format!("dscp: {} is not a DiffServ code point (0..63)", f.dscp));
+    }
+    // ICMP has no ports; a flow without ports gets an ephemeral source port
+    // from Linux's default range (32768..60999) by its index, and the
+    // destination port 5001 (nuttcp's and iperf 2's).
+    let (src_port, dst_port) = if proto == PROTO_ICMP {
+        (0, 0)
+    } else {
+        (f.src_port.unwrap_or(32768 + (index % 28232) as u16), f.dst_port.unwrap_or(5001))
+    };
+    let ends = Ends { src, dst, src_ip: net.nodes[src as usize].addr, dst_ip: net.nodes[dst as usize].addr, proto, dscp: f.dscp, src_port, dst_port };
+    Ok((ends, app))
+}
