@@ -25,8 +25,9 @@ pub enum Color {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Payload {
     /// A TCP segment carrying bytes [seq, seq+len) and its timestamp value;
-    /// `retx` marks a retransmission (for the receiver's counters only).
-    TcpData { seq: u64, len: u32, ts_val: SimTime, retx: bool },
+    /// `retx` marks a retransmission (for the receiver's counters only);
+    /// `push` (PSH) the segment that ends what the application had written.
+    TcpData { seq: u64, len: u32, ts_val: SimTime, retx: bool, push: bool },
     /// A pure TCP ACK: cumulative `ack`, echoing timestamp `ts_ecr`, the
     /// advertised window `wnd` in bytes (already scaled) and SACK blocks.
     TcpAck { ack: u64, ts_ecr: SimTime, wnd: u64, sack: SackBlocks },

@@ -216,7 +216,7 @@ impl App for BulkTcp {
 
     fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
         match pkt.payload {
-            Payload::TcpData { seq, len, ts_val, retx } => self.receiver.on_segment(seq, len, ts_val, retx, &mut io.rev()),
+            Payload::TcpData { seq, len, ts_val, retx, push } => self.receiver.on_segment(seq, len, ts_val, retx, push, &mut io.rev()),
             Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => {
                 self.sender.on_ack(ack, ts_ecr, wnd, sack, &mut io.fwd());
                 self.check_finished(io.now());

@@ -110,7 +110,11 @@ impl TcpReceiver {
         }
     }
 
-    pub fn on_segment(&mut self, seq: u64, len: u32, ts_val: SimTime, retx: bool, w: &mut impl Wire) {
+    /// A data segment arrives. An in-order segment with `push` set is
+    /// acknowledged at once: the application reads it and drains the
+    /// buffer, and Linux's `tcp_cleanup_rbuf` then sends the pending ACK
+    /// (ICSK_ACK_PUSHED) instead of waiting for the delayed-ACK timer.
+    pub fn on_segment(&mut self, seq: u64, len: u32, ts_val: SimTime, retx: bool, push: bool, w: &mut impl Wire) {
         self.stats.segments += 1;
         let end = seq + len as u64;
         if seq <= self.last_ack_sent && end > self.last_ack_sent {
@@ -148,7 +152,7 @@ impl TcpReceiver {
             self.unacked_segments += 1;
             let quick = self.quick > 0;
             self.quick = self.quick.saturating_sub(1);
-            if filled_hole || quick || !self.delayed_ack || self.unacked_segments >= self.ack_every {
+            if filled_hole || quick || push || !self.delayed_ack || self.unacked_segments >= self.ack_every {
                 self.send_ack(w);
             } else if self.delack.deadline().is_none() {
                 let at = w.now() + self.delack_timeout;

@@ -307,7 +307,10 @@ impl TcpSender {
         }
         let now = w.now();
         let size = len as u32 + TCP_HEADER_BYTES;
-        w.send(Payload::TcpData { seq, len: len as u32, ts_val: now, retx }, size);
+        // PSH on the segment that empties what the application wrote (as
+        // Linux marks the last segment of a write, `tcp_push`).
+        let push = seq + len >= self.limit;
+        w.send(Payload::TcpData { seq, len: len as u32, ts_val: now, retx, push }, size);
         self.snd_max = self.snd_max.max(seq + len);
         if self.rto.deadline().is_none() {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);

@@ -46,7 +46,7 @@ impl Cfg {
     pub fn new(duration_ns: u64, metric_interval_ns: u64) -> Cfg {
         Cfg {
             v: json!({"name": "test", "seed": 1, "duration_ns": duration_ns,
-                      "metric_interval_ns": metric_interval_ns, "nodes": [], "links": [], "flows": []}),
+                      "metric_interval_ns": metric_interval_ns, "nodes": [], "links": [], "flows": [], "workloads": []}),
             hosts: 0,
         }
     }
@@ -81,6 +81,10 @@ impl Cfg {
     }
     pub fn flow(mut self, f: Value) -> Cfg {
         self.arr("flows").push(f);
+        self
+    }
+    pub fn workload(mut self, w: Value) -> Cfg {
+        self.arr("workloads").push(w);
         self
     }
     fn arr(&mut self, key: &str) -> &mut Vec<Value> {
@@ -173,6 +177,14 @@ impl Res {
         };
         assert_eq!(keys.len(), vals.len());
         keys.iter().zip(vals).filter(|(k, _)| *k == key).map(|(_, v)| v).collect()
+    }
+    /// A u64 column of any table, whole.
+    pub fn col(&self, table: &str, col: &str) -> Vec<u64> {
+        self.table(table).u64s(col).to_vec()
+    }
+    /// An optional u64 column of any table, whole.
+    pub fn col_opt(&self, table: &str, col: &str) -> Vec<Option<u64>> {
+        opt_u64s(self.table(table), col).to_vec()
     }
     pub fn queue_names(&self) -> Vec<String> {
         self.table("queue_summary").strs("queue").to_vec()
