@@ -71,7 +71,7 @@ def check_junos(text: str) -> list[str]:
     buffer_percent: dict[str, int] = {}
     map_schedulers: dict[str, set[str]] = defaultdict(set)
     deleted: dict[str, int] = {}
-    first_set: dict[str, int] = {}
+    set_lines: list[tuple[int, str]] = []
     patterns = [re.compile(p) for p in _JUNOS_SET]
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
@@ -92,8 +92,7 @@ def check_junos(text: str) -> list[str]:
             problems.append(f"{number}: not a Junos statement of the grammar: {line!r}")
             continue
         g = {k: v for k, v in m.groupdict().items() if v is not None}
-        for path in deleted:
-            first_set.setdefault(path, number) if body.startswith(path + " ") else None
+        set_lines.append((number, body))
         for key in ("prefix_list", "filter", "policer", "class", "scheduler", "drop_profile", "scheduler_map"):
             if key in g:
                 defined[key].add(g[key])
@@ -152,8 +151,9 @@ def check_junos(text: str) -> list[str]:
             if total > 100:
                 problems.append(f"scheduler-map {m}: {name} percents add up to {total}, more than 100")
     for path, number in deleted.items():
-        if path in first_set and first_set[path] < number:
-            problems.append(f"{number}: 'delete {path}' comes after it is set (line {first_set[path]})")
+        earlier = [n for n, body in set_lines if n < number and body.startswith(path + " ")]
+        if earlier:
+            problems.append(f"{number}: 'delete {path}' comes after it is set (line {earlier[0]}), which it undoes")
     return problems
 
 
@@ -215,8 +215,6 @@ def check_cisco(text: str) -> list[str]:
                 if kind == "policy-map" and m[3] not in detached:
                     problems.append(f"{number}: 'no policy-map {m[3]}' before any 'no service-policy' detaches it: "
                                     "IOS refuses to remove a policy-map that is attached")  # fmt: skip
-                if m[3] in defined[kind] or any(x == m[3] for _, k, x in used if k == kind):
-                    problems.append(f"{number}: removes {kind} {m[3]} that this file defines or uses")
                 mode = None
                 continue
             mode, name = kind, m[3]
@@ -302,6 +300,10 @@ def check_cisco(text: str) -> list[str]:
                 attached[m[3]] = number
         else:
             problems.append(f"{number}: an indented line outside any block: {line!r}")
+    for kind, names in removed.items():
+        for gone, number in names.items():
+            if gone in defined[kind] or any(x == gone for _, k, x in used if k == kind):
+                problems.append(f"{number}: removes {kind} {gone} that this file defines or uses")
     for number, kind, used_name in used:
         if used_name not in defined[kind]:
             problems.append(f"{number}: {kind} {used_name!r} is used but not defined")
