@@ -112,6 +112,8 @@ def render(plan: Plan, previous: str | None = None) -> str:
             continue
         own = then.class_ or plan.default_class.name
         if then.policer is not None:
+            out.append("        # policer: metered on the way out, before the qdisc, the closest equivalent of the "
+                       "router's ingress policer; the colour is kept in mark bits 0-1")  # fmt: skip
             for rate, burst, colour, outcome in meter_steps(plan, term, TARGET):
                 limit = f"limit rate over {round(rate / 8)} bytes/second burst {burst} bytes"
                 if outcome is None:

@@ -234,6 +234,9 @@ def _filters(plan: Plan, term: Term, prio: int, table: int) -> tuple[list[str], 
         steps = meter_steps(plan, term, TARGET)
         while steps and steps[-1][3] == (then.class_ or plan.default_class.name):
             steps.pop()  # changes nothing: the colour is not kept
+        if steps:
+            out.append("# policer: metered here, on egress before the queue, the closest equivalent of the router's "
+                       "ingress policer (one bucket per step; conforming packets continue to the next)")  # fmt: skip
         for rate, burst, _colour, outcome in steps:
             flowid = own if outcome is None else classid(plan.klass(outcome).index)
             handle = f"{table:x}:"
