@@ -1,10 +1,13 @@
 """``alphaqos provision``: each target rendered for the default policy and
 for a three-class policy with policers and drop profiles, the diff between
-runs, bad input, and the tc script applied for real in a network namespace."""
+runs, bad input, and the tc script applied for real in a network namespace.
+Every Junos and Cisco file a test renders passes the parser-level checker
+(:mod:`alphaqos.provision.check`)."""
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -18,6 +21,8 @@ import pytest
 
 from alphaqos import cli
 from alphaqos.flows.identify import open_db
+from alphaqos.provision.check import check
+from alphaqos.provision.cisco import version_of
 
 PREFIXES = """\
 # role prefix last_seen
@@ -65,7 +70,17 @@ def _provision(tmp_path: Path, *extra: str, prefixes: str = PREFIXES, out: str =
     listing = _write(tmp_path / "prefixes.txt", prefixes)
     status = cli.main(["provision", "--prefix-list", str(listing), "--out", str(tmp_path / out),
                        "--reference", "2026-01-25T00:00:00", *extra])  # fmt: skip
+    if status == 0:
+        for name in ("junos.conf", "cisco.cfg"):
+            if (tmp_path / out / name).is_file():
+                assert check(name, (tmp_path / out / name).read_text()) == [], name
     return status, tmp_path / out
+
+
+def _unversioned(path: Path) -> str:
+    """A Cisco file with its version suffix written as -V."""
+    text = path.read_text()
+    return text.replace(f"-{version_of(text)}", "-V")
 
 
 def _lines(path: Path) -> list[str]:
@@ -74,7 +89,8 @@ def _lines(path: Path) -> list[str]:
 
 @pytest.fixture
 def default_out(tmp_path):
-    status, out = _provision(tmp_path, "--ingress", "xe-0/0/0", "--egress", "xe-0/0/1")
+    status, out = _provision(tmp_path, "--ingress-interface", "junos=xe-0/0/0,cisco=TenGigabitEthernet0/0",
+                             "--egress-interface", "junos=xe-0/0/1,cisco=TenGigabitEthernet0/1,linux=eth2")  # fmt: skip
     assert status == 0
     return out
 
@@ -82,7 +98,7 @@ def default_out(tmp_path):
 @pytest.fixture
 def policy_out(tmp_path):
     policy = _write(tmp_path / "policy.yaml", POLICY)
-    status, out = _provision(tmp_path, "--policy", str(policy))
+    status, out = _provision(tmp_path, "--policy", str(policy), "--allow-partial")
     assert status == 0
     return out
 
@@ -92,8 +108,8 @@ def policy_out(tmp_path):
 
 def test_default_outputs_and_diffs_exist(default_out):
     names = sorted(p.name for p in default_out.iterdir())
-    assert names == ["alphaqos.nft", "alphaqos.nft.diff", "cisco.cfg", "cisco.cfg.diff", "junos.conf",
-                     "junos.conf.diff", "tc.sh", "tc.sh.diff"]  # fmt: skip
+    assert names == ["alphaqos.nft", "alphaqos.nft.diff", "cisco.cfg", "cisco.cfg.diff", "dtn.sh", "dtn.sh.diff",
+                     "junos.conf", "junos.conf.diff", "tc.sh", "tc.sh.diff"]  # fmt: skip
     # First run: the diff adds the whole file.
     diff = _lines(default_out / "junos.conf.diff")
     assert diff[0] == "--- /dev/null" and diff[1] == "+++ b/junos.conf"
@@ -116,40 +132,57 @@ def test_junos_default(default_out):
         f"{f} term default then forwarding-class beta",
         "set class-of-service forwarding-classes class beta queue-num 0",
         "set class-of-service forwarding-classes class alpha queue-num 1",
-        "set class-of-service schedulers alpha-sched transmit-rate percent 60",
-        "set class-of-service schedulers alpha-sched buffer-size percent 60",
+        # 60% and 40% scaled to the 95% network-control's 5% leaves.
+        "set class-of-service schedulers alpha-sched transmit-rate percent 57",
+        "set class-of-service schedulers alpha-sched buffer-size percent 57",
         "set class-of-service schedulers alpha-sched priority medium-high",
-        "set class-of-service schedulers beta-sched transmit-rate percent 40",
+        "set class-of-service schedulers beta-sched transmit-rate percent 38",
         "set class-of-service schedulers beta-sched priority medium-low",
         "set class-of-service scheduler-maps alphaqos forwarding-class alpha scheduler alpha-sched",
+        "set class-of-service forwarding-classes class network-control queue-num 3",
+        "set class-of-service schedulers network-control-sched transmit-rate percent 5",
+        "set class-of-service schedulers network-control-sched buffer-size percent 5",
+        "set class-of-service scheduler-maps alphaqos forwarding-class network-control scheduler network-control-sched",
         "set interfaces xe-0/0/0 unit 0 family inet filter input alphaqos",
         "set class-of-service interfaces xe-0/0/1 scheduler-map alphaqos",
     ]:
         assert line in lines
     assert not any("policer" in x for x in lines)  # no policing by default
+    assert "# Junos has no class-default. A packet this filter sees that no term above claims goes to beta" in lines
     # Reloading replaces the prefix lists rather than adding to them.
     assert lines.index("delete policy-options prefix-list alpha-src") < lines.index(
         "set policy-options prefix-list alpha-src 10.0.2.0/24")
 
 
 def test_cisco_default(default_out):
-    text = (default_out / "cisco.cfg").read_text()
-    assert "object-group network ALPHA-SRC\n 10.0.2.0 255.255.255.0\n 10.0.3.0 255.255.255.0\n" in text
-    assert "object-group network ALPHA-DST\n 10.0.1.0 255.255.255.0\nip access-list extended ALPHA\n" in text
-    assert " permit ip object-group ALPHA-SRC object-group ALPHA-DST\n" in text
-    assert " class ALPHA\n  set qos-group 1\n class class-default\n  set qos-group 0\n" in text
-    assert " class CLASS-alpha\n  bandwidth percent 60\n  queue-limit 75000000 bytes\n" in text
-    assert " class CLASS-beta\n  bandwidth percent 40\n  queue-limit 50000000 bytes\n" in text
-    assert "interface xe-0/0/1\n service-policy output ALPHAQOS-OUT\n" in text
+    text = _unversioned(default_out / "cisco.cfg")
+    assert "object-group network ALPHA-SRC-V\n 10.0.2.0 255.255.255.0\n 10.0.3.0 255.255.255.0\n" in text
+    assert "object-group network ALPHA-DST-V\n 10.0.1.0 255.255.255.0\nip access-list extended ALPHA-V\n" in text
+    assert " permit ip object-group ALPHA-SRC-V object-group ALPHA-DST-V\n" in text
+    assert " class ALPHA-V\n  set qos-group 1\n class class-default\n  set qos-group 0\n" in text
+    assert " class CLASS-alpha-V\n  bandwidth percent 60\n  queue-limit 75000000 bytes\n" in text
+    assert " class CLASS-beta-V\n  bandwidth percent 40\n  queue-limit 50000000 bytes\n" in text
+    assert "interface TenGigabitEthernet0/1\n service-policy output ALPHAQOS-OUT-V\n" in text
+    assert "interface TenGigabitEthernet0/0\n service-policy input ALPHAQOS-IN-V\n" in text
+    assert "xe-0/0" not in text  # the Junos names stay in the Junos file
     assert "police" not in text
+    # Nothing is removed before it is replaced: a first run removes nothing.
+    assert not any(x.startswith("no ") for x in text.splitlines())
 
 
 def test_tc_default(default_out):
     lines = _lines(default_out / "tc.sh")
-    assert "DEV=${1:?device}" in lines
+    assert "DEV=${1:-eth2}" in lines  # the linux egress interface
     assert 'tc qdisc add dev "$DEV" root handle 1: htb default 10' in lines
-    assert 'tc class add dev "$DEV" parent 1:1 classid 1:10 htb rate 4gbit ceil 10gbit prio 3 quantum 80000' in lines
-    assert 'tc class add dev "$DEV" parent 1:1 classid 1:11 htb rate 6gbit ceil 10gbit prio 2 quantum 120000' in lines
+    # burst: 1 ms at the rate in whole 1514-byte frames (4 Gbit/s: 500000 B -> 331 frames);
+    # cburst the same at the ceil (10 Gbit/s: 1250000 B -> 826 frames); 6 Gbit/s: 496 frames.
+    assert ('tc class add dev "$DEV" parent 1:1 classid 1:10 htb rate 4gbit ceil 10gbit burst 501134 cburst 1250564 '
+            "prio 3 quantum 80000") in lines  # fmt: skip
+    assert ('tc class add dev "$DEV" parent 1:1 classid 1:11 htb rate 6gbit ceil 10gbit burst 750944 cburst 1250564 '
+            "prio 2 quantum 120000") in lines  # fmt: skip
+    # Host-sized leaves, not the router's 75 MB.
+    assert 'tc qdisc add dev "$DEV" parent 1:11 handle 11: fq_codel' in lines
+    assert not any("bfifo" in x for x in lines)
     filters = [x for x in lines if "match ip" in x]
     assert filters == [
         'tc filter add dev "$DEV" parent 1: protocol ip prio 1 u32 ht 100: match ip dst 10.0.1.0/24 flowid 1:11',
@@ -200,17 +233,20 @@ def test_junos_policy(policy_out):
         "set firewall policer voice-policer then discard",
         f"{f} term scavenge from source-address 10.0.9.0/24",
         f"{f} term scavenge then three-color-policer single-rate scavenge-policer",
+        "set firewall three-color-policer scavenge-policer single-rate color-blind",
         "set firewall three-color-policer scavenge-policer single-rate committed-information-rate 200000000",
         "set firewall three-color-policer scavenge-policer single-rate committed-burst-size 30000",
         "set firewall three-color-policer scavenge-policer single-rate excess-burst-size 60000",
         "set firewall three-color-policer scavenge-policer action loss-priority high then discard",
-        "set class-of-service schedulers be-sched transmit-rate percent 30",
-        "set class-of-service schedulers alpha-sched transmit-rate percent 50",
-        "set class-of-service schedulers voice-sched transmit-rate percent 20",
+        "set class-of-service schedulers be-sched transmit-rate percent 28",
+        "set class-of-service schedulers alpha-sched transmit-rate percent 47",
+        "set class-of-service schedulers voice-sched transmit-rate percent 19",
+        "set class-of-service schedulers network-control-sched transmit-rate percent 6",
         "set class-of-service schedulers voice-sched priority strict-high",
         "set class-of-service drop-profiles alpha-high interpolate fill-level [ 0 50 100 ] drop-probability [ 0 20 100 ]",
         "set class-of-service schedulers alpha-sched drop-profile-map loss-priority high protocol any drop-profile alpha-high",
-        "# not rendered: class be: wred drop profile (Junos takes interpolated curves)",
+        "# not rendered: class 'be': wred drop profile (Junos drop profiles are interpolated curves on the queue fill)",
+        "#   - class 'be': wred drop profile (Junos drop profiles are interpolated curves on the queue fill)",
     ]:
         assert line in lines, line
     # Term order: the policy's terms, then α, then the default.
@@ -219,48 +255,58 @@ def test_junos_policy(policy_out):
 
 
 def test_cisco_policy(policy_out):
-    text = (policy_out / "cisco.cfg").read_text()
-    assert "ip access-list extended TERM-voice\n permit udp any any range 5000 5010\n" in text
-    assert "class-map match-all TERM-voice\n match access-group name TERM-voice\n match dscp 46\n" in text
-    assert " class TERM-voice\n  set qos-group 2\n  police cir 100000000 bc 31000 conform-action transmit exceed-action drop\n" in text
+    text = _unversioned(policy_out / "cisco.cfg")
+    assert "ip access-list extended TERM-voice-V\n permit udp any any range 5000 5010\n" in text
+    assert "class-map match-all TERM-voice-V\n match access-group name TERM-voice-V\n match dscp 46\n" in text
+    assert " class TERM-voice-V\n  set qos-group 2\n  police cir 100000000 bc 31000 conform-action transmit exceed-action drop\n" in text
     assert ("  police cir 200000000 bc 30000 be 60000 conform-action transmit "
             "exceed-action set-discard-class-transmit 1 violate-action drop\n") in text  # fmt: skip
-    assert (" class CLASS-be\n  bandwidth percent 30\n  queue-limit 30000000 bytes\n  random-detect discard-class-based\n"
+    assert (" class CLASS-be-V\n  bandwidth percent 30\n  queue-limit 30000000 bytes\n  random-detect discard-class-based\n"
             "  random-detect exponential-weighting-constant 9\n  random-detect discard-class 0 40 80 10\n"
             "  random-detect discard-class 2 10 40 2\n") in text  # fmt: skip
-    assert " class CLASS-voice\n  priority\n" in text
-    assert " class CLASS-alpha\n  bandwidth percent 50\n" in text
+    assert " class CLASS-voice-V\n  priority\n" in text
+    assert " class CLASS-alpha-V\n  bandwidth percent 50\n" in text
 
 
 def test_tc_policy(policy_out):
     lines = _lines(policy_out / "tc.sh")
-    assert any("classid 1:10 htb rate 3gbit ceil 10gbit prio 4" in x for x in lines)
-    assert any("classid 1:11 htb rate 5gbit ceil 10gbit prio 2" in x for x in lines)
-    assert any("classid 1:12 htb rate 2gbit ceil 10gbit prio 0" in x for x in lines)
-    voice = [x for x in lines if "prio 1 u32" in x]
-    # 5000-5010 as u32 blocks: 5000/13 bits, 5008/15 bits, 5010/16 bits; DSCP ef = 0xb8 in the TOS byte.
-    assert [x.split("u32 ", 1)[1] for x in voice] == [
-        f"match ip protocol 17 0xff match ip dport {port} {mask} match ip dsfield 0xb8 0xfc flowid 1:12 "
-        "action police rate 100mbit burst 31000 conform-exceed drop"
+    classes = [x.split("classid ", 1)[1] for x in lines if "htb rate" in x]
+    assert [" ".join(c.split()[:6] + c.split()[10:12]) for c in classes[1:]] == [
+        "1:10 htb rate 3gbit ceil 10gbit prio 4", "1:11 htb rate 5gbit ceil 10gbit prio 2", "1:12 htb rate 2gbit ceil 10gbit prio 0",
+    ]  # fmt: skip
+    voice = [x.split("u32 ", 1)[1] for x in lines if "filter add" in x and "prio 1 " in x]
+    # One bucket for the whole term: a table holding the policer, linked from
+    # every block of the match. 5000-5010 as u32 blocks: 5000/13 bits,
+    # 5008/15 bits, 5010/16 bits; DSCP ef = 0xb8 in the TOS byte.
+    assert voice == ["divisor 1",
+                     "ht 101: match u32 0 0 flowid 1:12 action police rate 100mbit burst 31000 conform-exceed drop/continue"] + [
+        f"ht 800: match ip protocol 17 0xff match ip dport {port} {mask} match ip dsfield 0xb8 0xfc link 101:"
+        for port, mask in (("5000", "0xfff8"), ("5008", "0xfffe"), ("5010", "0xffff"))
+    ]  # fmt: skip
+    assert [x.split("u32 ", 1)[1] for x in lines if "filter add" in x and "prio 2 " in x] == [
+        f"match ip protocol 17 0xff match ip dport {port} {mask} match ip dsfield 0xb8 0xfc flowid 1:12"
         for port, mask in (("5000", "0xfff8"), ("5008", "0xfffe"), ("5010", "0xffff"))
     ]
-    assert any(x.endswith("prio 2 u32 match ip src 10.0.9.0/24 flowid 1:10") for x in lines)
-    assert "# not rendered: term scavenge: policer (tc polices with discard only, two colours)" in lines
+    # srTCM, red discarded: a bucket of cir and cbs + ebs (30 KB + 60 KB).
+    assert ('tc filter add dev "$DEV" parent 1: protocol ip prio 3 u32 ht 102: match u32 0 0 flowid 1:10 '
+            "action police rate 200mbit burst 90000 conform-exceed drop/continue") in lines  # fmt: skip
+    assert any(x.endswith("prio 4 u32 match ip src 10.0.9.0/24 flowid 1:10") for x in lines)
+    assert not any("not rendered: term" in x for x in lines)
 
 
 def test_nftables_policy(policy_out):
     text = (policy_out / "alphaqos.nft").read_text()
     assert ('meta l4proto udp th dport 5000-5010 ip dscp 46 limit rate over 12500000 bytes/second burst 31000 bytes '
-            'counter drop comment "voice policer"') in text  # fmt: skip
+            'counter drop comment "voice red"') in text  # fmt: skip
     assert 'meta l4proto udp th dport 5000-5010 ip dscp 46 meta priority set 1:12 counter accept comment "voice"' in text
     assert 'ip saddr 10.0.9.0/24 meta priority set 1:10 counter accept comment "scavenge"' in text
 
 
 def test_policy_warnings_on_stderr(tmp_path, capsys):
     policy = _write(tmp_path / "policy.yaml", POLICY)
-    assert _provision(tmp_path, "--policy", str(policy))[0] == 0
+    assert _provision(tmp_path, "--policy", str(policy), "--allow-partial")[0] == 0
     err = capsys.readouterr().err
-    assert "junos: class be: wred drop profile" in err and "1 IPv6 prefixes not rendered" in err
+    assert "junos cannot express class 'be': wred drop profile" in err and "1 IPv6 prefixes not rendered" in err
 
 
 # --- the prefix database -------------------------------------------------------
@@ -350,7 +396,7 @@ def test_policy_scheduler_check_reported(tmp_path, capsys):
 def test_unknown_target(tmp_path, capsys):
     status, out = _provision(tmp_path, "--target", "junos,ios-xr")
     assert status == 2
-    assert "unknown target 'ios-xr' (targets: junos, cisco, tc, nftables)" in capsys.readouterr().err
+    assert "unknown target 'ios-xr' (targets: junos, cisco, tc, nftables, dtn)" in capsys.readouterr().err
     assert not out.exists()
 
 
@@ -413,13 +459,37 @@ def _class_bytes(ns: str, dev: str) -> dict[str, int]:
     return out
 
 
-def test_tc_script_applied_in_a_namespace(tmp_path, netns):
-    status, out = _provision(tmp_path, "--target", "tc", "--rate", "1gbit")
-    assert status == 0
+def _qdisc_missing(ns: str, dev: str, qdisc: str) -> str | None:
+    """Why ``qdisc`` cannot be used on ``dev`` (the kernel lacks it), or None."""
+    probe = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", *qdisc.split()],
+                           capture_output=True, text=True)  # fmt: skip
+    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+    return None if probe.returncode == 0 else f"this kernel has no {qdisc.split()[0]} qdisc ({probe.stderr.strip()})"
+
+
+def _veth(ns: str) -> tuple[str, str]:
     dev, peer = "aq0", "aq1"  # names inside the test's own namespace
-    _ns(netns, "ip", "link", "add", dev, "type", "veth", "peer", "name", peer)
+    _ns(ns, "ip", "link", "add", dev, "type", "veth", "peer", "name", peer)
     for link in (dev, peer, "lo"):
-        _ns(netns, "ip", "link", "set", link, "up")
+        _ns(ns, "ip", "link", "set", link, "up")
+    return dev, peer
+
+
+def _host_leaf(ns: str, dev: str) -> list[str]:
+    """The tc leaf option to apply with: the default fq_codel where the
+    kernel has it, else bfifo, saying why."""
+    reason = _qdisc_missing(ns, dev, "fq_codel")
+    if reason:
+        print(f"applying with --tc-leaf bfifo: {reason}")
+        return ["--tc-leaf", "bfifo"]
+    return []
+
+
+def test_tc_script_applied_in_a_namespace(tmp_path, netns):
+    dev, peer = _veth(netns)
+    leaf = _host_leaf(netns, dev)
+    status, out = _provision(tmp_path, "--target", "tc", "--rate", "1gbit", *leaf)
+    assert status == 0
     # An α source (10.0.2.5 in alpha-src) and a non-α one on the veth; the
     # destination (in alpha-dst) is reached through the veth with a static
     # neighbour entry, so the packets leave by aq0 and its qdisc, and go no
@@ -433,6 +503,17 @@ def test_tc_script_applied_in_a_namespace(tmp_path, netns):
     classes = _ns(netns, "tc", "class", "show", "dev", dev).stdout
     assert "class htb 1:10 parent 1:1 leaf 10: prio 3 rate 400Mbit ceil 1Gbit" in classes
     assert "class htb 1:11 parent 1:1 leaf 11: prio 2 rate 600Mbit ceil 1Gbit" in classes
+    qdiscs = _ns(netns, "tc", "qdisc", "show", "dev", dev).stdout
+    if leaf:  # bfifo of 10 ms at the class's rate: 600 Mbit/s -> 750000 bytes
+        assert "qdisc bfifo 11: parent 1:11 limit 750000b" in qdiscs
+    else:
+        assert "qdisc fq_codel 11: parent 1:11" in qdiscs
+    # The bursts the kernel holds are the script's (1 ms of 600 Mbit/s: 50
+    # frames, 75700 B; of 1 Gbit/s: 83 frames, 125662 B), as the kernel
+    # keeps them: in time at the rate, shown rounded.
+    detail = _ns(netns, "tc", "-d", "class", "show", "dev", dev, "classid", "1:11").stdout
+    burst, cburst = (int(x) for x in re.search(r" burst (\d+)b.* cburst (\d+)b", detail).groups())
+    assert abs(burst - 75700) < 757 and abs(cburst - 125662) < 1257, detail
     filters = _ns(netns, "tc", "filter", "show", "dev", dev).stdout
     assert "flowid 1:11" in filters and "match 0a000100/ffffff00 at 16" in filters  # dst 10.0.1.0/24
     assert "link 100:" in filters and "match 0a000200/ffffff00 at 12" in filters  # src 10.0.2.0/24

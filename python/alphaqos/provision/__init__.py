@@ -13,15 +13,19 @@ What it renders
 
     - :mod:`.junos`: Junos ``set`` commands (``load set``);
     - :mod:`.cisco`: Cisco IOS MQC (an input policy-map classifies and
-      polices, setting a qos-group; an output policy-map queues);
-    - :mod:`.tc`: a shell script building a Linux HTB tree with u32 filters;
+      polices, setting a qos-group; an output policy-map queues), every
+      object versioned so nothing attached is replaced;
+    - :mod:`.tc`: a shell script building a Linux HTB tree with u32
+      filters and police steps;
     - :mod:`.nftables`: an ``nft -f`` file with the α prefix sets, aging
-      out by per-element timeouts, and a rule setting ``meta priority`` to
-      the α HTB class.
+      out by per-element timeouts, and rules setting ``meta priority`` to
+      the HTB classes, metering policers with ``limit rate over``;
+    - :mod:`.dtn`: host shaping for a data transfer node (Zurawski 2013).
 
-    A policy feature a target cannot express is not silently dropped: the
-    output carries a comment ``not rendered: ...`` and the command prints a
-    warning.
+    A policy element a target cannot express is an error (exit status 2,
+    nothing written) unless ``--allow-partial``; then the file lists what
+    it leaves out. :mod:`.check` checks the Junos and Cisco files'
+    structure and references.
 
 Command: :mod:`.cli` (``alphaqos provision``). Tests: ``tests/test_provision.py``.
 """

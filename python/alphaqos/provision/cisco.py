@@ -1,37 +1,65 @@
 """Cisco IOS Modular QoS CLI (MQC).
 
-Two policy-maps, as the Junos filter and scheduler-map split the work:
-``ALPHAQOS-IN`` (``service-policy input``) classifies and polices, setting
-``qos-group`` to the forwarding class's queue number; ``ALPHAQOS-OUT``
+Two policy-maps, as the Junos filter and scheduler-map split the work: an
+input policy (``service-policy input``) classifies and polices, setting
+``qos-group`` to the forwarding class's queue number; an output policy
 (``service-policy output``) matches the qos-groups and queues. A loss
 priority (Junos ``loss-priority high``, a policer's out-of-profile or red
 packets) becomes ``discard-class 2`` (yellow ``1``), which
 ``random-detect discard-class-based`` drops early by its thresholds.
+Traffic that reaches the output policy without a qos-group (from an
+interface without the input policy) has qos-group 0, the default class's.
+
+Versions, not replacements
+    IOS refuses to delete a policy-map that is attached to an interface,
+    and changing an access list or object group in place changes the live
+    policy line by line. So every object this file defines carries a
+    version, the first 8 hex digits of the SHA-256 of the file's content
+    (``ALPHAQOS-IN-1a2b3c4d``): the new objects are built beside the old
+    ones, each interface is moved from the old policy to the new one
+    (``no service-policy`` then ``service-policy``: the interface is
+    without QoS between the two lines), and then the old objects are
+    removed. The previous version is read from the file the previous run
+    left in the output directory; without one, the file says how to find
+    and remove older versions by hand.
+
+Policers
+    ``police cir <bit/s> bc <bytes> [be <bytes>]`` (single rate, srTCM) or
+    ``police cir .. bc .. pir .. be ..`` (trTCM) with ``conform-action``,
+    ``exceed-action`` (yellow, or out of profile) and ``violate-action``
+    (red): ``transmit``, ``drop``, ``set-discard-class-transmit`` (the
+    colour), ``set-qos-transmit`` (another class), or both of the last two
+    in the block form when the new class has a drop profile that reads the
+    colour.
 
 Syntax from Cisco's "QoS: Modular QoS Command-Line Interface Configuration
 Guide" and command references: ``object-group network``, ``ip access-list
 extended ... permit ip object-group A object-group B``, ``class-map
 match-any``/``match access-group name``/``match dscp``/``match
-qos-group``, ``police cir <bit/s> bc <bytes> [pir <bit/s>] [be <bytes>]
-conform-action ... exceed-action ... violate-action``
-(``set-discard-class-transmit``, ``set-qos-transmit``, ``drop``),
-``bandwidth percent``/``bandwidth <kbit/s>``, ``priority``,
-``queue-limit <n> packets|bytes``, ``random-detect discard-class <value>
-<min> <max> <mark-probability-denominator>``,
+qos-group``, ``police`` with ``conform-action``/``exceed-action``/
+``violate-action``, ``bandwidth percent``, ``shape average percent``,
+``priority``, ``queue-limit <n> packets|bytes``, ``random-detect
+discard-class <value> <min> <max> <mark-probability-denominator>``,
 ``random-detect exponential-weighting-constant``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import math
+import re
 
-from ..policy import Term
-from .model import Plan
+from ..policy import ClassRef, Term
+from .model import ClassPlan, Plan
 
-__all__ = ["FILENAME", "render"]
+__all__ = ["FILENAME", "render", "version_of"]
 
 FILENAME = "cisco.cfg"
+TARGET = "cisco"
 DISCARD_CLASS = {"green": 0, "yellow": 1, "red": 2}
+VERSION_LINE = "! alphaqos version: "
+_VERSION = "@V@"  # placeholder until the content is hashed
 
 
 def _ports(ports) -> str:
@@ -53,63 +81,124 @@ def _wildcard(prefix: str) -> str:
     return str(ipaddress.IPv4Network(prefix).hostmask)
 
 
-def _action(plan: Plan, action) -> str:
+def _netmask(prefix: str) -> str:
+    return str(ipaddress.IPv4Network(prefix).netmask)
+
+
+def _actions(plan: Plan, colour: str, action) -> list[str]:
+    """The police actions for packets of ``colour`` given the policy's
+    ``action``: the simulator keeps a packet's colour whatever the action."""
+    mark = f"set-discard-class-transmit {DISCARD_CLASS[colour]}"
     if action == "discard":
-        return "drop"
+        return ["drop"]
     if action == "transmit":
-        return "transmit"
+        return ["transmit"] if colour == "green" else [mark]
     if action == "loss_priority_high":
-        return f"set-discard-class-transmit {DISCARD_CLASS['red']}"
-    return f"set-qos-transmit {plan.klass(action.class_).index}"
+        return [f"set-discard-class-transmit {DISCARD_CLASS['red']}"]
+    assert isinstance(action, ClassRef)
+    out = [f"set-qos-transmit {plan.klass(action.class_).index}"]
+    if colour != "green" and plan.colour_matters(action.class_):
+        out.append(mark)
+    return out
 
 
-def _police(plan: Plan, term: Term) -> str:
+def _police(plan: Plan, term: Term) -> list[str]:
     p = term.then.policer
     if p.srtcm is None and p.trtcm is None:
-        return f"  police cir {p.rate} bc {p.burst} conform-action transmit exceed-action {_action(plan, p.out_of_profile)}"
-    yellow, red = p.yellow or "transmit", p.red or "discard"
-    if yellow == "transmit":  # keep the colour for WRED
-        yellow = f"set-discard-class-transmit {DISCARD_CLASS['yellow']}"
+        meter = f"police cir {p.rate} bc {p.burst}"
+        colours = [("conform-action", _actions(plan, "green", "transmit")),
+                   ("exceed-action", _actions(plan, "red", p.out_of_profile))]  # fmt: skip
     else:
-        yellow = _action(plan, yellow)
-    red = f"set-discard-class-transmit {DISCARD_CLASS['red']}" if red == "transmit" else _action(plan, red)
-    if p.srtcm is not None:
-        m = p.srtcm
-        meter = f"police cir {m.cir} bc {m.cbs} be {m.ebs}"
-    else:
-        m = p.trtcm
-        meter = f"police cir {m.cir} bc {m.cbs} pir {m.pir} be {m.pbs}"
-    line = f"  {meter} conform-action transmit exceed-action {yellow} violate-action {red}"
+        if p.srtcm is not None:
+            meter = f"police cir {p.srtcm.cir} bc {p.srtcm.cbs} be {p.srtcm.ebs}"
+        else:
+            m = p.trtcm
+            meter = f"police cir {m.cir} bc {m.cbs} pir {m.pir} be {m.pbs}"
+        colours = [("conform-action", _actions(plan, "green", "transmit")),
+                   ("exceed-action", _actions(plan, "yellow", p.yellow or "transmit")),
+                   ("violate-action", _actions(plan, "red", p.red or "discard"))]  # fmt: skip
+    out = []
     if p.color_aware:
-        line += f"\n  ! {plan.note('cisco', f'term {term.name}: color-aware metering')}"
-    return line
+        reason = "MQC colour-aware policing needs conform-color/exceed-color class-maps of the upstream marking"
+        out.append(f"  ! {plan.note(TARGET, f'term {term.name!r}: color_aware metering', reason)}; metered colour-blind")
+    if all(len(actions) == 1 for _, actions in colours):
+        return out + [f"  {meter} " + " ".join(f"{kind} {actions[0]}" for kind, actions in colours)]
+    out.append(f"  {meter}")
+    out += [f"   {kind} {a}" for kind, actions in colours for a in actions]
+    return out
 
 
-def render(plan: Plan) -> str:
-    out = ["! alphaqos provision: α prefixes and QoS policy for Cisco IOS (MQC).",
-           f"! {len(plan.alpha_src)} α source and {len(plan.alpha_dst)} α destination prefixes."]  # fmt: skip
+def _bandwidths(plan: Plan) -> dict[str, int]:
+    """``bandwidth percent`` of each class that is not strict priority:
+    MQC takes one kind of bandwidth in a policy-map, so rates become their
+    share of the link and ``remainder`` what the others leave, all in whole
+    percents (rounded down) that add up to at most 100."""
+    shares: dict[str, float | None] = {}
+    for c in plan.classes:
+        if c.priority == "strict-high":
+            continue
+        if c.rate_bps is not None:
+            shares[c.name] = 100 * c.rate_bps / plan.link_rate_bps
+        else:
+            shares[c.name] = c.percent  # None: remainder or no share
+    fixed = sum(v for v in shares.values() if v is not None)
+    rest = [n for n, v in shares.items() if v is None]
+    for n in rest:
+        shares[n] = max(100 - fixed, 0) / len(rest)
+    return {n: max(1, math.floor(v + 1e-9)) for n, v in shares.items()}
+
+
+def render(plan: Plan, previous: str | None = None) -> str:
+    body = _body(plan)
+    version = hashlib.sha256("\n".join(body).encode()).hexdigest()[:8]
+    old = version_of(previous) if previous else None
+    lines = ["! alphaqos provision: α prefixes and QoS policy for Cisco IOS (MQC).",
+             f"{VERSION_LINE}{version}",
+             f"! {len(plan.alpha_src)} α source and {len(plan.alpha_dst)} α destination prefixes."]  # fmt: skip
+    lines += plan.partial_header(TARGET, "!")
+    lines += [x.replace(_VERSION, version) for x in body]
+    attach, detached = _attach(plan, version, previous if old != version else None)
+    lines += attach
+    if old and old != version:
+        lines += _remove(previous, old, detached)
+    elif not old:
+        lines += ["! Objects of earlier versions, if any, are not removed by this file: find them with",
+                  "!   show running-config | include ALPHAQOS-|ALPHA-|TERM-|CLASS-",
+                  "! and remove those whose version differs once no interface uses them."]  # fmt: skip
+    return "\n".join(lines) + "\nend\n"
+
+
+def version_of(text: str) -> str | None:
+    """The version a file of this module carries, if it is one."""
+    for line in text.splitlines()[:3]:
+        if line.startswith(VERSION_LINE):
+            return line[len(VERSION_LINE):].strip()
+    return None
+
+
+def _body(plan: Plan) -> list[str]:
+    v = _VERSION
     alpha = bool(plan.alpha_src and plan.alpha_dst)
-    # The access list goes first: IOS refuses to remove an object group in use.
-    out.append("no ip access-list extended ALPHA")
+    out = []
     for role, entries in (("SRC", plan.alpha_src), ("DST", plan.alpha_dst)):
-        out += [f"no object-group network ALPHA-{role}", f"object-group network ALPHA-{role}"]
+        out.append(f"object-group network ALPHA-{role}-{v}")
         out += [f" {e.prefix.split('/')[0]} {_netmask(e.prefix)}" for e in entries]
-    out.append("ip access-list extended ALPHA")
-    out += [" permit ip object-group ALPHA-SRC object-group ALPHA-DST"] if alpha else [" deny ip any any"]
+    out.append(f"ip access-list extended ALPHA-{v}")
+    out += [f" permit ip object-group ALPHA-SRC-{v} object-group ALPHA-DST-{v}"] if alpha else [" deny ip any any"]
     for term in plan.terms:
-        out += [f"no ip access-list extended TERM-{term.name}", f"ip access-list extended TERM-{term.name}", _ace(term)]
-        out += [f"class-map match-all TERM-{term.name}", f" match access-group name TERM-{term.name}"]
+        out += [f"ip access-list extended TERM-{term.name}-{v}", _ace(term)]
+        out += [f"class-map match-all TERM-{term.name}-{v}", f" match access-group name TERM-{term.name}-{v}"]
         dscp = term.from_.dscp
         if dscp is not None:
-            out.append(" match dscp " + " ".join(str(v) for v in ([dscp] if isinstance(dscp, int) else dscp)))
-    out += ["class-map match-any ALPHA", " match access-group name ALPHA"]
+            out.append(" match dscp " + " ".join(str(x) for x in ([dscp] if isinstance(dscp, int) else dscp)))
+    out += [f"class-map match-any ALPHA-{v}", f" match access-group name ALPHA-{v}"]
     for c in plan.classes:
-        out += [f"class-map match-any CLASS-{c.name}", f" match qos-group {c.index}"]
+        out += [f"class-map match-any CLASS-{c.name}-{v}", f" match qos-group {c.index}"]
 
-    out += ["no policy-map ALPHAQOS-IN", "policy-map ALPHAQOS-IN"]
+    out.append(f"policy-map ALPHAQOS-IN-{v}")
     for term in plan.terms:
         then = term.then
-        out.append(f" class TERM-{term.name}")
+        out.append(f" class TERM-{term.name}-{v}")
         if then.discard:
             out.append("  drop")
             continue
@@ -118,47 +207,99 @@ def render(plan: Plan) -> str:
         if then.loss_priority == "high":
             out.append(f"  set discard-class {DISCARD_CLASS['red']}")
         if then.policer is not None:
-            out.append(_police(plan, term))
-    out += [" class ALPHA", f"  set qos-group {plan.klass(plan.alpha_class).index}",
+            out += _police(plan, term)
+    out += [f" class ALPHA-{v}", f"  set qos-group {plan.klass(plan.alpha_class).index}",
             " class class-default", f"  set qos-group {plan.default_class.index}"]  # fmt: skip
 
-    out += ["no policy-map ALPHAQOS-OUT", "policy-map ALPHAQOS-OUT"]
+    out += ["! Output: a packet's qos-group picks its class; one without (from an interface without the input",
+            f"! policy) has qos-group 0, {plan.default_class.name}'s. class-default takes only qos-groups other policies set.",
+            "! Junos priorities other than strict-high have no MQC form: each class gets its bandwidth share.",
+            "! Classic IOS reserves at most 75% of an interface: set max-reserved-bandwidth 100 there."]  # fmt: skip
+    out.append(f"policy-map ALPHAQOS-OUT-{v}")
     buffer = plan.policy.buffer
+    bandwidth = _bandwidths(plan)
     for c in plan.classes:
-        out.append(f" class CLASS-{c.name}")
+        out.append(f" class CLASS-{c.name}-{v}")
         if c.priority == "strict-high":
             out.append("  priority")
-        elif c.rate_bps is not None:
-            out.append(f"  bandwidth {c.rate_bps // 1000}")  # kbit/s
-        elif c.remainder:
-            out.append("  bandwidth remaining percent 100")
-        elif c.percent is not None:
-            out.append(f"  bandwidth percent {round(c.percent)}")
+        else:
+            out.append(f"  bandwidth percent {bandwidth[c.name]}")
+        if c.exact:
+            out.append(f"  shape average {c.rate_bps}" if c.rate_bps is not None else f"  shape average percent {bandwidth[c.name]}")
         if buffer.bytes is not None:
             out.append(f"  queue-limit {round(buffer.bytes * c.buffer_percent / 100)} bytes")
         elif buffer.pkts is not None:
             out.append(f"  queue-limit {max(1, round(buffer.pkts * c.buffer_percent / 100))} packets")
+        notes = plan.class_notes(TARGET, c, "CBWFQ has no burst for a bandwidth share",
+                                 "MQC has strict priority only; it is served as its weight's share")  # fmt: skip
+        out += [f"  ! {n}" for n in notes]
         out += _wred(plan, c)
-    if plan.ingress:
-        out += [f"interface {plan.ingress}", " service-policy input ALPHAQOS-IN"]
-    if plan.egress:
-        out += [f"interface {plan.egress}", " service-policy output ALPHAQOS-OUT"]
-    if not (plan.ingress and plan.egress):
-        out.append("! apply with --ingress/--egress: service-policy input ALPHAQOS-IN, service-policy output ALPHAQOS-OUT")
-    return "\n".join(out) + "\nend\n"
+    return out
 
 
-def _netmask(prefix: str) -> str:
-    return str(ipaddress.IPv4Network(prefix).netmask)
+def _attach(plan: Plan, version: str, previous: str | None) -> tuple[list[str], set[str]]:
+    """Move each interface to this version's policies; returns the lines
+    and the previous policies they detach."""
+    old = _attachments(previous) if previous else {}
+    out = []
+    wanted = {}
+    for direction, names, policy in (("input", plan.ingress, f"ALPHAQOS-IN-{version}"),
+                                     ("output", plan.egress, f"ALPHAQOS-OUT-{version}")):  # fmt: skip
+        if "cisco" in names:
+            wanted[(names["cisco"], direction)] = policy
+    detached = set()
+    for (interface, direction), policy in old.items():
+        if wanted.get((interface, direction)) != policy:
+            out += [f"interface {interface}", f" no service-policy {direction} {policy}"]
+            detached.add(policy)
+            if (interface, direction) in wanted:
+                out.append(f" service-policy {direction} {wanted.pop((interface, direction))}")
+    for (interface, direction), policy in wanted.items():
+        out += [f"interface {interface}", f" service-policy {direction} {policy}"]
+    if "cisco" not in plan.ingress or "cisco" not in plan.egress:
+        out.append(f"! apply with --ingress-interface cisco=IF and --egress-interface cisco=IF: service-policy input "
+                   f"ALPHAQOS-IN-{version}, service-policy output ALPHAQOS-OUT-{version}")  # fmt: skip
+    return out, detached
 
 
-def _wred(plan: Plan, c) -> list[str]:
+def _attachments(text: str) -> dict[tuple[str, str], str]:
+    out, interface = {}, None
+    for line in text.splitlines():
+        if line.startswith("interface "):
+            interface = line.split(None, 1)[1].strip()
+        elif interface and (m := re.fullmatch(r" service-policy (input|output) (\S+)", line)):
+            out[(interface, m.group(1))] = m.group(2)
+        elif not line.startswith(" "):
+            interface = None
+    return out
+
+
+def _remove(previous: str, old: str, detached: set[str]) -> list[str]:
+    """Remove the previous version's objects, users before what they use:
+    as commands if this file detached its policy-maps from every interface
+    the previous file attached them to, else as comments to run once the
+    interfaces use the new version."""
+    kinds = {"policy-map": [], "class-map": [], "ip access-list extended": [], "object-group network": []}
+    for line in previous.splitlines():
+        for kind in kinds:
+            m = re.fullmatch(rf"{kind}(?: match-any| match-all)? (\S+-{re.escape(old)})", line)
+            if m:
+                kinds[kind].append(m.group(1))
+    commands = [f"no {kind} {name}" for kind, names in kinds.items() for name in dict.fromkeys(names)]
+    if set(kinds["policy-map"]) <= detached:
+        return [f"! remove the previous version, {old}"] + commands
+    return [f"! the previous version, {old}, may still be attached to interfaces this file does not name;",
+            "! once none uses it, remove it with:"] + [f"!   {c}" for c in commands]  # fmt: skip
+
+
+def _wred(plan: Plan, c: ClassPlan) -> list[str]:
     d = c.drop_profile
     if d is None:
         return []
     if d.wred is None:
         form = "Junos curves" if d.rio is None and d.gred is None else "rio" if d.rio is not None else "gred"
-        return [f"  ! {plan.note('cisco', f'class {c.name}: {form} drop profile (IOS takes WRED thresholds)')}"]
+        element = f"class {c.name!r}: {form} drop profile"
+        return [f"  ! {plan.note(TARGET, element, 'IOS drop profiles are WRED thresholds per discard-class')}"]
     out = ["  random-detect discard-class-based",
            f"  random-detect exponential-weighting-constant {d.wred.exponential_weighting_constant}"]  # fmt: skip
     for colour, value in DISCARD_CLASS.items():
@@ -167,3 +308,4 @@ def _wred(plan: Plan, c) -> list[str]:
             denominator = t.mark_prob_denominator or round(1 / t.probability())
             out.append(f"  random-detect discard-class {value} {t.min_th:g} {t.max_th:g} {denominator}")
     return out
+

@@ -4,20 +4,25 @@ router and host configuration.
 ::
 
     alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE]
-        [--target junos,cisco,tc,nftables] --out DIR [--rate 10gbit]
+        [--target junos,cisco,tc,nftables,dtn] --out DIR [--rate 10gbit]
         [--alpha-class alpha] [--aging-days N] [--reference TIME]
-        [--ingress IF] [--egress IF]
+        [--ingress-interface junos=IF,cisco=IF,linux=IF]
+        [--egress-interface junos=IF,cisco=IF,linux=IF] [--allow-partial]
+        [--tc-leaf fq_codel|bfifo|policy] [--network-control 5%]
+        [--circuit-rate RATE] [--host-share 90%] [--host-shaper htb|fq]
 
 Writes one file per target into ``DIR`` (``junos.conf``, ``cisco.cfg``,
-``tc.sh``, ``alphaqos.nft``) and beside each a unified diff against the
+``tc.sh``, ``alphaqos.nft``, ``dtn.sh``) and beside each a unified diff against the
 file the previous run left there (``junos.conf.diff``, ...; against
 nothing on the first run), so that a change of the table is reviewed
 before it is loaded. A new directory is staged and renamed into place; in
 an existing one each file is written to a temporary name and renamed over
 the old one, so a reader sees the old file or the new, never a part.
 Everything is validated before anything is written: a bad policy (file,
-line and field), a bad prefix list line, an unknown target or class is
-reported with exit status 2 and leaves ``DIR`` untouched.
+line and field), a bad prefix list line, an unknown target or class, a
+bad interface list, and a policy element a target cannot express (unless
+``--allow-partial``) are reported with exit status 2 and leave ``DIR``
+untouched.
 """
 
 from __future__ import annotations
@@ -31,12 +36,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import units
-from . import cisco, junos, nftables, tc
-from .model import DEFAULT_AGING_DAYS, InputError, build_plan, load_policy, read_prefix_db, read_prefix_list
+from . import cisco, dtn, junos, nftables, tc
+from .model import (
+    DEFAULT_AGING_DAYS,
+    PLATFORMS,
+    InputError,
+    Plan,
+    build_plan,
+    load_policy,
+    read_prefix_db,
+    read_prefix_list,
+)
 
 __all__ = ["TARGETS", "add_provision_command", "provision"]
 
-TARGETS = {"junos": junos, "cisco": cisco, "tc": tc, "nftables": nftables}
+TARGETS = {"junos": junos, "cisco": cisco, "tc": tc, "nftables": nftables, "dtn": dtn}
+#: A Linux interface name is at most IFNAMSIZ - 1 bytes (include/uapi/linux/if.h).
+LINUX_IFNAME_MAX = 15
+INTERFACE_EXAMPLE = "junos=xe-0/0/1,cisco=TenGigabitEthernet0/1,linux=eth2"
 
 
 def add_provision_command(commands: argparse._SubParsersAction) -> None:
@@ -51,8 +68,20 @@ def add_provision_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha-class", metavar="NAME", default="alpha", help="the policy's class for α traffic (default alpha)")
     p.add_argument("--aging-days", metavar="N", type=float, help=f"aging period (default: the database's, else {DEFAULT_AGING_DAYS})")
     p.add_argument("--reference", metavar="TIME", type=_time, help="time the aging is counted to (default: the database's data end)")
-    p.add_argument("--ingress", metavar="IF", help="interface to apply the filter/input policy on")
-    p.add_argument("--egress", metavar="IF", help="interface to apply the schedulers/output policy on")
+    p.add_argument("--ingress-interface", metavar="T=IF,...",
+                   help=f"per platform (junos, cisco, linux), where the filter/input policy applies: {INTERFACE_EXAMPLE}")
+    p.add_argument("--egress-interface", "--interface", metavar="T=IF,...", dest="egress_interface",
+                   help="per platform, where the schedulers/output policy/tc tree apply (same form)")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="write a target's file although it cannot express every policy element (each is listed in it)")
+    p.add_argument("--tc-leaf", choices=tc.LEAVES, default="fq_codel",
+                   help="tc leaf queues: fq_codel (default), bfifo of the class's rate x 10 ms, or the policy's buffer shares")
+    p.add_argument("--network-control", metavar="PERCENT", type=_percent, default=5.0,
+                   help="Junos: share of rate and buffer kept for network-control, queue 3 (default 5%%)")
+    p.add_argument("--circuit-rate", metavar="RATE", type=_rate, help="dtn: the circuit's reserved rate (default: --rate)")
+    p.add_argument("--host-share", metavar="PERCENT", type=_percent, default=90.0,
+                   help="dtn: shape to this share of the circuit (default 90%%, Zurawski 2013)")
+    p.add_argument("--host-shaper", choices=("htb", "fq"), default="htb", help="dtn: HTB class (default) or fq maxrate (per flow)")
     p.set_defaults(handler=_handler)
 
 
@@ -77,6 +106,40 @@ def _rate(text: str) -> int:
     return int(value)
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage like 90%, got {text!r}") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"a share must be above 0% and at most 100%, got {text!r}")
+    return value
+
+
+def interfaces(text: str | None, option: str) -> dict[str, str]:
+    """``junos=xe-0/0/1,cisco=Te0/1,linux=eth2`` as {platform: name}; a bad
+    item is a UsageError naming the option and the item."""
+    from ..cli import UsageError
+
+    out: dict[str, str] = {}
+    if text is None:
+        return out
+    for item in text.split(","):
+        key, sep, name = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise UsageError(f"{option}: expected TARGET=NAME pairs like {INTERFACE_EXAMPLE}, got {item.strip()!r}")
+        if key not in PLATFORMS:
+            raise UsageError(f"{option}: unknown target {key!r} in {item.strip()!r} (targets: {', '.join(PLATFORMS)})")
+        if key in out:
+            raise UsageError(f"{option}: {key} is given twice ({out[key]!r} and {name!r})")
+        if not name or any(c.isspace() or c in "\"'!;#" for c in name):
+            raise UsageError(f"{option}: {key}: not an interface name: {name!r}")
+        if key == "linux" and (len(name.encode()) > LINUX_IFNAME_MAX or "/" in name):
+            raise UsageError(f"{option}: linux: {name!r} is not a Linux interface name (at most {LINUX_IFNAME_MAX} bytes, no '/')")
+        out[key] = name
+    return out
+
+
 def _time(text: str) -> datetime:
     try:
         t = datetime.fromisoformat(text)
@@ -88,8 +151,10 @@ def _time(text: str) -> datetime:
 def _handler(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
+    targets = _targets(args.target)
+    ingress = interfaces(args.ingress_interface, "--ingress-interface")
+    egress = interfaces(args.egress_interface, "--egress-interface")
     try:
-        targets = _targets(args.target)
         policy = load_policy(args.policy)
         if args.prefixes is not None:
             entries, aging_s, reference = read_prefix_db(args.prefixes)
@@ -106,17 +171,19 @@ def _handler(args: argparse.Namespace) -> int:
     try:
         plan = build_plan(
             policy, entries, alpha_class=args.alpha_class, aging_s=aging_s or DEFAULT_AGING_DAYS * 86_400,
-            reference=reference, link_rate_bps=args.rate, ingress=args.ingress, egress=args.egress,
+            reference=reference, link_rate_bps=args.rate, ingress=ingress, egress=egress, tc_leaf=args.tc_leaf,
+            network_control_percent=args.network_control, circuit_rate_bps=args.circuit_rate,
+            host_share_percent=args.host_share, host_shaper=args.host_shaper,
         )  # fmt: skip
     except InputError as exc:
         raise UsageError(str(exc)) from None
-    written = provision(plan, targets, args.out)
+    written = provision(plan, targets, args.out, allow_partial=args.allow_partial)
     for name, (added, removed) in written.items():
         print(f"{args.out / name}: +{added} -{removed} lines (diff: {name}.diff)")
     if plan.skipped_v6:
         print(f"alphaqos: warning: {plan.skipped_v6} IPv6 prefixes not rendered (IPv4 only)", file=sys.stderr)
-    for note in plan.notes:
-        print(f"alphaqos: warning: {note} not rendered", file=sys.stderr)
+    for missing in plan.missing:
+        print(f"alphaqos: warning: --allow-partial: {missing}; the file says so", file=sys.stderr)
     return 0
 
 
@@ -130,12 +197,26 @@ def _targets(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def provision(plan, targets: list[str], out: Path) -> dict[str, tuple[int, int]]:
+def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool = False) -> dict[str, tuple[int, int]]:
     """Render ``targets`` into ``out`` with a diff each; returns (added,
-    removed) line counts per file."""
+    removed) line counts per file. A policy element a target cannot express
+    is a UsageError, and nothing is written, unless ``allow_partial``."""
     from ..cli import RunFailure, UsageError, _staged_directory
 
-    rendered = {TARGETS[t].FILENAME: TARGETS[t].render(plan) for t in targets}
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} exists and is not a directory")
+    rendered = {}
+    for t in targets:
+        name = TARGETS[t].FILENAME
+        previous = out / name if out.is_dir() else None
+        old = previous.read_text(encoding="utf-8", errors="replace") if previous is not None and previous.is_file() else None
+        rendered[name] = TARGETS[t].render(plan, previous=old)
+    if plan.missing and not allow_partial:
+        raise UsageError(
+            "; ".join(map(str, plan.missing))
+            + ". Nothing written: leave those targets out of --target, or pass --allow-partial to write the files"
+            " with what is missing stated in them"
+        )
     counts: dict[str, tuple[int, int]] = {}
 
     def write_all(directory: Path, previous_dir: Path | None) -> None:
@@ -153,8 +234,6 @@ def provision(plan, targets: list[str], out: Path) -> dict[str, tuple[int, int]]
             _replace(directory / name, text, executable=name.endswith(".sh"))
             _replace(directory / f"{name}.diff", "".join(diff))
 
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {str(out)!r} exists and is not a directory")
     try:
         if out.is_dir():
             write_all(out, out)

@@ -7,34 +7,65 @@ parts named here), so that loading the file again after the table changed
 also removes the prefixes that aged out: a plain ``load merge`` of a
 curly-brace file would only ever add.
 
+Network control
+    A router that is given forwarding classes of its own keeps only those,
+    and the routing engine's own traffic (routing protocols) goes to the
+    ``network-control`` class, queue 3 by default. So the file always
+    defines ``network-control`` on queue 3 (the policy's classes take
+    queues 0, 1, 2, 4, ...) with a scheduler of ``--network-control``
+    percent of the link and of the buffer (5%, the share Junos's default
+    scheduler map gives queue 3); where the policy's percentages and this
+    share add up to more than 100, the policy's are scaled to what is left
+    (whole percents, as Junos takes them), which the file states. A policy
+    with a class named ``network-control`` keeps its own.
+
+Policers
+    A two-colour policer (``firewall policer``) takes every action the
+    policy has: ``then discard``, ``then loss-priority high``, ``then
+    forwarding-class X`` (with ``loss-priority high`` too, as the simulator
+    keeps an out-of-profile packet red). A three-colour meter is a
+    ``three-color-policer`` (``single-rate`` RFC 2697, ``two-rate`` RFC
+    2698, colour-blind or colour-aware), which marks yellow packets loss
+    priority medium-high and red ones high and can only discard red ones
+    besides: any other action for yellow or red is something Junos cannot
+    express (Junos OS documentation, "Policer Color-Marking and Actions").
+
 Syntax from the Junos OS documentation: "prefix-list (Policy Options)",
 "Firewall Filter Match Conditions for IPv4 Traffic" (``source-prefix-list``,
 ``destination-prefix-list``, ``dscp``, ``protocol``, ports), "Policer
 Overview" (``firewall policer ... if-exceeding bandwidth-limit
 burst-size-limit``, ``then discard | loss-priority high |
-forwarding-class``), "three-color-policer" (``single-rate`` RFC 2697 and
-``two-rate`` RFC 2698, ``action loss-priority high then discard``), and
-the class-of-service statements ``forwarding-classes class ... queue-num``,
-``schedulers`` (``transmit-rate percent|rate|remainder [exact]``,
-``buffer-size percent``, ``priority``, ``drop-profile-map loss-priority
-... protocol any drop-profile``), ``drop-profiles ... interpolate
-fill-level [..] drop-probability [..]`` and ``scheduler-maps``.
+forwarding-class``), "three-color-policer", and the class-of-service
+statements ``forwarding-classes class ... queue-num``, ``schedulers``
+(``transmit-rate percent|rate|remainder [exact]``, ``buffer-size
+percent``, ``priority``, ``drop-profile-map loss-priority ... protocol any
+drop-profile``), ``drop-profiles ... interpolate fill-level [..]
+drop-probability [..]`` and ``scheduler-maps``.
 """
 
 from __future__ import annotations
 
+import math
+
 from ..fields import DSCP_NAMES
 from ..policy import ClassRef, Policer, Term
-from .model import Plan
+from .model import ClassPlan, Plan, action_name
 
-__all__ = ["FILENAME", "render"]
+__all__ = ["FILENAME", "NETWORK_CONTROL", "render"]
 
 FILENAME = "junos.conf"
+TARGET = "junos"
 FILTER = "alphaqos"
 SCHEDULER_MAP = "alphaqos"
+#: The forwarding class of the routing engine's own traffic, and its queue.
+NETWORK_CONTROL = "network-control"
+NETWORK_CONTROL_QUEUE = 3
+#: Junos routers have eight queues per interface.
+QUEUES = 8
 #: Our loss-priority curve names -> Junos loss priorities.
 LOSS_PRIORITIES = {"low": "low", "medium_high": "medium-high", "high": "high"}
 _DSCP_NAME = {v: k for k, v in reversed(DSCP_NAMES.items()) if k not in ("default", "le", "va")}
+THREE_COLOUR_REASON = "a Junos three-color-policer marks yellow medium-high and red high, and can only discard red besides"
 
 
 def _dscp(value: int) -> str:
@@ -60,57 +91,97 @@ def _from(term: Term) -> list[str]:
     return out
 
 
-def _policer(plan: Plan, name: str, p: Policer, lines: list[str]) -> str:
+def _policer(plan: Plan, term: Term, name: str, p: Policer, lines: list[str]) -> str:
     """Define the policer; returns the filter action that uses it."""
     if p.srtcm is None and p.trtcm is None:
         base = f"set firewall policer {name}"
         lines.append(f"{base} if-exceeding bandwidth-limit {p.rate} burst-size-limit {p.burst}")
         action = p.out_of_profile
         if isinstance(action, ClassRef):
-            lines.append(f"{base} then forwarding-class {action.class_}")
+            # The simulator keeps an out-of-profile packet red in its new class.
+            lines += [f"{base} then forwarding-class {action.class_}", f"{base} then loss-priority high"]
         else:
             lines.append(f"{base} then {'discard' if action == 'discard' else 'loss-priority high'}")
         return f"policer {name}"
     base = f"set firewall three-color-policer {name}"
-    lines.append(f"{base} {'color-aware' if p.color_aware else 'color-blind'}")
     if p.srtcm is not None:
         kind, m = "single-rate", p.srtcm
-        lines += [f"{base} single-rate committed-information-rate {m.cir}",
-                  f"{base} single-rate committed-burst-size {m.cbs}",
-                  f"{base} single-rate excess-burst-size {m.ebs}"]  # fmt: skip
+        meter = [f"committed-information-rate {m.cir}", f"committed-burst-size {m.cbs}", f"excess-burst-size {m.ebs}"]
     else:
         kind, m = "two-rate", p.trtcm
-        lines += [f"{base} two-rate committed-information-rate {m.cir}",
-                  f"{base} two-rate committed-burst-size {m.cbs}",
-                  f"{base} two-rate peak-information-rate {m.pir}",
-                  f"{base} two-rate peak-burst-size {m.pbs}"]  # fmt: skip
-    # Junos colours yellow medium-high and red high by itself; the only
-    # action it takes is to discard red ("action loss-priority high then discard").
+        meter = [f"committed-information-rate {m.cir}", f"committed-burst-size {m.cbs}",
+                 f"peak-information-rate {m.pir}", f"peak-burst-size {m.pbs}"]  # fmt: skip
+    lines.append(f"{base} {kind} {'color-aware' if p.color_aware else 'color-blind'}")
+    lines += [f"{base} {kind} {statement}" for statement in meter]
+    # Yellow goes on at loss priority medium-high ("transmit" keeps that
+    # colour); red at high ("transmit" or "loss_priority_high"), or is dropped.
     red, yellow = p.red or "discard", p.yellow or "transmit"
     if red == "discard":
         lines.append(f"{base} action loss-priority high then discard")
     elif red not in ("transmit", "loss_priority_high"):
-        lines.append(f"# {plan.note('junos', f'three-color-policer {name}: red action {red!r}')}")
+        element = f"term {term.name!r}: red packets to {action_name(red)}"
+        lines.append(f"# {plan.note(TARGET, element, THREE_COLOUR_REASON)}; they stay in the term's class at loss priority high")
     if yellow != "transmit":
-        lines.append(f"# {plan.note('junos', f'three-color-policer {name}: yellow action {yellow!r}')}")
+        element = f"term {term.name!r}: yellow packets to {action_name(yellow)}"
+        lines.append(f"# {plan.note(TARGET, element, THREE_COLOUR_REASON)}; they go on at loss priority medium-high")
     return f"three-color-policer {kind} {name}"
 
 
-def render(plan: Plan) -> str:
+def queues(plan: Plan) -> dict[str, int]:
+    """Queue number of each forwarding class: the policy's in order,
+    skipping the network-control queue unless the policy names that class."""
+    if NETWORK_CONTROL in (c.name for c in plan.classes):
+        return {c.name: c.index for c in plan.classes}
+    free = [q for q in range(QUEUES) if q != NETWORK_CONTROL_QUEUE]
+    out = {c.name: free[i] for i, c in enumerate(plan.classes) if i < len(free)}
+    out[NETWORK_CONTROL] = NETWORK_CONTROL_QUEUE
+    return out
+
+
+def _shares(plan: Plan) -> tuple[dict[str, int], dict[str, int], int, int, bool]:
+    """Whole transmit-rate and buffer percents of the policy's classes and
+    of network-control: scaled down where the policy's and network-control's
+    would pass 100 (network-control then takes what is left), rounded down
+    to whole percents; and whether any changed."""
+    own = NETWORK_CONTROL in (c.name for c in plan.classes)
+    nc = 0 if own else math.ceil(plan.network_control_percent)
+
+    def whole(values: dict[str, float]) -> tuple[dict[str, int], int, bool]:
+        floors = {n: math.floor(v + 1e-9) for n, v in values.items()}
+        changed = any(floors[n] != v for n, v in values.items())
+        if sum(floors.values()) + nc <= 100:
+            return floors, nc, changed
+        factor = (100 - nc) / sum(values.values())
+        scaled = {n: math.floor(v * factor + 1e-9) for n, v in values.items()}
+        return scaled, 0 if own else 100 - sum(scaled.values()), True
+
+    rates, nc_rate, rates_changed = whole({c.name: c.percent for c in plan.classes if c.percent is not None})
+    buffers, nc_buffer, buffers_changed = whole({c.name: c.buffer_percent for c in plan.classes})
+    return rates, buffers, nc_rate, nc_buffer, rates_changed or buffers_changed
+
+
+def render(plan: Plan, previous: str | None = None) -> str:
     lines = [
         "# alphaqos provision: α prefixes and QoS policy for Junos.",
         "# Load with: load set <this file>; then commit check, commit.",
         f"# {len(plan.alpha_src)} α source and {len(plan.alpha_dst)} α destination prefixes.",
+    ]
+    header_at = len(lines)
+    policers = [t for t in plan.terms if t.then.policer is not None]
+    lines += [
         "delete policy-options prefix-list alpha-src",
         "delete policy-options prefix-list alpha-dst",
         f"delete firewall family inet filter {FILTER}",
     ]
-    lines += [f"delete firewall policer {t.name}-policer" for t in plan.terms if t.then.policer is not None]
-    lines += [f"delete firewall three-color-policer {t.name}-policer" for t in plan.terms if t.then.policer is not None]
+    lines += [f"delete firewall policer {t.name}-policer" for t in policers]
+    lines += [f"delete firewall three-color-policer {t.name}-policer" for t in policers]
+    queue = queues(plan)
     lines += [f"delete class-of-service scheduler-maps {SCHEDULER_MAP}"]
-    lines += [f"delete class-of-service schedulers {c.name}-sched" for c in plan.classes]
+    lines += [f"delete class-of-service schedulers {name}-sched" for name in queue]
     lines += [f"delete class-of-service drop-profiles {c.name}-{lp}" for c in plan.classes for lp in LOSS_PRIORITIES.values()
               if c.drop_profile is not None]  # fmt: skip
+    # A prefix list with no entries would match nothing; declare it anyway
+    # so that the filter's references always resolve.
     for role, entries in (("src", plan.alpha_src), ("dst", plan.alpha_dst)):
         lines += [f"set policy-options prefix-list alpha-{role} {e.prefix}" for e in entries]
 
@@ -123,7 +194,7 @@ def render(plan: Plan) -> str:
             lines.append(f"{t} then discard")
             continue
         if then.policer is not None:
-            lines.append(f"{t} then {_policer(plan, f'{term.name}-policer', then.policer, lines)}")
+            lines.append(f"{t} then {_policer(plan, term, f'{term.name}-policer', then.policer, lines)}")
         if then.class_:
             lines.append(f"{t} then forwarding-class {then.class_}")
         if then.loss_priority:
@@ -135,14 +206,58 @@ def render(plan: Plan) -> str:
                   f"{t} then forwarding-class {plan.alpha_class}", f"{t} then count alpha", f"{t} then accept"]  # fmt: skip
     else:
         lines.append("# no α term: the α source or destination list is empty")
-    # A filter ends in an implicit discard: accept the rest into the default class.
+    default = plan.default_class.name
+    lines += [
+        f"# Junos has no class-default. A packet this filter sees that no term above claims goes to {default}",
+        f"# (queue {queue[default]}) by the term 'default' (a filter would otherwise end in a discard).",
+        "# Traffic that does not pass this filter (arriving on other interfaces, or sent by the routing",
+        f"# engine) is classified by the interface's default classifier: best effort into queue 0 ({_on_queue(queue, 0)}),",
+        f"# routing protocols into {NETWORK_CONTROL} (queue {queue.get(NETWORK_CONTROL, NETWORK_CONTROL_QUEUE)}).",
+    ]
     t = f"{base} term default"
-    lines += [f"{t} then forwarding-class {plan.default_class.name}", f"{t} then accept"]
+    lines += [f"{t} then forwarding-class {default}", f"{t} then accept"]
 
+    lines += _class_of_service(plan, queue)
+    ingress, egress = plan.ingress.get("junos"), plan.egress.get("junos")
+    if ingress:
+        lines.append(f"set interfaces {_ifd(ingress)} unit {_unit(ingress)} family inet filter input {FILTER}")
+    if egress:
+        lines.append(f"set class-of-service interfaces {_ifd(egress)} scheduler-map {SCHEDULER_MAP}")
+    if not (ingress and egress):
+        lines.append("# apply with --ingress-interface junos=IF and --egress-interface junos=IF: "
+                     "filter input on the ingress unit, scheduler-map on the egress")  # fmt: skip
+    lines[header_at:header_at] = plan.partial_header(TARGET, "#")
+    return "\n".join(lines) + "\n"
+
+
+def _on_queue(queue: dict[str, int], number: int) -> str:
+    return next((name for name, q in queue.items() if q == number), "no class of this policy")
+
+
+def _ifd(name: str) -> str:
+    """``xe-0/0/1.0`` -> ``xe-0/0/1``: the physical interface."""
+    return name.split(".", 1)[0]
+
+
+def _unit(name: str) -> str:
+    return name.split(".", 1)[1] if "." in name else "0"
+
+
+def _class_of_service(plan: Plan, queue: dict[str, int]) -> list[str]:
     cos = "set class-of-service"
+    lines = []
+    if len(plan.classes) + (NETWORK_CONTROL not in (c.name for c in plan.classes)) > QUEUES:
+        for c in plan.classes[QUEUES - 1:]:
+            lines.append(f"# {plan.note(TARGET, f'class {c.name!r}', f'a Junos interface has {QUEUES} queues, one of them {NETWORK_CONTROL}')}")
+    rates, buffers, nc_rate, nc_buffer, scaled = _shares(plan)
+    if scaled:
+        lines.append(f"# The policy's transmit-rate and buffer shares, in whole percents (as Junos takes them), scaled to "
+                     f"what {NETWORK_CONTROL}'s {nc_rate}% of rate and {nc_buffer}% of buffer leave.")  # fmt: skip
+    for name, q in sorted(queue.items(), key=lambda kv: kv[1]):
+        lines.append(f"{cos} forwarding-classes class {name} queue-num {q}")
     for c in plan.classes:
-        lines.append(f"{cos} forwarding-classes class {c.name} queue-num {c.index}")
-    for c in plan.classes:
+        if c.name not in queue:
+            continue
         s = f"{cos} schedulers {c.name}-sched"
         exact = " exact" if c.exact else ""
         if c.remainder:
@@ -150,27 +265,29 @@ def render(plan: Plan) -> str:
         elif c.rate_bps is not None:
             lines.append(f"{s} transmit-rate {c.rate_bps}{exact}")
         elif c.percent is not None:
-            lines.append(f"{s} transmit-rate percent {c.percent:g}{exact}")
-        lines.append(f"{s} buffer-size percent {c.buffer_percent:g}")
+            lines.append(f"{s} transmit-rate percent {rates[c.name]}{exact}")
+        lines.append(f"{s} buffer-size percent {buffers[c.name]}")
         lines.append(f"{s} priority {c.priority}")
+        notes = plan.class_notes(TARGET, c, "the depth of the transmit-rate meter is the router's own",
+                                 "Junos has no alternating queue; it is served as its weight's share")  # fmt: skip
+        lines += [f"# {n}" for n in notes]
         lines += _drop_profiles(plan, c, s, cos)
         lines.append(f"{cos} scheduler-maps {SCHEDULER_MAP} forwarding-class {c.name} scheduler {c.name}-sched")
-    if plan.ingress:
-        lines.append(f"set interfaces {plan.ingress} unit 0 family inet filter input {FILTER}")
-    if plan.egress:
-        lines.append(f"{cos} interfaces {plan.egress} scheduler-map {SCHEDULER_MAP}")
-    if not (plan.ingress and plan.egress):
-        lines.append("# apply with --ingress/--egress: filter input on the ingress unit, scheduler-map on the egress")
-    return "\n".join(lines) + "\n"
+    if NETWORK_CONTROL not in (c.name for c in plan.classes):
+        s = f"{cos} schedulers {NETWORK_CONTROL}-sched"
+        lines += [f"{s} transmit-rate percent {nc_rate}", f"{s} buffer-size percent {nc_buffer}", f"{s} priority high",
+                  f"{cos} scheduler-maps {SCHEDULER_MAP} forwarding-class {NETWORK_CONTROL} scheduler {NETWORK_CONTROL}-sched"]  # fmt: skip
+    return lines
 
 
-def _drop_profiles(plan: Plan, c, scheduler: str, cos: str) -> list[str]:
+def _drop_profiles(plan: Plan, c: ClassPlan, scheduler: str, cos: str) -> list[str]:
     d = c.drop_profile
     if d is None:
         return []
     if d.wred is not None or d.rio is not None or d.gred is not None:
         form = "wred" if d.wred is not None else "rio" if d.rio is not None else "gred"
-        return [f"# {plan.note('junos', f'class {c.name}: {form} drop profile (Junos takes interpolated curves)')}"]
+        element = f"class {c.name!r}: {form} drop profile"
+        return [f"# {plan.note(TARGET, element, 'Junos drop profiles are interpolated curves on the queue fill')}"]
     out = []
     for ours, lp in LOSS_PRIORITIES.items():
         curve = getattr(d, ours)

@@ -30,6 +30,19 @@ Aging
     last_seen)`` for each, ``reference`` being the time the table was aged
     at (default: the end of the data identify processed; ``--reference``).
 
+What a target cannot express
+    A renderer that meets a policy element its target has no statement for
+    records it with :meth:`Plan.note` (the element, the target, and why);
+    the command refuses to write anything while any is recorded, unless
+    ``--allow-partial``, and then each file lists what it leaves out in a
+    comment at its top and beside the place the element belongs.
+
+Interfaces
+    Names are given per platform (``junos``, ``cisco``, ``linux``; the tc,
+    nftables and DTN files are ``linux``), for the ingress (the filter, the
+    input policy) and the egress (the schedulers, the output policy, the
+    tc device) separately: one name never serves every target.
+
 Only IPv4 is rendered (the policy schema is IPv4); IPv6 prefixes of the
 table are counted and reported as not rendered.
 """
@@ -43,11 +56,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..policy import PRIORITIES, DropProfile, Policy, Term, check_policy
+from ..policy import PRIORITIES, ClassRef, DropProfile, Policy, Term, check_policy
 from ..scenario import load_policy_file
 
 __all__ = [
     "DEFAULT_AGING_DAYS",
+    "PLATFORMS",
+    "Missing",
     "DEFAULT_POLICY",
     "ClassPlan",
     "Plan",
@@ -68,6 +83,8 @@ DEFAULT_POLICY: dict[str, Any] = {
 }
 #: HNTES's aging period (Section II), for a prefix list without a database.
 DEFAULT_AGING_DAYS = 30
+#: The platforms interface names are given for; the targets rendered for each.
+PLATFORMS = {"junos": ("junos",), "cisco": ("cisco",), "linux": ("tc", "nftables", "dtn")}
 
 
 class InputError(ValueError):
@@ -100,6 +117,28 @@ class ClassPlan:
     drop_profile: DropProfile | None
 
 
+@dataclass(frozen=True)
+class Missing:
+    """A policy element a target cannot express: ``element`` names it as
+    the policy does (``term 'scavenge': red action class scavenger``),
+    ``reason`` says what the target lacks."""
+
+    target: str
+    element: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.target} cannot express {self.element} ({self.reason})"
+
+
+def action_name(action: str | ClassRef | None) -> str:
+    """A policer action as the policy writes it: ``discard``, ``transmit``,
+    ``loss_priority_high`` or ``class scavenger``."""
+    if isinstance(action, ClassRef):
+        return f"class {action.class_}"
+    return str(action)
+
+
 @dataclass
 class Plan:
     policy: Policy
@@ -110,10 +149,21 @@ class Plan:
     aging_s: int
     reference: datetime | None
     link_rate_bps: int
-    ingress: str | None = None
-    egress: str | None = None
+    #: Interface names per platform (:data:`PLATFORMS`).
+    ingress: dict[str, str] = field(default_factory=dict)
+    egress: dict[str, str] = field(default_factory=dict)
+    #: tc leaf queues: ``fq_codel``, ``bfifo`` (rate x 10 ms) or ``policy``
+    #: (the class's share of the policy's buffer).
+    tc_leaf: str = "fq_codel"
+    #: Junos: the share of the link kept for network-control (queue 3).
+    network_control_percent: float = 5.0
+    #: DTN host shaping: the circuit's rate (default: the link rate), the
+    #: share of it to shape to, and the shaper (``htb`` or ``fq``).
+    circuit_rate_bps: int | None = None
+    host_share_percent: float = 90.0
+    host_shaper: str = "htb"
     skipped_v6: int = 0
-    notes: list[str] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
 
     @property
     def terms(self) -> list[Term]:
@@ -134,11 +184,40 @@ class Plan:
         left = self.aging_s - (self.reference - entry.last_seen).total_seconds()
         return max(1, int(left))
 
-    def note(self, target: str, what: str) -> str:
-        """Record a feature ``target`` cannot render; returns the comment text."""
-        text = f"not rendered: {what}"
-        self.notes.append(f"{target}: {what}")
-        return text
+    def note(self, target: str, element: str, reason: str) -> str:
+        """Record a policy element ``target`` cannot express; returns the
+        comment to write where it belongs."""
+        item = Missing(target, element, reason)
+        if item not in self.missing:
+            self.missing.append(item)
+        return f"not rendered: {element} ({reason})"
+
+    def partial_header(self, target: str, comment: str) -> list[str]:
+        """The comment lines that open a partial file: what it leaves out."""
+        items = [m for m in self.missing if m.target == target]
+        if not items:
+            return []
+        out = [f"{comment} PARTIAL (--allow-partial): this file does not do everything the policy does.",
+               f"{comment} Not rendered:"]  # fmt: skip
+        out += [f"{comment}   - {m.element} ({m.reason})" for m in items]
+        return out
+
+    def class_notes(self, target: str, c: ClassPlan, burst_reason: str | None, alternate_reason: str) -> list[str]:
+        """Record the class parameters ``target`` has no statement for (its
+        ``burst``, unless ``burst_reason`` is None, and MDRR's alternating
+        low-latency queue); returns their comment texts."""
+        klass = self.policy.classes[c.name]
+        out = []
+        if klass.burst is not None and burst_reason is not None:
+            out.append(self.note(target, f"class {c.name!r}: burst {klass.burst}B", burst_reason))
+        if klass.low_latency == "alternate-priority":
+            out.append(self.note(target, f"class {c.name!r}: MDRR low_latency alternate-priority", alternate_reason))
+        return out
+
+    def colour_matters(self, class_name: str) -> bool:
+        """Whether a packet's colour (loss priority) changes what happens to
+        it in ``class_name``: only a drop profile reads it."""
+        return self.klass(class_name).drop_profile is not None
 
 
 # --- policy ------------------------------------------------------------------
@@ -263,16 +342,15 @@ def build_plan(
     aging_s: int = DEFAULT_AGING_DAYS * 86_400,
     reference: datetime | None = None,
     link_rate_bps: int = 10_000_000_000,
-    ingress: str | None = None,
-    egress: str | None = None,
+    **options: Any,
 ) -> Plan:
     if alpha_class not in policy.classes:
         raise InputError(f"the α class {alpha_class!r} is not a class of the policy (classes: {', '.join(policy.classes)})")
     return Plan(
         policy=policy, classes=_classes(policy), alpha_class=alpha_class,
         alpha_src=_sorted_v4(entries, "src"), alpha_dst=_sorted_v4(entries, "dst"),
-        aging_s=aging_s, reference=reference, link_rate_bps=link_rate_bps, ingress=ingress, egress=egress,
-        skipped_v6=sum(e.family != 4 for e in entries),
+        aging_s=aging_s, reference=reference, link_rate_bps=link_rate_bps,
+        skipped_v6=sum(e.family != 4 for e in entries), **options,
     )  # fmt: skip
 
 

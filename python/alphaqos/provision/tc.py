@@ -1,44 +1,95 @@
 """Linux traffic control: a shell script building an HTB tree with u32
-filters, run as ``sh tc.sh DEVICE``.
+filters, run as ``sh tc.sh [DEVICE]`` (default: the ``linux`` egress
+interface, if one was given).
 
 Tree
     ``1:`` HTB root (``default`` the policy's default class), ``1:1`` the
     link (``--rate``), one leaf per forwarding class, ``1:10`` + queue
     number (hex minor, as tc reads class ids), each with ``rate`` its share
     of the link (transmit-rate percentage or rate; weights and quanta as
-    their share; strict priority an equal share), ``ceil`` the link (the
-    class's own rate if ``exact``), ``prio`` from the Junos priority
-    (strict-high 0 ... low 4: HTB lends spare bandwidth to lower prio values
-    first), a ``quantum`` proportional to the rate, and a ``bfifo`` (or
-    ``pfifo``) of its ``buffer_size`` share of the policy buffer.
+    their share; strict priority an equal share of what is left), ``ceil``
+    the link (the class's own rate if ``exact``), ``prio`` from the Junos
+    priority (strict-high 0 ... low 4: HTB lends spare bandwidth to lower
+    prio values first) and a ``quantum`` proportional to the rate.
+
+Bursts
+    Every class has an explicit ``burst`` (at ``rate``) and ``cburst`` (at
+    ``ceil``): the bytes the rate sends in :data:`BURST_S` (1 ms), rounded
+    up to whole :data:`MTU_FRAME` frames, at least one (and at least the
+    class's own ``burst`` if the policy gives one). tc's own default is
+    ``rate / HZ + MTU`` (iproute2 ``tc/q_htb.c``), which depends on the
+    kernel's timer frequency and is far too small at 10 Gbit/s for HTB to
+    keep its rate between two timer events; a number in the file is also
+    one a reader can check.
+
+Leaf queues (``--tc-leaf``)
+    The policy's ``buffer`` is a router's interface buffer (125 MB in the
+    first document): a host's qdisc of that size would hold seconds of
+    traffic. So a leaf is ``fq_codel`` (the default: per-flow queues with
+    CoDel's 5 ms target, Linux's own default qdisc), or ``bfifo`` of the
+    class's rate x :data:`LEAF_DELAY_S` (10 ms), at least two frames; or
+    ``policy``: the class's share of the policy's buffer (``bfifo`` or
+    ``pfifo``), to emulate the router on a Linux box.
 
 Filters
     The policy's terms first (``u32 match ip src|dst|protocol|sport|dport|
-    dsfield``; a port range is split into aligned blocks u32 can mask), then
-    the α term as two u32 levels: a hash table (``ht 100:``) of the α
+    dsfield``; a port range is split into aligned blocks u32 can mask),
+    then the α term as two u32 levels: a hash table (``ht 100:``) of the α
     destinations pointing to the α class, linked from one filter per α
     source, so a table of S sources and D destinations takes S + D filters
     rather than S x D. Traffic no filter claims goes to the default class.
-    Policers become ``action police ... conform-exceed drop`` (only the
-    discard action; other actions and three-colour meters are noted as not
-    rendered).
 
-Syntax from the tc-htb(8), tc-u32(8), tc-bfifo(8) and tc-police(8) manual
-pages (iproute2).
+Policers
+    The closest faithful equivalent of a router's ingress policer: the
+    term's filters meter on this egress qdisc, before the packet is
+    queued, with the kernel's ``police`` action (a token bucket,
+    tc-police(8)) in its own u32 table (``ht 101:`` ...) that every block
+    of the term's match links to, so the term has one bucket. A meter is
+    one or two steps, each a filter at its own ``prio`` whose exceeding
+    packets get the step's outcome (``drop``, or its ``flowid``) and whose
+    conforming packets ``continue`` to the next step:
+
+    - single rate: ``rate`` / ``burst``, out of profile -> the action;
+    - srTCM (RFC 2697): red is a bucket of ``cir`` and ``cbs + ebs`` (the
+      sum of srTCM's two buckets, which refill at ``cir`` together; a
+      packet fits the sum though neither bucket alone at most once per
+      refill), then yellow the ``cir`` / ``cbs`` bucket of the packets
+      that were not red, which is srTCM's committed bucket;
+    - trTCM (RFC 2698): red is the ``pir`` / ``pbs`` bucket, then yellow
+      the ``cir`` / ``cbs`` bucket of the rest, as the RFC meters.
+
+    Steps at the end that change nothing (the packet stays in the term's
+    class) are left out. Linux keeps no colour, so a colour only a drop
+    profile would read is not rendered (drop profiles are not either), and
+    colour-aware metering cannot be expressed.
+
+Syntax from the tc-htb(8), tc-u32(8), tc-bfifo(8), tc-fq_codel(8) and
+tc-police(8) manual pages (iproute2).
 """
 
 from __future__ import annotations
 
-from ..policy import PROTOCOLS, Term
+import math
+
+from ..policy import PROTOCOLS, ClassRef, Term
 from .model import Plan, priority_rank
 
-__all__ = ["FILENAME", "classid", "class_rates", "render"]
+__all__ = ["FILENAME", "bits", "burst_bytes", "classid", "class_rates", "leaf", "render", "script_head"]
 
 FILENAME = "tc.sh"
+TARGET = "tc"
 ALPHA_TABLE = "100:"
+#: First u32 table of the policers (hex handles 101:, 102:, ...).
+POLICER_TABLE = 0x101
 #: HTB's largest sensible quantum (bytes; the kernel warns above 200000).
 MAX_QUANTUM = 200_000
+#: An Ethernet frame as HTB counts it (1500 bytes of IP and the 14-byte header).
 MTU_FRAME = 1514
+#: HTB bursts hold this long at their rate (see the module doc).
+BURST_S = 0.001
+#: A bfifo leaf holds this long at its class's rate.
+LEAF_DELAY_S = 0.010
+LEAVES = ("fq_codel", "bfifo", "policy")
 
 
 def classid(index: int) -> str:
@@ -69,6 +120,46 @@ def bits(bps: int) -> str:
         if bps % size == 0:
             return f"{bps // size}{unit}"
     return f"{bps}bit"
+
+
+def burst_bytes(rate_bps: int, floor: int = 0) -> int:
+    """HTB burst for ``rate_bps``: :data:`BURST_S` of it in whole frames,
+    at least one frame and at least ``floor`` bytes."""
+    frames = max(1, math.ceil(rate_bps * BURST_S / 8 / MTU_FRAME), math.ceil(floor / MTU_FRAME))
+    return frames * MTU_FRAME
+
+
+def leaf(kind: str, rate_bps: int, buffer=None, share: float = 100.0) -> str | None:
+    """The leaf qdisc (after ``tc qdisc add ... parent X handle Y:``)."""
+    if kind == "fq_codel":
+        return "fq_codel"
+    if kind == "bfifo":
+        return f"bfifo limit {max(2 * MTU_FRAME, math.ceil(rate_bps * LEAF_DELAY_S / 8))}"
+    if buffer is not None and buffer.bytes is not None:
+        return f"bfifo limit {max(MTU_FRAME, round(buffer.bytes * share / 100))}"
+    if buffer is not None and buffer.pkts is not None:
+        return f"pfifo limit {max(1, round(buffer.pkts * share / 100))}"
+    return None
+
+
+def htb_class(parent: str, cid: str, rate: int, ceil: int, extra: str = "", burst_floor: int = 0) -> str:
+    return (f'tc class add dev "$DEV" parent {parent} classid {cid} htb rate {bits(rate)} ceil {bits(ceil)} '
+            f"burst {burst_bytes(rate, burst_floor)} cburst {burst_bytes(ceil, burst_floor)}{extra}")  # fmt: skip
+
+
+def script_head(plan: Plan, what: str, filename: str, usage: str, comments: tuple[str, ...] = ()) -> list[str]:
+    """The opening of a tc script: what it is, how to run it, and ``DEV``
+    (the ``linux`` egress interface unless given), whose root it clears."""
+    device = plan.egress.get("linux")
+    return [
+        "#!/bin/sh",
+        f"# alphaqos provision: {what}.",
+        f"# Usage: sh {filename} {'[DEVICE]' if device else 'DEVICE'} ({usage}). Replaces DEVICE's root qdisc.",
+        *comments,
+        "set -eu",
+        f"DEV=${{1:-{device}}}" if device else "DEV=${1:?device}",
+        'tc qdisc del dev "$DEV" root 2>/dev/null || true',
+    ]
 
 
 def port_blocks(low: int, high: int) -> list[tuple[int, int]]:
@@ -104,62 +195,92 @@ def _term_matches(term: Term) -> list[str]:
     return [" ".join(v) or "match u32 0 0" for v in variants]
 
 
-def _term_action(plan: Plan, term: Term) -> tuple[str, list[str]]:
-    then, notes = term.then, []
+def meter_steps(plan: Plan, term: Term, target: str) -> list[tuple[int, int, str, str | None]]:
+    """The policer of ``term`` as (rate bit/s, burst bytes, colour,
+    outcome) steps, in the order a packet meets them: a packet above the
+    step's bucket is ``colour`` and goes to the outcome (a class name, or
+    None: dropped); one within goes on to the next step, and after the last
+    is green in the term's class. Records what ``target`` cannot express."""
+    p = term.then.policer
+    own = term.then.class_ or plan.default_class.name
+
+    def outcome(action) -> str | None:
+        if action == "discard":
+            return None
+        return action.class_ if isinstance(action, ClassRef) else own
+
+    if p.srtcm is None and p.trtcm is None:
+        steps = [(p.rate, p.burst, "red", outcome(p.out_of_profile))]
+    else:
+        m = p.srtcm or p.trtcm
+        red = (m.cir, m.cbs + m.ebs) if p.srtcm is not None else (m.pir, m.pbs)
+        steps = [(*red, "red", outcome(p.red or "discard")), (m.cir, m.cbs, "yellow", outcome(p.yellow or "transmit"))]
+    if p.color_aware:
+        plan.note(target, f"term {term.name!r}: color_aware metering", "Linux keeps no colour from upstream; metered colour-blind")
+    return steps
+
+
+def _filters(plan: Plan, term: Term, prio: int, table: int) -> tuple[list[str], int, int]:
+    """The filters of ``term`` from ``prio`` on; returns them, the next
+    free prio and the next free policer table."""
+    f = f'tc filter add dev "$DEV" parent 1: protocol ip prio'
+    matches = _term_matches(term)
+    then = term.then
     if then.discard:
-        return " action drop", notes
-    target = then.class_ or plan.default_class.name
-    action = f" flowid {classid(plan.klass(target).index)}"
-    p = then.policer
-    if p is not None:
-        if p.srtcm is None and p.trtcm is None and p.out_of_profile == "discard":
-            action += f" action police rate {bits(p.rate)} burst {p.burst} conform-exceed drop"
-        else:
-            notes.append(plan.note("tc", f"term {term.name}: policer (tc polices with discard only, two colours)"))
-    if then.loss_priority:
-        notes.append(plan.note("tc", f"term {term.name}: loss-priority {then.loss_priority}"))
-    return action, notes
+        return [f"{f} {prio} u32 {m} action drop" for m in matches], prio + 1, table
+    own = classid(plan.klass(then.class_ or plan.default_class.name).index)
+    out = []
+    if then.policer is not None:
+        steps = meter_steps(plan, term, TARGET)
+        while steps and steps[-1][3] == (then.class_ or plan.default_class.name):
+            steps.pop()  # changes nothing: the colour is not kept
+        if steps:
+            out.append("# policer: metered here, on egress before the queue, the closest equivalent of the router's "
+                       "ingress policer (one bucket per step; conforming packets continue to the next)")  # fmt: skip
+        for rate, burst, _colour, outcome in steps:
+            flowid = own if outcome is None else classid(plan.klass(outcome).index)
+            handle = f"{table:x}:"
+            exceed = "drop" if outcome is None else "ok"
+            out.append(f"# step: above {bits(rate)} (burst {burst} B) -> {'drop' if outcome is None else outcome}")
+            out.append(f"{f} {prio} handle {handle} u32 divisor 1")
+            out.append(f"{f} {prio} u32 ht {handle} match u32 0 0 flowid {flowid} "
+                       f"action police rate {bits(rate)} burst {burst} conform-exceed {exceed}/continue")  # fmt: skip
+            out += [f"{f} {prio} u32 ht 800: {m} link {handle}" for m in matches]
+            prio, table = prio + 1, table + 1
+    out += [f"{f} {prio} u32 {m} flowid {own}" for m in matches]
+    return out, prio + 1, table
 
 
-def render(plan: Plan) -> str:
+def render(plan: Plan, previous: str | None = None) -> str:
     link = plan.link_rate_bps
     rates = class_rates(plan)
-    out = [
-        "#!/bin/sh",
-        "# alphaqos provision: α prefixes and QoS policy as a Linux HTB tree.",
-        f"# Usage: sh {FILENAME} DEVICE (link rate {bits(link)}). Replaces DEVICE's root qdisc.",
-        "set -eu",
-        "DEV=${1:?device}",
-        'tc qdisc del dev "$DEV" root 2>/dev/null || true',
+    out = script_head(plan, "α prefixes and QoS policy as a Linux HTB tree", FILENAME, f"link rate {bits(link)}")
+    header_at = 2
+    out += [
         f'tc qdisc add dev "$DEV" root handle 1: htb default {0x10 + plan.default_class.index:x}',
-        f'tc class add dev "$DEV" parent 1: classid 1:1 htb rate {bits(link)} ceil {bits(link)} quantum {MAX_QUANTUM}',
+        htb_class("1:", "1:1", link, link, f" quantum {MAX_QUANTUM}"),
     ]
     buffer = plan.policy.buffer
     for c, rate in zip(plan.classes, rates):
         ceil = rate if c.exact else link
         quantum = max(MTU_FRAME, min(MAX_QUANTUM, round(MAX_QUANTUM * rate / link)))
         out.append(f"# class {c.name}: queue {c.index}, priority {c.priority}")
-        out.append(f'tc class add dev "$DEV" parent 1:1 classid {classid(c.index)} htb rate {bits(rate)} '
-                   f"ceil {bits(ceil)} prio {priority_rank(c.priority)} quantum {quantum}")  # fmt: skip
-        handle = f"{0x10 + c.index:x}:"
-        if buffer.bytes is not None:
-            leaf = f"bfifo limit {max(MTU_FRAME, round(buffer.bytes * c.buffer_percent / 100))}"
-        elif buffer.pkts is not None:
-            leaf = f"pfifo limit {max(1, round(buffer.pkts * c.buffer_percent / 100))}"
-        else:
-            leaf = None
-        if leaf:
-            out.append(f'tc qdisc add dev "$DEV" parent {classid(c.index)} handle {handle} {leaf}')
+        floor = plan.policy.classes[c.name].burst or 0
+        out.append(htb_class("1:1", classid(c.index), rate, ceil, f" prio {priority_rank(c.priority)} quantum {quantum}", floor))
+        qdisc = leaf(plan.tc_leaf, rate, buffer, c.buffer_percent)
+        if qdisc:
+            out.append(f'tc qdisc add dev "$DEV" parent {classid(c.index)} handle {0x10 + c.index:x}: {qdisc}')
         if c.drop_profile is not None:
-            out.append(f"# {plan.note('tc', f'class {c.name}: drop profile')}")
-
-    for prio, term in enumerate(plan.terms, 1):
-        action, notes = _term_action(plan, term)
-        out.append(f"# term {term.name}")
+            reason = f"the leaf is {plan.tc_leaf}; Linux has no per-colour drop profile without a colour to read"
+            out.append(f"# {plan.note(TARGET, f'class {c.name!r}: drop profile', reason)}")
+        notes = plan.class_notes(TARGET, c, None, "HTB has no alternating queue; it is served as its weight's share")
         out += [f"# {n}" for n in notes]
-        for matches in _term_matches(term):
-            out.append(f'tc filter add dev "$DEV" parent 1: protocol ip prio {prio} u32 {matches}{action}')
-    prio = len(plan.terms) + 1
+
+    prio, table = 1, POLICER_TABLE
+    for term in plan.terms:
+        out.append(f"# term {term.name}")
+        lines, prio, table = _filters(plan, term, prio, table)
+        out += lines
     if plan.alpha_src and plan.alpha_dst:
         alpha = classid(plan.klass(plan.alpha_class).index)
         f = f'tc filter add dev "$DEV" parent 1: protocol ip prio {prio}'
@@ -169,5 +290,5 @@ def render(plan: Plan) -> str:
         out += [f"{f} u32 ht 800: match ip src {e.prefix} link {ALPHA_TABLE}" for e in plan.alpha_src]
     else:
         out.append("# no α filters: the α source or destination list is empty")
+    out[header_at:header_at] = plan.partial_header(TARGET, "#")
     return "\n".join(out) + "\n"
-
