@@ -70,7 +70,8 @@ def test_nfdump_reads_records_ms_times_names_and_skips_summary(tmp_path):
     assert table["protocol"].to_list() == [6, 17, 1, 47]
     # ra when set, else --exporter (0.0.0.0 is nfdump's "unknown")
     assert table["exporter"].to_list() == ["192.0.2.1", "edge-7", "192.0.2.1", "192.0.2.1"]
-    assert table["sampling_rate"].to_list() == [100, 1, 100, 100]
+    # edge-7's rate was not given: unknown (0), its counts stored as exported
+    assert table["sampling_rate"].to_list() == [100, 0, 100, 100]
     assert table["bytes_scaled"].to_list() == [150_000, 70, 16_800, 50_000]
     assert table["packets_scaled"][0] == 1_000
     assert table["dst_port"].to_list() == [80, 53, 2048, 0]
@@ -179,13 +180,13 @@ def test_goflow2_reads_fields_scales_and_notes_unknown_sampling(tmp_path):
     assert table.height == 3 and report.rows == 5 and report.rejected == 2
     assert table["exporter"].unique().to_list() == ["192.0.2.9"]
     assert table["protocol"].to_list() == [6, 17, 58]
-    assert table["sampling_rate"].to_list() == [100, 1, 100]
+    assert table["sampling_rate"].to_list() == [100, 0, 100]  # GoFlow2's 0: unknown, not 1:1
     assert table["bytes_scaled"].to_list() == [150_000, 80, 150_000]
     assert table["first"][0] == T0 and table["last"][0] == after(30.5)
     assert table["src_addr"][1] == "2001:db8::1"
     # no flow times (as from sFlow): the time received is used, and noted
     assert table["first"][2] == table["last"][2] == T0
-    assert report.notes["sampling_rate 0 (unknown) read as 1"] == 1
+    assert list(report.notes) == ["no flow start time: time_received_ns used"]
     assert report.notes["no flow start time: time_received_ns used"] == 1
     assert [e.location for e in report.examples[Reason.NOT_JSON]] == [f"{path}:5"]
     assert [e.location for e in report.examples[Reason.UNKNOWN_PROTOCOL]] == [f"{path}:6"]
@@ -239,7 +240,7 @@ def test_mapped_csv_with_epoch_milliseconds(tmp_path):
     mapping = readers.parse_mapping("exporter=router,first=start_ms,last=end_ms,src_addr=source,dst_addr=dest,"
                                     "src_port=sport,dst_port=dport,protocol=proto,bytes=octets,packets=pkts")  # fmt: skip
     report = RejectReport()
-    table = readers.read_csv_mapped(path, ReadOptions(mapping=mapping, time_unit="ms"), report)
+    table = readers.read_csv_mapped(path, ReadOptions(mapping=mapping, time_unit="ms", sampling=1), report)
     assert table.height == 1
     assert table.row(0, named=True) == {
         "exporter": "r1", "first": T0, "last": after(60),
@@ -302,7 +303,7 @@ def test_round_trip_through_nfdump_csv(tmp_path, small):
     back = readers.read_nfdump_csv(path, ReadOptions(sampling=rates), report)
     assert report.rejected == 0 and back.equals(small)
     # Counts scaled by the collector (nfcapd -s) read back with no sampling: the same true volume.
-    scaled = readers.read_nfdump_csv(synth.write_nfdump_csv(small, tmp_path / "scaled.csv", scaled=True))
+    scaled = readers.read_nfdump_csv(synth.write_nfdump_csv(small, tmp_path / "scaled.csv", scaled=True), ReadOptions(sampling=1))
     assert scaled["bytes_scaled"].equals(small["bytes_scaled"]) and set(scaled["sampling_rate"]) == {1}
 
 
@@ -400,7 +401,7 @@ def test_cli_synth_then_ingest_nfdump_and_goflow2(tmp_path, capsys):
 
     store = tmp_path / "store"
     assert cli.main(["flows", "ingest", str(tmp_path / "nf" / "flows.csv"), "--format", "nfdump", "--out", str(store),
-                     "--sampling", "192.0.2.2=100"]) == 0  # fmt: skip
+                     "--sampling", "192.0.2.1=1,192.0.2.2=100"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert f"{expected.height:,} records into {store}/" in out and "0 rejected" in out
     assert "192.0.2.2  2026-11-01" in out

@@ -106,7 +106,8 @@ def test_v5_known_values_sampling_and_uptime_wrap():
 
 def test_v5_round_trip_and_configured_sampling():
     want = canonical_frame(70).filter(~pl.col("src_addr").str.contains(":"))
-    want = want.with_columns(pl.col("bytes") % (1 << 32), pl.col("packets") % (1 << 32), pl.lit(1, pl.Int64).alias("sampling_rate"))
+    # a header sampling interval of 0 says nothing: the rate is unknown (0), not 1:1
+    want = want.with_columns(pl.col("bytes") % (1 << 32), pl.col("packets") % (1 << 32), pl.lit(0, pl.Int64).alias("sampling_rate"))
     want = schema.conform(want.drop("bytes_scaled", "packets_scaled"))
     datagrams = encode_v5(want)
     assert len(datagrams) == -(-want.height // 30)
@@ -147,8 +148,8 @@ def test_v9_known_values_with_sampler_options():
     assert (row["src_addr"], row["dst_addr"], row["src_port"], row["dst_port"], row["protocol"]) == ("10.0.0.1", "10.0.0.2", 5000, 2811, 6)
     assert (row["bytes"], row["packets"], row["input_if"], row["output_if"]) == (1_000_000, 700, 12, 0)
     # sampler 7: 1 in 512; sampler 8: 1 in 10; sampler 9 unknown, and the
-    # domain has two rates so none applies: 1
-    assert frame["sampling_rate"].to_list() == [512, 10, 1]
+    # domain has two rates so none applies: unknown (0), counts as exported
+    assert frame["sampling_rate"].to_list() == [512, 10, 0]
     assert frame["bytes_scaled"].to_list() == [512_000_000, 640, 10]
 
 
@@ -204,7 +205,7 @@ def test_ipfix_ipv6_variable_length_and_enterprise_fields():
     assert frame["dst_addr"].to_list() == ["2001:db8::2", "2001:db8:0:1::9"]
     assert frame["bytes"].to_list() == [123_456_789_012, 5] and frame["packets"].to_list() == [99, 99]
     assert frame["first"][0] == us(1_700_000_000_123_000) and frame["last"][0] == us(1_700_000_000_456_000)
-    assert frame["exporter"].to_list() == ["2001:db8::ff"] * 2 and frame["sampling_rate"].to_list() == [1, 1]
+    assert frame["exporter"].to_list() == ["2001:db8::ff"] * 2 and frame["sampling_rate"].to_list() == [0, 0]  # no sampler options
 
 
 def test_ipfix_selector_options_seconds_and_reduced_size_encoding():
