@@ -298,9 +298,13 @@ def test_backtest_catch_ratio_and_beta_by_hand(tmp_path):
     # learnt on day 1: C's sink 8.8.8.0/24 (its source /24 was known); at /32 both of C's addresses
     assert by[(24, 3, "r2")]["rules"] == 5 and by[(24, 3, "r2")]["rules_added"] == 1
     assert by[(32, 3, "r2")]["rules"] == 6 and by[(32, 3, "r2")]["rules_added"] == 2
+    # The headline leaves out day 0, which had no earlier rules to judge by (its 5 GB).
     summary = {r["prefix_v4"]: r for r in summarise(out).iter_rows(named=True)}
-    assert summary[24]["catch_ratio"] == pytest.approx(6e9 / 18e9)
-    assert summary[32]["catch_ratio"] == pytest.approx(4e9 / 18e9)
+    assert summary[24]["catch_ratio"] == pytest.approx(6e9 / 13e9)
+    assert summary[32]["catch_ratio"] == pytest.approx(4e9 / 13e9)
+    assert (summary[24]["days"], summary[24]["days_excluded"], summary[24]["alpha_bytes"]) == (2, 1, 13e9)
+    every_day = {r["prefix_v4"]: r for r in summarise(out, warmup=False).iter_rows(named=True)}
+    assert every_day[24]["catch_ratio"] == pytest.approx(6e9 / 18e9) and every_day[24]["days_excluded"] == 0
 
 
 def test_backtest_rules_expire(tmp_path):
@@ -316,7 +320,10 @@ def test_backtest_command_writes_the_report(tmp_path, capsys):
     rows = [rec(T0 + timedelta(days=d, hours=1), nbytes=2 * GB) for d in range(3)]
     root = write(tmp_path / "flows", rows)
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "report")]) == 0
-    assert "66.7%" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # day 0 has no earlier rules: left out of the headline (it was 66.7% with it)
+    assert "/24 (IPv6 /48): 100.0% of 4e+09 α bytes caught (pair) over 2 day(s), leaving out 1 first day(s)" in out
+    assert "/32 (IPv6 /128): 100.0%" in out  # a /32 is a host: its IPv6 companion is /128, not /48
     names = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert names == ["backtest.csv", "backtest.parquet", "catch_ratio.png", "rules.png", "summary.json"]
     assert pl.read_csv(tmp_path / "report" / "backtest.csv").height == 6  # 3 days x /24, /32
@@ -350,6 +357,6 @@ def test_backtest_command_either_mode(tmp_path, capsys):
             rec(T0 + timedelta(days=1, hours=1), dst="8.8.8.8", nbytes=2 * GB)]  # fmt: skip
     root = write(tmp_path / "flows", rows)
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "pair"), "--prefix-v4", "24"]) == 0
-    assert "0.0% of 4e+09" in capsys.readouterr().out
+    assert "0.0% of 2e+09" in capsys.readouterr().out
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "either"), "--mode", "either"]) == 0
-    assert "50.0% of 4e+09" in capsys.readouterr().out
+    assert "100.0% of 2e+09" in capsys.readouterr().out

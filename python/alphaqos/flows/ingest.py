@@ -30,7 +30,7 @@
     one (default 1 day; ``off``: not checked).
 
 ``alphaqos flows synth --days N --out DIR [--seed S] [--exporters K]
-[--format parquet|nfdump|goflow2] [--beta-flows N] [--alpha-transfers N]
+[--format parquet|nfdump|goflow2] [--beta-flows N] [--alpha-transfers N] [--new-alpha-hosts N]
 [--active-timeout S] [--start YYYY-MM-DD]``
     Write a synthetic data set (:mod:`.synth`) to a new DIR: the canonical
     store, or one ``flows.csv`` (nfdump CSV) or ``flows.jsonl`` (GoFlow2);
@@ -84,6 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     make.add_argument("--format", choices=SYNTH_FORMATS, default="parquet", help="output format (default parquet)")
     make.add_argument("--beta-flows", metavar="N", type=_positive_int, default=400_000, help="beta flows per day")
     make.add_argument("--alpha-transfers", metavar="N", type=int, default=24, help="alpha transfers per day")
+    make.add_argument("--new-alpha-hosts", metavar="N", type=int, default=0,
+                      help="alpha hosts that appear each day after the first, inside known /24s (default 0)")  # fmt: skip
     make.add_argument("--active-timeout", metavar="S", type=float, default=60.0, help="seconds (default 60)")
     make.add_argument("--start", metavar="YYYY-MM-DD", type=date.fromisoformat, default=date(2026, 11, 1),
                       help="first day (UTC)")  # fmt: skip
@@ -207,9 +209,12 @@ def _synth(args: argparse.Namespace) -> int:
         raise UsageError("--active-timeout: expected a positive number of seconds")
     if args.exporters > 254:
         raise UsageError("--exporters: at most 254")
-    table = synth.synthesize(days=args.days, exporters=args.exporters, seed=args.seed, start=args.start,
-                             beta_flows_per_day=args.beta_flows, alpha_transfers_per_day=max(args.alpha_transfers, 0),
-                             active_timeout=args.active_timeout)  # fmt: skip
+    try:
+        table = synth.synthesize(days=args.days, exporters=args.exporters, seed=args.seed, start=args.start,
+                                 beta_flows_per_day=args.beta_flows, alpha_transfers_per_day=max(args.alpha_transfers, 0),
+                                 new_alpha_hosts_per_day=args.new_alpha_hosts, active_timeout=args.active_timeout)  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(f"--new-alpha-hosts: {exc}") from None
     with _staged_directory(args.out) as staging:
         if args.format == "parquet":
             schema.write_partitioned(table, staging)
