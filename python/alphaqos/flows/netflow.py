@@ -27,14 +27,35 @@ Decoding
 Problems
     Malformed input never raises out of ``feed``: each problem is a
     :class:`Problem` (exporter, reason, short description), counted by
-    reason in ``Decoder.counts``. Reasons: ``truncated`` (header, set or
-    template shorter than it says), ``bad_length`` (a set length beyond the
-    datagram or below its header), ``unknown_version``, ``empty_template``
-    (a v9 template, or an IPFIX options template, with no fields),
-    ``bad_template`` (a field of length 0, a scope count above the field
-    count), ``unknown_template`` (data for a template not seen yet),
-    ``bad_time`` (records dated before 1970 or after 2199, dropped by
-    ``take()`` and counted one by one), ``malformed`` (anything else).
+    reason in ``Decoder.counts`` and per exporter in
+    ``Decoder.exporter_counts``. Reasons: ``truncated`` (header, set or
+    template shorter than it says; a data set whose last bytes are a
+    record cut short rather than zero padding, as when a template is longer
+    than its set; a variable-length field running past its set, the rest
+    of the set dropped), ``bad_length`` (a set length beyond the datagram
+    or below its header; a v5 header whose count disagrees with the
+    datagram's length: v5 is never padded, so the datagram is dropped),
+    ``unknown_version``, ``empty_template`` (a v9 template, or an IPFIX
+    options template, with no fields), ``bad_template`` (a field of length
+    0, a scope count above the field count), ``unknown_template`` (data for
+    a template not seen yet), ``zero_sampling_interval`` (an options
+    record giving sampling interval 0: ignored, the rate stays unknown),
+    ``malformed`` (anything else).
+
+Impossible records
+    ``take()``/``build()`` reject the records that the readers of
+    :mod:`.readers` would reject, with the same checks
+    (:func:`.schema.impossible`) and reasons (:class:`.schema.Reason`),
+    counted per (exporter, reason) in ``Decoder.rejected``: a count times
+    its sampling rate above 2**64 - 1 (counts are unsigned 64-bit from the
+    wire on, never read as signed), ``last`` before ``first``, and a time
+    outside the plausible window: more than ``window_us`` (default 1 day)
+    from the datagram's receive time (``feed``'s ``received_us``: the
+    collector's clock, a capture's time stamp) or, when that is not known,
+    from the header's export time; always within 1970-2199; and for v5/v9
+    times relative to the uptime, not after the datagram's export (with
+    :data:`EXPORT_SLACK_US` for the header's whole seconds). Garbage times
+    thus never make a partition of their own.
 
 Unknown templates
     Data sets for a template not yet seen are counted as ``unknown_template``
@@ -46,10 +67,14 @@ Unknown templates
     (RFC 7011 Section 8.1); a newer template with the same id replaces it.
 
 Loss at the exporter
-    Gaps in sequence numbers are counted in ``Decoder.stats``:
-    ``lost_records`` for v5 and IPFIX (whose sequence numbers count
-    records), ``lost_datagrams`` for v9 (which counts datagrams). A number
-    behind the expected one (reordering) is not counted.
+    Gaps in sequence numbers are counted in ``Decoder.stats`` (and per
+    exporter in ``Decoder.exporter_stats``): ``lost_records`` for v5 and
+    IPFIX (whose sequence numbers count records), ``lost_datagrams`` for v9
+    (which counts datagrams). A number a little behind the expected one
+    (reordering, a duplicate) is not counted. A jump of more than
+    :data:`MAX_GAP_RECORDS` records or :data:`MAX_GAP_DATAGRAMS` datagrams,
+    forward or back, is no loss but a restart of the exporter or garbage:
+    it is counted in ``sequence_jumps`` and the count starts afresh.
 
 Time
     v5 and v9 ``FIRST``/``LAST_SWITCHED`` are milliseconds of system uptime:
@@ -70,14 +95,23 @@ Sampling
     samplingPacketSpace (306) as (interval + space) / interval; else the
     last rate an options record without a sampler id gave for the
     observation domain; else, for v5, the header's sampling_interval (low
-    14 bits; the top 2 bits are the mode); else 1.
+    14 bits; the top 2 bits are the mode); else unknown: 0, not 1 (an
+    interval of 0 anywhere says nothing). ``sampling={"*": N}`` configures
+    all exporters. Records of unknown rate are counted per exporter in
+    ``Decoder.exporter_stats[e]["sampling_unknown"]``.
+
+ICMP
+    ICMP_TYPE (v9 32, IPFIX icmpTypeCodeIPv4 32 / icmpTypeCodeIPv6 139, or
+    the type and code apart, 176-179) of ICMP and ICMPv6 records goes into
+    ``dst_port`` as type x 256 + code (see :mod:`.schema`).
 
 Encoding
     :func:`encode_ipfix` and :func:`encode_v9` turn a canonical table into
     export datagrams (templates, a sampler options template and its data,
     then data sets), for tests and synthetic data; :func:`encode_v5` the
     IPv4 rows into v5 datagrams. Times are exported in milliseconds, so
-    sub-millisecond parts are lost.
+    sub-millisecond parts are lost; each datagram's export time is the
+    second after the latest ``last`` of its records.
 
 Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
 """

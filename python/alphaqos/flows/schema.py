@@ -39,7 +39,7 @@ Counters
     scaled columns equal them, which is right only if the exporter did not
     sample. ``alphaqos flows ingest`` warns per exporter when that happens.
 
-What no record may be (:data:`IMPOSSIBLE`, checked by every reader and by
+What no record may be (:func:`impossible`, checked by every reader and by
 the decoder alike, with the same :class:`Reason`): a negative count; a
 count that times its sampling rate does not fit in 64 bits; ``last``
 before ``first``; a time outside the plausible window of the record's
@@ -57,7 +57,8 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["COLUMNS", "SCHEMA", "Reason", "conform", "empty", "impossible", "write_partitioned"]
+__all__ = ["COLUMNS", "MAX_COUNT", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible",
+           "scaled", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
     "exporter": pl.String(),
