@@ -91,7 +91,8 @@ def in_process(records: int) -> None:
 def collector_run(path: Path, counts: list[int], rate: float, seconds: float, out: Path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     collector = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "collect", "--listen", "127.0.0.1:0",
-                                  "--out", str(out), "--flush-every", "2s"],
+                                  "--out", str(out), "--flush-every", "2s",
+                                  "--time-window", "off"],  # the records are dated 2026-01-05
                                  stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
     try:
         port = collector.stdout.readline().split()[2].rsplit(":", 1)[1]
@@ -104,7 +105,7 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
     finally:
         if collector.poll() is None:
             collector.kill()
-    final = output.strip().splitlines()[-1]
+    final = [line for line in output.splitlines() if line.startswith("stopped after")][-1]  # then per exporter
     written = int(re.search(r"\(([\d,]+) in all\)", final).group(1).replace(",", ""))
     drops = re.search(r"kernel drops: ([\d,?]+)", final).group(1)
     decoding = re.search(r"decoding ([\d,]+) records/s", final).group(1)

@@ -225,8 +225,21 @@ def test_identify_command(tmp_path, capsys):
     root = write(tmp_path / "flows", [rec(T0, nbytes=2 * GB)])
     assert main(["flows", "identify", str(root), "--db", str(tmp_path / "x.duckdb"), "--threshold", "1.5GB",
                  "--interval", "1min", "--prefix-v4", "32", "--aging", "7d"]) == 0  # fmt: skip
-    assert "2 prefixes" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 prefixes" in out
     assert {r["prefix"] for r in table(tmp_path / "x.duckdb", "prefixes")} == {"10.1.2.3/32", "192.168.5.6/32"}
+    # the prefixes learnt are printed, most α bytes first
+    assert "prefixes learnt:" in out and "  10.1.2.3/32" in out and " src " in out and "192.168.5.6/32" in out
+
+
+def test_identify_prints_the_top_prefixes_by_alpha_bytes(tmp_path, capsys):
+    rows = [rec(T0, src=f"10.0.{k}.1", dst=f"192.168.{k}.1", sport=k, nbytes=(2 + k) * GB) for k in range(4)]
+    root = write(tmp_path / "flows", rows)
+    assert main(["flows", "identify", str(root), "--db", str(tmp_path / "x.duckdb"), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.splitlines()[3:]]
+    assert "(the 3 with the most α bytes)" in out
+    assert listed == ["10.0.3.0/24", "192.168.3.0/24", "10.0.2.0/24"]  # 5 GB (src, then dst), then 4 GB
 
 
 @pytest.mark.parametrize(
@@ -298,9 +311,13 @@ def test_backtest_catch_ratio_and_beta_by_hand(tmp_path):
     # learnt on day 1: C's sink 8.8.8.0/24 (its source /24 was known); at /32 both of C's addresses
     assert by[(24, 3, "r2")]["rules"] == 5 and by[(24, 3, "r2")]["rules_added"] == 1
     assert by[(32, 3, "r2")]["rules"] == 6 and by[(32, 3, "r2")]["rules_added"] == 2
+    # The headline leaves out day 0, which had no earlier rules to judge by (its 5 GB).
     summary = {r["prefix_v4"]: r for r in summarise(out).iter_rows(named=True)}
-    assert summary[24]["catch_ratio"] == pytest.approx(6e9 / 18e9)
-    assert summary[32]["catch_ratio"] == pytest.approx(4e9 / 18e9)
+    assert summary[24]["catch_ratio"] == pytest.approx(6e9 / 13e9)
+    assert summary[32]["catch_ratio"] == pytest.approx(4e9 / 13e9)
+    assert (summary[24]["days"], summary[24]["days_excluded"], summary[24]["alpha_bytes"]) == (2, 1, 13e9)
+    every_day = {r["prefix_v4"]: r for r in summarise(out, warmup=False).iter_rows(named=True)}
+    assert every_day[24]["catch_ratio"] == pytest.approx(6e9 / 18e9) and every_day[24]["days_excluded"] == 0
 
 
 def test_backtest_rules_expire(tmp_path):
@@ -316,7 +333,10 @@ def test_backtest_command_writes_the_report(tmp_path, capsys):
     rows = [rec(T0 + timedelta(days=d, hours=1), nbytes=2 * GB) for d in range(3)]
     root = write(tmp_path / "flows", rows)
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "report")]) == 0
-    assert "66.7%" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # day 0 has no earlier rules: left out of the headline (it was 66.7% with it)
+    assert "/24 (IPv6 /48): 100.0% of 4e+09 α bytes caught (pair) over 2 day(s), leaving out 1 first day(s)" in out
+    assert "/32 (IPv6 /128): 100.0%" in out  # a /32 is a host: its IPv6 companion is /128, not /48
     names = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert names == ["backtest.csv", "backtest.parquet", "catch_ratio.png", "rules.png", "summary.json"]
     assert pl.read_csv(tmp_path / "report" / "backtest.csv").height == 6  # 3 days x /24, /32
@@ -324,6 +344,26 @@ def test_backtest_command_writes_the_report(tmp_path, capsys):
     assert main(["flows", "backtest", str(tmp_path / "nothing"), "--out", str(tmp_path / "r2")]) == 2
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "r3"), "--prefix-v6", "48,64,128"]) == 2
     assert not (tmp_path / "r2").exists() and not (tmp_path / "r3").exists()
+
+
+def test_synthetic_new_hosts_tell_24_from_32(tmp_path):
+    from alphaqos.flows import synth
+
+    def ratios(new_hosts):
+        data = synth.synthesize(days=4, exporters=2, seed=1, beta_flows_per_day=2_000, alpha_transfers_per_day=12,
+                                new_alpha_hosts_per_day=new_hosts)  # fmt: skip
+        root = tmp_path / f"new{new_hosts}"
+        schema.write_partitioned(data, root)
+        summary = summarise(backtest(root))
+        return data, {r["prefix_v4"]: r["catch_ratio"] for r in summary.iter_rows(named=True)}
+
+    static, same = ratios(0)
+    assert same == {24: 1.0, 32: 1.0}  # recurring pairs of static hosts: /24 and /32 rules alike
+    data, ratio = ratios(3)
+    alpha = data.filter(synth.is_alpha(data))
+    new = alpha.filter(synth.is_new_host(alpha["src_addr"]) | synth.is_new_host(alpha["dst_addr"]))
+    assert new["first"].dt.date().n_unique() == 3  # hosts appear on each day after the first
+    assert ratio[24] == 1.0 and ratio[32] < 0.9  # /32 rules miss a new host on its first day; /24 rules do not
 
 
 def test_backtest_ipv6_rules_match_alpha_and_beta(tmp_path):
@@ -350,6 +390,6 @@ def test_backtest_command_either_mode(tmp_path, capsys):
             rec(T0 + timedelta(days=1, hours=1), dst="8.8.8.8", nbytes=2 * GB)]  # fmt: skip
     root = write(tmp_path / "flows", rows)
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "pair"), "--prefix-v4", "24"]) == 0
-    assert "0.0% of 4e+09" in capsys.readouterr().out
+    assert "0.0% of 2e+09" in capsys.readouterr().out
     assert main(["flows", "backtest", str(root), "--out", str(tmp_path / "either"), "--mode", "either"]) == 0
-    assert "50.0% of 4e+09" in capsys.readouterr().out
+    assert "100.0% of 2e+09" in capsys.readouterr().out

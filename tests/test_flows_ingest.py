@@ -70,7 +70,8 @@ def test_nfdump_reads_records_ms_times_names_and_skips_summary(tmp_path):
     assert table["protocol"].to_list() == [6, 17, 1, 47]
     # ra when set, else --exporter (0.0.0.0 is nfdump's "unknown")
     assert table["exporter"].to_list() == ["192.0.2.1", "edge-7", "192.0.2.1", "192.0.2.1"]
-    assert table["sampling_rate"].to_list() == [100, 1, 100, 100]
+    # edge-7's rate was not given: unknown (0), its counts stored as exported
+    assert table["sampling_rate"].to_list() == [100, 0, 100, 100]
     assert table["bytes_scaled"].to_list() == [150_000, 70, 16_800, 50_000]
     assert table["packets_scaled"][0] == 1_000
     assert table["dst_port"].to_list() == [80, 53, 2048, 0]
@@ -179,13 +180,13 @@ def test_goflow2_reads_fields_scales_and_notes_unknown_sampling(tmp_path):
     assert table.height == 3 and report.rows == 5 and report.rejected == 2
     assert table["exporter"].unique().to_list() == ["192.0.2.9"]
     assert table["protocol"].to_list() == [6, 17, 58]
-    assert table["sampling_rate"].to_list() == [100, 1, 100]
+    assert table["sampling_rate"].to_list() == [100, 0, 100]  # GoFlow2's 0: unknown, not 1:1
     assert table["bytes_scaled"].to_list() == [150_000, 80, 150_000]
     assert table["first"][0] == T0 and table["last"][0] == after(30.5)
     assert table["src_addr"][1] == "2001:db8::1"
     # no flow times (as from sFlow): the time received is used, and noted
     assert table["first"][2] == table["last"][2] == T0
-    assert report.notes["sampling_rate 0 (unknown) read as 1"] == 1
+    assert list(report.notes) == ["no flow start time: time_received_ns used"]
     assert report.notes["no flow start time: time_received_ns used"] == 1
     assert [e.location for e in report.examples[Reason.NOT_JSON]] == [f"{path}:5"]
     assert [e.location for e in report.examples[Reason.UNKNOWN_PROTOCOL]] == [f"{path}:6"]
@@ -239,7 +240,7 @@ def test_mapped_csv_with_epoch_milliseconds(tmp_path):
     mapping = readers.parse_mapping("exporter=router,first=start_ms,last=end_ms,src_addr=source,dst_addr=dest,"
                                     "src_port=sport,dst_port=dport,protocol=proto,bytes=octets,packets=pkts")  # fmt: skip
     report = RejectReport()
-    table = readers.read_csv_mapped(path, ReadOptions(mapping=mapping, time_unit="ms"), report)
+    table = readers.read_csv_mapped(path, ReadOptions(mapping=mapping, time_unit="ms", sampling=1), report)
     assert table.height == 1
     assert table.row(0, named=True) == {
         "exporter": "r1", "first": T0, "last": after(60),
@@ -302,7 +303,7 @@ def test_round_trip_through_nfdump_csv(tmp_path, small):
     back = readers.read_nfdump_csv(path, ReadOptions(sampling=rates), report)
     assert report.rejected == 0 and back.equals(small)
     # Counts scaled by the collector (nfcapd -s) read back with no sampling: the same true volume.
-    scaled = readers.read_nfdump_csv(synth.write_nfdump_csv(small, tmp_path / "scaled.csv", scaled=True))
+    scaled = readers.read_nfdump_csv(synth.write_nfdump_csv(small, tmp_path / "scaled.csv", scaled=True), ReadOptions(sampling=1))
     assert scaled["bytes_scaled"].equals(small["bytes_scaled"]) and set(scaled["sampling_rate"]) == {1}
 
 
@@ -400,7 +401,7 @@ def test_cli_synth_then_ingest_nfdump_and_goflow2(tmp_path, capsys):
 
     store = tmp_path / "store"
     assert cli.main(["flows", "ingest", str(tmp_path / "nf" / "flows.csv"), "--format", "nfdump", "--out", str(store),
-                     "--sampling", "192.0.2.2=100"]) == 0  # fmt: skip
+                     "--sampling", "192.0.2.1=1,192.0.2.2=100"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert f"{expected.height:,} records into {store}/" in out and "0 rejected" in out
     assert "192.0.2.2  2026-11-01" in out
@@ -459,3 +460,129 @@ def test_cli_synth_refuses_an_existing_directory(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
     assert cli.main(["flows", "synth", "--days", "0", "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()
+
+
+# --- unknown sampling, empty output, time zones, impossible rows (issue 11) ----------------------
+
+
+def _two_exporter_csv(path):
+    lines = [NFDUMP_HEADER,
+             nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.1", "10.0.0.2", 1, 2, "TCP", 10, 15_000),
+             nfdump_line("2026-11-22 10:00:00", "2026-11-22 10:00:01", "10.0.0.3", "10.0.0.4", 1, 2, "TCP", 10, 15_000,
+                         ra="192.0.2.2")]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_unknown_sampling_warns_per_exporter_and_can_be_required(tmp_path, capsys):
+    csv = _two_exporter_csv(tmp_path / "nf.csv")
+    assert cli.main(["flows", "ingest", str(csv), "--format", "nfdump", "--out", str(tmp_path / "a")]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "sampling rate unknown" in line]
+    assert len(warnings) == 2 and "exporter 192.0.2.1:" in warnings[0] and "exporter 192.0.2.2:" in warnings[1]
+    assert "(sampling unknown)" in captured.out and "sampling-corrected" not in captured.out
+    stored = pl.read_parquet(tmp_path / "a" / "**" / "*.parquet", hive_partitioning=False)
+    assert stored["sampling_rate"].to_list() == [0, 0] and stored["bytes_scaled"].to_list() == [15_000, 15_000]
+
+    assert cli.main(["flows", "ingest", str(csv), "--format", "nfdump", "--out", str(tmp_path / "b"),
+                     "--sampling", "192.0.2.1=1"]) == 0  # fmt: skip
+    captured = capsys.readouterr()
+    assert captured.err.count("sampling rate unknown") == 1 and "192.0.2.2" in captured.err
+    assert "192.0.2.1  2026-11-22           1 records       15 KB (sampling-corrected)" in captured.out
+
+    assert cli.main(["flows", "ingest", str(csv), "--format", "nfdump", "--out", str(tmp_path / "c"),
+                     "--sampling", "192.0.2.1=1", "--require-sampling"]) == 2  # fmt: skip
+    error = capsys.readouterr().err
+    assert error.startswith("alphaqos: error: sampling rate unknown for exporter(s) 192.0.2.2") and error.count("\n") == 1
+    assert not (tmp_path / "c").exists()
+    assert cli.main(["flows", "ingest", str(csv), "--format", "nfdump", "--out", str(tmp_path / "d"),
+                     "--sampling", "1", "--require-sampling"]) == 0  # fmt: skip
+    assert "sampling rate unknown" not in capsys.readouterr().err
+
+
+def test_nfdump_17_no_matching_flows_then_summary_is_an_empty_table(tmp_path, capsys):
+    path = tmp_path / "none.csv"  # what nfdump 1.7's nfdump.c prints when the filter passes nothing
+    path.write_text(NFDUMP_HEADER + "\nNo matching flows\nSummary\nflows,bytes,packets,avg_bps,avg_pps,avg_bpp\n0,0,0,0,0,0\n")
+    report = RejectReport()
+    table = readers.read_nfdump_csv(path, report=report)
+    assert table.is_empty() and table.schema == pl.Schema(schema.SCHEMA) and report.rows == 0
+    assert cli.main(["flows", "ingest", str(path), "--format", "nfdump", "--out", str(tmp_path / "s")]) == 0
+    assert "0 records into" in capsys.readouterr().out
+
+
+def test_nfdump_local_times_with_a_time_zone(tmp_path, capsys):
+    path = tmp_path / "zurich.csv"  # nfdump run with TZ=Europe/Zurich: local times, no offset
+    lines = [NFDUMP_HEADER,
+             nfdump_line("2026-11-22 11:00:00", "2026-11-22 11:00:05", "10.0.0.1", "10.0.0.2", 1, 2, "TCP", 1, 60),  # CET
+             nfdump_line("2026-07-01 12:00:00", "2026-07-01 12:00:01", "10.0.0.1", "10.0.0.2", 1, 2, "TCP", 1, 60),  # CEST
+             nfdump_line("2026-10-25 02:30:00", "2026-10-25 02:30:01", "10.0.0.1", "10.0.0.2", 1, 2, "TCP", 1, 60)]  # twice
+    path.write_text("\n".join(lines) + "\n")
+    as_utc = readers.read_nfdump_csv(path)
+    assert as_utc["first"][0] == utc(2026, 11, 22, 11)  # read as UTC: an hour off
+    report = RejectReport()
+    table = readers.read_nfdump_csv(path, ReadOptions(time_zone="Europe/Zurich"), report)
+    assert table["first"].to_list() == [utc(2026, 11, 22, 10), utc(2026, 7, 1, 10)]
+    assert table["last"][0] == utc(2026, 11, 22, 10, 0, 5)
+    # the autumn hour that happens twice cannot be placed: rejected, not guessed
+    assert report.counts == {Reason.BAD_TIME: 1} and report.examples[Reason.BAD_TIME][0].location == f"{path}:4"
+    assert cli.main(["flows", "ingest", str(path), "--format", "nfdump", "--out", str(tmp_path / "s"),
+                     "--time-zone", "Mars/Olympus"]) == 2  # fmt: skip
+    assert "--time-zone: unknown time zone 'Mars/Olympus'" in capsys.readouterr().err
+
+
+def test_impossible_rows_are_rejected_by_reason_and_exporter(tmp_path):
+    path = tmp_path / "g.jsonl"
+    big = 2**63 + 5  # above 2^63: a large unsigned count, not a negative one
+    lines = [
+        goflow2_record(bytes=big, sampling_rate=1),  # kept
+        goflow2_record(bytes=2**64 - 1, sampling_rate=100),  # x 100 does not fit in 64 bits
+        goflow2_record(bytes=-1),  # negative
+        goflow2_record(time_flow_end_ns=1_794_999_000_000_000_000, sampler_address="192.0.2.10"),  # last before first
+        goflow2_record(time_flow_start_ns=1_795_000_000_000_000_000 - 3 * 86_400 * 10**9, sampler_address="192.0.2.10"),
+        goflow2_record(bytes=2**64),  # not a 64-bit count at all
+    ]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    report = RejectReport()
+    table = readers.read_goflow2(path, report=report)
+    assert table["bytes"].to_list() == [big] and table.schema["bytes"] == pl.UInt64
+    assert report.counts == {Reason.OVERFLOW: 1, Reason.NEGATIVE: 1, Reason.LAST_BEFORE_FIRST: 1,
+                             Reason.OUT_OF_WINDOW: 1, Reason.BAD_NUMBER: 1}  # fmt: skip
+    assert report.by_exporter[("192.0.2.10", Reason.OUT_OF_WINDOW)] == 1
+    assert report.by_exporter[("192.0.2.9", Reason.OVERFLOW)] == 1
+    text = "\n".join(report.lines())
+    assert "192.0.2.10: 2 rejected (time outside the plausible window 1, last before first 1)" in text
+    assert report.examples[Reason.OUT_OF_WINDOW][0].location == f"{path}:5"
+    # the window is an option: off, the three-day-old record is kept
+    kept = readers.read_goflow2(path, ReadOptions(window_us=None))
+    assert kept.height == 2
+
+
+# --- pmacct ------------------------------------------------------------------------------------
+
+# nfacctd with print_output: csv and the aggregate of docs/flows.md: the header in the order of
+# pmacct's print_plugin.c (P_write_stats_header_csv)
+PMACCT_CSV = """\
+PEER_SRC_IP,IN_IFACE,OUT_IFACE,SRC_IP,DST_IP,SRC_PORT,DST_PORT,PROTOCOL,SAMPLING_RATE,TIMESTAMP_START,TIMESTAMP_END,PACKETS,BYTES
+192.0.2.7,3,4,10.0.0.1,10.0.0.2,40000,2811,tcp,100,2026-11-22 10:00:00.250000,2026-11-22 10:01:00.000000,700,1000000
+192.0.2.7,3,4,2001:db8::1,2001:db8::2,0,34560,ipv6-icmp,0,1795000000.500000,1795000001.000000,1,72
+192.0.2.8,0,0,10.0.0.5,10.0.0.6,53,5353,17,1,1795000000,1795000000,1,80
+"""
+
+
+def test_pmacct_preset_reads_the_print_plugin_csv(tmp_path, capsys):
+    path = tmp_path / "nfacctd.csv"
+    path.write_text(PMACCT_CSV)
+    report = RejectReport()
+    table = readers.read_pmacct_csv(path, report=report)
+    assert report.rejected == 0 and table.height == 3
+    assert table["exporter"].to_list() == ["192.0.2.7", "192.0.2.7", "192.0.2.8"]
+    assert table["first"].to_list() == [utc(2026, 11, 22, 10, 0, 0, 250000), after(0.5), T0]
+    assert table["protocol"].to_list() == [6, 58, 17] and table["dst_port"].to_list() == [2811, 34560, 5353]
+    assert table["sampling_rate"].to_list() == [100, 0, 1]  # pmacct's 0: unknown
+    assert table["bytes_scaled"].to_list() == [100_000_000, 72, 80]
+    assert (table["input_if"][0], table["output_if"][0]) == (3, 4)
+    assert cli.main(["flows", "ingest", str(path), "--format", "pmacct", "--out", str(tmp_path / "s")]) == 0
+    assert "3 records into" in capsys.readouterr().out
+    path.write_text("SRC_IP,DST_IP,PACKETS,BYTES\n10.0.0.1,10.0.0.2,1,60\n")
+    with pytest.raises(FlowFileError, match=r"nfacctd\.csv: not pmacct print-plugin CSV.*lacks TIMESTAMP_START"):
+        readers.read_pmacct_csv(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import json
 import os
 import random
 import signal
@@ -50,9 +51,9 @@ def fields(*pairs) -> bytes:
     return b"".join(struct.pack(">HH", ident, length) for ident, length in pairs)
 
 
-def canonical_frame(n: int, *, seed: int = 1) -> pl.DataFrame:
+def canonical_frame(n: int, *, seed: int = 1, base: int = 1_700_000_000_000) -> pl.DataFrame:
+    """``n`` random records within the hour after ``base`` (epoch ms)."""
     rng = random.Random(seed)
-    base = 1_700_000_000_000  # ms
     rows = []
     for i in range(n):
         v6 = i % 4 == 3
@@ -106,7 +107,8 @@ def test_v5_known_values_sampling_and_uptime_wrap():
 
 def test_v5_round_trip_and_configured_sampling():
     want = canonical_frame(70).filter(~pl.col("src_addr").str.contains(":"))
-    want = want.with_columns(pl.col("bytes") % (1 << 32), pl.col("packets") % (1 << 32), pl.lit(1, pl.Int64).alias("sampling_rate"))
+    # a header sampling interval of 0 says nothing: the rate is unknown (0), not 1:1
+    want = want.with_columns(pl.col("bytes") % (1 << 32), pl.col("packets") % (1 << 32), pl.lit(0, pl.Int64).alias("sampling_rate"))
     want = schema.conform(want.drop("bytes_scaled", "packets_scaled"))
     datagrams = encode_v5(want)
     assert len(datagrams) == -(-want.height // 30)
@@ -147,8 +149,8 @@ def test_v9_known_values_with_sampler_options():
     assert (row["src_addr"], row["dst_addr"], row["src_port"], row["dst_port"], row["protocol"]) == ("10.0.0.1", "10.0.0.2", 5000, 2811, 6)
     assert (row["bytes"], row["packets"], row["input_if"], row["output_if"]) == (1_000_000, 700, 12, 0)
     # sampler 7: 1 in 512; sampler 8: 1 in 10; sampler 9 unknown, and the
-    # domain has two rates so none applies: 1
-    assert frame["sampling_rate"].to_list() == [512, 10, 1]
+    # domain has two rates so none applies: unknown (0), counts as exported
+    assert frame["sampling_rate"].to_list() == [512, 10, 0]
     assert frame["bytes_scaled"].to_list() == [512_000_000, 640, 10]
 
 
@@ -204,7 +206,7 @@ def test_ipfix_ipv6_variable_length_and_enterprise_fields():
     assert frame["dst_addr"].to_list() == ["2001:db8::2", "2001:db8:0:1::9"]
     assert frame["bytes"].to_list() == [123_456_789_012, 5] and frame["packets"].to_list() == [99, 99]
     assert frame["first"][0] == us(1_700_000_000_123_000) and frame["last"][0] == us(1_700_000_000_456_000)
-    assert frame["exporter"].to_list() == ["2001:db8::ff"] * 2 and frame["sampling_rate"].to_list() == [1, 1]
+    assert frame["exporter"].to_list() == ["2001:db8::ff"] * 2 and frame["sampling_rate"].to_list() == [0, 0]  # no sampler options
 
 
 def test_ipfix_selector_options_seconds_and_reduced_size_encoding():
@@ -450,7 +452,7 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
     try:
         banner = collector.stdout.readline()
         port = int(banner.split()[2].rsplit(":", 1)[1])
-        table = canonical_frame(4000, seed=11)
+        table = canonical_frame(4000, seed=11, base=int(time.time() * 1000) - 3_700_000)  # the last hour
         datagrams = encode_ipfix(table.head(2000)) + encode_v9(table.tail(2000), source_id=3)
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
             for i, datagram in enumerate(datagrams):
@@ -458,6 +460,12 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
                 if i == len(datagrams) // 2:
                     time.sleep(0.5)  # a periodic flush happens in between
             sender.sendto(b"\x00\x05\x00", ("127.0.0.1", port))
+            # a sequence number from nowhere: a jump, not 2.7 billion lost records
+            sender.sendto(encode_ipfix(table.head(0), sequence=2_700_000_000)[0], ("127.0.0.1", port))
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:  # a second exporter, its records from 2023
+            other.bind(("127.0.0.2", 0))
+            for datagram in encode_ipfix(canonical_frame(20, seed=3)):
+                other.sendto(datagram, ("127.0.0.1", port))
         collector.send_signal(stop)
         stdout, stderr = collector.communicate(timeout=20)
     finally:
@@ -465,6 +473,12 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
             collector.kill()
     assert collector.returncode == 0, stderr
     assert "truncated 1" in stdout and "stopped after" in stdout
+    last = stdout[stdout.rindex("stopped after"):].splitlines()
+    mine = next(line for line in last if line.startswith("  127.0.0.1: "))
+    assert "problems: truncated 1" in mine and "1 sequence-number jumps" in mine and "lost on the way" not in mine
+    theirs = next(line for line in last if line.startswith("  127.0.0.2: "))
+    assert "rejected: time outside the plausible window 20" in theirs and "truncated" not in theirs
+    assert not list(out.glob("exporter=127.0.0.2/*"))
     files = list(out.glob("exporter=127.0.0.1/day=*/flows-*.parquet"))
     assert len(files) >= 2
     got = pl.read_parquet(files)
@@ -512,3 +526,157 @@ def test_collector_address_in_use_exits_2(tmp_path):
         collector = _alphaqos("flows", "collect", "--listen", f"127.0.0.1:{port}", "--out", str(tmp_path / "o"))
         _, stderr = collector.communicate(timeout=20)
     assert collector.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in stderr
+
+
+# --- what must never reach the store, and what must be counted (issue 11) ---------------------------
+
+from alphaqos.flows import readers  # noqa: E402
+from alphaqos.flows.schema import Reason  # noqa: E402
+
+IMPOSSIBLE_TEMPLATE = a_set(2, struct.pack(">HH", 410, 7) + fields((8, 4), (12, 4), (1, 8), (2, 8), (152, 8), (153, 8), (34, 4)))
+
+
+def impossible_records():
+    """(octets, packets, first ms, last ms, sampling interval, what the store must make of it)."""
+    t = EXPORT_S * 1000
+    return [
+        (1500, 1, t - 5000, t - 1000, 1, None),  # fine
+        (2**63 + 1, 1, t - 5000, t - 1000, 1, None),  # above 2^63: a large count, kept as it is
+        (2**64 - 1, 1, t - 5000, t - 1000, 100, Reason.OVERFLOW),  # x 100 does not fit in 64 bits
+        (1500, 1, t - 1000, t - 5000, 1, Reason.LAST_BEFORE_FIRST),
+        (1500, 1, t - 2 * 86_400_000, t - 2 * 86_400_000, 1, Reason.OUT_OF_WINDOW),  # 2 days before its export
+        (1500, 1, 1000, 2000, 1, Reason.OUT_OF_WINDOW),  # 1970
+        (1500, 1, 2_272_000_000_000, 2_272_000_000_000, 1, Reason.OUT_OF_WINDOW),  # 2042
+    ]
+
+
+def test_decoder_rejects_impossible_records_as_the_csv_reader_does(tmp_path):
+    rows = impossible_records()
+    body = b"".join(struct.pack(">4s4sQQQQI", socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"), o, p, f, la, s)
+                    for o, p, f, la, s, _ in rows)  # fmt: skip
+    decoder = Decoder()
+    decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body)), "192.0.2.1")
+    decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body[:2 * 44])), "192.0.2.2")  # the first two only
+    frame = decoder.take()
+    assert frame.filter(pl.col("exporter") == "192.0.2.1")["bytes"].to_list() == [1500, 2**63 + 1]
+    assert frame.schema["bytes"] == pl.UInt64 and frame["bytes_scaled"].to_list() == [1500, 2**63 + 1] * 2
+    want = {}
+    for *_, reason in rows:
+        if reason is not None:
+            want[("192.0.2.1", reason)] = want.get(("192.0.2.1", reason), 0) + 1
+    assert dict(decoder.rejected) == want
+    # the same records as CSV rows with a receive time: the same reasons
+    csv = tmp_path / "same.jsonl"
+    csv.write_text("".join(
+        json.dumps({"sampler_address": "192.0.2.1", "time_received_ns": EXPORT_S * 10**9, "time_flow_start_ns": f * 10**6,
+                    "time_flow_end_ns": la * 10**6, "bytes": o, "packets": p, "sampling_rate": s, "src_addr": "10.0.0.1",
+                    "dst_addr": "10.0.0.2", "proto": 6}) + "\n" for o, p, f, la, s, _ in rows))  # fmt: skip
+    report = readers.RejectReport()
+    read = readers.read_goflow2(csv, report=report)
+    assert {(e, Reason(r)): n for (e, r), n in report.by_exporter.items()} == want
+    assert read["bytes"].to_list() == [1500, 2**63 + 1]
+    # with the window off, only 1970-2199 is required
+    decoder = Decoder(window_us=None)
+    decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body)), "e")
+    assert decoder.take().height == 5 and sum(decoder.rejected.values()) == 2
+
+
+def test_v9_record_ending_after_its_export_is_impossible():
+    # LAST_SWITCHED 2 s after sys_uptime: the record would end after the datagram was written
+    frame, _ = decode([v9(1, 100_000, V9_TEMPLATE, v9_data(("10.0.0.1", "10.0.0.2", 1, 2, 6, 100, 1, 90_000, 102_000, 1, 0),
+                                                           ("10.0.0.3", "10.0.0.4", 1, 2, 6, 100, 1, 90_000, 100_500, 1, 0)))], "r")  # fmt: skip
+    assert frame["src_addr"].to_list() == ["10.0.0.3"]  # within the second of slack the header's whole seconds allow
+
+
+def test_fuzzed_datagrams_never_put_an_impossible_record_in_the_store(tmp_path):
+    rng = random.Random(11)
+    valid = encode_ipfix(canonical_frame(60)) + encode_v9(canonical_frame(60)) + encode_v5(canonical_frame(60))
+    received = EXPORT_S * 1_000_000  # the collector's clock (the exports' times are within the hour before)
+    decoder = Decoder()
+    for _ in range(2000):
+        datagram = bytearray(rng.choice(valid))
+        for _ in range(rng.randrange(1, 8)):
+            datagram[rng.randrange(len(datagram))] = rng.randrange(256)
+        decoder.feed(bytes(datagram), rng.choice(["a", "b"]), received)
+    frame = decoder.take()
+    assert frame.height > 100 and sum(decoder.rejected.values()) > 0
+    assert (frame["last"] >= frame["first"]).all()
+    window = dt.timedelta(days=1)
+    assert frame["first"].min() >= us(received) - window and frame["last"].max() <= us(received) + window
+    assert (frame["sampling_rate"] >= 0).all()
+    days = {p.parent.name for p in schema.write_partitioned(frame, tmp_path)}
+    assert len(days) <= 3  # no partition per bogus day
+
+
+def test_bad_data_that_is_dropped_is_counted():
+    # a v5 header whose count disagrees with the datagram's length (either way)
+    header = struct.pack(">HHIIIIBBH", 5, 1, 10_000, EXPORT_S, 0, 0, 0, 0, 0)
+    record = v5_record("10.0.0.1", "10.0.0.2", 1, 60, 9_000, 9_500, 1, 2, 6)
+    decoder = Decoder()
+    assert decoder.feed(header + record + record, "r") == 0
+    assert decoder.counts == {"bad_length": 1} and "count 1 means 72 bytes" in decoder.problems[0].detail
+    # an IPFIX variable-length field that runs past its set
+    template = a_set(2, struct.pack(">HH", 420, 3) + fields((8, 4), (12, 4), (82, 0xFFFF)))
+    good = socket.inet_aton("10.0.0.1") + socket.inet_aton("10.0.0.2") + b"\x04eth0"
+    overrun = socket.inet_aton("10.0.0.3") + socket.inet_aton("10.0.0.4") + b"\x20abc"  # says 32 bytes, has 3
+    decoder = Decoder()
+    assert decoder.feed(ipfix(1, template, a_set(420, good + overrun)), "r") == 1
+    assert decoder.counts == {"truncated": 1} and "runs past its set" in decoder.problems[0].detail
+    # a data set shorter than its template's record (a template longer than its set)
+    decoder = Decoder()
+    decoder.feed(ipfix(1, a_set(2, struct.pack(">HH", 421, 2) + fields((8, 4), (12, 4)))), "r")
+    assert decoder.feed(ipfix(1, a_set(421, socket.inet_aton("10.0.0.1") + b"\x0a\x00")), "r") == 0
+    assert decoder.counts == {"truncated": 1} and "ends 6 bytes into a record of 8 bytes" in decoder.problems[0].detail
+    decoder.feed(ipfix(1, a_set(421, socket.inet_aton("10.0.0.1") * 2 + b"\x00\x00\x00")), "r")  # zero padding: fine
+    assert decoder.counts == {"truncated": 1}
+    # an options record giving sampling interval 0: counted, and the rate stays unknown (not 1:1)
+    options_template = a_set(1, struct.pack(">HHH", 300, 4, 8) + fields((1, 4), (48, 1), (34, 4)) + b"\x00\x00")
+    options_data = a_set(300, struct.pack(">IBI", 0, 7, 0) + b"\x00" * 3)
+    data = v9_data(("10.0.0.1", "10.0.0.2", 1, 2, 6, 100, 1, 9_000, 9_500, 1, 7))
+    decoder = Decoder()
+    decoder.feed(v9(1, 10_000, V9_TEMPLATE, options_template, options_data, data), "r")
+    assert decoder.counts == {"zero_sampling_interval": 1} and "sampler 7" in decoder.problems[0].detail
+    assert decoder.take()["sampling_rate"].to_list() == [0]
+    assert decoder.exporter_counts == {"r": {"zero_sampling_interval": 1}}
+
+
+def test_icmp_type_and_code_are_kept_in_dst_port():
+    # v9: ICMP_TYPE (32) = type x 256 + code; protocol 1; no L4 ports
+    template = a_set(0, struct.pack(">HH", 430, 5) + fields((8, 4), (12, 4), (4, 1), (32, 2), (1, 4)))
+    body = struct.pack(">4s4sBHI", socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"), 1, 8 * 256, 84)
+    body += struct.pack(">4s4sBHI", socket.inet_aton("10.0.0.2"), socket.inet_aton("10.0.0.1"), 1, 3 * 256 + 3, 84)
+    frame, problems = decode([v9(1, 10_000, template, a_set(430, body + b"\x00" * (-len(body) % 4)))], "r")
+    assert problems == [] and frame["dst_port"].to_list() == [2048, 771] and frame["src_port"].to_list() == [0, 0]
+    # IPFIX: icmpTypeIPv6 / icmpCodeIPv6 (178/179) apart; protocol 58
+    template = a_set(2, struct.pack(">HH", 431, 5) + fields((27, 16), (28, 16), (4, 1), (178, 1), (179, 1)))
+    body = struct.pack(">16s16sBBB", socket.inet_pton(socket.AF_INET6, "2001:db8::1"), socket.inet_pton(socket.AF_INET6, "2001:db8::2"),
+                       58, 135, 0)  # fmt: skip
+    frame, _ = decode([ipfix(1, template, a_set(431, body))], "r")
+    assert frame["dst_port"].to_list() == [135 * 256]
+    # softflowd's IPFIX (icmpTypeCodeIPv6, 139): MLDv2 reports (143) and neighbour solicitations (135)
+    frame, _ = decode(SOFTFLOWD_IPFIX, "10.213.98.2")
+    types = sorted({port >> 8 for port in frame.filter(pl.col("protocol") == 58)["dst_port"].to_list()})
+    assert types and set(types) <= {133, 135, 136, 143}
+
+
+def test_sequence_jumps_are_not_losses_and_counters_are_per_exporter():
+    table = canonical_frame(200, seed=4).filter(~pl.col("src_addr").str.contains(":"))
+    first, second = encode_ipfix(table), encode_ipfix(table, sequence=2_700_000_000)
+    decoder = Decoder()
+    for datagram in first[:3]:
+        decoder.feed(datagram, "a")
+    decoder.feed(first[3], "b")  # another exporter: its own stream
+    for datagram in second:  # exporter a restarts with garbage numbers
+        decoder.feed(datagram, "a")
+    for datagram in first:  # and again from 0: a jump backwards, not a reordering
+        decoder.feed(datagram, "a")
+    stats = decoder.exporter_stats
+    assert stats["a"]["lost_records"] == 0 and stats["a"]["sequence_jumps"] == 2
+    assert stats["b"]["datagrams"] == 1 and stats["b"].get("sequence_jumps", 0) == 0
+    assert decoder.stats["lost_records"] == 0 and decoder.stats["datagrams"] == 3 + 1 + len(second) + len(first)
+    # a real gap is still a loss
+    decoder = Decoder()
+    for i, datagram in enumerate(first):
+        if i != 1:
+            decoder.feed(datagram, "a")
+    assert 0 < decoder.exporter_stats["a"]["lost_records"] < 200

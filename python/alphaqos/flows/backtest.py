@@ -33,6 +33,17 @@ How
     have sent to the α path although it is not an α burst. *Churn*: rules
     added and expired since the previous day judged.
 
+    *Warm-up.* The first day, and any days after it before a rule has been
+    learnt, have no earlier rules to judge by: they are in the table (with
+    ``rules`` 0) but the headline catch ratio (:func:`summarise`, the
+    printed lines and ``summary.json``) leaves them out, and says how many
+    days it counted and left out. A day without rules later on (all aged
+    out) is counted: its α bytes were missed.
+
+    *Prefix lengths.* Each IPv4 length is paired with an IPv6 length: the
+    one given, or by default /128 beside /32 (a host is a host) and /48
+    (a site) beside any other.
+
 Outputs of :func:`backtest`: one row per (prefix lengths, day, exporter)
 (columns in :data:`COLUMNS`); :func:`write_outputs` writes
 ``backtest.parquet``, ``backtest.csv``, ``summary.json``,
@@ -161,20 +172,27 @@ def _day_traffic(con, files, configs) -> dict[tuple[int, str], tuple[float, floa
     return out
 
 
+def default_v6(v4: int) -> int:
+    """The IPv6 prefix length paired by default with the IPv4 length ``v4``."""
+    return 128 if v4 == 32 else idm.DEFAULT_PREFIX_V6
+
+
 def backtest(
     root: str | Path,
     *,
     threshold_bytes: float = idm.DEFAULT_THRESHOLD_BYTES,
     interval_s: float = idm.DEFAULT_INTERVAL_S,
     prefix_v4: list[int] = (24, 32),
-    prefix_v6: list[int] = (idm.DEFAULT_PREFIX_V6,),
+    prefix_v6: list[int] | None = None,
     aging_days: float = idm.DEFAULT_AGING_DAYS,
     days: list[date] | None = None,
 ) -> pl.DataFrame:
     """Replay the partitions under ``root`` day by day (see the module
-    doc). ``prefix_v6`` is one length for all ``prefix_v4`` lengths or one
-    per IPv4 length. Raises ``ValueError`` for bad input."""
-    prefix_v4, prefix_v6 = list(prefix_v4), list(prefix_v6)
+    doc). ``prefix_v6`` is one length for all ``prefix_v4`` lengths, one
+    per IPv4 length, or None (:func:`default_v6`). Raises ``ValueError``
+    for bad input."""
+    prefix_v4 = list(prefix_v4)
+    prefix_v6 = [default_v6(v4) for v4 in prefix_v4] if prefix_v6 is None else list(prefix_v6)
     if not prefix_v4:
         raise ValueError("no IPv4 prefix length given")
     if len(prefix_v6) == 1:
@@ -231,19 +249,34 @@ def backtest(
     return pl.DataFrame(rows, schema=COLUMNS, orient="row").sort("prefix_v4", "prefix_v6", "day", "exporter")
 
 
-def summarise(table: pl.DataFrame, mode: str = "pair") -> pl.DataFrame:
-    """Per prefix lengths over the whole period: α bytes, caught, the catch
-    ratio and the β bytes redirected under ``mode``."""
+def judged(table: pl.DataFrame) -> pl.Series:
+    """Which rows of a backtest table fall on a day judged by earlier rules:
+    on or after the first day, per prefix lengths, with a rule in force."""
+    key = ["prefix_v4", "prefix_v6"]
+    first = table.filter(pl.col("rules") > 0).group_by(key).agg(pl.col("day").min().alias("_from"))
+    joined = table.with_row_index("_row").join(first, on=key, how="left").sort("_row")
+    return (joined["_from"].is_not_null() & (joined["day"] >= joined["_from"])).alias("judged")
+
+
+def summarise(table: pl.DataFrame, mode: str = "pair", *, warmup: bool = True) -> pl.DataFrame:
+    """Per prefix lengths: α bytes, caught, the catch ratio and the β bytes
+    redirected under ``mode``, over the days judged by earlier rules (all
+    days if ``warmup`` is False), with the count of ``days`` counted and of
+    ``days_excluded`` (the warm-up, see the module doc)."""
+    counted = judged(table) if warmup else pl.Series("judged", [True] * table.height, pl.Boolean)
     return (
-        table.group_by("prefix_v4", "prefix_v6", maintain_order=True)
+        table.with_columns(counted)
+        .group_by("prefix_v4", "prefix_v6", maintain_order=True)
         .agg(
-            pl.col("alpha_bytes").sum(),
-            pl.col(f"alpha_caught_{mode}").sum().alias("alpha_caught"),
-            pl.col(f"beta_redirected_{mode}").sum().alias("beta_redirected"),
-            pl.col("total_bytes").sum(),
+            pl.col("alpha_bytes").filter("judged").sum(),
+            pl.col(f"alpha_caught_{mode}").filter("judged").sum().alias("alpha_caught"),
+            pl.col(f"beta_redirected_{mode}").filter("judged").sum().alias("beta_redirected"),
+            pl.col("total_bytes").filter("judged").sum(),
+            pl.col("day").filter("judged").n_unique().alias("days"),
+            pl.col("day").filter(~pl.col("judged")).n_unique().alias("days_excluded"),
         )
         .with_columns(
-            (pl.col("alpha_caught") / pl.col("alpha_bytes")).alias("catch_ratio"),
+            pl.when(pl.col("alpha_bytes") > 0).then(pl.col("alpha_caught") / pl.col("alpha_bytes")).alias("catch_ratio"),
             pl.lit(mode).alias("mode"),
         )
     )
@@ -315,7 +348,9 @@ def _backtest_command(args: argparse.Namespace) -> int:
         summary = write_outputs(table, staging, mode=args.mode)
     for row in summary.iter_rows(named=True):
         ratio = "n/a" if row["catch_ratio"] is None else f"{100 * row['catch_ratio']:.1f}%"
+        excluded = row["days_excluded"]
+        warmup = f", leaving out {excluded} first day(s) with no earlier rules" if excluded else ""
         print(f"/{row['prefix_v4']} (IPv6 /{row['prefix_v6']}): {ratio} of {row['alpha_bytes']:.4g} α bytes caught "
-              f"({args.mode}); {row['beta_redirected']:.4g} β bytes redirected")  # fmt: skip
+              f"({args.mode}) over {row['days']} day(s){warmup}; {row['beta_redirected']:.4g} β bytes redirected")  # fmt: skip
     print(f"report in {args.out}")
     return 0

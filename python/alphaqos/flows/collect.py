@@ -2,7 +2,7 @@
 exports writing the canonical flow table (:mod:`.schema`) as Parquet.
 
 ``alphaqos flows collect [--listen HOST:PORT] --out DIR [--flush-every 10s]
-[--sampling EXPORTER=N ...] [--duration D]``
+[--sampling EXPORTER=N ...] [--time-window D|off] [--duration D]``
 
 One non-blocking UDP socket with a large receive buffer (asked for
 :data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
@@ -13,8 +13,18 @@ the table and writes it with :func:`.schema.write_partitioned` under
 ``DIR`` (``exporter=.../day=...``), while the socket keeps being read.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
-reason, what the exporters' sequence numbers say was lost on the way, and
-the datagrams the kernel dropped on this socket (from ``/proc/net/udp``).
+reason, and the datagrams the kernel dropped on this socket (from
+``/proc/net/udp``); then one line per exporter heard from: its datagrams
+and records, its problems by reason, the records rejected as impossible
+(:func:`.schema.impossible`) by reason, what its sequence numbers say was
+lost on the way, the jumps of its sequence numbers that no loss explains
+(a restart, or garbage; see :meth:`.netflow.Decoder._sequence`), and the
+records whose sampling rate is unknown (stored with rate 0).
+
+Each datagram's receive time (the collector's clock) is the centre of the
+plausible window of its records' times: a record more than
+``--time-window`` (default 1 day) from it is rejected, so a garbage time
+never makes a partition of its own.
 
 SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
 reads what is still queued on the socket, writes every record received and
@@ -38,6 +48,7 @@ from pathlib import Path
 from .. import units
 from ..cli import RunFailure, UsageError
 from . import schema
+from .ingest import time_window
 from .netflow import Decoder
 
 __all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
@@ -59,6 +70,8 @@ def register(subparsers) -> None:
     parser.add_argument("--flush-every", metavar="D", default="10s", help="write what was received this often (default 10s)")
     parser.add_argument("--sampling", metavar="EXPORTER=N", action="append", default=[],
                         help="1-in-N packet sampling of an exporter, overriding what it exports (repeatable)")  # fmt: skip
+    parser.add_argument("--time-window", metavar="D|off", default="1d",
+                        help="reject records more than D from their receive time (default 1d)")  # fmt: skip
     parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
     parser.set_defaults(handler=_collect)
 
@@ -108,6 +121,7 @@ def _collect(args: argparse.Namespace) -> int:
     sampling = _parse_sampling(args.sampling)
     flush_every = _seconds("--flush-every", args.flush_every)
     duration = _seconds("--duration", args.duration)
+    window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {str(args.out)!r} exists and is not a directory")
     try:
@@ -123,7 +137,7 @@ def _collect(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     with sock:
-        return Collector(sock, args.out, Decoder(sampling), flush_every, duration).run()
+        return Collector(sock, args.out, Decoder(sampling, window_us=window), flush_every, duration).run()
 
 
 class Collector:
@@ -191,7 +205,7 @@ class Collector:
             exporter = source[0]
             if exporter.startswith("::ffff:") and "." in exporter:  # IPv4-mapped, on a socket bound to [::]
                 exporter = exporter[7:]
-            feed(bytes(view[:size]), exporter)
+            feed(bytes(view[:size]), exporter, time.time_ns() // 1000)
             count += 1
             if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
                 break  # a sender that never stops must not keep us from stopping
@@ -230,21 +244,41 @@ class Collector:
         self._report(written, final)
 
     def _report(self, written: int, final: bool) -> None:
-        stats, counts = self.decoder.stats, self.decoder.counts
+        decoder = self.decoder
+        stats = decoder.stats
         rate = stats["records"] / self.decode_s if self.decode_s > 0 else 0.0
-        problems = ", ".join(f"{reason} {n:,}" for reason, n in sorted(counts.items())) or "none"
-        lost = [f"{stats[k]:,} {k[5:].replace('_', ' ')}" for k in ("lost_records", "lost_datagrams") if stats[k]]
-        if lost:  # sequence-number gaps: lost between the exporters and us
-            problems += f"; lost on the way: {', '.join(lost)}"
         elapsed = time.monotonic() - self.started
         drops = socket_drops(self.sock)
         head = "stopped after" if final else "at"
-        print(
+        lines = [
             f"{head} {elapsed:.1f} s: wrote {written:,} records ({self.written:,} in all); "
             f"{stats['datagrams']:,} datagrams, {stats['records']:,} records, decoding {rate:,.0f} records/s; "
-            f"problems: {problems}; kernel drops: {'?' if drops is None else f'{drops:,}'}",
-            flush=True,
-        )
+            f"problems: {_counts(decoder.counts)}; kernel drops: {'?' if drops is None else f'{drops:,}'}"
+        ]
+        lines += [f"  {exporter_line(decoder, exporter)}" for exporter in decoder.exporters()]
+        print("\n".join(lines), flush=True)
+
+
+def _counts(counter) -> str:
+    return ", ".join(f"{reason} {n:,}" for reason, n in sorted(list(counter.items())) if n) or "none"
+
+
+def exporter_line(decoder: Decoder, exporter: str) -> str:
+    """One exporter's counters, as the collector prints them."""
+    stats = decoder.exporter_stats.get(exporter, {})
+    parts = [f"{exporter}: {stats.get('datagrams', 0):,} datagrams, {stats.get('records', 0):,} records",
+             f"problems: {_counts(decoder.exporter_counts.get(exporter, {}))}"]  # fmt: skip
+    rejected = {str(why): n for (e, why), n in decoder.rejected.items() if e == exporter}
+    if rejected:
+        parts.append(f"rejected: {_counts(rejected)}")
+    lost = [f"{stats[k]:,} {k[5:]}" for k in ("lost_records", "lost_datagrams") if stats.get(k)]
+    if lost:  # sequence-number gaps: lost between the exporter and us
+        parts.append(f"lost on the way: {', '.join(lost)}")
+    if stats.get("sequence_jumps"):
+        parts.append(f"{stats['sequence_jumps']:,} sequence-number jumps (restart or garbage, not counted as loss)")
+    if stats.get("sampling_unknown"):
+        parts.append(f"sampling unknown for {stats['sampling_unknown']:,} records")
+    return "; ".join(parts)
 
 
 def socket_drops(sock: socket.socket) -> int | None:

@@ -600,10 +600,12 @@ def add_common_options(parser: argparse.ArgumentParser, *, many: bool) -> None:
     parser.add_argument("--interval", metavar="TIME", type=parse_interval, default=float(DEFAULT_INTERVAL_S),
                         help="interval length (default 60s)")  # fmt: skip
     v4 = "IPv4 prefix length(s), comma-separated (default 24,32)" if many else "IPv4 prefix length (default 24)"
-    v6 = "IPv6 prefix length(s), one or one per IPv4 length (default 48)" if many else "IPv6 prefix length (default 48)"
+    v6 = ("IPv6 prefix length(s), one or one per IPv4 length (default 128 beside /32, else 48)" if many
+          else "IPv6 prefix length (default 48)")  # fmt: skip
     parser.add_argument("--prefix-v4", metavar="N", type=prefix_lengths(32),
                         default=[24, 32] if many else [DEFAULT_PREFIX_V4], help=v4)  # fmt: skip
-    parser.add_argument("--prefix-v6", metavar="N", type=prefix_lengths(128), default=[DEFAULT_PREFIX_V6], help=v6)
+    parser.add_argument("--prefix-v6", metavar="N", type=prefix_lengths(128), default=None if many else [DEFAULT_PREFIX_V6],
+                        help=v6)  # fmt: skip
     parser.add_argument("--aging", metavar="PERIOD", type=parse_days, default=float(DEFAULT_AGING_DAYS),
                         help="drop a prefix after this long without a sighting (default 30d)")  # fmt: skip
     parser.add_argument("--day", metavar="YYYY-MM-DD", dest="days", type=parse_day, action="append",
@@ -614,10 +616,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("identify", help="find α flows and learn their prefixes into a DuckDB file")
     add_common_options(parser, many=False)
     parser.add_argument("--db", metavar="FILE", type=Path, required=True, help="DuckDB database (created if missing)")
+    parser.add_argument("--top", metavar="N", type=int, default=20, help="prefixes to print, most α bytes first (default 20)")
     parser.set_defaults(handler=_identify_command)
 
 
 def _identify_command(args: argparse.Namespace) -> int:
+    from .. import units
     from ..cli import UsageError
 
     if len(args.prefix_v4) != 1 or len(args.prefix_v6) != 1:
@@ -637,4 +641,21 @@ def _identify_command(args: argparse.Namespace) -> int:
         f"{summary.alpha_intervals} α intervals in the database; {summary.prefixes} prefixes "
         f"(aged at {summary.reference:%Y-%m-%d %H:%M:%S} UTC) in {args.db}"
     )
+    top = top_prefixes(args.db, args.top)
+    if top.height:
+        shown = "" if top.height == summary.prefixes else f" (the {top.height} with the most α bytes)"
+        print(f"prefixes learnt{shown}:")
+        print(f"  {'prefix':<44} {'role':<4} {'α bytes':>10} {'sightings':>9}  last seen (UTC)")
+        for prefix, role, alpha_bytes, sightings, last_seen in top.iter_rows():
+            print(f"  {prefix:<44} {role:<4} {units.fmt_size(alpha_bytes):>10} {sightings:>9,}  {last_seen:%Y-%m-%d %H:%M}")
     return 0
+
+
+def top_prefixes(db: str | Path, count: int) -> pl.DataFrame:
+    """The ``count`` entries of the prefix table with the most α bytes
+    (ties by prefix and role): prefix, role, alpha_bytes, sightings, last_seen."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return fetch_frame(con.execute(
+            "SELECT prefix, role, alpha_bytes, sightings, last_seen FROM prefixes "
+            "ORDER BY alpha_bytes DESC, prefix, role LIMIT ?", [int(count)],
+        ))  # fmt: skip

@@ -1,29 +1,47 @@
 """``alphaqos flows ingest`` and ``alphaqos flows synth``.
 
-``alphaqos flows ingest FILE... --format nfdump|goflow2|csv|parquet|pcap --out DIR
-[--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
-[--time-unit iso|s|ms|us|ns]``
+``alphaqos flows ingest FILE... --format nfdump|pmacct|goflow2|csv|parquet|pcap
+--out DIR [--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
+[--require-sampling] [--time-unit iso|s|ms|us|ns] [--time-zone ZONE]
+[--time-window D|off]``
     Read the files (:mod:`.readers`; the formats are the keys of
     :data:`.readers.READERS`), write their records as the canonical Parquet
     store (:func:`.schema.write_partitioned`) under DIR and print a summary:
-    records per exporter and day, and the rejected rows by reason with
-    their ``file:line``. Every file is read before anything is written, so
-    bad input leaves DIR as it was; a new DIR is made in a hidden directory
-    and renamed at the end, an existing one receives new part files.
+    records per exporter and day, and the rejected rows by reason (and
+    exporter) with their ``file:line``. Every file is read before anything
+    is written, so bad input leaves DIR as it was; a new DIR is made in a
+    hidden directory and renamed at the end, an existing one receives new
+    part files.
+
+    *Unknown sampling is not 1:1.* Where neither the file nor
+    ``--sampling`` gives an exporter's rate (nfdump CSV has no sampling
+    column; GoFlow2 and pmacct write 0; an exporter may send no sampler
+    options), its records are stored with ``sampling_rate`` 0 and their
+    counts as exported; ingest warns once per such exporter on stderr, and
+    its summary lines say "sampling unknown" instead of
+    "sampling-corrected". ``--require-sampling`` makes it an error (exit
+    2, nothing written). ``--sampling 1`` says the exporters did not sample
+    (or the collector already scaled their counts). For pcap,
+    ``--sampling`` overrides what the exporters announce.
+
+    ``--time-zone`` is the zone of times written without an offset (nfdump
+    prints local time: see :mod:`.readers`); ``--time-window`` how far a
+    record's times may lie from its receive time, where the format gives
+    one (default 1 day; ``off``: not checked).
 
 ``alphaqos flows synth --days N --out DIR [--seed S] [--exporters K]
-[--format parquet|nfdump|goflow2] [--beta-flows N] [--alpha-transfers N]
+[--format parquet|nfdump|goflow2] [--beta-flows N] [--alpha-transfers N] [--new-alpha-hosts N]
 [--active-timeout S] [--start YYYY-MM-DD]``
     Write a synthetic data set (:mod:`.synth`) to a new DIR: the canonical
     store, or one ``flows.csv`` (nfdump CSV) or ``flows.jsonl`` (GoFlow2);
     for nfdump, whose CSV has no sampling column, the ``--sampling`` to
-    give ``ingest`` is printed.
+    give ``ingest`` is printed (without it the rates are unknown).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -46,10 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--map", metavar="NAME=COLUMN,...", default="",
                         help="csv/parquet: which column holds each canonical column (e.g. first=start_time)")  # fmt: skip
     ingest.add_argument("--exporter", metavar="NAME", help="exporter of records that name none")
-    ingest.add_argument("--sampling", metavar="N|EXPORTER=N,...", default="1",
-                        help="1:N sampling of counts not yet scaled (formats without a sampling column)")  # fmt: skip
+    ingest.add_argument("--sampling", metavar="N|EXPORTER=N,...",
+                        help="1:N sampling of counts not yet scaled, where the file gives none (default: unknown)")  # fmt: skip
+    ingest.add_argument("--require-sampling", action="store_true",
+                        help="an exporter whose sampling rate is unknown is an error, not a warning")  # fmt: skip
     ingest.add_argument("--time-unit", choices=readers.TIME_UNITS, default="iso",
                         help="csv/parquet: times as ISO text or epoch numbers in this unit (default iso)")  # fmt: skip
+    ingest.add_argument("--time-zone", metavar="ZONE", default="UTC",
+                        help="zone of times written without an offset, e.g. Europe/Zurich (default UTC)")  # fmt: skip
+    ingest.add_argument("--time-window", metavar="D|off", default="1d",
+                        help="reject records more than D from their receive time, where known (default 1d)")  # fmt: skip
     ingest.set_defaults(handler=_ingest)
 
     make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
@@ -60,6 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     make.add_argument("--format", choices=SYNTH_FORMATS, default="parquet", help="output format (default parquet)")
     make.add_argument("--beta-flows", metavar="N", type=_positive_int, default=400_000, help="beta flows per day")
     make.add_argument("--alpha-transfers", metavar="N", type=int, default=24, help="alpha transfers per day")
+    make.add_argument("--new-alpha-hosts", metavar="N", type=int, default=0,
+                      help="alpha hosts that appear each day after the first, inside known /24s (default 0)")  # fmt: skip
     make.add_argument("--active-timeout", metavar="S", type=float, default=60.0, help="seconds (default 60)")
     make.add_argument("--start", metavar="YYYY-MM-DD", type=date.fromisoformat, default=date(2026, 11, 1),
                       help="first day (UTC)")  # fmt: skip
@@ -73,8 +99,14 @@ def _ingest(args: argparse.Namespace) -> int:
         raise UsageError(f"--map: {exc}") from None
     if mapping and args.format not in ("csv", "parquet"):
         raise UsageError(f"--map applies to --format csv or parquet, not {args.format}")
-    options = readers.ReadOptions(exporter=args.exporter, sampling=_sampling(args.sampling), mapping=mapping,
-                                  time_unit=args.time_unit)  # fmt: skip
+    try:
+        zone = readers.check_time_zone(args.time_zone)
+    except ValueError as exc:
+        raise UsageError(f"--time-zone: {exc}") from None
+    window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
+    sampling = None if args.sampling is None else _sampling(args.sampling)
+    options = readers.ReadOptions(exporter=args.exporter, sampling=sampling, mapping=mapping, time_unit=args.time_unit,
+                                  time_zone=zone, window_us=window)  # fmt: skip
     reader = readers.READERS[args.format]
     report = readers.RejectReport()
     tables = []
@@ -86,9 +118,28 @@ def _ingest(args: argparse.Namespace) -> int:
     table = pl.concat(tables) if tables else schema.empty()
     if table.is_empty() and report.rejected:
         raise UsageError("no usable records: " + "; ".join(report.lines()[1:4]))
+    unknown = dict(table.filter(pl.col("sampling_rate") == 0).group_by("exporter").len().sort("exporter").iter_rows())
+    if unknown and args.require_sampling:
+        names = ", ".join(unknown)
+        raise UsageError(f"sampling rate unknown for exporter(s) {names}: give --sampling EXPORTER=N (1 if unsampled "
+                         f"or already scaled)")  # fmt: skip
+    for exporter, records in unknown.items():
+        print(f"alphaqos: warning: exporter {exporter}: sampling rate unknown for {records:,} records; counts stored "
+              f"as exported (give --sampling {exporter}=N, 1 if unsampled or already scaled)", file=sys.stderr)  # fmt: skip
     _write_store(table, args.out)
     _print_ingest(table, report, args.out)
     return 0
+
+
+def time_window(option: str, text: str) -> int:
+    """A window half-width (``1d``, ``6h``, any :func:`alphaqos.units.parse_time` time) in microseconds."""
+    try:
+        ns = units.parse_time(text)
+    except ValueError as exc:
+        raise UsageError(f"{option} {text!r}: {exc}") from None
+    if ns <= 0:
+        raise UsageError(f"{option} {text!r}: must be positive (or 'off')")
+    return ns // 1000
 
 
 def _write_store(table: pl.DataFrame, out: Path) -> None:
@@ -105,11 +156,18 @@ def _print_ingest(table: pl.DataFrame, report: readers.RejectReport, out: Path) 
     print(f"{table.height:,} records into {out}/")
     per_day = (
         table.group_by("exporter", pl.col("first").dt.date().alias("day"))
-        .agg(pl.len().alias("records"), pl.col("bytes_scaled").sum().alias("bytes"))
+        .agg(pl.len().alias("records"), pl.col("bytes_scaled").sum().alias("bytes"),
+             (pl.col("sampling_rate") == 0).sum().alias("unknown"))
         .sort("exporter", "day")
-    )
-    for exporter, day, records, octets in per_day.iter_rows():
-        print(f"  {exporter}  {day}  {records:>10,} records  {units.fmt_size(octets):>10} (sampling-corrected)")
+    )  # fmt: skip
+    for exporter, day, records, octets, unknown in per_day.iter_rows():
+        if not unknown:
+            how = "sampling-corrected"
+        elif unknown == records:
+            how = "sampling unknown"
+        else:
+            how = f"sampling unknown for {unknown:,} records"
+        print(f"  {exporter}  {day}  {records:>10,} records  {units.fmt_size(octets):>10} ({how})")
     for line in report.lines():
         print(line)
 
@@ -151,9 +209,12 @@ def _synth(args: argparse.Namespace) -> int:
         raise UsageError("--active-timeout: expected a positive number of seconds")
     if args.exporters > 254:
         raise UsageError("--exporters: at most 254")
-    table = synth.synthesize(days=args.days, exporters=args.exporters, seed=args.seed, start=args.start,
-                             beta_flows_per_day=args.beta_flows, alpha_transfers_per_day=max(args.alpha_transfers, 0),
-                             active_timeout=args.active_timeout)  # fmt: skip
+    try:
+        table = synth.synthesize(days=args.days, exporters=args.exporters, seed=args.seed, start=args.start,
+                                 beta_flows_per_day=args.beta_flows, alpha_transfers_per_day=max(args.alpha_transfers, 0),
+                                 new_alpha_hosts_per_day=args.new_alpha_hosts, active_timeout=args.active_timeout)  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(f"--new-alpha-hosts: {exc}") from None
     with _staged_directory(args.out) as staging:
         if args.format == "parquet":
             schema.write_partitioned(table, staging)
@@ -173,9 +234,7 @@ def _synth(args: argparse.Namespace) -> int:
           f"day(s), seed {args.seed}: {where}")  # fmt: skip
     print("sampling 1:N per exporter: " + ", ".join(f"{e} 1:{n}" for e, n in rates.items()))
     if args.format == "nfdump":
-        counts = Counter(rates.values())
-        if set(counts) != {1}:
-            hint = ",".join(f"{e}={n}" for e, n in rates.items())
-            print(f"nfdump CSV carries no sampling rate: ingest with --sampling {hint}")
+        hint = ",".join(f"{e}={n}" for e, n in rates.items())
+        print(f"nfdump CSV carries no sampling rate: ingest with --sampling {hint}")
     return 0
 

@@ -27,14 +27,35 @@ Decoding
 Problems
     Malformed input never raises out of ``feed``: each problem is a
     :class:`Problem` (exporter, reason, short description), counted by
-    reason in ``Decoder.counts``. Reasons: ``truncated`` (header, set or
-    template shorter than it says), ``bad_length`` (a set length beyond the
-    datagram or below its header), ``unknown_version``, ``empty_template``
-    (a v9 template, or an IPFIX options template, with no fields),
-    ``bad_template`` (a field of length 0, a scope count above the field
-    count), ``unknown_template`` (data for a template not seen yet),
-    ``bad_time`` (records dated before 1970 or after 2199, dropped by
-    ``take()`` and counted one by one), ``malformed`` (anything else).
+    reason in ``Decoder.counts`` and per exporter in
+    ``Decoder.exporter_counts``. Reasons: ``truncated`` (header, set or
+    template shorter than it says; a data set whose last bytes are a
+    record cut short rather than zero padding, as when a template is longer
+    than its set; a variable-length field running past its set, the rest
+    of the set dropped), ``bad_length`` (a set length beyond the datagram
+    or below its header; a v5 header whose count disagrees with the
+    datagram's length: v5 is never padded, so the datagram is dropped),
+    ``unknown_version``, ``empty_template`` (a v9 template, or an IPFIX
+    options template, with no fields), ``bad_template`` (a field of length
+    0, a scope count above the field count), ``unknown_template`` (data for
+    a template not seen yet), ``zero_sampling_interval`` (an options
+    record giving sampling interval 0: ignored, the rate stays unknown),
+    ``malformed`` (anything else).
+
+Impossible records
+    ``take()``/``build()`` reject the records that the readers of
+    :mod:`.readers` would reject, with the same checks
+    (:func:`.schema.impossible`) and reasons (:class:`.schema.Reason`),
+    counted per (exporter, reason) in ``Decoder.rejected``: a count times
+    its sampling rate above 2**64 - 1 (counts are unsigned 64-bit from the
+    wire on, never read as signed), ``last`` before ``first``, and a time
+    outside the plausible window: more than ``window_us`` (default 1 day)
+    from the datagram's receive time (``feed``'s ``received_us``: the
+    collector's clock, a capture's time stamp) or, when that is not known,
+    from the header's export time; always within 1970-2199; and for v5/v9
+    times relative to the uptime, not after the datagram's export (with
+    :data:`EXPORT_SLACK_US` for the header's whole seconds). Garbage times
+    thus never make a partition of their own.
 
 Unknown templates
     Data sets for a template not yet seen are counted as ``unknown_template``
@@ -46,10 +67,14 @@ Unknown templates
     (RFC 7011 Section 8.1); a newer template with the same id replaces it.
 
 Loss at the exporter
-    Gaps in sequence numbers are counted in ``Decoder.stats``:
-    ``lost_records`` for v5 and IPFIX (whose sequence numbers count
-    records), ``lost_datagrams`` for v9 (which counts datagrams). A number
-    behind the expected one (reordering) is not counted.
+    Gaps in sequence numbers are counted in ``Decoder.stats`` (and per
+    exporter in ``Decoder.exporter_stats``): ``lost_records`` for v5 and
+    IPFIX (whose sequence numbers count records), ``lost_datagrams`` for v9
+    (which counts datagrams). A number a little behind the expected one
+    (reordering, a duplicate) is not counted. A jump of more than
+    :data:`MAX_GAP_RECORDS` records or :data:`MAX_GAP_DATAGRAMS` datagrams,
+    forward or back, is no loss but a restart of the exporter or garbage:
+    it is counted in ``sequence_jumps`` and the count starts afresh.
 
 Time
     v5 and v9 ``FIRST``/``LAST_SWITCHED`` are milliseconds of system uptime:
@@ -70,14 +95,23 @@ Sampling
     samplingPacketSpace (306) as (interval + space) / interval; else the
     last rate an options record without a sampler id gave for the
     observation domain; else, for v5, the header's sampling_interval (low
-    14 bits; the top 2 bits are the mode); else 1.
+    14 bits; the top 2 bits are the mode); else unknown: 0, not 1 (an
+    interval of 0 anywhere says nothing). ``sampling={"*": N}`` configures
+    all exporters. Records of unknown rate are counted per exporter in
+    ``Decoder.exporter_stats[e]["sampling_unknown"]``.
+
+ICMP
+    ICMP_TYPE (v9 32, IPFIX icmpTypeCodeIPv4 32 / icmpTypeCodeIPv6 139, or
+    the type and code apart, 176-179) of ICMP and ICMPv6 records goes into
+    ``dst_port`` as type x 256 + code (see :mod:`.schema`).
 
 Encoding
     :func:`encode_ipfix` and :func:`encode_v9` turn a canonical table into
     export datagrams (templates, a sampler options template and its data,
     then data sets), for tests and synthetic data; :func:`encode_v5` the
     IPv4 rows into v5 datagrams. Times are exported in milliseconds, so
-    sub-millisecond parts are lost.
+    sub-millisecond parts are lost; each datagram's export time is the
+    second after the latest ``last`` of its records.
 
 Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
 """
@@ -114,10 +148,21 @@ OCTETS_TOTAL, PACKETS_TOTAL = 85, 86
 START_S, END_S, START_MS, END_MS = 150, 151, 152, 153
 SYSTEM_INIT_MS = 160
 SELECTOR_ID, PACKET_INTERVAL, PACKET_SPACE = 302, 305, 306
+# ICMP type x 256 + code: v9 ICMP_TYPE / IPFIX icmpTypeCodeIPv4 (32) and
+# icmpTypeCodeIPv6 (139); or type and code apart (176/177 IPv4, 178/179 IPv6).
+ICMP_TYPE_CODE, ICMP6_TYPE_CODE = 32, 139
+ICMP_TYPE, ICMP_CODE, ICMP6_TYPE, ICMP6_CODE = 176, 177, 178, 179
 
 VARIABLE = 0xFFFF  # a field length meaning "variable" (RFC 7011 Section 7)
 MASK32 = 0xFFFFFFFF
 LATEST_US = 7_258_118_400_000_000  # 2200-01-01T00:00:00Z: later times are taken as garbage
+#: A flow may end this long after the export time of its v5/v9 datagram
+#: (whose header time has whole seconds) before it is impossible.
+EXPORT_SLACK_US = 1_000_000
+#: Sequence-number gaps above these are not losses but a jump (an exporter
+#: restarted, or garbage): v5 and IPFIX count records, v9 datagrams.
+MAX_GAP_RECORDS = 1 << 20
+MAX_GAP_DATAGRAMS = 1 << 16
 
 _V5_HEADER = struct.Struct(">HHIIIIBBH")  # 24 bytes, Cisco NetFlow v5 export format
 _V9_HEADER = struct.Struct(">HHIIII")  # RFC 3954 Section 5.1: 20 bytes
@@ -148,6 +193,7 @@ class _Time(NamedTuple):
 
     export_us: int  # export time, microseconds since the epoch
     uptime_ms: int | None  # v9 sys_uptime (None for IPFIX)
+    received_us: int | None = None  # when the datagram was received (None: not known)
 
 
 @dataclass
@@ -195,8 +241,10 @@ class _Chunk(NamedTuple):
     uptime_ms: int  # the v5/v9 header's sys_uptime; -1 for IPFIX
     init_ms: int  # IPFIX systemInitTimeMilliseconds known then; -1: none
     configured: int  # configured sampling rate; 0: none
-    default_rate: int
+    default_rate: int  # 0: unknown
     samplers: dict  # sampler id -> rate, a snapshot (never changed in place)
+    window_us: int | None  # half-width of the plausible window (None: 1970-2199 only)
+    reference_us: int  # the time the plausible window is centred on: reception, else export
 
 
 _NO_SAMPLERS: dict = {}
@@ -215,8 +263,9 @@ assert _V5_TEMPLATE.record_len == 48
 class Decoder:
     """Decoding state for any number of exporters; see the module doc."""
 
-    def __init__(self, sampling: dict[str, int] | None = None):
+    def __init__(self, sampling: dict[str, int] | None = None, *, window_us: int | None = schema.WINDOW_US):
         self.sampling = dict(sampling or {})
+        self.window_us = window_us
         self.templates: dict[tuple, _Template] = {}  # (exporter, version, domain, template id) ->
         self.sampler_rates: dict[tuple, dict] = {}  # (exporter, domain) -> {sampler id: N}
         self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
@@ -227,15 +276,22 @@ class Decoder:
         self.counts: Counter[str] = Counter()
         self.problems: list[Problem] = []
         self.stats: Counter[str] = Counter()
+        # per exporter: problems by reason, stats, and records rejected by schema.Reason
+        self.exporter_counts: dict[str, Counter] = {}
+        self.exporter_stats: dict[str, Counter] = {}
+        self.rejected: Counter = Counter()  # (exporter, schema.Reason) -> records
         self._chunks: list[_Chunk] = []
         self._rows = 0
 
     # --- input ----------------------------------------------------------
 
-    def feed(self, datagram: bytes, exporter: str) -> int:
-        """Decode one export datagram from ``exporter``; returns the number of
-        flow records decoded (problems are recorded, never raised)."""
-        self.stats["datagrams"] += 1
+    def feed(self, datagram: bytes, exporter: str, received_us: int | None = None) -> int:
+        """Decode one export datagram from ``exporter``, received at
+        ``received_us`` (epoch microseconds; None: not known, the export time
+        stands for it); returns the number of flow records decoded (problems
+        are recorded, never raised)."""
+        self._stat(exporter, "datagrams")
+        self._received = received_us
         before = self._rows
         try:
             if len(datagram) < 2:
@@ -254,11 +310,16 @@ class Decoder:
         except (struct.error, ValueError, IndexError, TypeError, OverflowError) as exc:  # a guard for what we did not foresee
             self._problem(exporter, "malformed", f"{type(exc).__name__}: {exc}")
         decoded = self._rows - before
-        self.stats["records"] += decoded
+        self._stat(exporter, "records", decoded)
         return decoded
 
-    def _problem(self, exporter: str, reason: str, detail: str) -> None:
-        self.counts[reason] += 1
+    def _stat(self, exporter: str, key: str, n: int = 1) -> None:
+        self.stats[key] += n
+        self.exporter_stats.setdefault(exporter, Counter())[key] += n
+
+    def _problem(self, exporter: str, reason: str, detail: str, n: int = 1) -> None:
+        self.counts[reason] += n
+        self.exporter_counts.setdefault(exporter, Counter())[reason] += n
         self._problem_only(exporter, reason, detail)
 
     def _problem_only(self, exporter: str, reason: str, detail: str) -> None:
@@ -272,13 +333,16 @@ class Decoder:
         _, count, uptime, secs, nsecs, sequence, engine_type, engine_id, sampling = _V5_HEADER.unpack_from(data)
         if len(data) < 24 + 48 * count:
             raise _Malformed("truncated", f"v5 count {count} needs {24 + 48 * count} bytes, got {len(data)}")
+        if len(data) != 24 + 48 * count:  # v5 datagrams are never padded: header or length is wrong
+            raise _Malformed("bad_length", f"v5 count {count} means {24 + 48 * count} bytes, the datagram has {len(data)}")
         self._sequence((exporter, 5, engine_type, engine_id), sequence, count, "lost_records")  # counts flows
         if count == 0:
             return
         records = data[24 : 24 + 48 * count]
-        interval = sampling & 0x3FFF  # top 2 bits: the sampling mode; low 14: the interval
-        self._chunks.append(_Chunk(_V5_TEMPLATE, records, count, exporter, secs * 1_000_000 + nsecs // 1000, uptime,
-                                   -1, self.sampling.get(exporter, 0), interval or 1, _NO_SAMPLERS))  # fmt: skip
+        interval = sampling & 0x3FFF  # top 2 bits: the sampling mode; low 14: the interval (0: not said)
+        export_us = secs * 1_000_000 + nsecs // 1000
+        self._chunks.append(_Chunk(_V5_TEMPLATE, records, count, exporter, export_us, uptime, -1, self._configured(exporter),
+                                   interval, _NO_SAMPLERS, self.window_us, self._reference(export_us)))  # fmt: skip
         self._rows += count
 
     # NetFlow v9, RFC 3954
@@ -287,7 +351,7 @@ class Decoder:
             raise _Malformed("truncated", f"v9 header needs 20 bytes, got {len(data)}")
         _, _, uptime, secs, sequence, source_id = _V9_HEADER.unpack_from(data)
         self._sequence((exporter, 9, source_id), sequence, 1, "lost_datagrams")  # counts datagrams (RFC 3954 5.1)
-        when = _Time(secs * 1_000_000, uptime)
+        when = _Time(secs * 1_000_000, uptime, self._received)
         for set_id, start, end in _sets(data, 20, "flowset"):
             if set_id == 0:
                 self._templates(data, start, end, exporter, 9, source_id, options=False)
@@ -305,9 +369,9 @@ class Decoder:
         if length > len(data) or length < 16:
             raise _Malformed("bad_length", f"IPFIX message length {length}, datagram {len(data)} bytes")
         data = data[:length]
-        when = _Time(export_s * 1_000_000, None)
+        when = _Time(export_s * 1_000_000, None, self._received)
         key = (exporter, 10, domain)
-        self._sequence(key, sequence, None, "lost_records")
+        in_order = self._sequence(key, sequence, None, "lost_records")
         records = 0  # data records in this message, which the next one's sequence number counts (RFC 7011 3.1)
         for set_id, start, end in _sets(data, 16, "set"):
             if set_id == 2:
@@ -317,21 +381,37 @@ class Decoder:
             elif set_id >= 256:
                 decoded = self._data(exporter, 10, domain, set_id, data[start:end], when)
                 records = None if decoded is None or records is None else records + decoded
-        if records is not None:
+        if records is not None and in_order:
             self._next_sequence[key] = (sequence + records) & MASK32
 
-    def _sequence(self, key: tuple, sequence: int, advance: int | None, stat: str) -> None:
+    def _sequence(self, key: tuple, sequence: int, advance: int | None, stat: str) -> bool:
         """Count the records or datagrams a gap in an exporter's sequence
-        numbers says were lost on the way (a number behind the one expected
-        is a reordering, not counted). ``advance``: what this datagram adds
-        to the sequence, None if not known yet."""
-        expected = self._next_sequence.pop(key, None)
+        numbers says were lost on the way. A number up to the largest gap
+        (:data:`MAX_GAP_RECORDS`, :data:`MAX_GAP_DATAGRAMS`) behind the one
+        expected is a reordering or a duplicate: not counted, and the
+        expectation stays. Any other number (far ahead or far behind) is a
+        jump: the exporter restarted or the datagram is garbage; it is
+        counted in ``sequence_jumps``, not as a loss, and the count starts
+        afresh from it. ``advance``: what this datagram adds to the
+        sequence, None if not known yet. Returns False for a late datagram
+        (whose sequence must not move the expectation)."""
+        exporter = key[0]
+        limit = MAX_GAP_DATAGRAMS if stat == "lost_datagrams" else MAX_GAP_RECORDS
+        expected = self._next_sequence.get(key)
         if expected is not None:
             gap = (sequence - expected) & MASK32
-            if 0 < gap < 1 << 31:
-                self.stats[stat] += gap
-        if advance is not None:
+            if gap >= (1 << 32) - limit:  # a little behind: late or repeated
+                return False
+            if gap > limit:
+                self._stat(exporter, "sequence_jumps")
+                self._problem_only(exporter, "sequence_jump", f"sequence number {sequence}, {expected} expected")
+            elif gap:
+                self._stat(exporter, stat, gap)
+        if advance is None:
+            self._next_sequence.pop(key, None)
+        else:
             self._next_sequence[key] = (sequence + advance) & MASK32
+        return True
 
     def _templates(self, data, pos, end, exporter, version, domain, *, options: bool) -> None:
         """Template records (RFC 3954 5.2, RFC 7011 3.4.1) or IPFIX options
@@ -420,8 +500,13 @@ class Decoder:
         return self._decode_set(template, body, when)
 
     def _decode_set(self, template: _Template, body: bytes, when: _Time) -> int:
+        exporter, _, domain, tid = template.key
         if template.fixed:
-            n = len(body) // template.record_len  # what is left is padding
+            n = len(body) // template.record_len
+            rest = body[n * template.record_len :]
+            if any(rest):  # padding is zeros (RFC 7011 3.3.1, RFC 3954 5.3): this is a record cut short
+                self._problem(exporter, "truncated", f"data set of template {tid} ends {len(rest)} bytes into a "
+                              f"record of {template.record_len} bytes")  # fmt: skip
             if n == 0:
                 return 0
             # flow records stay bytes until take() decodes them all at once
@@ -429,21 +514,31 @@ class Decoder:
             if template.options:
                 records = np.frombuffer(records, template.dtype, n)
         else:
-            records, n = _variable_records(template, body)
+            records, n, overrun = _variable_records(template, body)
+            if overrun:
+                self._problem(exporter, "truncated", f"a variable-length field of template {tid} runs past its set "
+                              f"(record {n + 1}; {overrun} bytes dropped)")  # fmt: skip
             if n == 0:
                 return 0
-        exporter, _, domain, _ = template.key
         if template.options:
             self._options(template, records, n)
         elif template.is_flow:
             uptime = -1 if when.uptime_ms is None else when.uptime_ms
             self._chunks.append(_Chunk(
                 template, records, n, exporter, when.export_us, uptime, self.init_ms.get((exporter, domain), -1),
-                self.sampling.get(exporter, 0), self.default_rates.get((exporter, domain), 1),
-                self.sampler_rates.get((exporter, domain), _NO_SAMPLERS),
+                self._configured(exporter), self.default_rates.get((exporter, domain), 0),
+                self.sampler_rates.get((exporter, domain), _NO_SAMPLERS), self.window_us,
+                when.export_us if when.received_us is None else when.received_us,
             ))  # fmt: skip
             self._rows += n
         return n
+
+    def _configured(self, exporter: str) -> int:
+        """The configured sampling rate of ``exporter`` (``"*"``: of all); 0: none."""
+        return self.sampling.get(exporter, self.sampling.get("*", 0))
+
+    def _reference(self, export_us: int) -> int:
+        return export_us if self._received is None else self._received
 
     def _options(self, template: _Template, records, n: int) -> None:
         """Learn sampler rates and the system init time from options data."""
@@ -459,7 +554,7 @@ class Decoder:
         if interval is None and PACKET_INTERVAL in index and PACKET_SPACE in index:
             # 1 in (selected + skipped) / selected packets (RFC 5477 Section 8.2.2)
             selected, skipped = ints(PACKET_INTERVAL), ints(PACKET_SPACE)
-            interval = (selected + skipped) // np.maximum(selected, 1)
+            interval = np.where(selected > 0, (selected + skipped) // np.maximum(selected, 1), 0)
         sampler = ints(SAMPLER_ID)
         if sampler is None:
             sampler = ints(SELECTOR_ID)
@@ -471,7 +566,11 @@ class Decoder:
         key = (exporter, domain)
         samplers = dict(self.sampler_rates.get(key, _NO_SAMPLERS))
         for i in range(n):
-            rate = max(int(interval[i]), 1)
+            rate = int(interval[i])
+            if rate <= 0:  # "0" says nothing: the rate stays unknown, not 1:1
+                self._problem(exporter, "zero_sampling_interval", "an options record gives sampling interval 0"
+                              + ("" if sampler is None else f" for sampler {int(sampler[i])}"))  # fmt: skip
+                continue
             if sampler is not None:
                 samplers[int(sampler[i])] = rate
             else:
@@ -481,7 +580,7 @@ class Decoder:
         default = self.domain_rates.get(key)
         if default is None and len(rates) == 1:  # one rate on this domain: it applies to records naming no sampler
             default = rates.pop()
-        self.default_rates[key] = default or 1
+        self.default_rates[key] = default or 0
 
     # --- output --------------------------------------------------------------
 
@@ -519,7 +618,7 @@ class Decoder:
         columns = {
             name: np.concatenate([p[name] for p in parts])
             for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
-                         "input_if", "output_if")
+                         "input_if", "output_if", "earliest", "latest")
         }  # fmt: skip
         # values a template gave more bytes than the canonical type holds
         # (malformed, or odd exporters) must not stop the table being built
@@ -532,17 +631,28 @@ class Decoder:
             _addresses(parts, "src"),
             _addresses(parts, "dst"),
         )
-        sane = (columns["first"] >= 0) & (columns["first"] < LATEST_US) & (columns["last"] >= 0) & (columns["last"] < LATEST_US)
-        if not sane.all():  # garbage times (a malformed record) cannot be partitioned by day
-            for exporter, n in frame.filter(~pl.Series(sane)).group_by("exporter").len().rows():
-                self.counts["bad_time"] += n
-                self._problem_only(exporter, "bad_time", f"{n} records with times outside 1970-2199 dropped")
-            frame = frame.filter(pl.Series(sane))
         frame = frame.with_columns(
             pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
             pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
         )
+        # Impossible records are rejected exactly as the readers reject them (schema.impossible).
+        checks = schema.impossible(pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")},
+                                   pl.col("sampling_rate"), earliest=pl.col("earliest"), latest=pl.col("latest"))  # fmt: skip
+        reason, _ = schema.first_reason(checks)
+        frame = frame.with_columns(reason.alias("_reason"))
+        bad = frame.filter(pl.col("_reason").is_not_null())
+        if bad.height:
+            for exporter, why, n in bad.group_by("exporter", "_reason").len().rows():
+                self.rejected[(exporter, schema.Reason(why))] += n
+                self._problem_only(exporter, "rejected", f"{n} records: {why}")
+            frame = frame.filter(pl.col("_reason").is_null())
+        for exporter, n in frame.filter(pl.col("sampling_rate") == 0).group_by("exporter").len().rows():
+            self._stat(exporter, "sampling_unknown", n)
         return schema.conform(frame)
+
+    def exporters(self) -> list[str]:
+        """Every exporter heard from, sorted."""
+        return sorted(set(self.exporter_stats) | set(self.exporter_counts) | {e for e, _ in self.rejected})
 
 
 def _columns(group: list[_Chunk]) -> dict:
@@ -571,11 +681,25 @@ def _columns(group: list[_Chunk]) -> dict:
         values = col(*idents)
         return np.zeros(n, np.int64) if values is None else values
 
+    def counter(*idents):
+        for ident in idents:
+            if ident in index:
+                return _as_uint(records[f"f{index[ident]}"])
+        return np.zeros(n, np.uint64)
+
     out = {
         "n": n, "src_port": ints(SRC_PORT), "dst_port": ints(DST_PORT), "protocol": ints(PROTOCOL),
-        "bytes": ints(OCTETS, OCTETS_TOTAL), "packets": ints(PACKETS, PACKETS_TOTAL),
+        "bytes": counter(OCTETS, OCTETS_TOTAL), "packets": counter(PACKETS, PACKETS_TOTAL),
         "input_if": ints(INPUT_IF), "output_if": ints(OUTPUT_IF),
     }  # fmt: skip
+    # ICMP type and code go where NetFlow v5 and nfdump put them: dst_port = type x 256 + code
+    icmp = col(ICMP_TYPE_CODE, ICMP6_TYPE_CODE)
+    if icmp is None and (ICMP_TYPE in index or ICMP6_TYPE in index):
+        code = col(ICMP_CODE, ICMP6_CODE)
+        icmp = (col(ICMP_TYPE, ICMP6_TYPE) << 8) | (0 if code is None else code)
+    if icmp is not None:
+        is_icmp = (out["protocol"] == 1) | (out["protocol"] == 58)
+        out["dst_port"] = np.where(is_icmp & (icmp != 0), icmp, out["dst_port"])
     for side, v4, v6 in (("src", SRC_V4, SRC_V6), ("dst", DST_V4, DST_V6)):
         if v4 in index:
             out[side + "4"] = col(v4).astype(np.uint32)
@@ -586,6 +710,7 @@ def _columns(group: list[_Chunk]) -> dict:
 
     # times (see the module doc for the order of preference)
     export = per_chunk("export_us")
+    uptime_relative = False
     first, last = col(START_MS), col(END_MS)
     scale = 1000
     if first is None:
@@ -599,6 +724,7 @@ def _columns(group: list[_Chunk]) -> dict:
         if start is None:
             first = last = export
         elif template.key[1] in (5, 9):  # relative to the header's sys_uptime
+            uptime_relative = True
             uptime = per_chunk("uptime_ms")
             first, last = _uptime_to_us(start, uptime, export), _uptime_to_us(end, uptime, export)
         else:
@@ -607,6 +733,15 @@ def _columns(group: list[_Chunk]) -> dict:
             first = np.where(init >= 0, (init + start) * 1000, export)
             last = np.where(init >= 0, (init + end) * 1000, export)
     out["first"], out["last"] = first, last
+    # the plausible window: the reference time (reception, else export) +- the window, within 1970-2199;
+    # a time relative to the uptime cannot lie after the export of its datagram
+    reference = per_chunk("reference_us")
+    window = group[0].window_us
+    earliest = np.zeros(n, np.int64) if window is None else np.maximum(reference - window, 0)
+    latest = np.full(n, LATEST_US - 1, np.int64) if window is None else np.minimum(reference + window, LATEST_US - 1)
+    if uptime_relative:
+        latest = np.minimum(latest, export + EXPORT_SLACK_US)
+    out["earliest"], out["latest"] = earliest, latest
 
     # sampling: configured, else in the record, else its sampler's, else the domain's
     rates = per_chunk("default_rate")
@@ -626,8 +761,8 @@ def _columns(group: list[_Chunk]) -> dict:
                 if rate is not None:
                     chunk_rates[chunk_ids == ident] = rate
     interval = col(SAMPLING_INTERVAL)
-    if interval is not None:
-        rates = np.maximum(interval, 1)
+    if interval is not None:  # the record's own interval, where it gives one (0: not said)
+        rates = np.where(interval > 0, interval, rates)
     configured = per_chunk("configured")
     out["sampling_rate"] = np.where(configured > 0, configured, rates)
     return out
@@ -662,13 +797,20 @@ def _uptime_to_us(switched, uptime_ms, export_us) -> np.ndarray:
 
 
 def _as_int(values) -> np.ndarray:
-    """A field's values as int64, whatever its (reduced-size) length."""
+    """A field's values as int64, whatever its (reduced-size) length (see
+    :func:`_as_uint`; values above 2**63 wrap: only for fields that never
+    hold them, or are masked afterwards)."""
+    return _as_uint(values).astype(np.int64)
+
+
+def _as_uint(values) -> np.ndarray:
+    """A field's values as uint64, whatever its (reduced-size) length."""
     values = np.asarray(values)
     if values.dtype.kind == "u" and values.ndim == 1:
-        return values.astype(np.int64)
+        return values.astype(np.uint64)
     if values.dtype == object:  # variable-length decoding produced ints
         wide = [int(v) if isinstance(v, int) else int.from_bytes(v[-8:], "big") for v in values]
-        return np.array(wide, np.uint64).astype(np.int64)
+        return np.array(wide, np.uint64)
     if values.ndim == 2:  # unusual lengths: big-endian bytes
         width = values.shape[1]
         if width > 8:
@@ -677,8 +819,8 @@ def _as_int(values) -> np.ndarray:
         out = np.zeros(len(values), np.uint64)
         for i in range(width):
             out = (out << np.uint64(8)) | values[:, i].astype(np.uint64)
-        return out.astype(np.int64)
-    return values.astype(np.int64)
+        return out
+    return values.astype(np.uint64)
 
 
 def _v6_text(values) -> list[str]:
@@ -708,7 +850,9 @@ def _sets(data: bytes, pos: int, what: str):
 def _variable_records(template: _Template, body: bytes):
     """Records of a template with variable-length fields (RFC 7011 Section
     7: a 1-byte length, or 255 and a 2-byte length). Integers up to 8 bytes
-    become ints; longer values stay bytes."""
+    become ints; longer values stay bytes. Returns (columns, records,
+    bytes dropped): a record whose field runs past the set, and what
+    follows it, is dropped; zero bytes after the last record are padding."""
     columns = [[] for _ in template.fields]
     pos, end, n = 0, len(body), 0
     lengths = [length for _, _, length in template.fields]
@@ -738,12 +882,13 @@ def _variable_records(template: _Template, body: bytes):
             continue
         pos = start
         break
+    overrun = end - pos if any(body[pos:end]) else 0
     out = {}
     for i, column in enumerate(columns):
         array = np.empty(len(column), object)
         array[:] = column
         out[f"f{i}"] = array
-    return out, n
+    return out, n, overrun
 
 
 def decode(datagrams, exporter: str = "0.0.0.0", *, sampling: dict[str, int] | None = None):
@@ -820,9 +965,10 @@ def encode_ipfix(frame: pl.DataFrame, *, domain: int = 1, export_time: int | Non
     options template (258: scope samplerId 48, then samplingInterval 34)
     and its records, one per distinct ``sampling_rate``; data sets follow.
     Sequence numbers count data records from ``sequence``. ``export_time``
-    (seconds) defaults to the second after the latest ``last``."""
+    (seconds) defaults, per message, to the second after the latest
+    ``last`` of its records (of all records, for a message of templates)."""
     frame, is_v6, first_ms, last_ms, rates, sampler = _prepare(frame)
-    export_s = export_time if export_time is not None else (int(math.ceil(last_ms.max() / 1000)) if len(frame) else 0)
+    overall = int(math.ceil(last_ms.max() / 1000)) if len(frame) else 0
     times = [(START_MS, 8), (END_MS, 8)]
     templates = b""
     for tid, fields in ((256, _V4_FIELDS), (257, _V6_FIELDS)):
@@ -830,23 +976,29 @@ def encode_ipfix(frame: pl.DataFrame, *, domain: int = 1, export_time: int | Non
         templates += struct.pack(">HH", tid, len(all_fields)) + b"".join(struct.pack(">HH", i, n) for i, n in all_fields)
     options = struct.pack(">HHHHHHH", 258, 2, 1, SAMPLER_ID, 1, SAMPLING_INTERVAL, 4)
     option_data = b"".join(struct.pack(">BI", ident, rate) for rate, ident in sampler.items())
-    sets = [(_set(2, templates), 0), (_set(3, options), 0), (_set(258, option_data), len(sampler))]
+    sets = [(_set(2, templates), 0, 0), (_set(3, options), 0, 0), (_set(258, option_data), len(sampler), 0)]
     ids = np.array([sampler[int(r)] for r in rates], np.int64)
     for tid, v6 in ((256, False), (257, True)):
         rows = np.flatnonzero(is_v6 == v6)
         room = mtu - 16 - 4
         for batch, body in _record_batches(frame, rows, v6, first_ms, last_ms, 8, ids, room, room):
-            sets.append((_set(tid, body), len(batch)))
-    messages, body, count = [], b"", 0
-    for data_set, records in sets:
+            sets.append((_set(tid, body), len(batch), int(math.ceil(last_ms[batch].max() / 1000))))
+    messages, body, count, latest = [], b"", 0, 0
+
+    def message():
+        export_s = export_time if export_time is not None else (latest or overall)
+        return _ipfix_message(body, export_s, sequence, domain)
+
+    for data_set, records, ends in sets:
         if body and 16 + len(body) + len(data_set) > mtu:
-            messages.append(_ipfix_message(body, export_s, sequence, domain))
+            messages.append(message())
             sequence += count  # IPFIX sequence numbers count data records (RFC 7011 3.1)
-            body, count = b"", 0
+            body, count, latest = b"", 0, 0
         body += data_set
         count += records
+        latest = max(latest, ends)
     if body:
-        messages.append(_ipfix_message(body, export_s, sequence, domain))
+        messages.append(message())
     return messages
 
 

@@ -33,24 +33,29 @@ ETHERNET, RAW, LINUX_SLL, IPV4_LINK, IPV6_LINK, LINUX_SLL2 = 1, 101, 113, 228, 2
 _RAW_ALIASES = {12, 14}  # DLT_RAW on some systems
 
 
-def read_pcap(path: str | Path, *, ports: set[int] | None = None, sampling: dict[str, int] | None = None):
+def read_pcap(path: str | Path, *, ports: set[int] | None = None, sampling: dict[str, int] | None = None,
+              decoder: Decoder | None = None):  # fmt: skip
     """Decode the flow exports in a capture file; returns ``(canonical
     DataFrame, list of Problem)``. ``ports``: only UDP datagrams sent to
-    these ports (default: every UDP datagram)."""
-    decoder = Decoder(sampling)
+    these ports (default: every UDP datagram). Each datagram's capture
+    time is its receive time (the centre of the plausible window of its
+    records' times). ``decoder``: one to use (default: a new one with
+    ``sampling``), whose counters the caller may read afterwards."""
+    decoder = decoder or Decoder(sampling)
     problems: list[Problem] = []
     for item in udp_datagrams(path, problems):
-        src, _, _, dport, payload = item
+        src, _, _, dport, payload, stamp_us = item
         if ports is None or dport in ports:
-            decoder.feed(payload, src)
+            decoder.feed(payload, src, stamp_us)
     for problem in problems:
         decoder.counts[problem.reason] += 1
     return decoder.take(), problems + decoder.problems
 
 
 def udp_datagrams(path: str | Path, problems: list[Problem]):
-    """``(src, sport, dst, dport, payload)`` of each UDP datagram in the
-    file; problems are appended to ``problems``."""
+    """``(src, sport, dst, dport, payload, capture time in epoch
+    microseconds)`` of each UDP datagram in the file; problems are appended
+    to ``problems``."""
     data = Path(path).read_bytes()
     if len(data) < 4:
         problems.append(Problem("pcap", "pcap_format", f"{path}: {len(data)} bytes"))
@@ -59,10 +64,10 @@ def udp_datagrams(path: str | Path, problems: list[Problem]):
         frames = _pcapng_frames(data, problems)
     else:
         frames = _pcap_frames(data, problems)
-    for link, frame in frames:
+    for link, frame, stamp_us in frames:
         found = _udp(link, frame, problems)
         if found is not None:
-            yield found
+            yield *found, stamp_us
 
 
 def _pcap_frames(data: bytes, problems):
@@ -74,6 +79,7 @@ def _pcap_frames(data: bytes, problems):
     else:
         problems.append(Problem("pcap", "pcap_format", f"unknown magic {magic.hex()}"))
         return
+    nanoseconds = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
     if len(data) < 24:
         problems.append(Problem("pcap", "pcap_truncated", "global header cut short"))
         return
@@ -81,12 +87,12 @@ def _pcap_frames(data: bytes, problems):
     record = struct.Struct(order + "IIII")  # seconds, sub-seconds, captured length, original length
     pos = 24
     while pos + 16 <= len(data):
-        _, _, captured, _ = record.unpack_from(data, pos)
+        seconds, fraction, captured, _ = record.unpack_from(data, pos)
         pos += 16
         if pos + captured > len(data):
             problems.append(Problem("pcap", "pcap_truncated", f"record at offset {pos - 16} cut short"))
             return
-        yield link, data[pos : pos + captured]
+        yield link, data[pos : pos + captured], seconds * 1_000_000 + (fraction // 1000 if nanoseconds else fraction)
         pos += captured
     if pos != len(data):
         problems.append(Problem("pcap", "pcap_truncated", f"{len(data) - pos} bytes after the last record"))
@@ -105,15 +111,15 @@ def _pcapng_frames(data: bytes, problems):
             problems.append(Problem("pcap", "pcap_truncated", f"pcapng block at offset {pos} of length {length}"))
             return
         body = data[pos + 8 : pos + length - 4]
-        if block_type == 1 and len(body) >= 2:  # interface description
+        if block_type == 1 and len(body) >= 2:  # interface description (time stamps in us: if_tsresol not read)
             links.append(struct.unpack_from(order + "H", body)[0])
         elif block_type == 6 and len(body) >= 20:  # enhanced packet
-            interface, _, _, captured, _ = struct.unpack_from(order + "IIIII", body)
+            interface, high, low, captured, _ = struct.unpack_from(order + "IIIII", body)
             if interface < len(links):
-                yield links[interface], body[20 : 20 + captured]
-        elif block_type == 3 and len(body) >= 4 and links:  # simple packet (interface 0)
+                yield links[interface], body[20 : 20 + captured], (high << 32) | low
+        elif block_type == 3 and len(body) >= 4 and links:  # simple packet (interface 0; no time stamp)
             (original,) = struct.unpack_from(order + "I", body)
-            yield links[0], body[4 : 4 + original]
+            yield links[0], body[4 : 4 + original], None
         pos += length
 
 
@@ -194,9 +200,18 @@ def _udp_payload(segment: bytes, src: str, dst: str, problems):
     return src, sport, dst, dport, segment[8:length]
 
 
-def write_pcap(path: str | Path, datagrams, *, dport: int = 4739, sport: int = 50000, time_s: float = 0.0) -> None:
+def _export_time(payload: bytes) -> int:
+    """The export time (epoch seconds) in a v5/v9/IPFIX header; 0 if none."""
+    version = int.from_bytes(payload[:2], "big")
+    at = {5: 8, 9: 8, 10: 4}.get(version)
+    return int.from_bytes(payload[at : at + 4], "big") if at is not None and len(payload) >= at + 4 else 0
+
+
+def write_pcap(path: str | Path, datagrams, *, dport: int = 4739, sport: int = 50000, time_s: float | None = None) -> None:
     """Write ``(src, dst, payload)`` triples as a classic little-endian pcap
-    (microsecond stamps) of Ethernet/IPv4 or IPv6/UDP frames."""
+    (microsecond stamps) of Ethernet/IPv4 or IPv6/UDP frames, the i-th
+    stamped ``time_s`` + i ms, or (``time_s`` None) at the export time in
+    its NetFlow/IPFIX header, as if received the moment it was sent."""
     out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, ETHERNET)]
     for i, (src, dst, payload) in enumerate(datagrams):
         udp = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
@@ -209,6 +224,6 @@ def write_pcap(path: str | Path, datagrams, *, dport: int = 4739, sport: int = 5
                              socket.inet_aton(src), socket.inet_aton(dst))  # fmt: skip
             ethertype = 0x0800
         frame = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + struct.pack(">H", ethertype) + ip + udp
-        stamp = time_s + i * 1e-3
+        stamp = _export_time(payload) if time_s is None else time_s + i * 1e-3
         out.append(struct.pack("<IIII", int(stamp), int(stamp % 1 * 1e6), len(frame), len(frame)) + frame)
     Path(path).write_bytes(b"".join(out))

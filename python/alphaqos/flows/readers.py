@@ -11,19 +11,58 @@ reader (the ``--format`` of ``alphaqos flows ingest``).
     with times as ``YYYY-MM-DD hh:mm:ss`` or with ``.mmm`` milliseconds, the
     protocol as a name (``TCP``) or a number, and after the records a
     ``Summary`` block (``flows,bytes,packets,avg_bps,...``) that is not
-    records and is skipped. nfdump prints times in its local time zone; run it
-    with ``TZ=UTC`` (the times are read as UTC). The exporter is ``ra`` (the
-    router address) when set, else ``options.exporter``. The CSV has no
-    sampling column: ``options.sampling`` says at what rate 1:N the counts
-    were sampled if the collector did not scale them (``nfcapd -s``).
+    records and is skipped; nfdump 1.6 prints ``No matched flows`` and 1.7
+    ``No matching flows`` (then its ``Summary``) when nothing passed the
+    filter: an empty table. The exporter is ``ra`` (the router address) when
+    set, else ``options.exporter``.
+
+    *Time zone.* nfdump prints ``ts``, ``te`` and ``tr`` in the local time
+    of the machine it runs on (``localtime(3)`` in nfdump 1.7.1's
+    ``output_csv.c``), without an offset, and 1.7.1 to the whole second.
+    Run it as ``TZ=UTC nfdump -o csv ...``, or give the zone it ran in
+    (``options.time_zone``, ``--time-zone Europe/Zurich``): a CSV written in
+    another zone and read as UTC is silently hours off. In a zone with
+    daylight saving, the repeated hour of autumn is ambiguous: its records
+    are rejected as unparsable times.
+
+    *Sampling.* The CSV has no sampling column, so the counts are as nfcapd
+    stored them, scaled or not, and ``options.sampling`` must say, per
+    exporter, at what rate 1:N the counts still need scaling: 1 for an
+    unsampled exporter or one whose counts nfcapd already scaled, N for one
+    whose counts it did not. Without it the rate is unknown (0 in the
+    store) and ``ingest`` warns. What nfcapd scales depends on its version:
+    nfcapd applies the rate an exporter announces (v5 header, v9 sampler
+    options, IPFIX options) and ``-s N`` as a default for exporters that
+    announce none (``-s -N`` overrides all; phaag/nfdump issue 313); 1.6.19
+    to 1.6.21 did not apply announced IPFIX rates (issues 231 and 237;
+    1.6.18 did); Debian's 1.7.1 was seen to scale IPFIX records by their
+    announced rate but not NetFlow v9 records (alphaqos issue 11). Check
+    with ``nfdump -E`` (the exporters and their samplers) and a known
+    transfer before trusting the counts.
+    ``tr`` (the time nfcapd received the record, if not 0) sets the
+    plausible window of the record's times (see below).
 ``goflow2`` (:func:`read_goflow2`)
     GoFlow2's JSON lines (``goflow2 -format=json``; the fields of its
     ``FlowMessage``, see the GoFlow2 README and ``docs/protocols.md``):
     ``sampler_address`` is the exporter, ``time_flow_start_ns`` and
     ``time_flow_end_ns`` the times (``time_received_ns`` when they are 0),
     ``bytes``/``packets`` are as sampled at ``sampling_rate``; a rate of 0
-    (unknown) is read as 1 and counted in the report's notes. ``proto`` may
-    be a number or a name.
+    is unknown (``options.sampling`` for the exporter if given, else 0 in
+    the store). ``proto`` may be a number or a name. ``time_received_ns``
+    sets the plausible window.
+``pmacct`` (:func:`read_pmacct_csv`)
+    The CSV of pmacct's ``print`` plugin (``nfacctd``/``sfacctd`` with
+    ``print_output: csv``), a preset of ``csv`` with the mapping
+    :data:`PMACCT_COLUMNS`: the header names the aggregation primitives in
+    upper case (``PEER_SRC_IP``, ``SRC_IP``, ``DST_IP``, ``SRC_PORT``,
+    ``DST_PORT``, ``PROTOCOL``, ``IN_IFACE``, ``OUT_IFACE``,
+    ``TIMESTAMP_START``, ``TIMESTAMP_END``, ``SAMPLING_RATE``, ``PACKETS``,
+    ``BYTES``; ``print_plugin.c``, ``P_write_stats_header_csv``). Times are
+    text (``YYYY-MM-DD hh:mm:ss.ffffff`` in local time unless
+    ``timestamps_utc: true``) or epoch seconds (``timestamps_since_epoch:
+    true``), told apart by their form. ``SAMPLING_RATE`` 0 is pmacct's
+    "unknown"; with ``nfacctd_renormalize: true`` pmacct scales the counts
+    and prints 1. The nfacctd settings are in ``docs/flows.md``.
 ``csv`` / ``parquet`` (:func:`read_csv_mapped`, :func:`read_parquet_mapped`)
     Any table with a column mapping ``{canonical name: column}``
     (``options.mapping``; unmapped canonical names are looked up as they
@@ -31,12 +70,19 @@ reader (the ``--format`` of ``alphaqos flows ingest``).
     ``options.time_unit`` (``iso``, ``s``, ``ms``, ``us``, ``ns``); Parquet
     datetime columns are taken as they are (naive ones as UTC).
 
+Times written without an offset are in ``options.time_zone`` (UTC by
+default). Counts are read as unsigned 64-bit integers.
+
 Rows that cannot be used (a missing value, an unparsable time or number,
-``last`` before ``first``, a negative count, an unknown protocol name, an
-address that is not IP text, a line that is not JSON) are never dropped
-silently: each is counted by :class:`Reason` in a :class:`RejectReport`
-with its location
-(``file:line``; ``file:row N`` for Parquet) and the first few examples. A
+an unknown protocol name, an address that is not IP text, a line that is
+not JSON) and rows that are impossible (:func:`.schema.impossible`: a
+negative count, a count times its sampling rate above 2**64 - 1, ``last``
+before ``first``, a time more than ``options.window_us`` from the
+record's receive time where the format gives one) are never dropped
+silently: each is counted by :class:`Reason`, and by exporter, in a
+:class:`RejectReport` with its location
+(``file:line``; ``file:row N`` for Parquet) and the first few examples; the
+decoder of export datagrams applies the same checks. A
 file that is unusable as a whole (unreadable, wrong format, no header,
 a required column missing) raises :class:`FlowFileError` naming it.
 
@@ -47,10 +93,10 @@ only touches the few example rows of the report.
 from __future__ import annotations
 
 import io
+import zoneinfo
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 import polars as pl
@@ -70,11 +116,12 @@ __all__ = [
     "read_goflow2",
     "read_nfdump_csv",
     "read_parquet_mapped",
+    "read_pmacct_csv",
 ]
 
 #: IANA protocol numbers by the names nfdump and GoFlow2 print (upper case).
 PROTOCOLS: dict[str, int] = {
-    "HOPOPT": 0, "ICMP": 1, "IGMP": 2, "GGP": 3, "IPIP": 4, "IPV4": 4, "ST": 5, "TCP": 6, "EGP": 8,
+    "HOPOPT": 0, "ICMP": 1, "IGMP": 2, "GGP": 3, "IPIP": 4, "IPV4": 4, "IPENCAP": 4, "ST": 5, "TCP": 6, "EGP": 8,
     "IGP": 9, "UDP": 17, "IPV6": 41, "IPV6-ROUTE": 43, "IPV6-FRAG": 44, "RSVP": 46, "GRE": 47,
     "ESP": 50, "AH": 51, "ICMP6": 58, "ICMPV6": 58, "IPV6-ICMP": 58, "IPV6-NONXT": 59,
     "IPV6-OPTS": 60, "EIGRP": 88, "OSPF": 89, "OSPFIGP": 89, "PIM": 103, "VRRP": 112, "L2TP": 115,
@@ -85,7 +132,7 @@ PROTOCOLS: dict[str, int] = {
 #: interfaces to 0, the sampling rate to ``options.sampling``).
 REQUIRED = ("exporter", "first", "last", "src_addr", "dst_addr", "protocol", "bytes", "packets")
 _OPTIONAL_INTS = ("src_port", "dst_port", "input_if", "output_if", "sampling_rate")
-_COUNTS = ("bytes", "packets", "sampling_rate")
+_COUNTS = ("bytes", "packets")
 TIME_UNITS = ("iso", "s", "ms", "us", "ns")
 
 
@@ -93,19 +140,8 @@ class FlowFileError(ValueError):
     """A file that cannot be read as the format asked for; the message names it."""
 
 
-class Reason(StrEnum):
-    """Why a row was rejected (checked in this order; a row gets the first)."""
-
-    NOT_JSON = "not a JSON object"
-    MISSING = "missing value"
-    BAD_TIME = "unparsable timestamp"
-    BAD_NUMBER = "unparsable number"
-    BAD_ADDRESS = "not an IP address"
-    UNKNOWN_PROTOCOL = "unknown protocol"
-    NEGATIVE = "negative count"
-    LAST_BEFORE_FIRST = "last before first"
-    NO_EXPORTER = "no exporter"
-    UNDECODABLE = "undecodable export data"
+#: Why a row was rejected (see :class:`.schema.Reason`).
+Reason = schema.Reason
 
 
 @dataclass(frozen=True)
@@ -117,9 +153,10 @@ class Reject:
 
 @dataclass
 class RejectReport:
-    """Rows read, accepted and rejected (by reason, with examples), over
+    """Rows read, accepted and rejected (by reason, with examples; and by
+    (exporter, reason) in ``by_exporter``, "?" for rows naming none), over
     one or more files; ``notes`` counts rows accepted with a repair (such
-    as a sampling rate 0 read as 1)."""
+    as the receive time standing for a missing flow time)."""
 
     max_examples: int = 3  # per reason
     rows: int = 0
@@ -127,6 +164,7 @@ class RejectReport:
     counts: Counter = field(default_factory=Counter)
     examples: dict[Reason, list[Reject]] = field(default_factory=dict)
     notes: Counter = field(default_factory=Counter)
+    by_exporter: Counter = field(default_factory=Counter)
 
     @property
     def rejected(self) -> int:
@@ -144,6 +182,12 @@ class RejectReport:
         for reason, count in self.counts.most_common():
             out.append(f"  {count:,} rejected: {reason}")
             out.extend(f"    {r.location}: {r.detail}" for r in self.examples.get(reason, []))
+        exporters = sorted({e for e, _ in self.by_exporter}, key=lambda e: e or "")
+        if len(exporters) > 1 or exporters and exporters != [None]:
+            for exporter in exporters:
+                reasons = sorted(((n, r) for (e, r), n in self.by_exporter.items() if e == exporter), reverse=True)
+                text = ", ".join(f"{Reason(r)} {n:,}" for n, r in reasons)
+                out.append(f"  {exporter or '?'}: {sum(n for n, _ in reasons):,} rejected ({text})")
         out.extend(f"  note: {count:,} rows: {note}" for note, count in self.notes.most_common())
         return out
 
@@ -154,16 +198,22 @@ class ReadOptions:
 
     ``exporter``: the exporter of records that name none (nfdump without
     ``ra``, a generic table without an exporter column).
-    ``sampling``: 1:N rate of counts not yet scaled, for formats without a
-    sampling column: one rate, or a rate per exporter (others: 1).
+    ``sampling``: 1:N rate of counts not yet scaled, for records whose file
+    gives none (no sampling column, or 0): one rate for all, or a rate per
+    exporter; None, or an exporter not named: unknown (0 in the store).
     ``mapping``: canonical column -> the file's column (csv, parquet).
     ``time_unit``: how a generic table's times are written: ``iso`` text or
-    epoch ``s``/``ms``/``us``/``ns`` numbers."""
+    epoch ``s``/``ms``/``us``/``ns`` numbers.
+    ``time_zone``: the IANA zone of times written without an offset.
+    ``window_us``: how far (microseconds) a record's times may lie from its
+    receive time, where the format gives one (None: not checked)."""
 
     exporter: str | None = None
-    sampling: int | Mapping[str, int] = 1
+    sampling: int | Mapping[str, int] | None = None
     mapping: Mapping[str, str] = field(default_factory=dict)
     time_unit: str = "iso"
+    time_zone: str = "UTC"
+    window_us: int | None = schema.WINDOW_US
 
 
 Reader = Callable[..., pl.DataFrame]
@@ -191,11 +241,13 @@ def parse_mapping(text: str) -> dict[str, str]:
 NFDUMP_COLUMNS = {
     "ts": "first", "te": "last", "sa": "src_addr", "da": "dst_addr", "sp": "src_port", "dp": "dst_port",
     "pr": "protocol", "ipkt": "packets", "ibyt": "bytes", "in": "input_if", "out": "output_if", "ra": "exporter",
+    "tr": "_received",
 }  # fmt: skip
 _NFDUMP_NEEDED = ("ts", "te", "sa", "da", "pr", "ipkt", "ibyt")
-# nfdump ends its CSV with a summary ("Summary" and two lines), or says
-# "No matched flows" when nothing passed the filter.
-_NFDUMP_TRAILERS = (b"Summary", b"No matched flows")
+# nfdump ends its CSV with a summary ("Summary" and two lines), and says
+# "No matched flows" (1.6) or "No matching flows" (1.7, nfdump.c) before it
+# when nothing passed the filter.
+_NFDUMP_TRAILERS = (b"Summary", b"No matched flows", b"No matching flows")
 
 
 def _nfdump_trailer(data: bytes) -> int:
@@ -240,11 +292,36 @@ def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectRepo
     # nfdump writes 0.0.0.0 for a router address it does not know.
     router = pl.col("exporter").str.strip_chars()
     raw = raw.with_columns(pl.when(router.is_in(["0.0.0.0", "::"])).then(None).otherwise(router).alias("exporter"))
-    return _finish(raw, path, options, report, time=_nfdump_time, location="line", blank_lines=True)
+    if "_received" in raw.columns:  # "1970-01-01 ..." (in any zone): not known
+        raw = raw.with_columns(pl.when(~_text("_received").str.starts_with("1970-01-0")).then(pl.col("_received")).alias("_received"))
+    time = _local_time("%Y-%m-%d %H:%M:%S%.f", options.time_zone)
+    return _finish(raw, path, options, report, time=time, location="line", blank_lines=True)
 
 
-def _nfdump_time(name: str, dtype: pl.DataType) -> pl.Expr:
-    return _text(name).str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False)
+def _local_time(format: str, zone: str):
+    """A parser of text times in ``format`` written in the time zone ``zone``;
+    a time that does not exist there, or exists twice, is null."""
+
+    def parse(name: str, dtype: pl.DataType) -> pl.Expr:
+        naive = _text(name).str.to_datetime(format, time_unit="us", strict=False)
+        return _in_zone(naive, zone)
+
+    return parse
+
+
+def _in_zone(naive: pl.Expr, zone: str) -> pl.Expr:
+    if zone == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    return naive.dt.replace_time_zone(zone, ambiguous="null", non_existent="null").dt.convert_time_zone("UTC")
+
+
+def check_time_zone(zone: str) -> str:
+    """``zone`` if it is an IANA time zone name; ``ValueError`` otherwise."""
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {zone!r} (expected an IANA name such as UTC or Europe/Zurich)") from None
+    return zone
 
 
 # --- GoFlow2 JSON lines ---------------------------------------------------------------
@@ -336,6 +413,7 @@ def _goflow2_block(block: bytes, first_line: int, path: Path, report: RejectRepo
         .otherwise(pl.col("time_flow_start_ns")).cast(pl.String).alias("first"),
         pl.when(_int("time_flow_end_ns").fill_null(0) == 0).then(received)
         .otherwise(pl.col("time_flow_end_ns")).cast(pl.String).alias("last"),
+        pl.when(received.fill_null(0) > 0).then(pl.col("time_received_ns")).alias("_received"),
         pl.lit(True).alias("_json"),
     ).drop(*_GOFLOW2_TIMES)  # fmt: skip
     if bad is None or bad.is_empty():
@@ -372,7 +450,8 @@ def read_parquet_mapped(path, options: ReadOptions | None = None, report: Reject
     return _mapped(raw, path, options, report, location="row")
 
 
-def _mapped(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectReport, location: str) -> pl.DataFrame:
+def _mapped(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectReport, location: str,
+            time=None) -> pl.DataFrame:  # fmt: skip
     if options.time_unit not in TIME_UNITS:
         raise ValueError(f"time unit {options.time_unit!r}: expected one of {', '.join(TIME_UNITS)}")
     picked = {}
@@ -395,31 +474,78 @@ def _mapped(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     picked.pop("bytes_scaled", None)
     picked.pop("packets_scaled", None)
     raw = raw.select(pl.col("_line").cast(pl.Int64), *(e.alias(n) for n, e in picked.items()))
-    return _finish(raw, path, options, report, time=_table_time(options.time_unit), location=location,
-                   blank_lines=location == "line")  # fmt: skip
+    time = time or _table_time(options.time_unit, options.time_zone)
+    return _finish(raw, path, options, report, time=time, location=location, blank_lines=location == "line")
 
 
-def _table_time(unit: str):
+def _table_time(unit: str, zone: str = "UTC"):
     def parse(name: str, dtype: pl.DataType) -> pl.Expr:
         if isinstance(dtype, pl.Datetime):
             column = pl.col(name)
-            column = column.dt.replace_time_zone("UTC") if dtype.time_zone is None else column.dt.convert_time_zone("UTC")
+            column = _in_zone(column, zone) if dtype.time_zone is None else column.dt.convert_time_zone("UTC")
             return column.dt.cast_time_unit("us")
         if isinstance(dtype, pl.Date):
-            return pl.col(name).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+            return _in_zone(pl.col(name).cast(pl.Datetime("us")), zone)
         if unit == "iso":
-            return _iso_time(name)
+            return _iso_time(name, zone)
         return _epoch_time(unit)(name, dtype)
 
     return parse
 
 
-def _iso_time(name: str) -> pl.Expr:
-    """ISO 8601 text with or without an offset (naive: UTC), "T" or a space."""
+def _iso_time(name: str, zone: str = "UTC") -> pl.Expr:
+    """ISO 8601 text with or without an offset (naive: in ``zone``), "T" or a space."""
     text = _text(name).str.replace(" ", "T", literal=True).str.replace(r"[zZ]$", "+00:00")
     with_offset = text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", time_zone="UTC", strict=False)
-    naive = text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False).dt.replace_time_zone("UTC")
+    naive = _in_zone(text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False), zone)
     return pl.coalesce(with_offset, naive)
+
+
+# --- pmacct print plugin CSV ---------------------------------------------------------------
+
+#: pmacct print-plugin CSV column -> canonical column.
+PMACCT_COLUMNS = {
+    "PEER_SRC_IP": "exporter", "TIMESTAMP_START": "first", "TIMESTAMP_END": "last", "SRC_IP": "src_addr",
+    "DST_IP": "dst_addr", "SRC_PORT": "src_port", "DST_PORT": "dst_port", "PROTOCOL": "protocol",
+    "PACKETS": "packets", "BYTES": "bytes", "SAMPLING_RATE": "sampling_rate", "IN_IFACE": "input_if",
+    "OUT_IFACE": "output_if",
+}  # fmt: skip
+
+
+def read_pmacct_csv(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
+    """Records of a CSV file of pmacct's print plugin (see the module doc)."""
+    options, report, path = options or ReadOptions(), _report(report), Path(path)
+    data = _read_bytes(path)
+    header = data.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    present = {c.strip() for c in header.split(",")}
+    wanted = ("TIMESTAMP_START", "TIMESTAMP_END", "SRC_IP", "DST_IP", "PROTOCOL", "PACKETS", "BYTES")
+    missing = [c for c in wanted if c not in present]
+    if missing:
+        raise FlowFileError(
+            f"{path}: not pmacct print-plugin CSV with the primitives alphaqos needs: the header lacks "
+            f"{', '.join(missing)} (it reads {_clip(header)!r}; see docs/flows.md for the nfacctd settings)"
+        )
+    try:
+        raw = pl.read_csv(io.BytesIO(data), infer_schema=False, truncate_ragged_lines=True,
+                          row_index_name="_line", row_index_offset=2)  # fmt: skip
+    except pl.exceptions.PolarsError as exc:
+        raise FlowFileError(f"{path}: cannot be read as CSV: {_first_line(exc)}") from None
+    mapping = {canonical: column for column, canonical in PMACCT_COLUMNS.items() if column in raw.columns}
+    preset = ReadOptions(exporter=options.exporter, sampling=options.sampling, mapping=mapping,
+                         time_zone=options.time_zone, window_us=options.window_us)  # fmt: skip
+    return _mapped(raw, path, preset, report, location="line", time=_pmacct_time(options.time_zone))
+
+
+def _pmacct_time(zone: str):
+    """pmacct's timestamps: text (``timestamps_rfc3339`` or not) or epoch
+    seconds with a fraction (``timestamps_since_epoch``)."""
+    epoch = _epoch_time("s")
+
+    def parse(name: str, dtype: pl.DataType) -> pl.Expr:
+        numeric = _text(name).str.contains(r"^[0-9]+(\.[0-9]+)?$")
+        return pl.when(numeric).then(epoch(name, dtype)).otherwise(_iso_time(name, zone))
+
+    return parse
 
 
 def _epoch_time(unit: str):
@@ -443,11 +569,14 @@ def _epoch_time(unit: str):
 def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectReport, *, time, location: str,
             blank_lines: bool = False) -> pl.DataFrame:  # fmt: skip
     """Parse the raw columns of ``raw`` (text or typed; ``_line`` is the
-    location number, ``_json`` False marks a line that is not JSON), reject
+    location number, ``_json`` False marks a line that is not JSON,
+    ``_received`` the record's receive time if the format gives one), reject
     what cannot be used into ``report`` and return the rest, conformed.
     ``blank_lines``: rows of nulls are blank CSV lines, skipped."""
     if "_json" not in raw.columns:
         raw = raw.with_columns(pl.lit(True).alias("_json"))
+    if "_received" not in raw.columns:
+        raw = raw.with_columns(pl.lit(None, pl.String).alias("_received"))
     for name in REQUIRED + _OPTIONAL_INTS:
         if name not in raw.columns:
             raw = raw.with_columns(pl.lit(None, pl.String).alias(name))
@@ -467,9 +596,16 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
         "first": time("first", types["first"]),
         "last": time("last", types["last"]),
         "protocol": _protocol("protocol"),
-        **{n: _int(n) for n in ("bytes", "packets", *_OPTIONAL_INTS)},
+        **{n: _count(n) for n in _COUNTS},
+        **{n: _int(n) for n in _OPTIONAL_INTS},
     }
-    frame = raw.with_columns(**{f"_p_{n}": e for n, e in parsed.items()})
+    frame = raw.with_columns(**{f"_p_{n}": e for n, e in parsed.items()}, _p_received=time("_received", types["_received"]))
+    # The file's rate where it gives a known one (> 0), else the one given for the exporter.
+    rate = pl.col("_p_sampling_rate")
+    frame = frame.with_columns(
+        pl.when(rate > 0).then(rate).otherwise(_default_sampling(options)).alias("_rate"),
+        pl.col("_p_received").dt.epoch("us").alias("_received_us"),
+    )
 
     def present(n):
         return pl.col(n).is_not_null()
@@ -477,19 +613,24 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
     def unparsed(n):
         return present(n) & pl.col(f"_p_{n}").is_null()
 
+    negative = {n: _text(n).cast(pl.Float64, strict=False) < 0 for n in (*_COUNTS, "sampling_rate")}
     checks: list[tuple[Reason, str, pl.Expr]] = [(Reason.NOT_JSON, "_text", ~pl.col("_json"))]
     checks += [(Reason.MISSING, n, ~present(n)) for n in REQUIRED if n != "exporter"]
     checks += [(Reason.BAD_TIME, n, unparsed(n)) for n in ("first", "last")]
-    checks += [(Reason.BAD_NUMBER, n, unparsed(n)) for n in ("bytes", "packets", *_OPTIONAL_INTS)]
+    checks += [(Reason.BAD_NUMBER, n, unparsed(n) & ~negative.get(n, pl.lit(False)).fill_null(False))
+               for n in (*_COUNTS, *_OPTIONAL_INTS)]  # fmt: skip
     checks += [(Reason.BAD_ADDRESS, n, ~pl.col(n).cast(pl.String).str.contains(_ADDRESS)) for n in ("src_addr", "dst_addr")]
     checks += [(Reason.UNKNOWN_PROTOCOL, "protocol", unparsed("protocol"))]
-    checks += [(Reason.NEGATIVE, n, pl.col(f"_p_{n}") < 0) for n in _COUNTS]
-    checks += [(Reason.LAST_BEFORE_FIRST, "last", pl.col("_p_last") < pl.col("_p_first"))]
     checks += [(Reason.NO_EXPORTER, "exporter", ~present("exporter"))]
-    reason, column = pl.when(pl.lit(False)).then(pl.lit(None, pl.String)), pl.when(pl.lit(False)).then(pl.lit(None, pl.String))
-    for why, name, mask in checks:
-        reason = reason.when(mask.fill_null(False)).then(pl.lit(why.value))
-        column = column.when(mask.fill_null(False)).then(pl.lit(name))
+    window = options.window_us
+    received = pl.col("_received_us")
+    checks += schema.impossible(
+        pl.col("_p_first"), pl.col("_p_last"), {n: pl.col(f"_p_{n}") for n in _COUNTS}, pl.col("_rate"),
+        negative=negative,
+        earliest=None if window is None else received - window,
+        latest=None if window is None else received + window,
+    )  # fmt: skip
+    reason, column = schema.first_reason(checks)
     frame = frame.with_columns(reason.alias("_reason"), column.alias("_column"))
 
     report.rows += frame.height
@@ -498,20 +639,16 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
         _report_rejects(rejected, path, report, location)
     kept = frame.filter(pl.col("_reason").is_null())
     report.accepted += kept.height
-
-    sampling = pl.col("_p_sampling_rate")
-    zero = kept.select((sampling == 0).sum()).item()
-    if zero:
-        report.notes["sampling_rate 0 (unknown) read as 1"] += zero
-    default_rate = _default_sampling(options)
     kept = kept.with_columns(
-        pl.when(sampling.is_null()).then(default_rate).when(sampling == 0).then(1).otherwise(sampling).alias("_p_sampling_rate"),
+        pl.col("_rate").alias("_p_sampling_rate"),
         *(pl.col(f"_p_{n}").fill_null(0) for n in ("src_port", "dst_port", "input_if", "output_if")),
     )
     return schema.conform(kept.select(pl.col(f"_p_{n}").alias(n) for n in parsed))
 
 
 def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, location: str) -> None:
+    for exporter, why, count in rejected.group_by("_p_exporter", "_reason").len().iter_rows():
+        report.by_exporter[(exporter, why)] += count
     counts = rejected.group_by("_reason").len()
     examples = rejected.group_by("_reason", maintain_order=True).head(report.max_examples)
     for why, count in counts.iter_rows():
@@ -525,6 +662,10 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
                 detail = f"first={row['first']} last={row['last']}"
             elif why == Reason.MISSING:
                 detail = f"no {column}"
+            elif why == Reason.OUT_OF_WINDOW:
+                detail = f"{column}={row[column]!r}, received {row['_received']}"
+            elif why == Reason.OVERFLOW:
+                detail = f"{column}={row[column]!r} at 1:{row['_rate']}"
             else:
                 detail = f"{column}={row[column]!r}"
             kept.append(Reject(where, Reason(why), detail))
@@ -532,8 +673,11 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
 
 
 def _default_sampling(options: ReadOptions) -> pl.Expr:
+    """The rate given for a record's exporter; 0 (unknown) if none."""
+    if options.sampling is None:
+        return pl.lit(0, pl.Int64)
     if isinstance(options.sampling, Mapping):
-        return pl.col("_p_exporter").replace_strict(dict(options.sampling), default=1, return_dtype=pl.Int64)
+        return pl.col("_p_exporter").replace_strict(dict(options.sampling), default=0, return_dtype=pl.Int64)
     return pl.lit(int(options.sampling), pl.Int64)
 
 
@@ -548,12 +692,17 @@ def _text(name: str) -> pl.Expr:
     return pl.col(name).cast(pl.String)
 
 
-def _int(name: str) -> pl.Expr:
-    """Whole numbers, also written as ``8.0``; null if not one."""
+def _int(name: str, dtype: pl.DataType = pl.Int64) -> pl.Expr:
+    """Whole numbers, also written as ``8.0``; null if not one (of ``dtype``)."""
     text = _text(name)
     real = text.cast(pl.Float64, strict=False)
-    whole_real = pl.when(real.is_finite() & (real == real.floor())).then(real.cast(pl.Int64, strict=False))
-    return pl.coalesce(text.cast(pl.Int64, strict=False), whole_real)
+    whole_real = pl.when(real.is_finite() & (real == real.floor())).then(real.cast(dtype, strict=False))
+    return pl.coalesce(text.cast(dtype, strict=False), whole_real)
+
+
+def _count(name: str) -> pl.Expr:
+    """A counter: a whole number from 0 to 2**64 - 1; null if not one."""
+    return _int(name, pl.UInt64)
 
 
 def _protocol(name: str) -> pl.Expr:
@@ -595,9 +744,16 @@ def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectRe
 
     options, report, path = options or ReadOptions(), _report(report), Path(path)
     _read_bytes(path, probe=True)
-    sampling = dict(options.sampling) if not isinstance(options.sampling, int) else None
-    frame, problems = netflow.read_pcap(path, sampling=sampling)
-    report.rows += frame.height + len(problems)
+    sampling = {"*": options.sampling} if isinstance(options.sampling, int) else dict(options.sampling or {})
+    decoder = netflow.Decoder(sampling, window_us=options.window_us)
+    frame, problems = netflow.read_pcap(path, decoder=decoder)
+    # Impossible records: the readers' reasons, by exporter; the rest (datagrams, sets) is undecodable.
+    for (exporter, why), n in decoder.rejected.items():
+        report.by_exporter[(exporter, why)] += n
+        report.add(why, n, [Reject(f"{path}", why, f"{n:,} records from {exporter}")])
+    problems = [p for p in problems if p.reason != "rejected"]
+    rejected = sum(decoder.rejected.values())
+    report.rows += frame.height + rejected + len(problems)
     report.accepted += frame.height
     if problems:
         report.add(Reason.UNDECODABLE, len(problems),
@@ -607,6 +763,7 @@ def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectRe
 
 READERS: dict[str, Reader] = {
     "nfdump": read_nfdump_csv,
+    "pmacct": read_pmacct_csv,
     "goflow2": read_goflow2,
     "csv": read_csv_mapped,
     "parquet": read_parquet_mapped,

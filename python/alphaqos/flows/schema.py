@@ -9,16 +9,41 @@ column             polars type            meaning
 ``src_addr``       String                 source address, IPv4 dotted or IPv6 text
 ``dst_addr``       String                 destination address
 ``src_port``       Int32                  0 for protocols without ports
-``dst_port``       Int32
+``dst_port``       Int32                  ICMP and ICMPv6: type x 256 + code
 ``protocol``       Int16                  IANA protocol number (6 TCP, 17 UDP, ...)
-``bytes``          Int64                  octets as exported (sampled)
-``packets``        Int64                  packets as exported (sampled)
-``sampling_rate``  Int64                  1 in N packets sampled (1: unsampled)
-``bytes_scaled``   Int64                  bytes x sampling_rate
-``packets_scaled`` Int64                  packets x sampling_rate
+``bytes``          UInt64                 octets as exported (sampled)
+``packets``        UInt64                 packets as exported (sampled)
+``sampling_rate``  Int64                  1 in N packets sampled (1: unsampled, 0: unknown)
+``bytes_scaled``   UInt64                 bytes x sampling_rate (x 1 when unknown)
+``packets_scaled`` UInt64                 packets x sampling_rate (x 1 when unknown)
 ``input_if``       Int32                  ingress interface index (0: unknown)
 ``output_if``      Int32                  egress interface index (0: unknown)
 =================  =====================  =========================================
+
+ICMP type and code
+    A flow record of ICMP (protocol 1) or ICMPv6 (58) has no ports; its
+    ``dst_port`` holds type x 256 + code and its ``src_port`` is 0, as
+    NetFlow v5 carries them and nfdump shows them (echo request: type 8,
+    code 0, ``dst_port`` 2048). The decoder fills it from NetFlow v9
+    ICMP_TYPE (32; RFC 3954 Section 8) and IPFIX icmpTypeCodeIPv4 (32) and
+    icmpTypeCodeIPv6 (139), or icmpTypeIPv4/icmpCodeIPv4 (176/177) and
+    icmpTypeIPv6/icmpCodeIPv6 (178/179) (RFC 7012 and the IANA IPFIX
+    registry).
+
+Counters
+    Counts are unsigned 64-bit integers from the wire to the store (NetFlow
+    and IPFIX counters are unsigned; an octet count above 2**63 is a large
+    count, not a negative one). ``sampling_rate`` 0 means the rate is not
+    known (nfdump CSV without ``--sampling``, GoFlow2's 0, an exporter that
+    sends no sampler options): the counts are stored as exported and the
+    scaled columns equal them, which is right only if the exporter did not
+    sample. ``alphaqos flows ingest`` warns per exporter when that happens.
+
+What no record may be (:func:`impossible`, checked by every reader and by
+the decoder alike, with the same :class:`Reason`): a negative count; a
+count that times its sampling rate does not fit in 64 bits; ``last``
+before ``first``; a time outside the plausible window of the record's
+source (the receive time ± a day by default, see :func:`impossible`).
 
 On disk: Parquet, partitioned by exporter and day
 (``<root>/exporter=<exporter>/day=<YYYY-MM-DD>/part-*.parquet``), the day
@@ -27,11 +52,13 @@ being that of ``first`` in UTC.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import polars as pl
 
-__all__ = ["COLUMNS", "SCHEMA", "conform", "empty", "write_partitioned"]
+__all__ = ["COLUMNS", "MAX_COUNT", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible",
+           "scaled", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
     "exporter": pl.String(),
@@ -42,20 +69,80 @@ SCHEMA: dict[str, pl.DataType] = {
     "src_port": pl.Int32(),
     "dst_port": pl.Int32(),
     "protocol": pl.Int16(),
-    "bytes": pl.Int64(),
-    "packets": pl.Int64(),
+    "bytes": pl.UInt64(),
+    "packets": pl.UInt64(),
     "sampling_rate": pl.Int64(),
-    "bytes_scaled": pl.Int64(),
-    "packets_scaled": pl.Int64(),
+    "bytes_scaled": pl.UInt64(),
+    "packets_scaled": pl.UInt64(),
     "input_if": pl.Int32(),
     "output_if": pl.Int32(),
 }
 COLUMNS = tuple(SCHEMA)
+MAX_COUNT = 2**64 - 1
+#: Default half-width of the plausible time window around a record's receive time.
+WINDOW_US = 86_400 * 1_000_000
+
+
+class Reason(StrEnum):
+    """Why a record was rejected (checked in this order; a record gets the
+    first). The readers check them all; the decoder, whose records always
+    parse, checks those from NEGATIVE on."""
+
+    NOT_JSON = "not a JSON object"
+    MISSING = "missing value"
+    BAD_TIME = "unparsable timestamp"
+    BAD_NUMBER = "unparsable number"
+    BAD_ADDRESS = "not an IP address"
+    UNKNOWN_PROTOCOL = "unknown protocol"
+    NO_EXPORTER = "no exporter"
+    NEGATIVE = "negative count"
+    OVERFLOW = "count x sampling rate above 2^64"
+    LAST_BEFORE_FIRST = "last before first"
+    OUT_OF_WINDOW = "time outside the plausible window"
+    UNDECODABLE = "undecodable export data"
+
+
+def impossible(first: pl.Expr, last: pl.Expr, counts: dict[str, pl.Expr], rate: pl.Expr, *,
+               negative: dict[str, pl.Expr] | None = None, earliest: pl.Expr | None = None,
+               latest: pl.Expr | None = None) -> list[tuple[Reason, str, pl.Expr]]:  # fmt: skip
+    """The checks that keep impossible records out of the store, as
+    ``(reason, column, mask)`` in the order of :class:`Reason`: a count
+    that is negative (``negative``: masks of counts read as signed text),
+    a count (UInt64 expressions by name) whose product with ``rate``
+    exceeds 2**64 - 1, ``last`` before ``first``, and ``first`` before
+    ``earliest`` or ``last`` after ``latest`` (epoch microseconds; a null
+    bound is not checked). ``first``/``last`` are UTC datetimes."""
+    checks = [(Reason.NEGATIVE, name, mask) for name, mask in (negative or {}).items()]
+    wide = rate.cast(pl.UInt64, strict=False)
+    checks += [(Reason.OVERFLOW, name, (rate > 1) & (count > pl.lit(MAX_COUNT, pl.UInt64) // wide))
+               for name, count in counts.items()]  # fmt: skip
+    checks.append((Reason.LAST_BEFORE_FIRST, "last", last < first))
+    if earliest is not None:
+        checks.append((Reason.OUT_OF_WINDOW, "first", first.dt.epoch("us") < earliest))
+    if latest is not None:
+        checks.append((Reason.OUT_OF_WINDOW, "last", last.dt.epoch("us") > latest))
+    return checks
+
+
+def first_reason(checks: list[tuple[Reason, str, pl.Expr]]) -> tuple[pl.Expr, pl.Expr]:
+    """``(reason, column)`` expressions: the first check whose mask is true
+    (null where none is)."""
+    reason = column = pl.when(pl.lit(False)).then(pl.lit(None, pl.String))
+    for why, name, mask in checks:
+        reason = reason.when(mask.fill_null(False)).then(pl.lit(why.value))
+        column = column.when(mask.fill_null(False)).then(pl.lit(name))
+    return reason, column
 
 
 def empty() -> pl.DataFrame:
     """A canonical table with no rows."""
     return pl.DataFrame(schema=SCHEMA)
+
+
+def scaled(count: pl.Expr, rate: pl.Expr) -> pl.Expr:
+    """``count`` x ``rate`` as UInt64, ``count`` itself when the rate is
+    unknown (0). The caller has rejected products above 2**64 - 1."""
+    return pl.when(rate > 1).then(count.cast(pl.UInt64) * rate.cast(pl.UInt64, strict=False)).otherwise(count.cast(pl.UInt64))
 
 
 def conform(frame: pl.DataFrame) -> pl.DataFrame:
@@ -66,7 +153,7 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
         frame = frame.with_columns(pl.lit(1, pl.Int64).alias("sampling_rate"))
     for base in ("bytes", "packets"):
         if f"{base}_scaled" not in frame.columns and base in frame.columns:
-            frame = frame.with_columns((pl.col(base) * pl.col("sampling_rate")).alias(f"{base}_scaled"))
+            frame = frame.with_columns(scaled(pl.col(base), pl.col("sampling_rate")).alias(f"{base}_scaled"))
     for column in ("input_if", "output_if", "src_port", "dst_port"):
         if column not in frame.columns:
             frame = frame.with_columns(pl.lit(0, pl.Int32).alias(column))
