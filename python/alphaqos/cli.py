@@ -38,6 +38,7 @@ import secrets
 import shlex
 import shutil
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +49,7 @@ from . import columns as col
 from . import units
 from ._version import __version__
 from .engine import EngineMissingError, simulate
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioNote
 from .results import PLOTS_DIR, Results
 from .scenario import Scenario, load_scenario
 
@@ -84,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(arguments)
         args.invocation = shlex.join(["alphaqos", *arguments])
         return args.handler(args)
-    except (UsageError, ScenarioError) as exc:
+    except ScenarioError as exc:
+        _scenario_error(exc)
+        return EXIT_USAGE
+    except UsageError as exc:
         _error(str(exc))
         return EXIT_USAGE
     except (EngineMissingError, RunFailure) as exc:
@@ -99,6 +103,23 @@ def _error(message: str) -> None:
     print(f"alphaqos: error: {' '.join(message.split())}", file=sys.stderr)
 
 
+def _scenario_error(exc: ScenarioError) -> None:
+    """Every problem of a file, one line each (at most MAX_REPORTED)."""
+    for line in exc.lines():
+        _error(line)
+
+
+@contextmanager
+def _notes() -> Iterator[None]:
+    """Print what loading a scenario noted (a flow left out of a shortened
+    run) as ``alphaqos: note: ...`` lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ScenarioNote)
+        yield
+    for warning in caught:
+        print(f"alphaqos: note: {warning.message}", file=sys.stderr)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="alphaqos", description="Packet-level simulation of QoS for large dataset transfers.")
     parser.add_argument("--version", action="version", version=f"alphaqos {__version__}")
@@ -108,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     run.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
     run.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
-    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled")
+    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled; flows that start at or after D are left out (with a note)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the run directory")
     run.set_defaults(handler=_run)
 
@@ -160,7 +181,8 @@ def _time_argument(text: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
+    with _notes():
+        scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
     target = args.out if args.out is not None else _default_run_dir(scenario.name)
     with _staged_directory(target) as staging:
         results = simulate(scenario, progress=not args.quiet, command=args.invocation)
@@ -393,7 +415,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             scenario = load_scenario(path)
         except ScenarioError as exc:
-            _error(str(exc))
+            _scenario_error(exc)
             status = EXIT_USAGE
             continue
         print(f"{path}: ok: {_describe(scenario)}")
