@@ -14,10 +14,11 @@
 ``alphaqos reproduce NAME [--quick] [--out DIR] [--jobs N]``
     Run a source document's experiments (``yan2013``), fanned out over the
     cores, and write a report directory: ``report.md`` (tables beside the
-    document's, the findings checked), ``results.json``, plots and every
+    document's with their ratios, the findings graded by direction and
+    size: holds, direction only, fails), ``results.json``, plots and every
     run's scenario. ``--quick`` shortens the timelines (about a minute).
-    Exit status 1 if a finding of the document does not come out of the
-    model.
+    Exit status 0 if every finding holds, 1 otherwise (see
+    :mod:`alphaqos.reproduce.grading`).
 
 ``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
     Render the α prefix table of ``flows identify`` and a policy document
@@ -396,9 +397,10 @@ def _print_reproduction(reproduction, target: Path) -> None:
         for row in rows:
             table.add_row(*(str(row[h]) for h in heads))
         console.print(table)
+    colours = {"holds": "green", "direction only": "yellow", "fails": "red"}
     for finding in reproduction.findings:
-        mark = "[green]holds[/green]" if finding.holds else "[red]DOES NOT HOLD[/red]"
-        console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}[/dim]")
+        mark = f"[{colours.get(finding.grade, 'red')}]{finding.grade}[/]"
+        console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}; {finding.sizes()}[/dim]")
     console.print(
         f"{len(reproduction.measured)} runs in {reproduction.wall_time_s:.0f} s wall time "
         f"({reproduction.cpu_time_s:.0f} s of run time)"
