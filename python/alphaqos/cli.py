@@ -20,6 +20,11 @@
     Exit status 0 if every finding holds, 1 otherwise (see
     :mod:`alphaqos.reproduce.grading`).
 
+``alphaqos reference [--out FILE]``
+    Write ``docs/scenario-reference.md``: every key of a scenario and a
+    policy with its type, unit, default and an example, from the schema
+    (:mod:`alphaqos.reference`).
+
 ``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
     Render the α prefix table of ``flows identify`` and a policy document
     (default: the first document's two queues) as Junos, Cisco IOS, Linux
@@ -148,6 +153,10 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
     reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
     reproduce.set_defaults(handler=_reproduce)
+
+    reference = commands.add_parser("reference", help="write the scenario and policy reference (markdown) from the schema")
+    reference.add_argument("--out", metavar="FILE", type=Path, help="file to write (default: standard output)")
+    reference.set_defaults(handler=_reference)
 
     from .flows.cli import add_flows_command
 
@@ -406,6 +415,27 @@ def _print_reproduction(reproduction, target: Path) -> None:
         f"({reproduction.cpu_time_s:.0f} s of run time)"
     )
     console.print(f"report: {target / 'report.md'} (results.json, plots, scenarios/)")
+
+
+# --- alphaqos reference -------------------------------------------------------
+
+
+def _reference(args: argparse.Namespace) -> int:
+    from .reference import generate
+
+    text = generate()
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    # Written beside the target and renamed: never a half-written file.
+    staging = args.out.with_name(f".{args.out.name}.partial-{secrets.token_hex(4)}")
+    try:
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(args.out)
+    except OSError as exc:
+        staging.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror or exc}") from None
+    return EXIT_OK
 
 
 # --- alphaqos validate --------------------------------------------------------
