@@ -251,3 +251,23 @@ def test_a_policy_reference_names_the_scenario_file_and_its_policies(tmp_path):
         load_policy_file(f"{bad}#two-queues")
     line = bad.read_text()[: bad.read_text().index("priority: urgent")].count("\n") + 1
     assert str(caught.value).startswith(f"{bad}:{line}: policies.two-queues.classes.beta.priority: expected")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"clas": "ss"}, ["policies.p.filter[0].then.policer.out_of_profile.clas: unknown key 'clas': "
+                          "did you mean 'class'? (expected one of: class)"]),
+        ("dscard", ["policies.p.filter[0].then.policer.out_of_profile: expected 'discard' or "
+                    "'loss_priority_high', got 'dscard'"]),
+    ],
+)  # fmt: skip
+def test_a_value_of_several_forms_is_judged_by_the_form_written(value, expected):
+    """``out_of_profile`` is a word or ``{class: X}``: a mapping gets the
+    mapping's errors only, a word the words', at the value's own path (no
+    pydantic union tags such as ``ClassRef`` or ``literal[...]``)."""
+    scenario = _scenario()
+    scenario["policies"]["p"]["filter"][0]["then"]["policer"]["out_of_profile"] = value
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(scenario)
+    assert [str(issue) for issue in caught.value.issues] == expected

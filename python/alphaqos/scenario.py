@@ -454,7 +454,7 @@ def load_scenario(
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        issues += _pydantic_issues(exc, source, seed)
+        issues += _pydantic_issues(exc, source, seed, data=data)
     if issues:
         raise ScenarioError(_sorted(issues))
     problems = _cross_checks(scenario)
@@ -529,7 +529,7 @@ def load_policy_file(path: str | Path, *, key: str | None = None) -> tuple[dict[
     try:
         Policy.model_validate(data)
     except ValidationError as exc:
-        issues = _pydantic_issues(exc, scoped, None, prefix=prefix)
+        issues = _pydantic_issues(exc, scoped, None, prefix=prefix, data=data)
         if key is None and name is None:
             issues = [dataclasses.replace(issue, loc=issue.loc[2:]) for issue in issues]
         raise ScenarioError(_sorted(issues)) from None
@@ -584,12 +584,21 @@ def _sorted(issues: list[Issue]) -> list[Issue]:
 
 
 def _pydantic_issues(
-    exc: ValidationError, source: Source, seed: int | None, prefix: tuple = ()
+    exc: ValidationError, source: Source, seed: int | None, prefix: tuple = (), data: Any = None
 ) -> list[Issue]:
-    """Every pydantic error as an issue. A misspelt key is reported once, as
-    an unknown key with its likely spelling: the "required key is missing"
-    its misspelling caused is folded into it."""
-    errors = [{**error, "loc": (*prefix, *error["loc"])} for error in exc.errors()]
+    """Every pydantic error of validating ``data`` (default: the source's) as
+    an issue. A misspelt key is reported once, as an unknown key with its
+    likely spelling: the "required key is missing" its misspelling caused is
+    folded into it. Where a value may take one of several forms (``discard``
+    or ``{class: X}``), only the errors of the form written are kept, at the
+    value's own path."""
+    data = source.data if data is None else data
+    errors = []
+    for error in exc.errors():
+        loc, node, branch = _without_union_tags(tuple(error["loc"]), data, error["type"])
+        if branch and _other_branch(error["type"], node):
+            continue
+        errors.append({**error, "loc": (*prefix, *loc)})
     missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing"}
     folded = set()
     for error in errors:
@@ -603,6 +612,33 @@ def _pydantic_issues(
         for error in errors
         if not (error["type"] == "missing" and tuple(error["loc"]) in folded)
     ]
+
+
+def _without_union_tags(loc: tuple, data: Any, kind: str) -> tuple[tuple, Any, bool]:
+    """``loc`` without pydantic's union-member tags (``ClassRef``,
+    ``literal[...]``): parts that name nothing in ``data`` (but the last
+    one of a missing or unknown key). Also the value at the tagged position
+    and whether there was a tag."""
+    kept, node, tagged, at = [], data, False, data
+    for index, part in enumerate(loc):
+        last_key = index == len(loc) - 1 and kind in ("missing", "extra_forbidden")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif not last_key and not tagged:
+            tagged, at = True, node
+            continue
+        kept.append(part)
+    return tuple(kept), at, tagged
+
+
+def _other_branch(kind: str, value: Any) -> bool:
+    """Whether an error of a union member is about a form other than the one
+    written: a choice of words for a mapping, a mapping for a word."""
+    if isinstance(value, dict):
+        return kind in ("literal_error", "string_type", "enum")
+    return kind in ("model_type", "model_attributes_type", "dict_type")
 
 
 def _did_you_mean(loc: tuple) -> str | None:
@@ -674,7 +710,9 @@ def _strip(annotation: Any) -> Any:
         if origin is Annotated:
             annotation = get_args(annotation)[0]
         elif origin is Union or type(annotation).__name__ == "UnionType":
-            annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+            # A model among the forms, if any: it is the one with keys.
+            forms = [arg for arg in get_args(annotation) if arg is not type(None)]
+            annotation = next((f for f in forms if isinstance(_strip(f), type) and issubclass(_strip(f), BaseModel)), forms[0])
         else:
             return annotation
 
