@@ -295,3 +295,29 @@ def test_an_existing_output_directory_is_refused_and_left_alone(tmp_path, capsys
     assert cli.main(["reproduce", "yan2013", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE
     assert "already exists" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+# --- the grading rule ---------------------------------------------------------------
+
+
+def test_grading_by_direction_and_size():
+    from alphaqos.reproduce.grading import Cell, Finding, exit_status, fmt_cell
+
+    near, far = Cell("a", 6.5, 6.0), Cell("b", 3.2, 0.34)
+    assert Finding("x", True, "", [near]).grade == "holds"
+    assert Finding("x", True, "", [near, far]).grade == "direction only"
+    assert Finding("x", False, "", [near]).grade == "fails"
+    assert Finding("x", True, "", [Cell("c", 2.1, 1.0)]).grade == "direction only"  # just over a factor of 2
+    assert Finding("x", True, "", [Cell("c", 2.1, 1.0)], factor=3).grade == "holds"  # the finding's own tolerance
+    # Counts: 0 against 0 agrees, anything against 0 does not, 0 against something does not.
+    assert Cell("c", 0, 0).within(2) and not Cell("c", 5, 0).within(2) and not Cell("c", 0, 5).within(2)
+    # A number a parameter was fitted to is shown, never counted.
+    fitted = Cell("d", 61.8, 60.6, fitted=True, why="fitted")
+    assert Finding("x", True, "", [fitted]).counted == []
+    assert Finding("x", True, "", [Cell("e", 9.0, 1.0, fitted=True)]).grade == "holds"
+    assert "not counted: fitted" in Finding("x", True, "", [near, fitted]).sizes()
+    assert Finding("x", True, "", []).sizes().startswith("the document gives no number")
+    assert fmt_cell("3.20", "0.34", far) == "3.20 vs 0.34 (×9.41 †)"
+    assert fmt_cell("61.8", "60.6", fitted) == "61.8 vs 60.6 (×1.02, fitted)"
+    assert exit_status([Finding("x", True, "", [near])]) == 0
+    assert exit_status([Finding("x", True, "", [near]), Finding("y", True, "", [far])]) == 1
