@@ -182,3 +182,18 @@ def test_python_api_runs_without_writing(tmp_path, monkeypatch):
     assert results.summary[col.DURATION] == 0.5
     assert results.udp[col.TIME].max() == 0.5
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_engine
+def test_a_shortened_run_leaves_out_flows_that_start_after_it_with_a_note(tmp_path, capsys):
+    scenario = {**TINY, "flows": [*TINY["flows"], {"name": "late", "ping": {"from": "A", "to": "B"}, "start": "1.5s"}]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    out = tmp_path / "run"
+    assert cli.main(["run", str(path), "--duration", "1s", "--out", str(out), "--quiet"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    line = path.read_text().splitlines().index("- name: late") + 1
+    assert err == (f"alphaqos: note: {path}:{line}: flows[2]: flow 'late' starts at 1.5s, not before the end of "
+                   "the shortened run (1s): left out\n")  # fmt: skip
+    ran = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert (ran["duration"], [f["name"] for f in ran["flows"]]) == ("1s", ["cbr", "probe"])

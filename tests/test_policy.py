@@ -78,7 +78,9 @@ def _broken(path: list, value) -> dict:
         (["nodes", "R", "policy"], "q", "nodes.R.policy", "unknown policy 'q'"),
         (["nodes", "A", "policy"], "p", "nodes.A.policy", "only routers"),
         (["links", 1, "queues"], {"R": {"policy": "zz"}}, "links[1].queues.R.policy", "unknown policy 'zz'"),
-        (["policies", "p", "filter", 0, "then", "class"], "gold", "policies.p", "unknown class 'gold'"),
+        (["policies", "p", "filter", 0, "then", "class"], "gold", "policies.p.filter[0].then.class", "unknown class 'gold'"),
+        (["policies", "p", "filter", 0, "then", "policer", "out_of_profile"], {"class": "gold"},
+         "policies.p.filter[0].then.policer.out_of_profile.class", "unknown class 'gold'"),
         (["policies", "p", "classes", "beta", "buffer_size"], "60%", "policies.p", "more than 100%"),
         (["policies", "p", "classes", "beta", "transmit_rate"], "fast", "policies.p.classes.beta.transmit_rate", "percentage"),
         (["policies", "p", "filter", 0, "from", "source"], "10.0.0/24", "policies.p.filter[0].from.source", "IPv4 prefix"),
@@ -194,3 +196,78 @@ def test_a_missing_policy_file_is_named_and_validate_exits_2(tmp_path, capsys):
     assert cli.main(["validate", str(path)]) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "cannot read policy file" in err and "p.yaml" in err
+
+
+def test_a_filter_terms_error_points_at_the_terms_line(tmp_path):
+    import yaml
+
+    scenario = _scenario()
+    scenario["policies"]["p"]["filter"][1]["then"] = {"class": "gold"}
+    path = tmp_path / "s.yaml"
+    text = yaml.safe_dump(scenario, sort_keys=False)
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    line = text[: text.index("class: gold")].count("\n") + 1
+    assert str(caught.value) == (
+        f"{path}:{line}: policies.p.filter[1].then.class: filter term 'drop-udp': unknown class 'gold' "
+        "(classes: beta, alpha, ss)"
+    )
+
+
+# --- a policy read out of a scenario file -------------------------------------------
+
+EXP1_2Q = Path(__file__).resolve().parents[1] / "scenarios" / "yan2013" / "exp1-2queues.yaml"
+
+
+def test_a_scenario_can_take_its_policy_from_another_scenario(tmp_path):
+    import yaml
+
+    inline = load_scenario(EXP1_2Q)
+    data = yaml.safe_load(EXP1_2Q.read_text())
+    data["policies"] = {"two-queues": f"{EXP1_2Q}#two-queues"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert resolve(load_scenario(path)) == resolve(inline)
+    # ... and from a policy file that scenario names, relative to that scenario.
+    (tmp_path / "pol.yaml").write_text(yaml.safe_dump(yaml.safe_load(EXP1_2Q.read_text())["policies"]["two-queues"], sort_keys=False))
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({**data, "policies": {"two-queues": "pol.yaml"}}, sort_keys=False))
+    data["policies"] = {"two-queues": "b.yaml#two-queues"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert resolve(load_scenario(path)) == resolve(inline)
+
+
+def test_a_policy_reference_names_the_scenario_file_and_its_policies(tmp_path):
+    from alphaqos.scenario import load_policy_file
+
+    with pytest.raises(ScenarioError) as caught:
+        load_policy_file(f"{EXP1_2Q}#three-queues")
+    (issue,) = caught.value.issues
+    assert str(issue).startswith(f"{EXP1_2Q}:")
+    assert issue.path == "policies" and issue.message == "no policy 'three-queues' in this scenario (policies: two-queues)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(EXP1_2Q.read_text().replace("priority: medium-low", "priority: urgent"))
+    with pytest.raises(ScenarioError) as caught:
+        load_policy_file(f"{bad}#two-queues")
+    line = bad.read_text()[: bad.read_text().index("priority: urgent")].count("\n") + 1
+    assert str(caught.value).startswith(f"{bad}:{line}: policies.two-queues.classes.beta.priority: expected")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ({"clas": "ss"}, ["policies.p.filter[0].then.policer.out_of_profile.clas: unknown key 'clas': "
+                          "did you mean 'class'? (expected one of: class)"]),
+        ("dscard", ["policies.p.filter[0].then.policer.out_of_profile: expected 'discard' or "
+                    "'loss_priority_high', got 'dscard'"]),
+    ],
+)  # fmt: skip
+def test_a_value_of_several_forms_is_judged_by_the_form_written(value, expected):
+    """``out_of_profile`` is a word or ``{class: X}``: a mapping gets the
+    mapping's errors only, a word the words', at the value's own path (no
+    pydantic union tags such as ``ClassRef`` or ``literal[...]``)."""
+    scenario = _scenario()
+    scenario["policies"]["p"]["filter"][0]["then"]["policer"]["out_of_profile"] = value
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(scenario)
+    assert [str(issue) for issue in caught.value.issues] == expected

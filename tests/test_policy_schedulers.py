@@ -241,6 +241,16 @@ def test_bad_policies_name_the_field(edit, where, message):
     assert any(issue.startswith(where) and message in issue for issue in issues), issues
 
 
+def test_a_strict_priority_low_latency_queue_needs_no_weight():
+    """Cisco's strict LLQ is served whenever it holds a packet: its weight
+    (quantum) is never used, so none is asked for; the engine is given 1."""
+    mdrr = _egress(_policy("mdrr", lo={"weight": 2}, hi={"low_latency": "strict-priority"}))
+    assert [(c["weight"], c["low_latency"]) for c in mdrr["mdrr"]["classes"]] == [(2, None), (1, "strict")]
+    # In alternate-priority mode the weight sets the LLQ's turn: still required.
+    with pytest.raises(ScenarioError, match=r"policies\.p\.classes\.hi: class 'hi': the mdrr scheduler needs weight"):
+        load_scenario(_scenario(_policy("mdrr", lo={"weight": 2}, hi={"low_latency": "alternate-priority"})))
+
+
 def test_mdrr_allows_one_low_latency_queue():
     policy = _policy("mdrr", lo={"weight": 1, "low_latency": "strict-priority"}, hi={"weight": 1, "low_latency": "alternate-priority"})
     with pytest.raises(ScenarioError, match=r"policies\.p\.classes\.hi\.low_latency: only one low-latency queue"):

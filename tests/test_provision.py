@@ -393,6 +393,18 @@ def test_policy_scheduler_check_reported(tmp_path, capsys):
     assert f"{bad}:3: classes.alpha.transmit_rate: class 'alpha': transmit_rate is not used" in capsys.readouterr().err
 
 
+def test_policy_read_out_of_a_scenario_file(tmp_path):
+    """``--policy scenario.yaml#two-queues``: the policy a scenario simulates,
+    provisioned as it is, the same as from a file of its own."""
+    import yaml
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "yan2013" / "exp1-2queues.yaml"
+    alone = _write(tmp_path / "two-queues.yaml", yaml.safe_dump(yaml.safe_load(scenario.read_text())["policies"]["two-queues"], sort_keys=False))
+    assert _provision(tmp_path, "--policy", f"{scenario}#two-queues", out="a")[0] == 0
+    assert _provision(tmp_path, "--policy", str(alone), out="b")[0] == 0
+    assert (tmp_path / "a" / "junos.conf").read_text() == (tmp_path / "b" / "junos.conf").read_text()
+
+
 def test_unknown_target(tmp_path, capsys):
     status, out = _provision(tmp_path, "--target", "junos,ios-xr")
     assert status == 2

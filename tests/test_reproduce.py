@@ -26,13 +26,39 @@ def quick(tmp_path_factory) -> tuple[int, Path, dict]:
     return status, out, json.loads((out / "results.json").read_text())
 
 
-def findings(results: dict) -> dict[str, bool]:
-    return {f["claim"]: f["holds"] for f in results["findings"]}
+def finding(results: dict, start: str) -> dict:
+    (found,) = [f for f in results["findings"] if f["claim"].startswith(start)]
+    return found
 
 
-def holds(results: dict, start: str) -> bool:
-    (claim,) = [claim for claim in findings(results) if claim.startswith(start)]
-    return findings(results)[claim]
+def regraded(found: dict) -> str:
+    """The grade the rule gives, worked out here from the finding's own
+    direction and numbers: fails without the direction; holds if every
+    counted cell (a paper value, not fitted) is within the factor either
+    way; direction only otherwise."""
+    if not found["direction"]:
+        return "fails"
+    factor = found["factor"]
+    for cell in found["cells"]:
+        if cell["paper"] is None or cell["fitted"]:
+            continue
+        if cell["paper"] == 0:
+            if cell["model"] != 0:
+                return "direction only"
+        elif not 1 / factor <= cell["model"] / cell["paper"] <= factor:
+            return "direction only"
+    return "holds"
+
+
+def test_every_finding_is_graded_by_its_direction_and_its_sizes(quick):
+    _, _, results = quick
+    assert len(results["findings"]) == 9
+    for found in results["findings"]:
+        assert found["grade"] == regraded(found), found
+        assert found["holds"] == (found["grade"] == "holds")
+        for cell in found["cells"]:
+            if cell["paper"] not in (None, 0):
+                assert cell["ratio"] == pytest.approx(cell["model"] / cell["paper"])
 
 
 def test_the_report_directory_holds_report_results_plots_and_every_runs_scenario(quick):
@@ -52,7 +78,7 @@ def test_the_report_directory_holds_report_results_plots_and_every_runs_scenario
 
 
 def test_experiment1_a_queue_of_its_own_keeps_ping_delay_flat(quick):
-    _, _, results = quick
+    _, out, results = quick
     one = results["measured"]["exp1/1-queue"]["ping"]
     two = results["measured"]["exp1/2-queues"]["ping"]
     # The document: 2.28 ms idle and 60.6 ms with the α flow in one queue.
@@ -60,8 +86,21 @@ def test_experiment1_a_queue_of_its_own_keeps_ping_delay_flat(quick):
     assert one["idle"]["std"] < 0.1e-3
     assert 50e-3 < one["active"]["mean"] < 70e-3
     assert two["active"]["mean"] == pytest.approx(two["idle"]["mean"], rel=0.05)
-    assert holds(results, "Experiment 1: with one shared queue")
-    assert holds(results, "Experiment 1: a queue of its own")
+    assert finding(results, "Experiment 1: with one shared queue")["grade"] == "holds"
+    assert finding(results, "Experiment 1: a queue of its own")["grade"] == "holds"
+
+
+def test_experiment1_does_not_cite_the_number_its_window_was_fitted_to(quick):
+    _, out, results = quick
+    found = finding(results, "Experiment 1: with one shared queue")
+    fitted = [c for c in found["cells"] if c["fitted"]]
+    assert [c["paper"] for c in fitted] == [60.6]  # shown beside the model, but not counted
+    assert [c["paper"] for c in found["cells"] if not c["fitted"]] == [2.28]
+    report = (out / "report.md").read_text()
+    assert "free parameter fitted to this number" in report and "counts as confirmation of nothing" in report
+    line = next(x for x in report.splitlines() if "Experiment 1: with one shared queue" in x)
+    assert "not counted" in line
+    assert "matches in kind and in size" not in report
 
 
 def test_experiment2_scavenger_queue_collapses_throughput_through_reordering(quick):
@@ -85,15 +124,40 @@ def test_experiment2_scavenger_queue_collapses_throughput_through_reordering(qui
         assert gbps(config, "3") < gbps("2q (50,50)", "3")
         busy = m[f"exp2/{config}/3"]
         assert busy["egress_lost"] == 0 and busy["ooo_arrivals"] > 100 and busy["spurious_retransmits"] > 0
-    for start in ("Experiment 2: without background", "Experiment 2: with the scavenger queue",
-                  "Experiment 2: at 1 Gbps", "Experiment 2: the collapse comes from reordering"):  # fmt: skip
-        assert holds(results, start), start
+    # The collapse: its direction holds (above); its sizes are Table I's last
+    # row, and the model's is milder than a factor of 2 allows.
+    collapse = finding(results, "Experiment 2: with the scavenger queue")
+    assert collapse["direction"] is True
+    paper = {c: yan2013.PAPER_TABLE1[c][-1] for c in yan2013.EXP2_CONFIGS}
+    assert {c["label"]: (c["model"], c["paper"]) for c in collapse["cells"]} == {
+        f"{c} at 3 Gbps": (pytest.approx(gbps(c, "3")), paper[c]) for c in yan2013.EXP2_CONFIGS
+    }
+    outside = [c for c in yan2013.EXP2_CONFIGS if not 0.5 <= gbps(c, "3") / paper[c] <= 2]
+    assert outside, "the model's 3.2 Gbps against the document's 0.34 is outside a factor of 2"
+    assert collapse["grade"] == "direction only"
+    for start in ("Experiment 2: without background", "Experiment 2: at 1 Gbps",
+                  "Experiment 2: the collapse comes from reordering"):  # fmt: skip
+        assert finding(results, start)["direction"] is True, start
+
+
+def test_every_table_cell_gives_the_ratio_to_the_document(quick):
+    _, out, results = quick
+    table1 = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("| 3 |")]
+    (row,) = table1
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    assert len(cells) == 4
+    for config, cell in zip(yan2013.EXP2_CONFIGS, cells, strict=True):
+        model = results["measured"][f"exp2/{config}/3"]["throughput_bps"] / 1e9
+        paper = yan2013.PAPER_TABLE1[config][-1]
+        ratio = model / paper
+        assert cell.startswith(f"{model:.2f} vs {paper:g} (×{ratio:.2f}"), cell
+        assert cell.endswith("†)") == (not 0.5 <= ratio <= 2), cell
 
 
 def test_experiment3_no_policing_is_best_and_wred_trades_reordering_for_a_few_losses(quick):
     _, _, results = quick
-    assert holds(results, "Experiment 3: no policing gives the highest")
-    assert holds(results, "Experiment 3: WRED loses a few packets")
+    assert finding(results, "Experiment 3: no policing gives the highest")["direction"] is True
+    assert finding(results, "Experiment 3: WRED loses a few packets")["direction"] is True
     wred = results["measured"]["exp3/2queues+policing+wred"]
     # Every packet the WRED configuration lost, the receiver saw a hole for.
     assert wred["egress_lost"] > 0
@@ -106,14 +170,55 @@ def test_experiment3_wred_sits_between_no_policing_and_the_scavenger_queue(quick
     1/63 of the α queue without drops, so only a standing queue costs
     out-of-profile packets, and H-TCP keeps most of the rate."""
     _, _, results = quick
-    assert holds(results, "Experiment 3: WRED on out-of-profile packets sits between")
+    assert finding(results, "Experiment 3: WRED on out-of-profile packets sits between")["direction"] is True
     m = results["measured"]
     assert m["exp3/2queues+policing+wred"]["throughput_bps"] > 0.8 * m["exp3/2queues"]["throughput_bps"]
 
 
 def test_exit_status_says_whether_every_finding_holds(quick):
     status, _, results = quick
-    assert status == (cli.EXIT_OK if all(findings(results).values()) else cli.EXIT_FAILURE)
+    assert status == (cli.EXIT_OK if all(f["grade"] == "holds" for f in results["findings"]) else cli.EXIT_FAILURE)
+    assert status == cli.EXIT_FAILURE  # the collapse is graded "direction only"
+
+
+def test_quick_plots_draw_only_the_rates_that_were_run(quick):
+    _, _, results = quick
+    figure = yan2013.fig4(results["measured"])
+    lines = [line for axes in figure.axes for line in axes.get_lines() if line.get_linestyle() == "-"]
+    assert lines, "the model's points"
+    for line in lines:
+        xs = list(line.get_xdata())
+        assert set(xs) <= {0.0, 1.0, 3.0}
+        indices = [yan2013.EXP2_RATES.index(x) for x in xs]
+        assert indices == list(range(indices[0], indices[0] + len(xs))), f"a line across an untried rate: {xs}"
+    assert any(axes.get_yscale() == "log" for axes in figure.axes)
+
+
+def test_lost_pings_are_drawn_as_lost_not_as_zero_delay():
+    series = [[float(t), t / 1e4] for t in range(30)]
+    measured = {f"exp1/{c}": {"throughput_series": series, "ping_series": [[1.0, 2.3e-3], [2.0, None], [3.0, 2.4e-3]]}
+                for c in yan2013.EXP1_CONFIGS}  # fmt: skip
+    figure = yan2013.fig3(measured)
+    rtt_axes = figure.axes[1]
+    lost = [line for line in rtt_axes.get_lines() if "lost" in line.get_label()]
+    assert len(lost) == 2 and all(list(line.get_xdata()) == [2.0] for line in lost)
+    assert all(line.get_marker() == "x" and list(line.get_ydata()) == [1.0] for line in lost)  # the top edge
+    answered = [line for line in rtt_axes.get_lines() if "lost" not in line.get_label()]
+    for line in answered:
+        ys = list(line.get_ydata())
+        assert ys[0] == pytest.approx(2.3) and ys[1] != ys[1] and 0 not in ys  # NaN: no point, no 0 ms
+
+
+def test_low_rate_flows_get_a_panel_of_their_own_scale():
+    series = lambda gbps: [[float(t), gbps * 1e9] for t in range(1, 16)]  # noqa: E731
+    rates = dict(zip(yan2013.EXP3_CONFIGS, (6.5, 3.2, 0.13, 6.3), strict=True))
+    measured = {f"exp3/{c}": {"throughput_series": series(r), "throughput_bps": r * 1e9, "ooo_arrivals": 10,
+                              "egress_lost": 0} for c, r in rates.items()}  # fmt: skip
+    figure = yan2013.fig5(measured)
+    panels = {axes.get_title(): axes for axes in figure.axes if axes.get_title() in yan2013.EXP3_CONFIGS}
+    assert set(panels) == set(yan2013.EXP3_CONFIGS)
+    for config, axes in panels.items():
+        assert axes.get_ylim()[1] < 2 * rates[config] + 0.1, config  # the 0.13 Gbps flow fills its panel
 
 
 # --- the plan ---------------------------------------------------------------------
@@ -190,3 +295,29 @@ def test_an_existing_output_directory_is_refused_and_left_alone(tmp_path, capsys
     assert cli.main(["reproduce", "yan2013", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE
     assert "already exists" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+# --- the grading rule ---------------------------------------------------------------
+
+
+def test_grading_by_direction_and_size():
+    from alphaqos.reproduce.grading import Cell, Finding, exit_status, fmt_cell
+
+    near, far = Cell("a", 6.5, 6.0), Cell("b", 3.2, 0.34)
+    assert Finding("x", True, "", [near]).grade == "holds"
+    assert Finding("x", True, "", [near, far]).grade == "direction only"
+    assert Finding("x", False, "", [near]).grade == "fails"
+    assert Finding("x", True, "", [Cell("c", 2.1, 1.0)]).grade == "direction only"  # just over a factor of 2
+    assert Finding("x", True, "", [Cell("c", 2.1, 1.0)], factor=3).grade == "holds"  # the finding's own tolerance
+    # Counts: 0 against 0 agrees, anything against 0 does not, 0 against something does not.
+    assert Cell("c", 0, 0).within(2) and not Cell("c", 5, 0).within(2) and not Cell("c", 0, 5).within(2)
+    # A number a parameter was fitted to is shown, never counted.
+    fitted = Cell("d", 61.8, 60.6, fitted=True, why="fitted")
+    assert Finding("x", True, "", [fitted]).counted == []
+    assert Finding("x", True, "", [Cell("e", 9.0, 1.0, fitted=True)]).grade == "holds"
+    assert "not counted: fitted" in Finding("x", True, "", [near, fitted]).sizes()
+    assert Finding("x", True, "", []).sizes().startswith("the document gives no number")
+    assert fmt_cell("3.20", "0.34", far) == "3.20 vs 0.34 (×9.41 †)"
+    assert fmt_cell("61.8", "60.6", fitted) == "61.8 vs 60.6 (×1.02, fitted)"
+    assert exit_status([Finding("x", True, "", [near])]) == 0
+    assert exit_status([Finding("x", True, "", [near]), Finding("y", True, "", [far])]) == 1

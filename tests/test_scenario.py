@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from alphaqos import ScenarioError, cli, load_scenario, resolve
+from alphaqos.errors import MAX_REPORTED, ScenarioNote
 from alphaqos.scenario import Scenario
 from alphaqos.units import (
     QueueLimit,
@@ -318,13 +319,20 @@ def test_a_shorter_duration_cuts_the_timeline_without_rescaling():
     assert after["udp"]["schedule"] == [[0, 0]]
 
 
-def test_a_flow_starting_after_the_shortened_run_is_an_error():
-    flows = [{"name": "late", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}, "start": "1.5s"}]
-    with pytest.raises(ScenarioError) as caught:
-        load_scenario(_tiny(flows=flows), duration="1s")
-    assert str(caught.value) == (
-        "flows[0].start: 1.5s is not before the end of the run (1s) (the duration override ends the run at 1s)"
-    )
+def test_flows_starting_at_or_after_the_shortened_end_are_left_out_with_a_note():
+    flows = [
+        {"name": "early", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}, "start": "0.5s", "stop": "1.8s"},
+        {"name": "at-end", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}, "start": "1s"},
+        {"name": "late", "ping": {"from": "B", "to": "A"}, "start": "1.5s", "stop": "2s"},
+    ]  # fmt: skip
+    with pytest.warns(ScenarioNote) as notes:
+        scenario = load_scenario(_tiny(flows=flows), duration="1s")
+    assert [flow.name for flow in scenario.flows] == ["early"]
+    assert scenario.flows[0].stop == 10**9  # a flow that stops after the end is cut to it
+    assert [str(note.message) for note in notes] == [
+        "flows[1]: flow 'at-end' starts at 1s, not before the end of the shortened run (1s): left out",
+        "flows[2]: flow 'late' starts at 1.5s, not before the end of the shortened run (1s): left out",
+    ]
 
 
 def test_override_errors_name_the_override():
@@ -352,6 +360,55 @@ def test_all_problems_are_kept_and_counted():
         load_scenario(data)
     assert [issue.path for issue in caught.value.issues] == ["flows[0].udp.rate", "flows[0].udp.size"]
     assert str(caught.value).endswith("(and 1 more problem)")
+
+
+def test_a_misspelt_key_gets_a_suggestion_and_no_missing_key_error():
+    data = _tiny()
+    data["links"][1]["dealy"] = data["links"][1].pop("delay")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(data)
+    assert [str(issue) for issue in caught.value.issues] == [
+        "links[1].dealy: unknown key 'dealy': did you mean 'delay'? "
+        "(expected one of: between, rate, delay, mtu, overhead, queue, queues, impair, impairs)"
+    ]
+
+
+def test_an_unknown_key_comes_before_the_missing_key_it_causes(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.replace("    rate: 1Gbps\n    delay: 2ms", "    speed: 1Gbps\n    delay: 2ms"))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    speed = _line_of(path.read_text(), "speed:")
+    assert [str(issue) for issue in caught.value.issues] == [
+        f"{path}:{speed}: links[1].speed: unknown key 'speed' (expected one of: between, rate, delay, mtu, "
+        "overhead, queue, queues, impair, impairs)",
+        f"{path}:{speed - 1}: links[1].rate: required key is missing",
+    ]
+
+
+def test_every_problem_of_a_file_is_reported_with_its_line_up_to_a_limit(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    text = BASE.replace("rate: 500Mbps", "rate: 0bps").replace("interval: 100ms", "interval: 100ms, colour: red")
+    text = text.replace("duration: 2s", "duration: 2s\nmetric_intreval: 1s")
+    path.write_text(text)
+    assert cli.main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"alphaqos: error: {path}:3: metric_intreval: unknown key 'metric_intreval': did you mean 'metric_interval'? "
+        "(expected one of: name, description, duration, seed, metric_interval, nodes, policies, links, flows)",
+        f"alphaqos: error: {path}:{_line_of(text, 'rate: 0bps')}: flows[0].udp.rate: must be greater than 0bps, got 0bps",
+        f"alphaqos: error: {path}:{_line_of(text, 'colour')}: flows[1].ping.colour: unknown key 'colour' "
+        "(expected one of: from, to, interval, size)",
+    ]
+    # More than MAX_REPORTED problems: the first ones and a count of the rest.
+    many = "\n".join(f"  H{i}: {{addres: 10.0.9.{i}}}" for i in range(MAX_REPORTED + 5))
+    path.write_text(BASE.replace("  R: {router: true}", "  R: {router: true}\n" + many))
+    assert cli.main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == MAX_REPORTED + 1
+    assert lines[0] == (f"alphaqos: error: {path}:7: nodes.H0.addres: unknown key 'addres': did you mean 'address'? "
+                        "(expected one of: address, router, policy)")  # fmt: skip
+    assert lines[-1] == f"alphaqos: error: ... and 5 more problems ({MAX_REPORTED + 5} in all)"
 
 
 def test_flows_do_not_cross_hosts():
@@ -485,11 +542,11 @@ def _line_of(text: str, marker: str) -> int:
     return text[: text.index(marker)].count("\n") + 1
 
 
-def _one_error_line(capsys) -> str:
+def _first_error_line(capsys) -> str:
+    """The first problem reported (each one is a line of its own)."""
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("alphaqos: error: ")
+    assert lines and all(line.startswith("alphaqos: error: ") for line in lines), captured.err
     return lines[0].removeprefix("alphaqos: error: ")
 
 
@@ -504,7 +561,7 @@ def test_bad_scenario_exits_2_with_file_line_and_path(tmp_path, capsys, edits, m
     scenario, text = _write(tmp_path, edits)
     out = tmp_path / "run"
     assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
-    message = _one_error_line(capsys)
+    message = _first_error_line(capsys)
     where = f"{scenario}:{_line_of(text, marker)}: " + (f"{path}: " if path else "")
     assert message.startswith(where), message
     assert fragment in message
@@ -515,13 +572,13 @@ def test_validate_reports_the_same_error(tmp_path, capsys):
     scenario, text = _write(tmp_path, [("rate: 500Mbps", "rate: 0bps")])
     assert cli.main(["validate", str(scenario)]) == 2
     line = _line_of(text, "rate: 0bps")
-    assert _one_error_line(capsys) == f"{scenario}:{line}: flows[0].udp.rate: must be greater than 0bps, got 0bps"
+    assert _first_error_line(capsys) == f"{scenario}:{line}: flows[0].udp.rate: must be greater than 0bps, got 0bps"
 
 
 def test_missing_scenario_file(tmp_path, capsys):
     missing = tmp_path / "nope.yaml"
     assert cli.main(["run", str(missing), "--out", str(tmp_path / "run")]) == 2
-    assert _one_error_line(capsys) == f"{missing}: cannot read scenario: No such file or directory"
+    assert _first_error_line(capsys) == f"{missing}: cannot read scenario: No such file or directory"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -540,13 +597,13 @@ def test_missing_scenario_file(tmp_path, capsys):
 def test_bad_options_exit_2(tmp_path, capsys, option, fragment):
     scenario, _ = _write(tmp_path, [])
     assert cli.main(["run", str(scenario), "--out", str(tmp_path / "run"), *option]) == 2
-    assert fragment in _one_error_line(capsys)
+    assert fragment in _first_error_line(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
 
 
 def test_no_command_exits_2(capsys):
     assert cli.main([]) == 2
-    assert "required" in _one_error_line(capsys)
+    assert "required" in _first_error_line(capsys)
 
 
 def test_existing_out_dir_is_left_untouched(tmp_path, capsys):
@@ -555,7 +612,7 @@ def test_existing_out_dir_is_left_untouched(tmp_path, capsys):
     out.mkdir()
     (out / "keep.txt").write_text("precious")
     assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
-    assert _one_error_line(capsys) == f"output directory {str(out)!r} already exists"
+    assert _first_error_line(capsys) == f"output directory {str(out)!r} already exists"
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert (out / "keep.txt").read_text() == "precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "scenario.yaml"]
@@ -566,7 +623,7 @@ def test_out_dir_under_a_file_exits_2(tmp_path, capsys):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
     assert cli.main(["run", str(scenario), "--out", str(blocker / "deeper" / "run")]) == 2
-    assert _one_error_line(capsys).startswith(f"cannot create output directory '{blocker / 'deeper' / 'run'}': ")
+    assert _first_error_line(capsys).startswith(f"cannot create output directory '{blocker / 'deeper' / 'run'}': ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "scenario.yaml"]
     assert blocker.read_text() == "a file, not a directory"
 
@@ -578,7 +635,7 @@ def test_out_dir_under_a_read_only_dir_exits_2(tmp_path, capsys):
     locked.mkdir(mode=0o555)
     try:
         assert cli.main(["run", str(scenario), "--out", str(locked / "run")]) == 2
-        assert "Permission denied" in _one_error_line(capsys)
+        assert "Permission denied" in _first_error_line(capsys)
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o755)
@@ -590,7 +647,7 @@ def test_out_dir_where_even_root_cannot_write_exits_2(tmp_path, capsys):
     scenario, _ = _write(tmp_path, [])
     out = Path("/sys/alphaqos-test/run")
     assert cli.main(["run", str(scenario), "--out", str(out)]) == 2
-    assert _one_error_line(capsys).startswith(f"cannot create output directory '{out}': ")
+    assert _first_error_line(capsys).startswith(f"cannot create output directory '{out}': ")
     assert not out.parent.exists()
 
 
@@ -598,7 +655,7 @@ def test_missing_engine_exits_1_and_leaves_nothing(tmp_path, capsys, monkeypatch
     monkeypatch.setitem(sys.modules, "alphaqos._core", None)  # makes the import fail
     scenario, _ = _write(tmp_path, [])
     assert cli.main(["run", str(scenario), "--out", str(tmp_path / "run")]) == 1
-    assert "the simulation engine alphaqos._core is not available" in _one_error_line(capsys)
+    assert "the simulation engine alphaqos._core is not available" in _first_error_line(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
 
 

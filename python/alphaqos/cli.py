@@ -14,10 +14,16 @@
 ``alphaqos reproduce NAME [--quick] [--out DIR] [--jobs N]``
     Run a source document's experiments (``yan2013``), fanned out over the
     cores, and write a report directory: ``report.md`` (tables beside the
-    document's, the findings checked), ``results.json``, plots and every
+    document's with their ratios, the findings graded by direction and
+    size: holds, direction only, fails), ``results.json``, plots and every
     run's scenario. ``--quick`` shortens the timelines (about a minute).
-    Exit status 1 if a finding of the document does not come out of the
-    model.
+    Exit status 0 if every finding holds, 1 otherwise (see
+    :mod:`alphaqos.reproduce.grading`).
+
+``alphaqos reference [--out FILE]``
+    Write ``docs/scenario-reference.md``: every key of a scenario and a
+    policy with its type, unit, default and an example, from the schema
+    (:mod:`alphaqos.reference`).
 
 ``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
     Render the α prefix table of ``flows identify`` and a policy document
@@ -38,6 +44,7 @@ import secrets
 import shlex
 import shutil
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +55,7 @@ from . import columns as col
 from . import units
 from ._version import __version__
 from .engine import EngineMissingError, simulate
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioNote
 from .results import PLOTS_DIR, Results
 from .scenario import Scenario, load_scenario
 
@@ -84,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(arguments)
         args.invocation = shlex.join(["alphaqos", *arguments])
         return args.handler(args)
-    except (UsageError, ScenarioError) as exc:
+    except ScenarioError as exc:
+        _scenario_error(exc)
+        return EXIT_USAGE
+    except UsageError as exc:
         _error(str(exc))
         return EXIT_USAGE
     except (EngineMissingError, RunFailure) as exc:
@@ -99,6 +109,23 @@ def _error(message: str) -> None:
     print(f"alphaqos: error: {' '.join(message.split())}", file=sys.stderr)
 
 
+def _scenario_error(exc: ScenarioError) -> None:
+    """Every problem of a file, one line each (at most MAX_REPORTED)."""
+    for line in exc.lines():
+        _error(line)
+
+
+@contextmanager
+def _notes() -> Iterator[None]:
+    """Print what loading a scenario noted (a flow left out of a shortened
+    run) as ``alphaqos: note: ...`` lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ScenarioNote)
+        yield
+    for warning in caught:
+        print(f"alphaqos: note: {warning.message}", file=sys.stderr)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="alphaqos", description="Packet-level simulation of QoS for large dataset transfers.")
     parser.add_argument("--version", action="version", version=f"alphaqos {__version__}")
@@ -108,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     run.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
     run.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
-    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled")
+    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled; flows that start at or after D are left out (with a note)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the run directory")
     run.set_defaults(handler=_run)
 
@@ -126,6 +153,10 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
     reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
     reproduce.set_defaults(handler=_reproduce)
+
+    reference = commands.add_parser("reference", help="write the scenario and policy reference (markdown) from the schema")
+    reference.add_argument("--out", metavar="FILE", type=Path, help="file to write (default: standard output)")
+    reference.set_defaults(handler=_reference)
 
     from .flows.cli import add_flows_command
 
@@ -160,7 +191,8 @@ def _time_argument(text: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
+    with _notes():
+        scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
     target = args.out if args.out is not None else _default_run_dir(scenario.name)
     with _staged_directory(target) as staging:
         results = simulate(scenario, progress=not args.quiet, command=args.invocation)
@@ -374,14 +406,36 @@ def _print_reproduction(reproduction, target: Path) -> None:
         for row in rows:
             table.add_row(*(str(row[h]) for h in heads))
         console.print(table)
+    colours = {"holds": "green", "direction only": "yellow", "fails": "red"}
     for finding in reproduction.findings:
-        mark = "[green]holds[/green]" if finding.holds else "[red]DOES NOT HOLD[/red]"
-        console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}[/dim]")
+        mark = f"[{colours.get(finding.grade, 'red')}]{finding.grade}[/]"
+        console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}; {finding.sizes()}[/dim]")
     console.print(
         f"{len(reproduction.measured)} runs in {reproduction.wall_time_s:.0f} s wall time "
         f"({reproduction.cpu_time_s:.0f} s of run time)"
     )
     console.print(f"report: {target / 'report.md'} (results.json, plots, scenarios/)")
+
+
+# --- alphaqos reference -------------------------------------------------------
+
+
+def _reference(args: argparse.Namespace) -> int:
+    from .reference import generate
+
+    text = generate()
+    if args.out is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    # Written beside the target and renamed: never a half-written file.
+    staging = args.out.with_name(f".{args.out.name}.partial-{secrets.token_hex(4)}")
+    try:
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(args.out)
+    except OSError as exc:
+        staging.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror or exc}") from None
+    return EXIT_OK
 
 
 # --- alphaqos validate --------------------------------------------------------
@@ -393,7 +447,7 @@ def _validate(args: argparse.Namespace) -> int:
         try:
             scenario = load_scenario(path)
         except ScenarioError as exc:
-            _error(str(exc))
+            _scenario_error(exc)
             status = EXIT_USAGE
             continue
         print(f"{path}: ok: {_describe(scenario)}")

@@ -4,7 +4,7 @@
 file                   what it shows
 =====================  =========================================================
 ``throughput.png``     TCP goodput and UDP received rate per flow (Gbit/s)
-``ping_rtt.png``       ping round-trip times (ms), lost pings marked on the axis
+``ping_rtt.png``       ping round-trip times (ms), lost pings as crosses on the top edge
 ``queue_length.png``   length of every queue that ever held a packet, in
                        packets if all of them are limited in packets, else MB
 ``cwnd.png``           TCP congestion window per flow (MB), receive window dashed
@@ -30,7 +30,7 @@ from . import columns as col
 if TYPE_CHECKING:
     from .results import Results
 
-__all__ = ["PLOT_FILES", "write_plots"]
+__all__ = ["PLOT_FILES", "plot_pings", "write_plots"]
 
 GIGA = 1e9
 MEGA = 1e6
@@ -83,19 +83,26 @@ def _ping_rtt(results: Results, axes: Axes) -> bool:
     if results.ping.is_empty():
         return False
     for (flow,), pings in results.ping.group_by(col.FLOW, maintain_order=True):
-        answered = pings.filter(pl.col(col.RTT).is_not_null())
-        (line,) = axes.plot(answered[col.TIME], answered[col.RTT] / MILLI, ".-", label=flow, linewidth=0.8)
-        lost = pings.filter(pl.col(col.RTT).is_null())
-        if lost.height:
-            # Lost pings sit on the time axis, whatever the RTT scale.
-            axes.plot(
-                lost[col.TIME], [0] * lost.height, "x", color=line.get_color(),
-                transform=axes.get_xaxis_transform(), clip_on=False, label=f"{flow} (lost)",
-            )  # fmt: skip
+        plot_pings(axes, pings[col.TIME].to_list(), pings[col.RTT].to_list(), flow)
     axes.set_title("Ping round-trip time")
     axes.set_ylabel("RTT (ms)")
     axes.set_ylim(bottom=0)
     return True
+
+
+def plot_pings(axes: Axes, times: list[float], rtts: list[float | None], label: str) -> None:
+    """Ping RTTs (seconds, None for a lost ping) in ms against time: the
+    answered pings as points joined only between consecutive answers, the
+    lost ones as crosses along the top edge of the plot, labelled as lost,
+    so that a loss never reads as a short (0 ms) round trip."""
+    lost = [t for t, r in zip(times, rtts, strict=True) if r is None]
+    # NaN breaks the line: no segment is drawn across a lost ping.
+    ys = [r / MILLI if r is not None else float("nan") for r in rtts]
+    (line,) = axes.plot(times, ys, ".-", label=label, linewidth=0.8, markersize=3)
+    if lost:
+        # At the top edge (axes coordinates), whatever the RTT scale.
+        axes.plot(lost, [1.0] * len(lost), "x", color=line.get_color(), transform=axes.get_xaxis_transform(),
+                  clip_on=False, label=f"{label}: lost ({len(lost)})")  # fmt: skip
 
 
 def _queue_length(results: Results, axes: Axes) -> bool:

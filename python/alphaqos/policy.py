@@ -51,7 +51,8 @@ is an error naming the class and the field:
 - ``wrr``: ``weight``, packets per round (an integer >= 1, required);
 - ``drr``: ``quantum``, bytes per round (a size like ``1514B``, required;
   Shreedhar & Varghese's deficit round robin);
-- ``mdrr``: Cisco 12000 MDRR. ``weight`` 1..2048 (required), the quantum
+- ``mdrr``: Cisco 12000 MDRR. ``weight`` 1..2048 (required, except
+  for a ``low_latency: strict-priority`` class, which never uses it), the quantum
   being ``MTU + (weight - 1) * 512`` bytes on the link's MTU (Cisco,
   "Understanding and Configuring MDRR and WRED on the Cisco 12000 Series
   Internet Router"); one class may be the low-latency queue with
@@ -123,6 +124,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainSerializer, PlainValidator, Strict, model_validator
 
 from . import units
+from .errors import FieldError
 from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
 
 __all__ = ["Policy", "check_policy", "resolve_egress", "resolve_filter"]
@@ -430,8 +432,10 @@ class Policer(Model):
                 raise ValueError(f"{', '.join(extra)}: only for the three-colour meters (srtcm, trtcm); use out_of_profile")
         return self
 
-    def class_refs(self) -> list[str]:
-        return [a.class_ for a in (self.out_of_profile, self.yellow, self.red) if isinstance(a, ClassRef)]
+    def class_refs(self) -> list[tuple[tuple[str, str], str]]:
+        """The classes the policer's actions name, with each action's path."""
+        actions = {"out_of_profile": self.out_of_profile, "yellow": self.yellow, "red": self.red}
+        return [((key, "class"), a.class_) for key, a in actions.items() if isinstance(a, ClassRef)]
 
 
 class Match(Model):
@@ -475,14 +479,15 @@ class Policy(Model):
         rates = sum(c.transmit_rate for c in self.classes.values() if isinstance(c.transmit_rate, float))
         if rates > 100 + 1e-9:
             raise ValueError(f"transmit_rate percentages add up to {rates:g}%, more than 100%")
-        for term in self.filter:
-            refs = [term.then.class_]
+        for index, term in enumerate(self.filter):
+            refs = [(("then", "class"), term.then.class_)]
             if term.then.policer is not None:
-                refs += term.then.policer.class_refs()
-            for ref in refs:
+                refs += [(("then", "policer", *at), ref) for at, ref in term.then.policer.class_refs()]
+            for at, ref in refs:
                 if ref is not None and ref not in self.classes:
-                    raise ValueError(
-                        f"filter term {term.name!r}: unknown class {ref!r} (classes: {', '.join(self.classes)})"
+                    raise FieldError(
+                        ("filter", index, *at),
+                        f"filter term {term.name!r}: unknown class {ref!r} (classes: {', '.join(self.classes)})",
                     )
         return self
 
@@ -502,6 +507,10 @@ def check_policy(policy: Policy):
                     f"(its class parameters: {', '.join(used)})"
                 )
         for field in required:
+            # Cisco's strict-priority low-latency queue is served whenever
+            # backlogged: its weight (quantum) is never used.
+            if field == "weight" and c.low_latency == "strict-priority":
+                continue
             if getattr(c, field) is None:
                 yield ("classes", name), f"class {name!r}: the {policy.scheduler} scheduler needs {field}"
     if policy.scheduler == "mdrr":
@@ -602,7 +611,8 @@ def _class_parameters(policy: Policy, c: ForwardingClass) -> dict[str, Any]:
     if policy.scheduler == "drr":
         return {"quantum_bytes": c.quantum}
     if policy.scheduler == "mdrr":
-        return {"weight": c.weight, "low_latency": LOW_LATENCY.get(c.low_latency)}
+        # The engine wants a weight for every MDRR class; a strict LLQ's is unused.
+        return {"weight": c.weight or 1, "low_latency": LOW_LATENCY.get(c.low_latency)}
     return {"weight": c.weight}
 
 

@@ -39,7 +39,9 @@ as documented in ``docs/engine-config.md``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import ipaddress
+import warnings
 from collections import deque
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -61,7 +63,7 @@ from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
-from .errors import Issue, ScenarioError
+from .errors import FieldError, Issue, ScenarioError, ScenarioNote
 from .source import Source, read_source
 
 __all__ = [
@@ -438,68 +440,110 @@ def load_scenario(
     ``seed`` overrides the scenario's seed. ``duration`` (a time string such
     as ``"10s"``) runs the scenario's timeline for that long instead: flow
     stops and UDP schedule steps past the new end are cut, flows that stop
-    at the end of the run follow it. Nothing is rescaled.
-    Raises :class:`~alphaqos.errors.ScenarioError` on any problem.
+    at the end of the run follow it, and flows that start at or after the
+    new end are left out, each with a :class:`~alphaqos.errors.ScenarioNote`
+    warning. Nothing is rescaled.
+    Raises :class:`~alphaqos.errors.ScenarioError` with every problem found
+    (the structure's, or if the structure is sound, the cross-field checks').
     """
     source = read_source(path_or_dict)
     if not isinstance(source.data, dict):
         raise ScenarioError([source.issue((), "expected a mapping with name, duration, nodes, links and flows")])
-    data = _with_policy_files(source)
+    data, issues = _with_policy_files(source)
     data = data if seed is None else {**data, "seed": seed}
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_sorted([_issue_from_pydantic(error, source, seed) for error in exc.errors()])) from None
+        issues += _pydantic_issues(exc, source, seed, data=data)
+    if issues:
+        raise ScenarioError(_sorted(issues))
     problems = _cross_checks(scenario)
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message) for loc, message in problems]))
     if duration is None:
         return scenario
-    shortened = _with_duration(scenario, _duration_override(duration, source))
+    shortened, left_out = _with_duration(scenario, _duration_override(duration, source))
     note = f" (the duration override ends the run at {_t(shortened.duration)})"
     problems = _cross_checks(shortened)
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message + note) for loc, message in problems]))
+    for index, flow in left_out:
+        issue = source.issue(("flows", index), (
+            f"flow {flow.name!r} starts at {_t(flow.start)}, not before the end of the shortened run "
+            f"({_t(shortened.duration)}): left out"
+        ))  # fmt: skip
+        warnings.warn(ScenarioNote(str(issue)), stacklevel=2)
     return shortened
 
 
-def _with_policy_files(source: Source) -> dict[str, Any]:
+def _with_policy_files(source: Source) -> tuple[dict[str, Any], list[Issue]]:
     """The scenario with every policy given as a file name (``policies:
     {two-queues: policies/two-queues.yaml}``, relative to the scenario's
-    directory) read in: the same policy document can then serve several
-    scenarios and ``alphaqos provision``."""
+    directory, or ``other-scenario.yaml#two-queues`` for a policy of another
+    scenario) read in: the same policy document can then serve several
+    scenarios and ``alphaqos provision``. Also the problems of those files;
+    a policy whose file has problems is left out."""
     policies = source.data.get("policies")
     if not isinstance(policies, dict) or not any(isinstance(v, str) for v in policies.values()):
-        return source.data
+        return source.data, []
     base = Path(source.name).parent if source.name else Path.cwd()
-    included = {
-        name: load_policy_file(base / value, key=name)[0] if isinstance(value, str) else value
-        for name, value in policies.items()
-    }
-    return {**source.data, "policies": included}
+    included, issues = {}, []
+    for name, value in policies.items():
+        if not isinstance(value, str):
+            included[name] = value
+            continue
+        try:
+            included[name] = load_policy_file(base / value, key=name)[0]
+        except ScenarioError as exc:
+            issues += exc.issues
+    return {**source.data, "policies": included}, issues
 
 
 def load_policy_file(path: str | Path, *, key: str | None = None) -> tuple[dict[str, Any], Source]:
     """Read a file holding one policy document and check it against the
-    policy schema; return its data and source. Errors name the file and
-    line, and the field as ``policies.<key>.<path>`` (a scenario's entry)
-    or, without ``key``, as the path within the file."""
-    document = read_source(path, what="policy file")
-    if not isinstance(document.data, dict):
-        raise ScenarioError([document.issue((), "a policy file holds one policy: a mapping with classes")])
+    policy schema; return its data and source (whose lines are the policy's,
+    keyed by paths within it). ``FILE#NAME`` reads the policy ``NAME`` out
+    of a scenario file's ``policies`` (itself a policy, or a reference to a
+    policy file relative to that scenario). Errors name the file and line,
+    and the field as ``policies.<key>.<path>`` (a scenario's entry), or
+    without ``key`` as the path within the file."""
+    path, name = _split_policy_reference(path)
+    document = read_source(path, what="scenario" if name else "policy file")
+    prefix: tuple[str, ...] = ("policies", key or "_")
+    data, lines = document.data, document.lines
+    if name is not None:
+        policies = data.get("policies") if isinstance(data, dict) else None
+        if not isinstance(policies, dict) or name not in policies:
+            known = ", ".join(map(str, policies)) if isinstance(policies, dict) and policies else "none"
+            raise ScenarioError([document.issue(("policies",), f"no policy {name!r} in this scenario (policies: {known})")])
+        if isinstance(policies[name], str):
+            return load_policy_file(Path(path).parent / policies[name], key=key)
+        data = policies[name]
+        lines = {loc[2:]: line for loc, line in lines.items() if loc[:2] == ("policies", name)}
+        prefix = ("policies", key or name)
+    if not isinstance(data, dict):
+        raise ScenarioError([Source(data, document.name, lines).issue((), "a policy is a mapping with classes")])
     # Word pydantic's errors as a scenario's (the allowed keys below
     # policies.<name> are known), at the line in the policy file.
-    prefix = ("policies", key or "_")
-    scoped = Source(data=document.data, name=document.name,
-                    lines={(*prefix, *loc): line for loc, line in document.lines.items()})  # fmt: skip
+    scoped = Source(data=data, name=document.name, lines={(*prefix, *loc): line for loc, line in lines.items()})
     try:
-        Policy.model_validate(document.data)
+        Policy.model_validate(data)
     except ValidationError as exc:
-        issues = [_issue_from_pydantic({**error, "loc": (*prefix, *error["loc"])}, scoped, None) for error in exc.errors()]
-        if key is None:
+        issues = _pydantic_issues(exc, scoped, None, prefix=prefix, data=data)
+        if key is None and name is None:
             issues = [dataclasses.replace(issue, loc=issue.loc[2:]) for issue in issues]
         raise ScenarioError(_sorted(issues)) from None
-    return document.data, document
+    return data, Source(data=data, name=document.name, lines=lines)
+
+
+def _split_policy_reference(path: str | Path) -> tuple[Path, str | None]:
+    """``scenario.yaml#two-queues`` -> (``scenario.yaml``, ``two-queues``);
+    a file whose own name holds a ``#`` is taken as it is."""
+    text = str(path)
+    if "#" not in text or Path(text).exists():
+        return Path(text), None
+    file, _, name = text.rpartition("#")
+    return Path(file), name
 
 
 def _duration_override(duration: str, source: Source) -> int:
@@ -512,11 +556,16 @@ def _duration_override(duration: str, source: Source) -> int:
     return value
 
 
-def _with_duration(scenario: Scenario, duration: int) -> Scenario:
-    """``scenario`` run for ``duration``: explicit stops and schedule steps
-    past the new end are cut; default stops follow the new end."""
-    flows = []
-    for flow in scenario.flows:
+def _with_duration(scenario: Scenario, duration: int) -> tuple[Scenario, list[tuple[int, Flow]]]:
+    """``scenario`` run for ``duration``, and the flows left out of it (with
+    their index): flows that start at or after the new end are left out,
+    explicit stops and schedule steps past it are cut, default stops follow
+    it."""
+    flows, left_out = [], []
+    for index, flow in enumerate(scenario.flows):
+        if flow.start >= duration:
+            left_out.append((index, flow))
+            continue
         update: dict[str, Any] = {}
         if flow.stop is not None:
             update["stop"] = min(flow.stop, duration)
@@ -525,25 +574,102 @@ def _with_duration(scenario: Scenario, duration: int) -> Scenario:
             # Every step past the end: the flow stays silent, at 0 bit/s.
             update["udp"] = flow.udp.model_copy(update={"schedule": steps or [(0, 0)]})
         flows.append(flow.model_copy(update=update))
-    return scenario.model_copy(update={"duration": duration, "flows": flows})
+    return scenario.model_copy(update={"duration": duration, "flows": flows}), left_out
 
 
 def _sorted(issues: list[Issue]) -> list[Issue]:
-    """Issues in file order, so the first one reported is the topmost."""
-    return sorted(issues, key=lambda issue: issue.line or 0)
+    """Issues in file order, so the first one reported is the topmost (a
+    missing key after the other problems of its mapping)."""
+    return sorted(issues, key=lambda issue: issue.sort_key)
+
+
+def _pydantic_issues(
+    exc: ValidationError, source: Source, seed: int | None, prefix: tuple = (), data: Any = None
+) -> list[Issue]:
+    """Every pydantic error of validating ``data`` (default: the source's) as
+    an issue. A misspelt key is reported once, as an unknown key with its
+    likely spelling: the "required key is missing" its misspelling caused is
+    folded into it. Where a value may take one of several forms (``discard``
+    or ``{class: X}``), only the errors of the form written are kept, at the
+    value's own path."""
+    data = source.data if data is None else data
+    errors = []
+    for error in exc.errors():
+        loc, node, branch = _without_union_tags(tuple(error["loc"]), data, error["type"])
+        if branch and _other_branch(error["type"], node):
+            continue
+        errors.append({**error, "loc": (*prefix, *loc)})
+    missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing"}
+    folded = set()
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            loc = tuple(error["loc"])
+            guess = _did_you_mean(loc)
+            if guess is not None and (*loc[:-1], guess) in missing:
+                folded.add((*loc[:-1], guess))
+    return [
+        _issue_from_pydantic(error, source, seed)
+        for error in errors
+        if not (error["type"] == "missing" and tuple(error["loc"]) in folded)
+    ]
+
+
+def _without_union_tags(loc: tuple, data: Any, kind: str) -> tuple[tuple, Any, bool]:
+    """``loc`` without pydantic's union-member tags (``ClassRef``,
+    ``literal[...]``): parts that name nothing in ``data`` (but the last
+    one of a missing or unknown key). Also the value at the tagged position
+    and whether there was a tag."""
+    kept, node, tagged, at = [], data, False, data
+    for index, part in enumerate(loc):
+        last_key = index == len(loc) - 1 and kind in ("missing", "extra_forbidden")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif not last_key and not tagged:
+            tagged, at = True, node
+            continue
+        kept.append(part)
+    return tuple(kept), at, tagged
+
+
+def _other_branch(kind: str, value: Any) -> bool:
+    """Whether an error of a union member is about a form other than the one
+    written: a choice of words for a mapping, a mapping for a word."""
+    if isinstance(value, dict):
+        return kind in ("literal_error", "string_type", "enum")
+    return kind in ("model_type", "model_attributes_type", "dict_type")
+
+
+def _did_you_mean(loc: tuple) -> str | None:
+    """The key the model at ``loc[:-1]`` accepts that ``loc[-1]`` most
+    likely misspells (difflib's closest match), if any."""
+    if not isinstance(loc[-1], str):
+        return None
+    matches = difflib.get_close_matches(loc[-1], _allowed_keys(loc[:-1]), n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 def _issue_from_pydantic(error: dict[str, Any], source: Source, seed: int | None) -> Issue:
     """Reword one pydantic error as "what was expected", at its YAML path."""
     loc = tuple(error["loc"])
     kind = error["type"]
+    order = None
     if kind == "value_error":
-        message = str(error["ctx"]["error"])
+        cause = error["ctx"]["error"]
+        message = str(cause)
+        if isinstance(cause, FieldError):
+            loc = (*loc, *cause.loc)
     elif kind == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1])
-        message = f"unknown key {loc[-1]!r}" + (f" (expected one of: {', '.join(allowed)})" if allowed else "")
+        guess = _did_you_mean(loc)
+        message = f"unknown key {loc[-1]!r}" + (f": did you mean {guess!r}?" if guess else "")
+        message += f" (expected one of: {', '.join(allowed)})" if allowed else ""
     elif kind == "missing":
         message = "required key is missing"
+        # Shown at the mapping's line, reported after the mapping's other problems.
+        within = [line for at, line in source.lines.items() if at[: len(loc) - 1] == loc[:-1]]
+        order = (max(within), 1) if within else None
     else:
         message = error["msg"]
         if message.startswith("Input should be "):
@@ -554,7 +680,7 @@ def _issue_from_pydantic(error: dict[str, Any], source: Source, seed: int | None
         loc, message = loc[:-1], f"invalid key: {message}"
     if seed is not None and loc == ("seed",):
         return Issue(loc=loc, message=f"{message} (seed override)", source=source.name)
-    return source.issue(loc, message)
+    return dataclasses.replace(source.issue(loc, message), order=order)
 
 
 def _allowed_keys(loc: tuple) -> list[str]:
@@ -584,7 +710,9 @@ def _strip(annotation: Any) -> Any:
         if origin is Annotated:
             annotation = get_args(annotation)[0]
         elif origin is Union or type(annotation).__name__ == "UnionType":
-            annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+            # A model among the forms, if any: it is the one with keys.
+            forms = [arg for arg in get_args(annotation) if arg is not type(None)]
+            annotation = next((f for f in forms if isinstance(_strip(f), type) and issubclass(_strip(f), BaseModel)), forms[0])
         else:
             return annotation
 

@@ -7,7 +7,8 @@ A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
 - measures each finished run (:func:`measure`, called in the worker process,
   so only a small dict of numbers travels back);
 - reports: tables beside the document's, plots, a markdown report and the
-  list of qualitative findings, each checked against the model's numbers.
+  list of the document's findings, each graded on the model's numbers by
+  direction and by size (:mod:`.grading`).
 
 The runs are independent, so they are fanned out over the machine's cores
 (one engine per process); the results do not depend on the number of
@@ -24,13 +25,14 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..engine import simulate
 from ..scenario import load_scenario
+from .grading import Finding, exit_status
 
 __all__ = ["REPRODUCTIONS", "Finding", "Reproduction", "RunSpec", "reproduce"]
 
@@ -45,15 +47,6 @@ class RunSpec:
     key: str  # unique within the reproduction, e.g. "exp2/3q-30-50-20/udp-1.5"
     scenario: dict[str, Any]
     measure: dict[str, Any] = field(default_factory=dict)  # parameters for the module's measure()
-
-
-@dataclass
-class Finding:
-    """A qualitative finding of the document and whether the model shows it."""
-
-    claim: str
-    holds: bool
-    evidence: str
 
 
 @dataclass
@@ -74,7 +67,7 @@ class Reproduction:
 
     @property
     def all_hold(self) -> bool:
-        return all(f.holds for f in self.findings)
+        return exit_status(self.findings) == 0
 
     def save(self, directory: Path) -> None:
         """Write ``report.md``, ``results.json`` (every measured number, the
@@ -87,7 +80,7 @@ class Reproduction:
             "reproduction": self.name,
             "quick": self.quick,
             "wall_time_s": round(self.wall_time_s, 3),
-            "findings": [asdict(f) for f in self.findings],
+            "findings": [f.to_json() for f in self.findings],
             "measured": measured,
             "paper": self.paper,
         }

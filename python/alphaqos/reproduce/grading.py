@@ -1,0 +1,173 @@
+"""Grading a reproduction's findings by direction and by size.
+
+A source document states findings ("the scavenger queue collapses the α
+flow's throughput") and gives numbers (Table I). A model can get the
+direction of a finding right with numbers far from the document's; a report
+that only checks directions oversells it. Here a :class:`Finding` carries:
+
+- ``direction``: whether the model shows the effect the document states
+  (the comparison the finding makes, on the model's numbers);
+- ``cells``: the numbers of the document the finding rests on, each beside
+  the model's (a :class:`Cell`), with their ratio model / document;
+- ``factor``: the tolerance on those ratios, a factor of 2 unless the
+  finding says otherwise (:data:`DEFAULT_FACTOR`).
+
+and is graded (:func:`grade`):
+
+- **holds**: the direction holds and every cell is within the factor;
+- **direction only**: the direction holds, some size does not;
+- **fails**: the direction does not hold.
+
+A cell whose model value comes from a parameter fitted to that very number
+(``fitted=True``) is shown, with the fit said, but never counted as
+evidence: it agrees by construction. A finding for which the document gives
+no number is graded on its direction, and says so.
+
+A reproduction's exit status follows: 0 if every finding holds, 1 otherwise
+(:func:`exit_status`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "HOLDS", "Cell", "Finding", "exit_status", "grade"]
+
+#: A model number "matches" the document's within this factor either way.
+DEFAULT_FACTOR = 2.0
+
+HOLDS = "holds"
+DIRECTION_ONLY = "direction only"
+FAILS = "fails"
+
+#: How a grade is shown in a markdown report.
+MARKS = {HOLDS: "✅ holds", DIRECTION_ONLY: "🟡 direction only", FAILS: "❌ fails"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One number of the document beside the model's.
+
+    ``paper`` None: the document gives no number for it (no ratio).
+    ``fitted``: the model's value rests on a parameter fitted to this very
+    number; shown, not counted. ``why`` says what was fitted to it."""
+
+    label: str
+    model: float
+    paper: float | None
+    fitted: bool = False
+    why: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """model / paper; None without a paper value, inf for paper 0 and a
+        non-zero model, 1 for both 0."""
+        if self.paper is None:
+            return None
+        if self.paper == 0:
+            return 1.0 if self.model == 0 else math.inf
+        return self.model / self.paper
+
+    def within(self, factor: float) -> bool | None:
+        """Whether model and paper agree within ``factor`` either way (None:
+        nothing to compare)."""
+        ratio = self.ratio
+        if ratio is None:
+            return None
+        return ratio > 0 and 1 / factor <= ratio <= factor
+
+
+@dataclass
+class Finding:
+    """A finding of the document, judged on the model's numbers."""
+
+    claim: str
+    direction: bool
+    evidence: str
+    cells: list[Cell] = field(default_factory=list)
+    factor: float = DEFAULT_FACTOR
+
+    @property
+    def counted(self) -> list[Cell]:
+        """The cells that count as evidence: a paper value, not fitted."""
+        return [c for c in self.cells if c.paper is not None and not c.fitted]
+
+    @property
+    def grade(self) -> str:
+        return grade(self.direction, self.counted, self.factor)
+
+    @property
+    def holds(self) -> bool:
+        return self.grade == HOLDS
+
+    @property
+    def outside(self) -> list[Cell]:
+        """The counted cells outside the tolerance."""
+        return [c for c in self.counted if not c.within(self.factor)]
+
+    def sizes(self) -> str:
+        """One sentence on the sizes: how many cells are within the factor,
+        which are not, which were fitted, or that the document has none."""
+        parts = []
+        if self.counted:
+            within = len(self.counted) - len(self.outside)
+            parts.append(f"sizes: {within} of {len(self.counted)} within a factor of {self.factor:g} of the document")
+            if self.outside:
+                parts.append("outside: " + ", ".join(f"{c.label} {fmt_ratio(c.ratio)}" for c in self.outside))
+        else:
+            parts.append("the document gives no number for this finding: graded on its direction")
+        for c in self.cells:
+            if c.fitted:
+                parts.append(f"{c.label} not counted: {c.why or 'a parameter was fitted to it'}")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "grade": self.grade,
+            "holds": self.holds,
+            "direction": self.direction,
+            "factor": self.factor,
+            "evidence": self.evidence,
+            "cells": [
+                {"label": c.label, "model": c.model, "paper": c.paper, "ratio": _json_ratio(c.ratio),
+                 "within": c.within(self.factor), "fitted": c.fitted}
+                for c in self.cells
+            ],
+        }  # fmt: skip
+
+
+def grade(direction: bool, cells: list[Cell], factor: float = DEFAULT_FACTOR) -> str:
+    """holds / direction only / fails, from the direction and the counted cells."""
+    if not direction:
+        return FAILS
+    return HOLDS if all(c.within(factor) for c in cells) else DIRECTION_ONLY
+
+
+def exit_status(findings: list[Finding]) -> int:
+    """0 if every finding holds, else 1."""
+    return 0 if all(f.holds for f in findings) else 1
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    """``×0.95``; ``×∞`` for a number where the document has 0; ``-`` without one."""
+    if ratio is None:
+        return "-"
+    if math.isinf(ratio):
+        return "×∞"
+    if ratio == 0:
+        return "×0"
+    return f"×{ratio:.2f}" if ratio >= 0.01 else f"×{ratio:.1e}"
+
+
+def fmt_cell(model: str, paper: str, cell: Cell, factor: float = DEFAULT_FACTOR) -> str:
+    """``3.24 vs 0.34 (×9.53 †)``: † outside the factor, "fitted" for a fit."""
+    note = ", fitted" if cell.fitted else ""
+    mark = "" if cell.fitted or cell.within(factor) in (True, None) else " †"
+    return f"{model} vs {paper} ({fmt_ratio(cell.ratio)}{mark}{note})"
+
+
+def _json_ratio(ratio: float | None) -> float | str | None:
+    return "inf" if ratio is not None and math.isinf(ratio) else ratio
