@@ -200,7 +200,7 @@ def _run_on_dask(tasks: list[Task], address: str) -> Iterator[Outcome]:
         futures = [client.submit(execute, task, key=f"alphaqos-{i}-{task.key}", pure=False)
                    for i, task in enumerate(tasks)]  # fmt: skip
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):
                 yield future.result()
         finally:
             client.cancel(futures)

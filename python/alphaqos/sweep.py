@@ -22,8 +22,9 @@ Values
     file and in the same units (``1Gbps``, ``40ms``, ``125MB``, ``100``,
     ``true``); a value holding a comma is quoted or bracketed. Each one is
     checked against the field's type before anything runs: a bad value is an
-    error naming its path. What only a combination can get wrong (a RED
-    ``min_th`` above ``max_th``, a packet larger than an MTU), the engine
+    error naming its path. What depends on other fields too (a RED
+    ``min_th`` above ``max_th``, transmit rates adding up to more than 100%,
+    a packet larger than an MTU), the engine
     rejecting a variant, a run crashing: that variant's row says ``failed``
     with the reason, and the other variants go on.
 
@@ -87,6 +88,7 @@ paths are placed in the order given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -100,7 +102,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 import polars as pl
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import columns as col
 from .errors import Issue, ScenarioError, format_path
@@ -248,25 +250,25 @@ def _dimension(text: str, data: dict[str, Any], source: Source) -> Dimension:
     parts = _parse_path(path)
     if parts is None:
         raise _malformed(text, f"{path!r} is not a path like links[2].rate or flows[alpha].tcp.cc")
-    loc = _resolve(data, parts, source, text)
+    loc, annotation = _resolve(data, parts, source, text)
     if loc == ("seed",):
         raise _set_error(source, loc, "the seed is swept with --seeds N", text)
+    field = TypeAdapter(annotation)
     values, numeric = [], []
     for item in texts:
         try:
             value = yaml.safe_load(item)
         except yaml.YAMLError:
             raise _malformed(text, f"{item!r} is not a YAML value") from None
-        variant = copy.deepcopy(data)
-        _assign(variant, loc, value)
+        # The value alone against its field's type; what depends on other
+        # fields (a sum of shares, one of two keys) is each variant's to fail.
         try:
-            scenario = Scenario.model_validate(variant)
+            parsed = field.validate_python(value)
         except ValidationError as exc:
-            issue = _issue_from_pydantic(exc.errors()[0], source, None)
-            raise ScenarioError([Issue(issue.loc, f"{issue.message} (in --set {path}={item})", issue.source,
-                                       issue.line)]) from None  # fmt: skip
+            error = exc.errors()[0]
+            issue = _issue_from_pydantic({**error, "loc": (*loc, *error["loc"])}, source, None)
+            raise ScenarioError([dataclasses.replace(issue, message=f"{issue.message} (in --set {path}={item})")]) from None
         values.append(value)
-        parsed = _model_value(scenario, loc)
         numeric.append(float(parsed) if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) else None)
     return Dimension(
         path=path,
@@ -326,9 +328,9 @@ def _parse_path(path: str) -> list[tuple[str, bool]] | None:
     return parts if all(name for name, _ in parts) else None
 
 
-def _resolve(data: dict[str, Any], parts: list[tuple[str, bool]], source: Source, text: str) -> tuple:
+def _resolve(data: dict[str, Any], parts: list[tuple[str, bool]], source: Source, text: str) -> tuple[tuple, Any]:
     """Walk the scenario's schema beside its data along ``parts``; return
-    the field's location with list items by index."""
+    the field's location (list items by index) and its type."""
     annotations: list[Any] = [Scenario]
     node: Any = data
     optional_map = False  # the current node is a mapping the scenario may leave out
@@ -365,7 +367,9 @@ def _resolve(data: dict[str, Any], parts: list[tuple[str, bool]], source: Source
                 raise fail((*loc, name), f"not a scenario field (expected one of: {', '.join(fields)})")
             info = fields[name]
             loc, node = (*loc, name), (node or {}).get(name)
-            annotations, optional_map = [info.annotation], not info.is_required()
+            # pydantic keeps a field's Annotated metadata (units, ranges) apart.
+            annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+            annotations, optional_map = [annotation], not info.is_required()
         elif mappings and (node is None or isinstance(node, dict)):
             entries = node or {}
             if name not in entries and not optional_map:
@@ -374,7 +378,7 @@ def _resolve(data: dict[str, Any], parts: list[tuple[str, bool]], source: Source
             annotations, optional_map = [get_args(m)[1] for m in mappings], False
         else:
             raise fail(loc, "a value, not a group of fields: nothing lies under it")
-    return loc
+    return loc, annotations[0] if len(annotations) == 1 else Union[tuple(annotations)]  # noqa: UP007
 
 
 def _options(annotation: Any) -> list[Any]:
@@ -416,20 +420,6 @@ def _assign(data: dict[str, Any], loc: tuple, value: Any) -> None:
             node[part] = {}
         node = node[part]
     node[loc[-1]] = value
-
-
-def _model_value(scenario: Scenario, loc: tuple) -> Any:
-    """The parsed value at ``loc`` in a validated scenario."""
-    node: Any = scenario
-    for part in loc:
-        if isinstance(node, BaseModel):
-            names = {info.alias or field: field for field, info in type(node).model_fields.items()}
-            node = getattr(node, names[part])
-        elif isinstance(node, (dict, list, tuple)):
-            node = node[part]
-        else:
-            return None
-    return node
 
 
 # --- one run ---------------------------------------------------------------------
