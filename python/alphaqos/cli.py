@@ -140,7 +140,8 @@ def _parser() -> argparse.ArgumentParser:
         "sweep", help="run a grid of scenario variants and tabulate their headline figures",
         description="Run every combination of the --set values (times --seeds seeds), each in its own process, "
         "and write sweep.parquet (one row per run) and plots of each figure against each swept path. "
-        "An existing --out of a sweep is resumed: only the missing runs are made.",
+        "An existing --out of a sweep is resumed: only the missing runs are made. Exit status 1 if a run failed "
+        "(its row says why; the others ran). Paths, values and the table's columns: the alphaqos.sweep module.",
     )  # fmt: skip
     sweep.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     sweep.add_argument("--set", metavar="PATH=V1,V2,...", dest="sets", action="append", default=[],

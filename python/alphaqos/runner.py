@@ -25,7 +25,11 @@ Where the interpreters run:
 
 The results depend only on the tasks, not on where or in what order they
 ran. :func:`run_tasks` yields outcomes as they finish; closing the iterator
-early (an interrupt, an error in the caller) stops the local children.
+early (an interrupt, an error in the caller) kills the local children and
+cancels the Dask tasks not yet started (one already running on a worker
+finishes there, unrecorded). A child ended by SIGINT or SIGTERM was
+stopped, not failing: its outcome says so (:attr:`Outcome.interrupted`),
+and a caller should not record it as the run's result.
 """
 
 from __future__ import annotations
