@@ -11,11 +11,12 @@
 ``alphaqos validate SCENARIO...``
     Check scenarios without running them; one line per file.
 
-``alphaqos reproduce NAME [--quick] [--out DIR] [--jobs N]``
+``alphaqos reproduce NAME [--quick] [--out DIR] [--jobs N | --dask ADDRESS]``
     Run a source document's experiments (``yan2013``), fanned out over the
-    cores, and write a report directory: ``report.md`` (tables beside the
-    document's with their ratios, the findings graded by direction and
-    size: holds, direction only, fails), ``results.json``, plots and every
+    cores or a Dask cluster (:mod:`alphaqos.runner`), and write a report
+    directory: ``report.md`` (tables beside the document's with their
+    ratios, the findings graded by direction and size: holds, direction
+    only, fails), ``results.json``, plots and every
     run's scenario. ``--quick`` shortens the timelines (about a minute).
     Exit status 0 if every finding holds, 1 otherwise (see
     :mod:`alphaqos.reproduce.grading`).
@@ -24,6 +25,14 @@
     Write ``docs/scenario-reference.md``: every key of a scenario and a
     policy with its type, unit, default and an example, from the schema
     (:mod:`alphaqos.reference`).
+
+``alphaqos sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--seeds N] [--out DIR] [--jobs N | --dask ADDRESS]``
+    Run the grid of the scenario's variants, each in a process of its own,
+    and write ``sweep.parquet`` (one row per run: the swept values, the
+    seed, ok or failed, the headline figures) and a plot of each figure
+    against each swept path (see :mod:`alphaqos.sweep`). An existing
+    ``--out`` of a sweep is resumed: only the runs it lacks are made.
+    Exit status 1 if a run failed (its row says why; the others ran).
 
 ``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
     Render the α prefix table of ``flows identify`` and a policy document
@@ -56,6 +65,7 @@ from . import units
 from ._version import __version__
 from .engine import EngineMissingError, simulate
 from .errors import ScenarioError, ScenarioNote
+from .runner import RunError
 from .results import PLOTS_DIR, Results
 from .scenario import Scenario, load_scenario
 
@@ -97,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         _error(str(exc))
         return EXIT_USAGE
-    except (EngineMissingError, RunFailure) as exc:
+    except (EngineMissingError, RunFailure, RunError) as exc:
         _error(str(exc))
         return EXIT_FAILURE
     except KeyboardInterrupt:
@@ -150,13 +160,30 @@ def _parser() -> argparse.ArgumentParser:
                            help=f"which document: {', '.join(sorted(REPRODUCTIONS))}")  # fmt: skip
     reproduce.add_argument("--quick", action="store_true", help="shortened timelines (about a minute on 2 cores)")
     reproduce.add_argument("--out", metavar="DIR", type=Path, help="report directory to create (must not exist)")
-    reproduce.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
+    _add_runner_options(reproduce)
     reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
     reproduce.set_defaults(handler=_reproduce)
 
     reference = commands.add_parser("reference", help="write the scenario and policy reference (markdown) from the schema")
     reference.add_argument("--out", metavar="FILE", type=Path, help="file to write (default: standard output)")
     reference.set_defaults(handler=_reference)
+    sweep = commands.add_parser(
+        "sweep", help="run a grid of scenario variants and tabulate their headline figures",
+        description="Run every combination of the --set values (times --seeds seeds), each in its own process, "
+        "and write sweep.parquet (one row per run) and plots of each figure against each swept path. "
+        "An existing --out of a sweep is resumed: only the missing runs are made. Exit status 1 if a run failed "
+        "(its row says why; the others ran). Paths, values and the table's columns: the alphaqos.sweep module.",
+    )  # fmt: skip
+    sweep.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
+    sweep.add_argument("--set", metavar="PATH=V1,V2,...", dest="sets", action="append", default=[],
+                       help="a scenario field by its path (links[2].rate, flows[alpha].tcp.cc) and the values "
+                       "to try, in the scenario's units; repeat for more dimensions")  # fmt: skip
+    sweep.add_argument("--seeds", metavar="N", type=_positive_int, default=1,
+                       help="run each variant with the scenario's seed and the N-1 next ones (default 1)")  # fmt: skip
+    sweep.add_argument("--out", metavar="DIR", type=Path, help="sweep directory: created, or resumed if it holds a sweep")
+    _add_runner_options(sweep)
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the directory")
+    sweep.set_defaults(handler=_sweep)
 
     from .flows.cli import add_flows_command
 
@@ -166,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
 
     add_provision_command(commands)
     return parser
+
+
+def _add_runner_options(command: argparse.ArgumentParser) -> None:
+    where = command.add_mutually_exclusive_group()
+    where.add_argument("--jobs", metavar="N", type=_positive_int, help="parallel runs (default: one per core)")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")  # fmt: skip
 
 
 def _positive_int(text: str) -> int:
@@ -215,10 +249,10 @@ def _default_run_dir(name: str) -> Path:
     return candidate
 
 
-def _save(what: str, target: Path, save) -> None:
-    """Run ``save()``; an OSError becomes a RunFailure naming ``target``."""
+def _save(what: str, target: Path, save):
+    """Return ``save()``; an OSError becomes a RunFailure naming ``target``."""
     try:
-        save()
+        return save()
     except OSError as exc:
         raise RunFailure(f"cannot write {what} into {str(target)!r}: {exc.strerror or exc}") from None
 
@@ -384,6 +418,7 @@ def _reproduce(args: argparse.Namespace) -> int:
                 args.name,
                 quick=args.quick,
                 jobs=args.jobs,
+                dask=args.dask,
                 on_plan=lambda n: display.update(task, total=n),
                 on_done=lambda key, done, total: display.update(task, completed=done, last=key),
             )
@@ -436,6 +471,54 @@ def _reference(args: argparse.Namespace) -> int:
         staging.unlink(missing_ok=True)
         raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror or exc}") from None
     return EXIT_OK
+
+# --- alphaqos sweep -----------------------------------------------------------
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import sweep
+
+    plan = sweep.plan_sweep(args.scenario, args.sets, args.seeds)
+    target = args.out if args.out is not None else _default_run_dir(f"sweep-{plan.name}")
+    if not target.exists():
+        with _staged_directory(target) as staging:
+            _save("the sweep", target, lambda: sweep.prepare(plan, staging))
+    elif not (target / sweep.SWEEP_FILE).is_file():
+        raise UsageError(f"output directory {str(target)!r} exists and holds no sweep ({sweep.SWEEP_FILE})")
+    display = Progress(
+        TextColumn(f"[bold]sweep {escape(plan.name)}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
+        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=Console(stderr=True), disable=args.quiet,
+    )  # fmt: skip
+    with display:
+        task = display.add_task("runs", total=None, last="")
+
+        def started(todo: int, done: int) -> None:
+            display.update(task, total=todo, last=f"({done} done before)" if done else "")
+
+        def finished(variant, outcome) -> None:
+            display.update(task, advance=1, last=escape(f"{variant.label}: {'ok' if outcome.ok else 'FAILED'}"))
+
+        result = _save(
+            "the sweep", target, lambda: sweep.run_sweep(plan, target, jobs=args.jobs, dask=args.dask, on_start=started, on_done=finished)
+        )
+    if args.quiet:
+        print(target)
+    else:
+        console = Console() if sys.stdout.isatty() else Console(width=140)
+        failed = result.failed
+        for row in failed.iter_rows(named=True):
+            values = " ".join([*(f"{d.path}={row[d.path]}" for d in plan.dimensions), f"seed={row[sweep.SEED]}"])
+            console.print(f"[red]failed[/red] {escape(values)}: {escape(row[sweep.ERROR])}", highlight=False)
+        console.print(
+            f"{result.table.height} runs ({result.ran} run now, {result.reused} done before, {failed.height} failed)"
+        )
+        console.print(f"table: {target / sweep.TABLE_FILE}")
+        console.print(f"plots: {target / sweep.PLOTS_DIR}/ ({len(result.plots)})")
+    return EXIT_OK if result.failed.is_empty() else EXIT_FAILURE
 
 
 # --- alphaqos validate --------------------------------------------------------

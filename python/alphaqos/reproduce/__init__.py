@@ -10,27 +10,26 @@ A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
   list of the document's findings, each graded on the model's numbers by
   direction and by size (:mod:`.grading`).
 
-The runs are independent, so they are fanned out over the machine's cores
-(one engine per process); the results do not depend on the number of
-workers, only on the scenarios and their seeds.
+The runs are independent, so :mod:`alphaqos.runner` fans them out over the
+machine's cores or a Dask cluster (one engine per process); the results do
+not depend on the number of workers or where they ran, only on the
+scenarios and their seeds.
 """
 
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import json
 import re
-import os
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..engine import simulate
+from ..runner import RunError, Task, run_tasks
 from ..scenario import load_scenario
 from .grading import Finding, exit_status
 
@@ -106,16 +105,15 @@ def module(name: str) -> ModuleType:
     return importlib.import_module(REPRODUCTIONS[name])
 
 
-def _execute(module_name: str, spec: RunSpec) -> tuple[str, dict[str, Any], float]:
+def _execute(module_name: str, spec: RunSpec) -> dict[str, Any]:
     """Worker: simulate one run and measure it."""
     started = time.perf_counter()
     results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})")
     measured = importlib.import_module(module_name).measure(results, spec.measure)
     measured["events"] = results.manifest["events"]
     measured["sim_time_s"] = results.scenario.duration / 1e9
-    wall = time.perf_counter() - started
-    measured["wall_time_s"] = wall
-    return spec.key, measured, wall
+    measured["wall_time_s"] = time.perf_counter() - started
+    return measured
 
 
 def run_specs(
@@ -123,40 +121,32 @@ def run_specs(
     specs: list[RunSpec],
     *,
     jobs: int | None = None,
+    dask: str | None = None,
     on_done: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run every spec (``jobs`` processes, default: one per core) and return
-    the measurements by key, in plan order. ``on_done(key, done, total)`` is
-    called as runs finish."""
+    """Run every spec through :func:`alphaqos.runner.run_tasks` (``jobs``
+    local processes, default one per core, or the Dask cluster at ``dask``)
+    and return the measurements by key, in plan order. ``on_done(key, done,
+    total)`` is called as runs finish; a failed run raises
+    :class:`~alphaqos.runner.RunError`."""
     keys = [spec.key for spec in specs]
     if len(set(keys)) != len(keys):
         raise ValueError("run keys must be unique")
     # Validate every scenario before starting any run: a bad plan fails at once.
     for spec in specs:
         load_scenario(spec.scenario)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(specs)))
+    tasks = [Task(spec.key, f"{__name__}:_execute", (module_name, spec), cost=_cost(spec)) for spec in specs]
     measured: dict[str, dict[str, Any]] = {}
-    if jobs == 1:
-        for spec in specs:
-            key, result, _ = _execute(module_name, spec)
-            measured[key] = result
+    outcomes = run_tasks(tasks, jobs=jobs, dask=dask)
+    try:
+        for outcome in outcomes:
+            if not outcome.ok:
+                raise RunError(f"run {outcome.key!r} failed: {outcome.error}")
+            measured[outcome.key] = outcome.value
             if on_done:
-                on_done(key, len(measured), len(specs))
-    else:
-        # Longest runs first keeps the cores busy to the end.
-        order = sorted(specs, key=lambda s: -_cost(s))
-        # Fresh interpreters, not forks: a fork of a process whose polars or
-        # rayon thread pools are running can deadlock in the child.
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=spawn) as pool:
-            pending = {pool.submit(_execute, module_name, spec) for spec in order}
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    key, result, _ = future.result()
-                    measured[key] = result
-                    if on_done:
-                        on_done(key, len(measured), len(specs))
+                on_done(outcome.key, len(measured), len(specs))
+    finally:
+        outcomes.close()
     return {key: measured[key] for key in keys}
 
 
@@ -170,6 +160,7 @@ def reproduce(
     *,
     quick: bool = False,
     jobs: int | None = None,
+    dask: str | None = None,
     on_plan: Callable[[int], None] | None = None,
     on_done: Callable[[str, int, int], None] | None = None,
 ) -> Reproduction:
@@ -179,7 +170,7 @@ def reproduce(
     if on_plan:
         on_plan(len(specs))
     started = time.perf_counter()
-    measured = run_specs(mod.__name__, specs, jobs=jobs, on_done=on_done)
+    measured = run_specs(mod.__name__, specs, jobs=jobs, dask=dask, on_done=on_done)
     wall = time.perf_counter() - started
     scenarios = {spec.key: spec.scenario for spec in specs}
     return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)
