@@ -77,6 +77,25 @@ RATE_BPS = "rate_bps"
 #: Frames lost on the wire of an interface (link impairment, not the queue).
 LINK_LOSS_PKTS = "link_loss_pkts"
 
+# Workloads: their series, one row per transfer and per stream.
+WORKLOAD = "workload"
+TRANSFER = "transfer"
+STREAM = "stream"
+STREAMS = "streams"
+ACTIVE_CONNS = "active_conns"
+OFFERED_BPS = "offered_bps"
+DELIVERED_BPS = "delivered_bps"
+STARTED = "started"
+COMPLETED = "completed"
+SIZE_BYTES = "size_bytes"
+START = "start"  # s
+END = "end"  # s, null while unfinished
+FCT = "fct"  # completion time, s, null while unfinished
+IDEAL_FCT = "ideal_fct"  # the time alone on an idle path, s
+MEAN_RATE_BPS = "mean_rate_bps"
+SRC_PORT = "src_port"
+FAILED = "failed"  # 1 if a connection gave up (SYN retries exhausted)
+
 # The run table (engine only; folded into the summary).
 EVENTS = "events"
 SIM_TIME = "sim_time"
@@ -122,12 +141,23 @@ TABLES: dict[str, tuple[str, ...]] = {
         FLOW, KIND, SRC, DST, TX_PKTS, TX_BYTES, RX_PKTS, RX_BYTES, DROP_PKTS, DROP_REV_PKTS,
         DELAY_MEAN, DELAY_STD, DELAY_P50, DELAY_P99, DELAY_MIN, DELAY_MAX, GOODPUT_BPS,
     ),
+    "workload": (WORKLOAD, TIME, ACTIVE_CONNS, OFFERED_BPS, DELIVERED_BPS, STARTED, COMPLETED),
+    "transfers": (
+        WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
+        BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
+    ),
+    "transfer_streams": (
+        WORKLOAD, TRANSFER, STREAM, SRC_PORT, SIZE_BYTES, START, END, FCT, MEAN_RATE_BPS,
+        BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
+    ),
 }  # fmt: skip
 
 #: Columns of text; every other column not in SECONDS is an integer count.
-TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM})
+TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD})
 #: Columns in float seconds, converted from the engine's integer ns.
-SECONDS = frozenset({TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX})
+SECONDS = frozenset({
+    TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, FCT, IDEAL_FCT,
+})  # fmt: skip
 
 # Fields of summary.json beyond the column names above.
 NAME = "name"
@@ -144,3 +174,10 @@ RTT_MIN = "rtt_min"
 RTT_MAX = "rtt_max"
 MAX_LEN_PKTS = "max_len_pkts"
 MAX_LEN_BYTES = "max_len_bytes"
+WORKLOADS = "workloads"
+TRANSFERS_STARTED = "transfers_started"
+TRANSFERS_COMPLETED = "transfers_completed"
+FCT_P50 = "fct_p50"
+FCT_P99 = "fct_p99"
+SLOWDOWN_MEAN = "slowdown_mean"  # mean of fct / ideal_fct over completed transfers
+SLOWDOWN_P99 = "slowdown_p99"

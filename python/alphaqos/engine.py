@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import platform
 import shlex
 import sys
@@ -42,6 +43,19 @@ def _core() -> ModuleType:
         ) from exc
 
 
+_ENGINE_PATH = re.compile(r"^(flows|workloads|links|nodes)\[(\d+)\]:? ?(.*)$", re.S)
+
+
+def engine_issue(message: str) -> Issue:
+    """An engine error as an issue: a leading ``workloads[i]`` (or flows,
+    links, nodes) becomes the issue's path, so that it is shown at the
+    item's line in the user's file; the engine's own words follow."""
+    m = _ENGINE_PATH.match(message)
+    if m is None:
+        return Issue(loc=(), message=f"the engine rejected the scenario: {message}")
+    return Issue(loc=(m[1], int(m[2])), message=m[3])
+
+
 def engine_version() -> str:
     return _core().version()
 
@@ -57,7 +71,7 @@ def simulate(scenario: Scenario, *, progress: bool = False, command: str | None 
     try:
         sim = core.Simulation(json.dumps(resolve(scenario)))
     except ValueError as exc:
-        raise ScenarioError([Issue(loc=(), message=f"the engine rejected the scenario: {exc}")]) from None
+        raise ScenarioError([engine_issue(str(exc))]) from None
     started = datetime.now(UTC)
     wall_start = time.perf_counter()
     with _progress_display(scenario, enabled=progress) as report:

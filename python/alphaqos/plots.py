@@ -8,6 +8,10 @@ file                   what it shows
 ``queue_length.png``   length of every queue that ever held a packet, in
                        packets if all of them are limited in packets, else MB
 ``cwnd.png``           TCP congestion window per flow (MB), receive window dashed
+``workload_rate.png``  per workload: offered and delivered rate (Mbit/s)
+``fct_cdf.png``        per workload: CDF of transfer completion times (log scale)
+``slowdown.png``       per workload: completion time over the time alone on an
+                       idle path, median and 99th percentile by size bucket
 =====================  =========================================================
 
 A plot with nothing to show (no TCP flow, say) is not written. Figures are
@@ -58,7 +62,79 @@ def write_plots(results: Results, directory: str | Path) -> list[Path]:
         path = directory / filename
         figure.savefig(path, dpi=DPI)
         written.append(path)
+    for filename, draw in DISTRIBUTION_PLOTS.items():
+        figure = Figure(figsize=FIGSIZE, layout="constrained")
+        axes = figure.add_subplot()
+        if not draw(results, axes):
+            continue
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend(loc="best", fontsize="small")
+        axes.set_title(f"{axes.get_title()} ({results.scenario.name})")
+        path = directory / filename
+        figure.savefig(path, dpi=DPI)
+        written.append(path)
     return written
+
+
+def _workload_rate(results: Results, axes: Axes) -> bool:
+    if results.workload.is_empty():
+        return False
+    for (name,), rows in results.workload.group_by(col.WORKLOAD, maintain_order=True):
+        line = axes.plot(rows[col.TIME], rows[col.DELIVERED_BPS] / MEGA, label=f"{name} delivered")[0]
+        axes.plot(rows[col.TIME], rows[col.OFFERED_BPS] / MEGA, ls="--", color=line.get_color(), label=f"{name} offered")
+    axes.set_ylabel("Mbit/s")
+    axes.set_title("Workloads: offered (transfers started) and delivered rate")
+    return True
+
+
+def _done(results: Results) -> pl.DataFrame:
+    return results.transfers.filter(pl.col(col.FCT).is_not_null() & (pl.col(col.FCT) > 0))
+
+
+def _fct_cdf(results: Results, axes: Axes) -> bool:
+    done = _done(results)
+    if done.is_empty():
+        return False
+    for (name,), rows in done.group_by(col.WORKLOAD, maintain_order=True):
+        fct = rows[col.FCT].sort()
+        n = fct.len()
+        axes.step(fct, [(i + 1) / n for i in range(n)], where="post", label=f"{name} ({n} transfers)")
+    axes.set_xscale("log")
+    axes.set_xlabel("completion time (s)")
+    axes.set_ylabel("fraction of transfers")
+    axes.set_ylim(0, 1.01)
+    axes.set_title("Transfer completion times")
+    return True
+
+
+#: Size buckets of the slowdown plot: powers of 10 from 1 KB.
+SIZE_DECADES = 10
+
+
+def _slowdown(results: Results, axes: Axes) -> bool:
+    done = _done(results)
+    if done.is_empty():
+        return False
+    done = done.with_columns(
+        (pl.col(col.FCT) / pl.col(col.IDEAL_FCT)).alias("slowdown"),
+        pl.col(col.SIZE_BYTES).log10().floor().clip(0, 3 + SIZE_DECADES).alias("decade"),
+    )
+    for (name,), rows in done.group_by(col.WORKLOAD, maintain_order=True):
+        buckets = (
+            rows.group_by("decade")
+            .agg(pl.col("slowdown").median().alias("p50"), pl.col("slowdown").quantile(0.99).alias("p99"), pl.len().alias("n"))
+            .sort("decade")
+        )
+        x = [10 ** (d + 0.5) for d in buckets["decade"]]
+        line = axes.plot(x, buckets["p50"], marker="o", label=f"{name} median")[0]
+        axes.plot(x, buckets["p99"], marker="^", ls=":", color=line.get_color(), label=f"{name} 99th percentile")
+    axes.axhline(1.0, color="grey", lw=0.8)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("transfer size (bytes, by decade)")
+    axes.set_ylabel("slowdown (completion time / alone on an idle path)")
+    axes.set_title("Slowdown by transfer size")
+    return True
 
 
 def _kinds(results: Results) -> dict[str, str]:
@@ -153,4 +229,11 @@ PLOT_FILES: dict[str, Callable[[Results, Axes], bool]] = {
     "ping_rtt.png": _ping_rtt,
     "queue_length.png": _queue_length,
     "cwnd.png": _cwnd,
+    "workload_rate.png": _workload_rate,
+}
+
+#: Plots of distributions (not against time).
+DISTRIBUTION_PLOTS: dict[str, Callable[[Results, Axes], bool]] = {
+    "fct_cdf.png": _fct_cdf,
+    "slowdown.png": _slowdown,
 }

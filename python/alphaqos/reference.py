@@ -84,6 +84,27 @@ EXAMPLES: dict[str, str] = {
           - {name: bulk, tcp: {from: H1, to: H2, cc: htcp}, start: 1s}
         """,
     "Node": "{router: true, policy: two-queues}",
+    "Workload": """
+        name: gridftp
+        transfer: {from: DTN1, to: DTN2, size: 100GB}
+        streams: 8
+        start: 10s
+        tcp: {cc: htcp, rwnd: 256MiB}
+        """,
+    "PoissonArrivals": """
+        load: {share: 0.5, link: [R1, R2]}
+        pairs: {from: [S1, S2], to: [D1, D2]}
+        size: {pareto: {shape: 1.5, mean: 1MB}, max: 10GB}
+        """,
+    "OnOff": "{hosts: [C1, C2, C3], peers: [S], mean_rate: 100kbps, size: {pareto: {shape: 1.2, mean: 8KB}}}",
+    "SizeDist": "{empirical: [[1KB, 0.5], [100KB, 0.9], [10MB, 1.0]]}",
+    "Pairs": "{all: [H1, H2, H3]}",
+    "Pareto": "{shape: 1.2, mean: 8KB}",
+    "Lognormal": "{mean: 1MB, sigma: 1.5}",
+    "Exponential": "{mean: 100KB}",
+    "LinkShare": "{share: 0.5, link: [R1, R2]}",
+    "Transfer": "{from: DTN1, to: DTN2, size: 100GB}",
+    "WorkloadTcp": "{cc: cubic, rwnd: 64MiB, quickack: 16}",
     "Link": """
         between: [WR, W1]
         rate: 10Gbps

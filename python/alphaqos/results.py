@@ -52,6 +52,10 @@ class Results:
     filter: pl.DataFrame  # firewall filter counters per router and term
     flow_summary: pl.DataFrame
     summary: dict[str, Any]
+    #: Workloads: series per workload, one row per transfer and per stream.
+    workload: pl.DataFrame = field(default_factory=lambda: _frame("workload", None))
+    transfers: pl.DataFrame = field(default_factory=lambda: _frame("transfers", None))
+    transfer_streams: pl.DataFrame = field(default_factory=lambda: _frame("transfer_streams", None))
     #: How the run was made (versions, wall time, command); not deterministic.
     manifest: dict[str, Any] = field(default_factory=dict)
 
@@ -92,7 +96,11 @@ class Results:
     def load(cls, directory: str | Path) -> Results:
         """Read a run directory written by :meth:`save`."""
         directory = Path(directory)
-        frames = {name: pl.read_parquet(directory / file) for name, file in TABLE_FILES.items()}
+        # Runs written before a table existed read it as empty.
+        frames = {
+            name: pl.read_parquet(directory / file) if (directory / file).exists() else _frame(name, None)
+            for name, file in TABLE_FILES.items()
+        }
         summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
         manifest_path = directory / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
@@ -155,7 +163,7 @@ def _summarize(scenario: Scenario, frames: dict[str, pl.DataFrame], *, events: i
             col.MAX_LEN_PKTS: peaks.get(col.MAX_LEN_PKTS, 0),
             col.MAX_LEN_BYTES: peaks.get(col.MAX_LEN_BYTES, 0),
         }
-    return {
+    out = {
         col.NAME: scenario.name,
         col.SEED: scenario.seed,
         col.DURATION: scenario.duration / NS_PER_S,
@@ -163,6 +171,27 @@ def _summarize(scenario: Scenario, frames: dict[str, pl.DataFrame], *, events: i
         col.EVENTS: events,
         col.FLOWS: flows,
         col.QUEUES: queues,
+    }
+    if scenario.workloads:
+        out[col.WORKLOADS] = {wl.name: _workload_headline(wl.name, frames["transfers"]) for wl in scenario.workloads}
+    return out
+
+
+def _workload_headline(name: str, transfers: pl.DataFrame) -> dict[str, Any]:
+    """Transfers started and completed, completion-time percentiles and the
+    slowdown (completion time over the time alone on an idle path)."""
+    mine = transfers.filter(pl.col(col.WORKLOAD) == name)
+    done = mine.filter(pl.col(col.FCT).is_not_null())
+    slowdown = done[col.FCT] / done[col.IDEAL_FCT]
+    q = lambda s, p: s.quantile(p, interpolation="linear") if s.len() else None  # noqa: E731
+    return {
+        col.TRANSFERS_STARTED: mine.height,
+        col.TRANSFERS_COMPLETED: done.height,
+        col.FCT_P50: q(done[col.FCT], 0.5),
+        col.FCT_P99: q(done[col.FCT], 0.99),
+        col.SLOWDOWN_MEAN: slowdown.mean() if done.height else None,
+        col.SLOWDOWN_P99: q(slowdown, 0.99),
+        col.RETRANSMITS: int(mine[col.RETRANSMITS].sum()),
     }
 
 

@@ -39,6 +39,7 @@ as documented in ``docs/engine-config.md``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import difflib
 import ipaddress
 import warnings
@@ -49,6 +50,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     BaseModel,
     Field,
     PlainValidator,
@@ -302,8 +304,8 @@ class _Endpoints(_Model):
     dst: Name = Field(alias="to")
 
 
-class Tcp(_Endpoints):
-    """A bulk TCP transfer (unlimited unless ``size`` is given)."""
+class TcpOptions(_Model):
+    """The TCP options of a connection, as the host's stack runs it."""
 
     cc: CongestionControl
     rwnd: PositiveSize = 64 * 2**20
@@ -319,7 +321,6 @@ class Tcp(_Endpoints):
     # RFC 6298's max(min_rto, SRTT + 4 RTTVAR) (whose own min_rto is 1s).
     rto: Literal["linux", "rfc6298"] = "linux"
     dupthresh: Count = 3
-    size: PositiveSize | None = None
     # Linux defaults: SACK, window scaling and limited transmit on.
     sack: Flag = True
     window_scaling: Flag = True
@@ -330,6 +331,22 @@ class Tcp(_Endpoints):
     # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
     rack: Flag = False
     cc_params: dict[str, Any] = {}
+
+
+class Tcp(TcpOptions, _Endpoints):
+    """A bulk TCP transfer (unlimited unless ``size`` is given)."""
+
+    size: PositiveSize | None = None
+
+
+class WorkloadTcp(TcpOptions):
+    """TCP options of a workload's connections (CUBIC, Linux's default,
+    unless ``cc`` says otherwise)."""
+
+    cc: CongestionControl = "cubic"
+    #: In-order segments acknowledged at once at a connection's start
+    #: (Linux's quick-ACK mode, TCP_MAX_QUICKACKS).
+    quickack: Annotated[int, Strict(), Field(ge=0)] = 16
 
 
 class Udp(_Endpoints):
@@ -397,6 +414,183 @@ class Flow(_Model):
         return getattr(self, self.kind)
 
 
+# --- workloads ------------------------------------------------------------
+
+
+class Pareto(_Model):
+    """Pareto (type I) sizes of tail index ``shape`` (> 1) and ``mean``."""
+
+    shape: Annotated[float, Field(gt=1.0)] = 1.2
+    mean: PositiveSize = 8000
+
+
+class Lognormal(_Model):
+    """Lognormal sizes of ``mean`` whose logarithm has deviation ``sigma``."""
+
+    mean: PositiveSize
+    sigma: Annotated[float, Field(ge=0.0)]
+
+
+class Exponential(_Model):
+    mean: PositiveSize
+
+
+def _fixed_size(value: object) -> object:
+    # A bare size ("10GB") is a fixed size.
+    return {"fixed": value} if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+
+
+class SizeDist(_Model):
+    """Transfer sizes: exactly one of ``fixed``, ``exponential``, ``pareto``,
+    ``lognormal``, ``empirical`` (a CDF: ``[[size, probability], ...]``,
+    sizes increasing, probabilities non-decreasing up to 1); ``max`` cuts
+    every draw. A bare size (``10GB``) is a fixed size."""
+
+    fixed: PositiveSize | None = None
+    exponential: Exponential | None = None
+    pareto: Pareto | None = None
+    lognormal: Lognormal | None = None
+    empirical: Annotated[list[tuple[Size, Annotated[float, Field(ge=0.0, le=1.0)]]], Field(min_length=1)] | None = None
+    max: PositiveSize | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> SizeDist:
+        _exactly_one(self, SIZE_KINDS)
+        if self.empirical is not None:
+            for i, ((x0, p0), (x1, p1)) in enumerate(zip(self.empirical, self.empirical[1:]), start=1):
+                if x1 <= x0:
+                    raise ValueError(f"empirical[{i}]: sizes must increase ({units.fmt_size(x1)} after {units.fmt_size(x0)})")
+                if p1 < p0:
+                    raise ValueError(f"empirical[{i}]: the CDF is not monotone ({p1} after {p0})")
+            if abs(self.empirical[-1][1] - 1.0) > 1e-9:
+                raise ValueError(f"empirical: the last probability must be 1, got {self.empirical[-1][1]}")
+        return self
+
+
+SIZE_KINDS = ("fixed", "exponential", "pareto", "lognormal", "empirical")
+Sizes = Annotated[SizeDist, BeforeValidator(_fixed_size)]
+
+
+class Transfer(_Endpoints):
+    """One file of ``size`` bytes, at the workload's start."""
+
+    size: PositiveSize
+
+
+class Pairs(_Model):
+    """Which hosts a transfer joins: ``all`` ordered pairs of distinct hosts
+    of a list, one of a ``list`` of ``[from, to]`` pairs, or a host of
+    ``from`` to a host of ``to``; each uniformly at random."""
+
+    all: Annotated[list[Name], Field(min_length=2)] | None = None
+    list_: Annotated[list[tuple[Name, Name]], Field(min_length=1)] | None = Field(None, alias="list")
+    src: Annotated[list[Name], Field(min_length=1)] | None = Field(None, alias="from")
+    dst: Annotated[list[Name], Field(min_length=1)] | None = Field(None, alias="to")
+
+    @model_validator(mode="after")
+    def _one(self) -> Pairs:
+        given = [k for k, v in (("all", self.all), ("list", self.list_), ("from/to", self.src or self.dst)) if v]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of all, list, from/to (got {', '.join(given) or 'none'})")
+        if (self.src is None) != (self.dst is None):
+            raise ValueError("from and to go together")
+        return self
+
+    def hosts(self) -> list[str]:
+        if self.all is not None:
+            return list(self.all)
+        if self.list_ is not None:
+            return [h for pair in self.list_ for h in pair]
+        return [*self.src, *self.dst]
+
+
+class LinkShare(_Model):
+    """A share of the rate of the link ``link: [A, B]`` (either direction's rate)."""
+
+    share: Annotated[float, Field(gt=0.0, le=1.0)]
+    link: tuple[Name, Name]
+
+
+class PoissonArrivals(_Model):
+    """Transfers arriving as a Poisson process: ``rate`` arrivals per
+    second, or an offered ``load`` (a rate such as ``50Mbps``, or
+    ``{share: 0.5, link: [R1, R2]}``) from which the rate follows with the
+    mean size."""
+
+    rate: Annotated[float, Field(gt=0.0)] | None = None
+    load: PositiveRate | LinkShare | None = None
+    pairs: Pairs
+    size: Sizes
+
+    @model_validator(mode="after")
+    def _rate_or_load(self) -> PoissonArrivals:
+        _exactly_one(self, ("rate", "load"))
+        return self
+
+
+class OnOff(_Model):
+    """Web-like sources: every host of ``hosts`` alternates between a
+    transfer to a random host of ``peers`` and an idle time, exponential of
+    mean ``idle`` after each transfer, or, with ``mean_rate``, a think time
+    between starts of mean (mean size / mean_rate). Default sizes: Pareto of
+    shape 1.2 and mean 8 KB (Liberatore, "Local Flow Separation")."""
+
+    hosts: Annotated[list[Name], Field(min_length=1)]
+    peers: Annotated[list[Name], Field(min_length=1)]
+    size: Sizes = SizeDist(pareto=Pareto())
+    idle: PositiveTime | None = None
+    mean_rate: PositiveRate | None = None
+
+    @model_validator(mode="after")
+    def _idle_or_rate(self) -> OnOff:
+        _exactly_one(self, ("idle", "mean_rate"))
+        return self
+
+
+WORKLOAD_KINDS = ("transfer", "poisson", "onoff")
+
+
+class Workload(_Model):
+    """Traffic that opens TCP connections as the run goes: exactly one of
+    ``transfer``, ``poisson``, ``onoff``. No transfer starts before
+    ``start`` or at or after ``stop``; each runs over ``streams`` parallel
+    connections (GridFTP-style striping)."""
+
+    name: Annotated[str, Strict(), Field(min_length=1)]
+    transfer: Transfer | None = None
+    poisson: PoissonArrivals | None = None
+    onoff: OnOff | None = None
+    tcp: WorkloadTcp = WorkloadTcp()
+    #: Open each connection with a three-way handshake.
+    handshake: Flag = True
+    streams: Count = 1
+    start: Time = 0
+    stop: Time | None = None
+    dscp: Dscp = 0
+    dst_port: Port | None = None
+    #: An application-limited sender: data written at ``app_rate`` in writes
+    #: of ``write_size`` (default one MSS) instead of all at once.
+    app_rate: PositiveRate | None = None
+    write_size: PositiveSize | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Workload:
+        _exactly_one(self, WORKLOAD_KINDS)
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in WORKLOAD_KINDS if getattr(self, kind) is not None)
+
+    def hosts(self) -> list[tuple[tuple, str]]:
+        """(field path, host name) of every host it names."""
+        if self.transfer is not None:
+            return [(("transfer", "from"), self.transfer.src), (("transfer", "to"), self.transfer.dst)]
+        if self.poisson is not None:
+            return [(("poisson", "pairs"), h) for h in self.poisson.pairs.hosts()]
+        return [(("onoff", "hosts"), h) for h in self.onoff.hosts] + [(("onoff", "peers"), h) for h in self.onoff.peers]
+
+
 class Scenario(_Model):
     """A whole scenario; see the module docstring for the YAML form."""
 
@@ -409,6 +603,8 @@ class Scenario(_Model):
     policies: dict[Name, Policy] = {}
     links: list[Link] = []
     flows: list[Flow] = []
+    #: Traffic that opens connections at run time.
+    workloads: list[Workload] = []
 
     def resolved(self) -> Scenario:
         """The same scenario with router addresses assigned and every flow's
@@ -457,7 +653,7 @@ def load_scenario(
         issues += _pydantic_issues(exc, source, seed, data=data)
     if issues:
         raise ScenarioError(_sorted(issues))
-    problems = _cross_checks(scenario)
+    problems = _cross_checks(scenario) or _engine_checks(scenario)
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message) for loc, message in problems]))
     if duration is None:
@@ -474,6 +670,26 @@ def load_scenario(
         ))  # fmt: skip
         warnings.warn(ScenarioNote(str(issue)), stacklevel=2)
     return shortened
+
+
+def _engine_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
+    """What the engine itself refuses in the resolved configuration (paths,
+    MTUs, size distributions...), with the path it names, so that it is
+    shown at the line of the item in the user's file. The engine is the one
+    source of truth for what it checks; without a built engine this step is
+    left to the run."""
+    try:
+        from . import _core
+    except ImportError:
+        return []
+    try:
+        _core.Simulation(json.dumps(resolve(scenario)))
+    except ValueError as exc:
+        from .engine import engine_issue
+
+        issue = engine_issue(str(exc))
+        return [(issue.loc, issue.message)]
+    return []
 
 
 def _with_policy_files(source: Source) -> tuple[dict[str, Any], list[Issue]]:
@@ -727,6 +943,7 @@ def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         *_check_policies(scenario),
         *_check_links(scenario),
         *_check_flows(scenario),
+        *_check_workloads(scenario),
         *_check_run(scenario),
     ]
 
@@ -850,6 +1067,39 @@ def _check_flows(scenario: Scenario):
             for key in ("src_port", "dst_port"):
                 if getattr(flow, key) is not None:
                     yield (*loc, key), "a ping (ICMP) has no ports"
+
+
+def _check_workloads(scenario: Scenario):
+    """Names a workload uses, its times and TCP options. What needs the
+    engine's arithmetic (paths and MTUs, size distributions' parameters) the
+    engine checks, and its errors come back with the workload's path."""
+    seen: dict[str, int] = {}
+    for index, wl in enumerate(scenario.workloads):
+        loc = ("workloads", index)
+        if wl.name in seen:
+            yield (*loc, "name"), f"duplicate workload name {wl.name!r} (also workloads[{seen[wl.name]}])"
+        seen.setdefault(wl.name, index)
+        for key, host in wl.hosts():
+            node = scenario.nodes.get(host)
+            if node is None:
+                yield (*loc, *key), _unknown_node(host, scenario)
+            elif node.router:
+                yield (*loc, *key), f"{host!r} is a router; transfers run between hosts"
+        if wl.transfer is not None and wl.transfer.src == wl.transfer.dst:
+            yield (*loc, "transfer", "to"), f"a transfer needs two different hosts, got {wl.transfer.src!r} twice"
+        load = wl.poisson.load if wl.poisson is not None else None
+        if isinstance(load, LinkShare) and _link_between(scenario, *load.link) is None:
+            yield (*loc, "poisson", "load", "link"), f"no link between {load.link[0]!r} and {load.link[1]!r}"
+        stop = wl.stop if wl.stop is not None else scenario.duration
+        if stop > scenario.duration:
+            yield (*loc, "stop"), f"{_t(stop)} is after the end of the run (duration {_t(scenario.duration)})"
+        elif wl.start >= stop:
+            yield (*loc, "start"), f"{_t(wl.start)} is not before {_t(stop)}"
+        yield from _check_tcp(wl.tcp, (*loc, "tcp"))
+
+
+def _link_between(scenario: Scenario, a: str, b: str) -> Link | None:
+    return next((link for link in scenario.links if set(link.between) == {a, b}), None)
 
 
 def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple, routes: _Routes):
@@ -1000,6 +1250,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         ],
         "links": [_resolve_link(link, scenario.policies) for link in scenario.links],
         "flows": [_resolve_flow(flow) for flow in scenario.flows],
+        "workloads": [_resolve_workload(wl, scenario) for wl in scenario.workloads],
     }
 
 
@@ -1074,6 +1325,79 @@ def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:
     return {"limit_pkts": limit.pkts, "limit_bytes": limit.bytes}
 
 
+def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
+    return {
+        "cc": tcp.cc,
+        "mss_bytes": tcp.mss,
+        "init_cwnd_pkts": tcp.init_cwnd,
+        "rwnd_bytes": tcp.rwnd,
+        "delayed_ack": tcp.delayed_ack,
+        "ack_every": tcp.ack_every,
+        "delack_timeout_ns": tcp.delack_timeout,
+        "min_rto_ns": tcp.min_rto,
+        "initial_rto_ns": tcp.initial_rto,
+        "max_rto_ns": tcp.max_rto,
+        "rto_style": tcp.rto,
+        "dupthresh": tcp.dupthresh,
+        "size_bytes": getattr(tcp, "size", None),
+        "sack": tcp.sack,
+        "window_scaling": tcp.window_scaling,
+        "limited_transmit": tcp.limited_transmit,
+        "sndbuf_bytes": tcp.sndbuf,
+        "max_pacing_rate_bps": tcp.max_pacing_rate,
+        "pacing": tcp.pacing,
+        "rack": tcp.rack,
+        "cc_params": resolve_cc_params(validate_cc_params(tcp.cc, tcp.cc_params)),
+    }
+
+
+def _resolve_size(size: SizeDist) -> dict[str, Any]:
+    if size.fixed is not None:
+        body: dict[str, Any] = {"fixed": {"bytes": size.fixed}}
+    elif size.exponential is not None:
+        body = {"exponential": {"mean_bytes": float(size.exponential.mean)}}
+    elif size.pareto is not None:
+        body = {"pareto": {"shape": size.pareto.shape, "mean_bytes": float(size.pareto.mean)}}
+    elif size.lognormal is not None:
+        body = {"lognormal": {"mean_bytes": float(size.lognormal.mean), "sigma": size.lognormal.sigma}}
+    else:
+        body = {"empirical": {"cdf": [[float(x), p] for x, p in size.empirical]}}
+    next(iter(body.values()))["max_bytes"] = size.max
+    return body
+
+
+def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
+    tcp = {**_resolve_tcp(wl.tcp), "quickack_segments": wl.tcp.quickack}
+    tcp.pop("size_bytes")
+    out: dict[str, Any] = {
+        "name": wl.name, "tcp": tcp, "handshake": wl.handshake, "streams": wl.streams,
+        "start_ns": wl.start, "stop_ns": wl.stop, "dscp": wl.dscp, "dst_port": wl.dst_port,
+        "app_rate_bps": wl.app_rate, "write_bytes": wl.write_size,
+    }  # fmt: skip
+    if wl.transfer is not None:
+        out["transfer"] = {"src": wl.transfer.src, "dst": wl.transfer.dst, "size_bytes": wl.transfer.size}
+    elif wl.poisson is not None:
+        p = wl.poisson
+        pairs = p.pairs
+        if pairs.all is not None:
+            pairs_cfg: dict[str, Any] = {"all": list(pairs.all)}
+        elif pairs.list_ is not None:
+            pairs_cfg = {"list": [list(x) for x in pairs.list_]}
+        else:
+            pairs_cfg = {"groups": {"from": list(pairs.src), "to": list(pairs.dst)}}
+        load = p.load
+        if isinstance(load, LinkShare):
+            load = round(load.share * _link_between(scenario, *load.link).rate)
+        out["poisson"] = {"rate_per_s": p.rate, "load_bps": load, "pairs": pairs_cfg, "size": _resolve_size(p.size)}
+    else:
+        o = wl.onoff
+        out["onoff"] = {
+            "hosts": list(o.hosts), "peers": list(o.peers), "size": _resolve_size(o.size),
+            "idle_mean_ns": o.idle, "mean_rate_bps": o.mean_rate,
+        }  # fmt: skip
+    return out
+
+
 def _resolve_flow(flow: Flow) -> dict[str, Any]:
     spec = flow.spec
     common = {
@@ -1081,30 +1405,7 @@ def _resolve_flow(flow: Flow) -> dict[str, Any]:
         "dscp": flow.dscp, "src_port": flow.src_port, "dst_port": flow.dst_port,
     }  # fmt: skip
     if flow.tcp is not None:
-        tcp = flow.tcp
-        app = {
-            "cc": tcp.cc,
-            "mss_bytes": tcp.mss,
-            "init_cwnd_pkts": tcp.init_cwnd,
-            "rwnd_bytes": tcp.rwnd,
-            "delayed_ack": tcp.delayed_ack,
-            "ack_every": tcp.ack_every,
-            "delack_timeout_ns": tcp.delack_timeout,
-            "min_rto_ns": tcp.min_rto,
-            "initial_rto_ns": tcp.initial_rto,
-            "max_rto_ns": tcp.max_rto,
-            "rto_style": tcp.rto,
-            "dupthresh": tcp.dupthresh,
-            "size_bytes": tcp.size,
-            "sack": tcp.sack,
-            "window_scaling": tcp.window_scaling,
-            "limited_transmit": tcp.limited_transmit,
-            "sndbuf_bytes": tcp.sndbuf,
-            "max_pacing_rate_bps": tcp.max_pacing_rate,
-            "pacing": tcp.pacing,
-            "rack": tcp.rack,
-            "cc_params": resolve_cc_params(validate_cc_params(tcp.cc, tcp.cc_params)),
-        }
+        app = _resolve_tcp(flow.tcp)
     elif flow.udp is not None:
         udp = flow.udp
         schedule = udp.schedule if udp.schedule is not None else [(flow.start, udp.rate)]
