@@ -34,6 +34,10 @@ CASES = {
         "cubic-8flows-10g.yaml",
         "eight CUBIC flows sharing 10 Gbps, 20 ms RTT, BDP buffer, 10 s",
     ),
+    "manyflows": (
+        "manyflows-10g.yaml",
+        "10 Gbps at 80% load of Poisson transfers (Pareto, mean 1 MB) + two CUBIC alpha flows, 20 ms RTT, 10 s",
+    ),
 }
 
 # TCP payload per Ethernet frame with IPv4, TCP and timestamps: 1448 of 1538 B.
@@ -63,6 +67,17 @@ def check(name: str, tables: dict) -> str:
         jain = sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))
         assert util >= 0.95, f"cubic-8flows: utilization {util:.3f} < 0.95"
         return f"utilization {util:.1%}, Jain's index {jain:.3f} after 3 s"
+    if name == "manyflows":
+        t = tables["transfers"]
+        started = len(t["fct_ns"])
+        done = sum(f is not None for f in t["fct_ns"])
+        offered = sum(t["size_bytes"]) * 8 / 10
+        assert done >= 0.9 * started, f"manyflows: only {done} of {started} transfers completed"
+        assert 0.5 * 8e9 < offered < 2 * 8e9, f"manyflows: offered {offered / 1e9:.2f} Gbit/s for 8"
+        alpha = [g for f, g in zip(tables["flow_summary"]["flow"], tables["flow_summary"]["goodput_bps"]) if f.startswith("alpha")]
+        assert all(g > 0 for g in alpha), f"manyflows: an alpha flow got nothing: {alpha}"
+        return (f"{done:,} of {started:,} transfers done, offered {offered / 1e9:.2f} Gbit/s,"
+                f" alpha flows {alpha[0] / 1e9:.2f} and {alpha[1] / 1e9:.2f} Gbit/s")
     raise KeyError(name)
 
 
@@ -77,9 +92,12 @@ def child(name: str) -> None:
     sim = _core.Simulation(config)
     sim.advance(sim.duration_ns)
     wall = time.perf_counter() - start
-    outcome = check(name, sim.results())
+    tables = sim.results()
+    outcome = check(name, tables)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    streams = tables.get("transfer_streams", {}).get("end_ns", [])
     print(json.dumps({
+        "conns": sum(e is not None for e in streams),
         "case": name,
         "sim_s": sim.duration_ns / 1e9,
         "wall_s": wall,
@@ -113,6 +131,8 @@ def main(argv: list[str]) -> int:
         )
         print(f"{'':<14} {CASES[name][1]}; {r['events']:,} events in {r['wall_s']:.2f} s;"
               f" RSS before the run {r['rss_before_mb']:.0f} MB")
+        if r["conns"]:
+            print(f"{'':<14} {r['conns']:,} connections completed: {r['conns'] / r['wall_s']:,.0f} per wall second")
     return 0
 
 

@@ -203,7 +203,7 @@ def plan_sweep(scenario: str | Path, sets: Iterable[str], seeds: int = 1) -> Swe
     Raises :class:`ScenarioError` naming the file and path of any problem."""
     base = load_scenario(scenario)  # the scenario itself must be valid
     source = read_source(scenario)
-    data = _with_policy_files(source)
+    data, _ = _with_policy_files(source)  # its problems were reported by load_scenario
     sets = tuple(sets)
     dimensions: list[Dimension] = []
     for text in sets:
