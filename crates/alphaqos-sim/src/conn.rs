@@ -48,7 +48,8 @@ impl<T> Slab<T> {
         match self.free.pop() {
             Some(idx) => {
                 let s = &mut self.slots[idx as usize];
-                s.gen = s.gen.wrapping_add(1);
+                // Generations wrap at 2^24: an event carries 24 bits of it.
+                s.gen = (s.gen + 1) & ((1 << crate::event::GEN_BITS) - 1);
                 s.value = Some(value);
                 ConnId { idx, gen: s.gen }
             }

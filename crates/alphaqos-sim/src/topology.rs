@@ -113,8 +113,13 @@ impl Iface {
     /// (a reordered frame lands behind later ones). Returns true if the
     /// pipe needs a `Deliver` event at `at` (it became the earliest).
     pub fn push_pipe(&mut self, at: SimTime, pkt: Packet) -> bool {
-        let pos = self.pipe.iter().rposition(|&(t, _)| t <= at).map_or(0, |p| p + 1);
-        self.pipe.insert(pos, (at, pkt));
+        // Nearly always the latest: append without searching.
+        if self.pipe.back().is_none_or(|&(t, _)| t <= at) {
+            self.pipe.push_back((at, pkt));
+        } else {
+            let pos = self.pipe.iter().rposition(|&(t, _)| t <= at).map_or(0, |p| p + 1);
+            self.pipe.insert(pos, (at, pkt));
+        }
         if at < self.next_deliver {
             self.next_deliver = at;
             return true;
