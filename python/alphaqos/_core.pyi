@@ -17,6 +17,12 @@ class Simulation:
     def advance(self, until_ns: int) -> None:
         """Run the event loop up to until_ns (capped at the duration); releases the GIL."""
     def results(self) -> dict[str, dict[str, list]]:
-        """The tables tcp, udp, ping, queue, queue_summary, flow_summary, run."""
+        """The tables tcp, udp, ping, queue, queue_summary, flow_summary,
+        workload, transfers, transfer_streams, filter, run."""
 
 def version() -> str: ...
+def cc_names() -> list[str]:
+    """The congestion controls the engine implements."""
+def cc_params(name: str, params_json: str) -> str:
+    """A controller's parameters (JSON, base units) with every default the
+    engine applies; raises ValueError if the engine refuses them."""

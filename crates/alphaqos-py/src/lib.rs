@@ -60,6 +60,21 @@ impl Simulation {
     }
 }
 
+/// The congestion controls the engine implements.
+#[pyfunction]
+fn cc_names() -> Vec<&'static str> {
+    alphaqos_sim::tcp::cc::NAMES.to_vec()
+}
+
+/// A controller's parameters (JSON text, base units) as the engine takes
+/// them, every default filled in (JSON text); ValueError if it refuses them.
+#[pyfunction]
+fn cc_params(name: &str, params_json: &str) -> PyResult<String> {
+    let v: serde_json::Value = serde_json::from_str(params_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = alphaqos_sim::tcp::cc::resolved_params(name, &v).map_err(PyValueError::new_err)?;
+    Ok(out.to_string())
+}
+
 /// Version of the engine crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -70,5 +85,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(cc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(cc_params, m)?)?;
     Ok(())
 }

@@ -70,7 +70,7 @@ use crate::time::{Duration, SimTime};
 const MAX_RTT_SAMPLES: u64 = 65536;
 const BITS_PER_BYTE_NS: u128 = 8 * 1_000_000_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RttFilter {
     /// The latest RTT sample.
@@ -79,7 +79,7 @@ pub enum RttFilter {
     Min,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub ctr_bps: u64,

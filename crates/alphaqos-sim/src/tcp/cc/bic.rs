@@ -60,7 +60,7 @@ const B: u64 = 4;
 /// Before the first loss cwnd grows at least 5 % per RTT.
 const MAX_CNT_NO_WMAX: u64 = 20;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "default_max_increment")]

@@ -81,7 +81,7 @@ const HYSTART_DELAY_MAX: Duration = Duration::from_millis(16);
 /// Linux ignores delay samples for 1 s after a reduction (recovery skews them).
 const DELAY_SAMPLE_HOLDOFF: Duration = Duration::from_secs(1);
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "default_beta")]

@@ -52,7 +52,7 @@ const ONE: u64 = 1 << 16;
 /// Largest Low_Window with 1.5 / Low_Window^2 > High_P.
 const MAX_LOW_WINDOW: u64 = 3872;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "default_low_window")]

@@ -78,7 +78,7 @@ const MAX_RTT_STEP: Duration = Duration::from_millis(20);
 const FRESH_ROUNDS: u64 = 3;
 const NS_PER_S: u128 = 1_000_000_000;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     #[serde(default = "yes")]

@@ -104,6 +104,27 @@ pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn
     }
 }
 
+/// The parameters of controller `name` as the engine takes them: `params`
+/// (base units) with every default the engine applies filled in, after the
+/// controller's own checks. The Python front asks this instead of keeping
+/// its own copy of the defaults.
+pub fn resolved_params(name: &str, params: &serde_json::Value) -> Result<serde_json::Value, String> {
+    fn resolve<T: serde::de::DeserializeOwned + serde::Serialize>(name: &str, params: &serde_json::Value, check: impl Fn(&T) -> Result<(), String>) -> Result<serde_json::Value, String> {
+        let p: T = parse_params(name, params)?;
+        check(&p)?;
+        serde_json::to_value(&p).map_err(|e| e.to_string())
+    }
+    match name {
+        "newreno" | "reno" => no_params(name, params).map(|_| serde_json::json!({})),
+        "cubic" => resolve(name, params, cubic::Params::validate),
+        "htcp" => resolve(name, params, htcp::Params::validate),
+        "bic" => resolve(name, params, bic::Params::validate),
+        "highspeed" => resolve(name, params, highspeed::Params::validate),
+        "base_flow" => resolve(name, params, base_flow::Params::validate),
+        other => Err(format!("unknown congestion control '{other}' (expected one of: {})", NAMES.join(", "))),
+    }
+}
+
 /// Parse a controller's parameters into its `Params` type (serde, with
 /// `deny_unknown_fields` and defaults); errors name the controller.
 pub fn parse_params<T: serde::de::DeserializeOwned>(name: &str, params: &serde_json::Value) -> Result<T, String> {
