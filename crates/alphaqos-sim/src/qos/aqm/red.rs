@@ -6,7 +6,14 @@
 //! - average queue on every arrival: `avg <- (1 - w_q) avg + w_q q`; when the
 //!   packet finds the queue empty, the idle time counts as `m` arrivals of
 //!   an empty queue: `avg <- (1 - w_q)^m avg`, `m = idle / s` with `s` the
-//!   transmission time of a packet of `mean_pkt_bytes` on this link;
+//!   transmission time of a packet of `mean_pkt_bytes` on this link; the
+//!   idle period lasts until a packet is admitted, so arrivals that are
+//!   dropped at the still-empty queue go on decaying the average, each by
+//!   the time since the previous one (ns-2 `queue/red.cc` and ns-3
+//!   `red-queue-disc.cc` restart their idle clock whenever a dequeue finds
+//!   the queue empty);
+//! - no early drop (forced or random) into a queue holding at most one
+//!   packet, as ns-2 and ns-3 do (`qlen > 1` beside `avg >= min_th`);
 //! - `p_b = max_p (avg - min_th) / (max_th - min_th)` for `min_th <= avg < max_th`;
 //!   in byte mode scaled by `size / mean_pkt_bytes` (Section 4, "byte mode");
 //! - gentle RED (Floyd, "Recommendation on using the gentle variant of
@@ -134,9 +141,11 @@ impl Red {
                 let s = ctx.link_rate.tx_time(self.params.mean_pkt_bytes as u64).as_nanos().max(1) as f64;
                 let m = ctx.now.since(since).as_nanos() as f64 / s;
                 self.avg *= (1.0 - w).powf(m);
-                // Counted once: if this packet is dropped, the next arrival
-                // at the still-empty queue averages in q = 0 (as ns-2 does).
-                self.idle_since = None;
+                // The idle period goes on from now: if this packet is
+                // dropped the queue stays empty, and the next arrival decays
+                // the average by the time since this one (ns-2 and ns-3
+                // restart the idle clock whenever a dequeue finds nothing).
+                self.idle_since = Some(ctx.now);
             }
             _ => self.avg = (1.0 - w) * self.avg + w * self.current(),
         }
@@ -144,7 +153,9 @@ impl Red {
 
     /// The early-drop decision for a packet of `size` bytes (Fig. 2 of the paper).
     fn early_drop(&mut self, size: u32, ctx: &mut QueueCtx) -> bool {
-        let mut pb = self.params.base_probability(self.avg);
+        // ns-2 `REDQueue::enque` and ns-3 `RedQueueDisc::DoEnqueue` never
+        // drop early into a queue holding at most one packet.
+        let mut pb = if self.q.backlog().pkts <= 1 { 0.0 } else { self.params.base_probability(self.avg) };
         if pb <= 0.0 {
             self.count = -1;
             return false;
@@ -309,5 +320,27 @@ mod tests {
         red.update_avg(&mut ctx);
         let expected = 10.0 * (1.0f64 - 0.002).powf(1000.0);
         assert!((red.avg - expected).abs() < 1e-9, "{} vs {}", red.avg, expected);
+    }
+
+    /// Issue 9, defect 0: with the average far above `max_th`, an arrival
+    /// at an empty queue is still admitted, and arrivals at a queue that
+    /// stays empty keep decaying the average from the previous one.
+    #[test]
+    fn an_empty_queue_admits_and_keeps_decaying() {
+        let mut red = Red::new(RedParams { gentle: false, ..params() });
+        let mut rng = Rng::stream(1, "x");
+        red.avg = 100.0;
+        for k in 1..=3u64 {
+            // 1000 B at 1 Gbps = 8 us; each 8 ms of idleness is 1000 slots.
+            let mut ctx = QueueCtx { now: SimTime(k * 8_000_000), link_rate: DataRate::gbps(1), rng: &mut rng };
+            red.update_avg(&mut ctx);
+            let want = 100.0 * (1.0f64 - 0.002).powf(1000.0 * k as f64);
+            assert!((red.avg - want).abs() < 1e-9 * want, "arrival {k}: {} vs {want}", red.avg);
+        }
+        red.avg = 100.0;
+        let mut ctx = QueueCtx { now: SimTime(30_000_000), link_rate: DataRate::gbps(1), rng: &mut rng };
+        assert!(red.enqueue(pkt(), &mut ctx).is_ok(), "empty queue: admitted");
+        assert!(red.enqueue(pkt(), &mut ctx).is_ok(), "one packet held: admitted");
+        assert_eq!(red.enqueue(pkt(), &mut ctx).unwrap_err().1, DropReason::Aqm, "two held: forced drop");
     }
 }

@@ -49,7 +49,9 @@
 //! [`super::red::Red`] does, with one `count` per curve; the average follows
 //! RED's EWMA with the idle-time correction `avg <- (1 - w_q)^m avg`, `m` the
 //! idle time over the transmission time of `mean_pkt_bytes` on the link
-//! (Floyd & Jacobson, Section 4).
+//! (Floyd & Jacobson, Section 4), an idle period lasting until a packet is
+//! admitted; and, as RED, no averaged profile drops early into a queue
+//! holding at most one packet (ns-2, ns-3; see [`super::red`]).
 //!
 //! [`Wred`] is the classless discipline: a FIFO with a limit whose early
 //! drops come from any [`DropProfile`] (counted as [`DropReason::Aqm`]),
@@ -176,13 +178,20 @@ impl Ewma {
         Ewma { w_q, mean_pkt_bytes, avg: 0.0, idle_since: Some(SimTime::ZERO) }
     }
     fn update(&mut self, q: f64, queue_empty: bool, now: SimTime, link_rate: DataRate) -> f64 {
-        match self.idle_since.take() {
+        match self.idle_since {
             Some(since) if queue_empty => {
                 let s = idle_slot(link_rate, self.mean_pkt_bytes);
                 let m = now.since(since).as_nanos() as f64 / s;
                 self.avg *= (1.0 - self.w_q).powf(m);
+                // Still idle unless this packet is admitted: the next
+                // arrival at an empty queue decays from here (as ns-2 and
+                // ns-3 restart their idle clock).
+                self.idle_since = Some(now);
             }
-            _ => self.avg = (1.0 - self.w_q) * self.avg + self.w_q * q,
+            _ => {
+                self.idle_since = None;
+                self.avg = (1.0 - self.w_q) * self.avg + self.w_q * q;
+            }
         }
         self.avg
     }
@@ -394,6 +403,9 @@ impl DropProfile for PiecewiseWred {
         };
         match &self.curves[pkt.color as usize] {
             None => false,
+            // An averaged fill may lag an emptied queue: as RED, never drop
+            // into a queue holding at most one packet.
+            Some(_) if self.avg.is_some() && held.pkts <= 1 => false,
             Some(c) => draw(c.probability(self.last_fill), ctx.rng),
         }
     }
@@ -411,8 +423,9 @@ impl DropProfile for PiecewiseWred {
 /// `p_b` from the average (byte mode scales it by `size / mean_pkt_bytes`),
 /// `p_a = p_b / (1 - count p_b)`, `count` packets since the last drop of
 /// this curve (-1 while below `min_th`).
-fn red_drop(p: &RedParams, avg: f64, count: &mut i64, size: u32, rng: &mut Rng) -> bool {
-    let mut pb = p.base_probability(avg);
+fn red_drop(p: &RedParams, avg: f64, count: &mut i64, size: u32, held: Backlog, rng: &mut Rng) -> bool {
+    // Never into a queue holding at most one packet (ns-2, ns-3).
+    let mut pb = if held.pkts <= 1 { 0.0 } else { p.base_probability(avg) };
     if pb <= 0.0 {
         *count = -1;
         return false;
@@ -559,7 +572,7 @@ impl DropProfile for ColorRed {
         let c = pkt.color as usize;
         match &self.curves[c] {
             None => false,
-            Some(p) => red_drop(p, avg, &mut self.count[c], pkt.size, ctx.rng),
+            Some(p) => red_drop(p, avg, &mut self.count[c], pkt.size, held, ctx.rng),
         }
     }
     fn on_empty(&mut self, now: SimTime) {
@@ -652,9 +665,9 @@ impl DropProfile for Rio {
         }
         let avg_total = self.avg_total.update(self.total_unit.of(held) as f64, empty, ctx.now, ctx.link_rate);
         let drop = if is_in {
-            red_drop(&self.p.in_profile, self.avg_in.avg, &mut self.count_in, pkt.size, ctx.rng)
+            red_drop(&self.p.in_profile, self.avg_in.avg, &mut self.count_in, pkt.size, held, ctx.rng)
         } else {
-            red_drop(&self.p.out_profile, avg_total, &mut self.count_out, pkt.size, ctx.rng)
+            red_drop(&self.p.out_profile, avg_total, &mut self.count_out, pkt.size, held, ctx.rng)
         };
         if !drop && limit.admits(held, pkt.size) {
             self.shadow.push_back((is_in, pkt.size));
