@@ -56,6 +56,12 @@ pub mod col {
     pub const DELAY_P50_NS: &str = "delay_p50_ns";
     pub const DELAY_P99_NS: &str = "delay_p99_ns";
     pub const DELAY_MAX_NS: &str = "delay_max_ns";
+    /// Drops of packets a queue had admitted (CoDel, FQ-CoDel's overflow).
+    pub const DROP_QUEUED_PKTS: &str = "drop_queued_pkts";
+    pub const DROP_QUEUED_BYTES: &str = "drop_queued_bytes";
+    /// Per queue: time from enqueue to dequeue of the packets sent.
+    pub const SOJOURN_MEAN_NS: &str = "sojourn_mean_ns";
+    pub const SOJOURN_P99_NS: &str = "sojourn_p99_ns";
     pub const NODE: &str = "node";
     pub const TERM: &str = "term";
     pub const MATCHED_PKTS: &str = "matched_pkts";

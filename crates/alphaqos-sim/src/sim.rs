@@ -82,15 +82,20 @@ impl Net {
     fn enqueue(&mut self, i: u32, pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
+        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
         let (flow, size, at_source) = (pkt.flow as usize, pkt.size as u64, ifc.node == pkt.src);
-        if let Err((p, _)) = ifc.qdisc.enqueue(pkt, &mut ctx) {
-            self.flow_stats[flow].count_drop(&p);
+        let res = ifc.qdisc.enqueue(pkt, &mut ctx);
+        let (dropped, node) = (ctx.dropped, ifc.node);
+        match &res {
+            Err((p, _)) => self.flow_stats[flow].count_drop(p),
+            Ok(()) if at_source => self.flow_stats[flow].host_queued += size,
+            Ok(()) => {}
+        }
+        self.dropped_inside(node, dropped);
+        if res.is_err() {
             return;
         }
-        if at_source {
-            self.flow_stats[flow].host_queued += size;
-        }
+        let ifc = &mut self.ifaces[i as usize];
         if ifc.tx_event == SimTime::MAX {
             if now >= ifc.busy_until {
                 self.start_tx(i);
@@ -106,12 +111,33 @@ impl Net {
         }
     }
 
+    /// Packets a discipline at `node` dropped after admitting them (CoDel at
+    /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
+    /// source, whose sender may wait for them (TSQ).
+    fn dropped_inside(&mut self, node: u32, dropped: Vec<Packet>) {
+        for p in dropped {
+            let st = &mut self.flow_stats[p.flow as usize];
+            st.count_drop(&p);
+            if node == p.src {
+                st.host_queued -= p.size as u64;
+                if st.tsq_blocked && st.host_queued <= TSQ_BYTES / 2 {
+                    st.tsq_blocked = false;
+                    self.events.schedule(self.now, Event::Flow(p.flow, FlowTimer::Wake));
+                }
+            }
+        }
+    }
+
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     fn start_tx(&mut self, i: u32) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
-        match ifc.qdisc.dequeue(&mut ctx) {
+        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
+        let next = ifc.qdisc.dequeue(&mut ctx);
+        let (dropped, node) = (ctx.dropped, ifc.node);
+        self.dropped_inside(node, dropped);
+        let ifc = &mut self.ifaces[i as usize];
+        match next {
             Dequeued::Packet(p) => {
                 let wire = ifc.wire_time(&p);
                 let end = now + wire;
@@ -258,6 +284,7 @@ impl Wire for DirWire<'_> {
             fclass: 0,
             color: Color::Green,
             created: self.net.now,
+            enqueued: self.net.now,
             payload,
         };
         if pkt.is_forward() {
@@ -655,6 +682,7 @@ impl Simulation {
         let mut links = vec![];
         let mut u: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         let reason_cols: Vec<String> = DropReason::ALL.iter().map(|r| col::drop_reason(r.as_str())).collect();
+        let (mut sojourn_mean, mut sojourn_p99) = (vec![], vec![]);
         for ifc in &self.net.ifaces {
             ifc.qdisc.for_each_queue(&mut |class, c, b| {
                 names.push(queue_name(&ifc.name, class));
@@ -673,6 +701,10 @@ impl Simulation {
                 put(col::BACKLOG_BYTES, b.bytes);
                 put(col::RATE_BPS, ifc.rate.as_bps());
                 put(col::LINK_LOSS_PKTS, ifc.lost_pkts);
+                put(col::DROP_QUEUED_PKTS, c.drop_queued_pkts);
+                put(col::DROP_QUEUED_BYTES, c.drop_queued_bytes);
+                sojourn_mean.push(c.sojourn.mean().map(|m| m.round() as u64));
+                sojourn_p99.push(c.sojourn.quantile(0.99));
             });
         }
         let mut t = Table::default().with(col::QUEUE, Column::Str(names)).with(col::LINK, Column::Str(links));
@@ -680,11 +712,11 @@ impl Simulation {
             .into_iter()
             .map(String::from)
             .chain(reason_cols.iter().cloned())
-            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS].map(String::from));
+            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS, col::DROP_QUEUED_PKTS, col::DROP_QUEUED_BYTES].map(String::from));
         for k in order {
             t = t.with(&k, Column::U64(u.remove(&k).unwrap_or_default()));
         }
-        t
+        t.with(col::SOJOURN_MEAN_NS, Column::OptU64(sojourn_mean)).with(col::SOJOURN_P99_NS, Column::OptU64(sojourn_p99))
     }
 
     fn flow_summary(&self) -> Table {
