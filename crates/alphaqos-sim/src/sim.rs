@@ -84,15 +84,23 @@ impl Net {
         let ifc = &mut self.ifaces[i as usize];
         let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
         let (flow, size, at_source) = (pkt.flow as usize, pkt.size as u64, ifc.node == pkt.src);
-        let res = ifc.qdisc.enqueue(pkt, &mut ctx);
-        let (dropped, node) = (ctx.dropped, ifc.node);
-        match &res {
-            Err((p, _)) => self.flow_stats[flow].count_drop(p),
-            Ok(()) if at_source => self.flow_stats[flow].host_queued += size,
-            Ok(()) => {}
+        let refused = match ifc.qdisc.enqueue(pkt, &mut ctx) {
+            Err((p, _)) => {
+                self.flow_stats[flow].count_drop(&p);
+                true
+            }
+            Ok(()) => {
+                if at_source {
+                    self.flow_stats[flow].host_queued += size;
+                }
+                false
+            }
+        };
+        if !ctx.dropped.is_empty() {
+            let (dropped, node) = (ctx.dropped, ifc.node);
+            self.release_dropped(node, dropped);
         }
-        self.dropped_inside(node, dropped);
-        if res.is_err() {
+        if refused {
             return;
         }
         let ifc = &mut self.ifaces[i as usize];
@@ -114,7 +122,8 @@ impl Net {
     /// Packets a discipline at `node` dropped after admitting them (CoDel at
     /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
     /// source, whose sender may wait for them (TSQ).
-    fn dropped_inside(&mut self, node: u32, dropped: Vec<Packet>) {
+    #[cold]
+    fn release_dropped(&mut self, node: u32, dropped: Vec<Packet>) {
         for p in dropped {
             let st = &mut self.flow_stats[p.flow as usize];
             st.count_drop(&p);
@@ -134,8 +143,10 @@ impl Net {
         let ifc = &mut self.ifaces[i as usize];
         let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
         let next = ifc.qdisc.dequeue(&mut ctx);
-        let (dropped, node) = (ctx.dropped, ifc.node);
-        self.dropped_inside(node, dropped);
+        if !ctx.dropped.is_empty() {
+            let (dropped, node) = (ctx.dropped, ifc.node);
+            self.release_dropped(node, dropped);
+        }
         let ifc = &mut self.ifaces[i as usize];
         match next {
             Dequeued::Packet(p) => {

@@ -48,6 +48,7 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
+    #[inline(always)]
     pub fn push(&mut self, mut pkt: Packet, now: SimTime) {
         pkt.enqueued = now;
         self.counters.on_enqueue(pkt.size);
@@ -55,10 +56,11 @@ impl PacketQueue {
         self.pkts.push_back(pkt);
     }
     /// The head packet, leaving for the wire at `now`.
+    #[inline(always)]
     pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
-        self.counters.on_dequeue(&p, now);
+        self.counters.on_dequeue(p.size, p.enqueued, now);
         Some(p)
     }
     /// The head packet, removed without counting it (the caller counts it

@@ -50,7 +50,7 @@ pub mod meter;
 pub mod sched;
 
 use crate::config::QueueConfig;
-use crate::metrics::DelayStats;
+use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::SimTime;
@@ -96,7 +96,7 @@ pub struct QueueCounters {
     pub drop_queued_pkts: u64,
     pub drop_queued_bytes: u64,
     /// Time from enqueue to dequeue of every packet sent, ns.
-    pub sojourn: DelayStats,
+    pub sojourn: SojournHistogram,
 }
 
 impl QueueCounters {
@@ -104,11 +104,13 @@ impl QueueCounters {
         self.enq_pkts += 1;
         self.enq_bytes += size as u64;
     }
-    /// `pkt` leaves for the wire (or the parent) at `now`.
-    pub fn on_dequeue(&mut self, pkt: &Packet, now: SimTime) {
+    /// A packet of `size` bytes admitted at `enqueued` leaves for the wire
+    /// (or the parent) at `now`.
+    #[inline]
+    pub fn on_dequeue(&mut self, size: u32, enqueued: SimTime, now: SimTime) {
         self.deq_pkts += 1;
-        self.deq_bytes += pkt.size as u64;
-        self.sojourn.record(now.since(pkt.enqueued).as_nanos());
+        self.deq_bytes += size as u64;
+        self.sojourn.record(now.since(enqueued).as_nanos());
     }
     /// The arriving packet of `size` bytes is refused.
     pub fn on_drop(&mut self, size: u32, reason: DropReason) {
