@@ -76,6 +76,12 @@ BACKLOG_BYTES = "backlog_bytes"
 RATE_BPS = "rate_bps"
 #: Frames lost on the wire of an interface (link impairment, not the queue).
 LINK_LOSS_PKTS = "link_loss_pkts"
+#: Drops of packets a queue had already admitted (CoDel, FQ-CoDel's overflow).
+DROP_QUEUED_PKTS = "drop_queued_pkts"
+DROP_QUEUED_BYTES = "drop_queued_bytes"
+#: Per queue: mean and 99th percentile of the time packets spent in it.
+SOJOURN_MEAN = "sojourn_mean"
+SOJOURN_P99 = "sojourn_p99"
 
 # Workloads: their series, one row per transfer and per stream.
 WORKLOAD = "workload"
@@ -132,6 +138,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "queue_summary": (
         QUEUE, LINK, ENQ_PKTS, ENQ_BYTES, DEQ_PKTS, DEQ_BYTES, DROP_PKTS, DROP_BYTES,
         *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS, LINK_LOSS_PKTS,
+        DROP_QUEUED_PKTS, DROP_QUEUED_BYTES, SOJOURN_MEAN, SOJOURN_P99,
     ),
     "filter": (
         NODE, TERM, MATCHED_PKTS, MATCHED_BYTES, OUT_OF_PROFILE_PKTS, DISCARDED_PKTS,
@@ -157,6 +164,7 @@ TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({
     TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, FCT, IDEAL_FCT,
+    SOJOURN_MEAN, SOJOURN_P99,
 })  # fmt: skip
 
 # Fields of summary.json beyond the column names above.

@@ -77,6 +77,12 @@ pub mod col {
     pub const STALE_PKTS: &str = "stale_pkts";
     pub const CONNS_OPENED: &str = "conns_opened";
     pub const MAX_CONNS: &str = "max_conns";
+    /// Drops of packets a queue had admitted (CoDel, FQ-CoDel's overflow).
+    pub const DROP_QUEUED_PKTS: &str = "drop_queued_pkts";
+    pub const DROP_QUEUED_BYTES: &str = "drop_queued_bytes";
+    /// Per queue: time from enqueue to dequeue of the packets sent.
+    pub const SOJOURN_MEAN_NS: &str = "sojourn_mean_ns";
+    pub const SOJOURN_P99_NS: &str = "sojourn_p99_ns";
     pub const NODE: &str = "node";
     pub const TERM: &str = "term";
     pub const MATCHED_PKTS: &str = "matched_pkts";
@@ -169,45 +175,62 @@ impl Serialize for Table {
     }
 }
 
-/// One-way delay statistics: exact count, mean, standard deviation
-/// (Welford), minimum and maximum; percentiles from a log-linear histogram
-/// with a relative precision of 2^-10 (as HdrHistogram does), clamped to
-/// the exact minimum and maximum.
+/// A log-linear histogram with a relative precision of `2^-BITS` (as
+/// HdrHistogram does; `BITS` = 10 for delays, [`SojournHistogram`]'s 6 for
+/// the per-queue sojourn times, recorded for every packet of every queue
+/// and kept small: 64 buckets per power of two, ~1.6 %), with the exact
+/// count, sum, minimum and maximum: mean and percentiles.
 #[derive(Clone, Debug, Default)]
-pub struct DelayStats {
+pub struct Histogram<const BITS: u32 = 10> {
     n: u64,
     sum: u128,
-    mean: f64,
-    m2: f64,
     min: u64,
     max: u64,
     buckets: Vec<u64>,
 }
 
+/// The per-queue sojourn histogram.
+pub type SojournHistogram = Histogram<6>;
+
+#[cfg(test)]
 const SUB_BITS: u32 = 10;
+#[cfg(test)]
 const SUB: u64 = 1 << SUB_BITS;
 
-fn bucket_of(v: u64) -> usize {
-    if v < 2 * SUB {
+#[inline]
+fn bucket_of_bits(v: u64, bits: u32) -> usize {
+    let sub = 1u64 << bits;
+    if v < 2 * sub {
         return v as usize;
     }
-    let exp = 63 - v.leading_zeros(); // >= SUB_BITS + 1
-    let shift = exp - SUB_BITS;
-    let mantissa = (v >> shift) - SUB; // in [0, SUB)
-    (2 * SUB + (shift as u64 - 1) * SUB + mantissa) as usize
+    let exp = 63 - v.leading_zeros(); // >= bits + 1
+    let shift = exp - bits;
+    let mantissa = (v >> shift) - sub; // in [0, sub)
+    (2 * sub + (shift as u64 - 1) * sub + mantissa) as usize
 }
 
-fn bucket_low(b: usize) -> u64 {
-    let b = b as u64;
-    if b < 2 * SUB {
+fn bucket_low_bits(b: usize, bits: u32) -> u64 {
+    let (b, sub) = (b as u64, 1u64 << bits);
+    if b < 2 * sub {
         return b;
     }
-    let shift = (b - 2 * SUB) / SUB + 1;
-    let mantissa = (b - 2 * SUB) % SUB;
-    (SUB + mantissa) << shift
+    let shift = (b - 2 * sub) / sub + 1;
+    let mantissa = (b - 2 * sub) % sub;
+    (sub + mantissa) << shift
 }
 
-impl DelayStats {
+#[cfg(test)]
+fn bucket_of(v: u64) -> usize {
+    bucket_of_bits(v, SUB_BITS)
+}
+
+#[cfg(test)]
+fn bucket_low(b: usize) -> u64 {
+    bucket_low_bits(b, SUB_BITS)
+}
+
+impl<const BITS: u32> Histogram<BITS> {
+    #[inline(never)]
     pub fn record(&mut self, v: u64) {
         if self.n == 0 {
             self.min = v;
@@ -217,10 +240,7 @@ impl DelayStats {
         self.sum += v as u128;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        let d = v as f64 - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (v as f64 - self.mean);
-        let b = bucket_of(v);
+        let b = bucket_of_bits(v, BITS);
         if b >= self.buckets.len() {
             self.buckets.resize(b + 1, 0);
         }
@@ -232,10 +252,6 @@ impl DelayStats {
     pub fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum as f64 / self.n as f64)
     }
-    /// Population standard deviation.
-    pub fn std(&self) -> Option<f64> {
-        (self.n > 0).then(|| (self.m2 / self.n as f64).sqrt())
-    }
     pub fn min(&self) -> Option<u64> {
         (self.n > 0).then_some(self.min)
     }
@@ -243,7 +259,8 @@ impl DelayStats {
         (self.n > 0).then_some(self.max)
     }
     /// The smallest recorded value v such that at least `q` of the samples
-    /// are <= v (to the histogram's precision).
+    /// are <= v (to the histogram's precision), clamped to the exact
+    /// minimum and maximum.
     pub fn quantile(&self, q: f64) -> Option<u64> {
         if self.n == 0 {
             return None;
@@ -253,10 +270,48 @@ impl DelayStats {
         for (b, &c) in self.buckets.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                return Some(bucket_low(b).clamp(self.min, self.max));
+                return Some(bucket_low_bits(b, BITS).clamp(self.min, self.max));
             }
         }
         Some(self.max)
+    }
+}
+
+/// One-way delay statistics: a [`Histogram`] (count, mean, minimum,
+/// maximum, percentiles) and the standard deviation (Welford).
+#[derive(Clone, Debug, Default)]
+pub struct DelayStats {
+    hist: Histogram,
+    mean: f64,
+    m2: f64,
+}
+
+impl DelayStats {
+    pub fn record(&mut self, v: u64) {
+        self.hist.record(v);
+        let d = v as f64 - self.mean;
+        self.mean += d / self.hist.n as f64;
+        self.m2 += d * (v as f64 - self.mean);
+    }
+    pub fn count(&self) -> u64 {
+        self.hist.count()
+    }
+    pub fn mean(&self) -> Option<f64> {
+        self.hist.mean()
+    }
+    /// Population standard deviation.
+    pub fn std(&self) -> Option<f64> {
+        (self.hist.n > 0).then(|| (self.m2 / self.hist.n as f64).sqrt())
+    }
+    pub fn min(&self) -> Option<u64> {
+        self.hist.min()
+    }
+    pub fn max(&self) -> Option<u64> {
+        self.hist.max()
+    }
+    /// See [`Histogram::quantile`].
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        self.hist.quantile(q)
     }
 }
 

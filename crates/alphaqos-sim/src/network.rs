@@ -146,13 +146,18 @@ impl Net {
     fn enqueue(&mut self, i: u32, pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
+        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
         // TSQ charges a connection's data at its sending host only: replies
         // leaving the destination host carry the same `src` node field but
         // are not the sender's (defect 1 of issue 9).
         let (size, charge) = (pkt.size as u64, ifc.node == pkt.src && pkt.is_forward());
         let key = (pkt.flow, pkt.gen);
-        if let Err((p, _)) = ifc.qdisc.enqueue(pkt, &mut ctx) {
+        let refused = ifc.qdisc.enqueue(pkt, &mut ctx).err();
+        if !ctx.dropped.is_empty() {
+            let (dropped, node) = (ctx.dropped, ifc.node);
+            self.release_dropped(node, dropped);
+        }
+        if let Some((p, _)) = refused {
             self.count_drop(&p);
             return;
         }
@@ -177,12 +182,36 @@ impl Net {
         }
     }
 
+    /// Packets a discipline at `node` dropped after admitting them (CoDel at
+    /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
+    /// source, whose sender may wait for them (TSQ).
+    #[cold]
+    fn release_dropped(&mut self, node: u32, dropped: Vec<Packet>) {
+        for p in dropped {
+            self.count_drop(&p);
+            let uncharge = node == p.src && p.is_forward();
+            if let Some(s) = self.conns.get_mut(p.flow as usize).filter(|s| s.gen == p.gen && uncharge) {
+                s.tsq.queued -= p.size as u64;
+                if s.tsq.blocked && s.tsq.queued <= TSQ_BYTES / 2 {
+                    s.tsq.blocked = false;
+                    self.events.schedule(self.now, Event::Conn(ConnId::new(p.flow, p.gen), FlowTimer::Wake));
+                }
+            }
+        }
+    }
+
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     pub fn start_tx(&mut self, i: u32) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx { now, link_rate: ifc.rate, rng: &mut ifc.rng };
-        match ifc.qdisc.dequeue(&mut ctx) {
+        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
+        let next = ifc.qdisc.dequeue(&mut ctx);
+        if !ctx.dropped.is_empty() {
+            let (dropped, node) = (ctx.dropped, ifc.node);
+            self.release_dropped(node, dropped);
+        }
+        let ifc = &mut self.ifaces[i as usize];
+        match next {
             Dequeued::Packet(p) => {
                 let wire = ifc.wire_time(&p);
                 let end = now + wire;
@@ -363,6 +392,7 @@ impl Wire for DirWire<'_> {
             fclass: 0,
             color: Color::Green,
             created: self.net.now,
+            enqueued: self.net.now,
             payload,
         };
         if pkt.is_forward() {

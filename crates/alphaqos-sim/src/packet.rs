@@ -68,6 +68,9 @@ pub struct Packet {
     pub color: Color,
     /// When the sending application handed the packet to its host.
     pub created: SimTime,
+    /// When the queue now holding the packet admitted it (set by the queue;
+    /// sojourn times and CoDel read it).
+    pub enqueued: SimTime,
     pub payload: Payload,
 }
 
@@ -135,6 +138,7 @@ impl Packet {
             fclass: 0,
             color: Color::Green,
             created: SimTime::ZERO,
+            enqueued: SimTime::ZERO,
             payload: Payload::Udp { seq: 0 },
         }
     }

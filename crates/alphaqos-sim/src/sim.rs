@@ -563,6 +563,7 @@ impl Simulation {
         let mut links = vec![];
         let mut u: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         let reason_cols: Vec<String> = DropReason::ALL.iter().map(|r| col::drop_reason(r.as_str())).collect();
+        let (mut sojourn_mean, mut sojourn_p99) = (vec![], vec![]);
         for ifc in &self.net.ifaces {
             ifc.qdisc.for_each_queue(&mut |class, c, b| {
                 names.push(queue_name(&ifc.name, class));
@@ -581,6 +582,10 @@ impl Simulation {
                 put(col::BACKLOG_BYTES, b.bytes);
                 put(col::RATE_BPS, ifc.rate.as_bps());
                 put(col::LINK_LOSS_PKTS, ifc.lost_pkts);
+                put(col::DROP_QUEUED_PKTS, c.drop_queued_pkts);
+                put(col::DROP_QUEUED_BYTES, c.drop_queued_bytes);
+                sojourn_mean.push(c.sojourn.mean().map(|m| m.round() as u64));
+                sojourn_p99.push(c.sojourn.quantile(0.99));
             });
         }
         let mut t = Table::default().with(col::QUEUE, Column::Str(names)).with(col::LINK, Column::Str(links));
@@ -588,11 +593,11 @@ impl Simulation {
             .into_iter()
             .map(String::from)
             .chain(reason_cols.iter().cloned())
-            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS].map(String::from));
+            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS, col::DROP_QUEUED_PKTS, col::DROP_QUEUED_BYTES].map(String::from));
         for k in order {
             t = t.with(&k, Column::U64(u.remove(&k).unwrap_or_default()));
         }
-        t
+        t.with(col::SOJOURN_MEAN_NS, Column::OptU64(sojourn_mean)).with(col::SOJOURN_P99_NS, Column::OptU64(sojourn_p99))
     }
 
     fn flow_summary(&self) -> Table {

@@ -97,7 +97,7 @@ fn drive(q: &mut Htb, link: DataRate, srcs: &mut [Src], until: u64) -> Run {
                 p.created = SimTime(t);
                 run.offered[i].0 += 1;
                 run.offered[i].1 += s.size as u64;
-                let mut ctx = QueueCtx { now: SimTime(t), link_rate: link, rng: &mut rng };
+                let mut ctx = QueueCtx::new(SimTime(t), link, &mut rng);
                 let _ = q.enqueue(p, &mut ctx);
             };
             match s.kind {
@@ -128,7 +128,7 @@ fn drive(q: &mut Htb, link: DataRate, srcs: &mut [Src], until: u64) -> Run {
             .min()
             .unwrap()
             .min(until);
-        let mut ctx = QueueCtx { now: SimTime(now), link_rate: link, rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime(now), link, &mut rng);
         match q.dequeue(&mut ctx) {
             Dequeued::Packet(p) => {
                 run.sent.push((now, p.flow as usize, p.size));

@@ -22,7 +22,7 @@ use alphaqos_sim::qos::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
 use alphaqos_sim::qos::sched::prio::StrictPriority;
 use alphaqos_sim::qos::sched::wrr::Wrr;
 use alphaqos_sim::qos::sched::{BufferSize, ClassSpec, Scheduled, Scheduler};
-use alphaqos_sim::qos::{Dequeued, DropReason, Qdisc, QueueCtx};
+use alphaqos_sim::qos::{Child, Dequeued, DropReason, Qdisc, QueueCtx};
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, SimTime};
 
@@ -105,7 +105,7 @@ fn inject<Q: Qdisc>(q: &mut Q, s: &mut Source, t: u64, st: &mut Stats, rng: &mut
     p.created = SimTime(t);
     st.offered_pkts[s.class as usize] += 1;
     st.offered_bytes[s.class as usize] += size as u64;
-    let mut ctx = QueueCtx { now: SimTime(t), link_rate: LINK, rng };
+    let mut ctx = QueueCtx::new(SimTime(t), LINK, rng);
     let _ = q.enqueue(p, &mut ctx);
 }
 
@@ -151,7 +151,7 @@ fn drive<Q: Qdisc>(q: &mut Q, sources: &mut [Source], until: u64, hook: &mut dyn
         let pre = backlogs(q);
         let held: u64 = pre.iter().sum();
         assert_eq!(held, q.backlog().pkts);
-        let mut ctx = QueueCtx { now: SimTime(now), link_rate: LINK, rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime(now), LINK, &mut rng);
         match q.dequeue(&mut ctx) {
             Dequeued::Packet(p) => {
                 let c = p.fclass as usize;
@@ -528,11 +528,11 @@ fn buffer_shares_are_strictly_partitioned() {
         name: name.into(),
         scheduler: QueueParams::new(TransmitRate::Percent(p), prio),
         buffer_size: BufferSize::Percent(p),
-        drop_profile: None,
+        child: Child::Fifo(None),
     };
     let mut q = junos::scheduled(vec![c("be", 25.0, Priority::Low), c("alpha", 75.0, Priority::MediumHigh)], buf).unwrap();
     let mut rng = Rng::stream(1, "buf");
-    let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: LINK, rng: &mut rng };
+    let mut ctx = QueueCtx::new(SimTime::ZERO, LINK, &mut rng);
     let pkt = |class: u8| {
         let mut p = Packet::test(0, 1500);
         p.fclass = class;
@@ -573,7 +573,7 @@ fn junos_reproduces_the_reordering_the_document_explains() {
         let prios = [Priority::MediumHigh, Priority::MediumLow, Priority::Low];
         let mut q = junos_queue((0..3).map(|i| pct(alloc[i], prios[i])).collect());
         let mut rng = Rng::stream(1, "table1");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: LINK, rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, LINK, &mut rng);
         let mut put = |class: u8, flow: u32, seq: u64, ctx: &mut QueueCtx| {
             let mut p = Packet::test(flow, 1500);
             p.fclass = class;

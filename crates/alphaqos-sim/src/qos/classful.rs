@@ -7,7 +7,7 @@
 //! field, as is a missing one), carves the class buffers out of the
 //! interface buffer as the Junos egress does ([`super::sched::BufferSize`]),
 //! and hands the parameters to the mechanisms of `qos/sched/` and
-//! `qos/aqm/wred.rs`, which validate their own values.
+//! `qos/aqm/`, which validate their own values.
 //!
 //! Per scheduler (the reference of each is in its module):
 //!
@@ -28,7 +28,9 @@
 //! values rejected); `tests/qos_pipeline.rs` runs them in a simulation.
 
 use super::aqm::red::RedParams;
-use super::aqm::wred::{CiscoThresholds, CiscoWredParams, ColorRed, DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams, Rio, RioParams};
+use super::aqm::color_red::{CiscoThresholds, CiscoWredParams, ColorRed};
+use super::aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
+use super::aqm::rio::{Rio, RioParams};
 use super::fifo::Limit;
 use super::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
 use super::sched::{drr::Drr, prio::StrictPriority, wrr::Wrr, BufferSize, ClassSpec, Scheduled, Scheduler};
@@ -189,7 +191,7 @@ mod tests {
 
     fn drain(q: &mut dyn Qdisc, load: &[(u8, u32)]) -> Vec<u8> {
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         for &(c, n) in load {
             for _ in 0..n {
                 let mut p = Packet::test(0, 1500);
@@ -227,7 +229,7 @@ mod tests {
         // The buffer is split: 50 packets each.
         let mut full = queue(two("wrr", json!({"weight": 1}), json!({"weight": 1}))).unwrap();
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let admitted = (0..60).filter(|_| full.enqueue(Packet::test(0, 100), &mut ctx).is_ok()).count();
         assert_eq!(admitted, 50);
     }
@@ -261,7 +263,7 @@ mod tests {
     /// Early drops out of `n` arrivals of `color` at a queue held at `held` packets of 100 B.
     fn drops(p: &mut dyn DropProfile, color: Color, held: u64, n: usize) -> usize {
         let mut rng = Rng::stream(2, "p");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let limit = Limit { pkts: 100, bytes: 10_000 };
         let mut pkt = Packet::test(0, 100);
         pkt.color = color;

@@ -1,11 +1,19 @@
 //! Drop-tail FIFO, limited in packets, in bytes, or both (a packet is
-//! dropped when accepting it would exceed either limit).
+//! dropped when accepting it would exceed either limit), optionally with an
+//! early-drop [`DropProfile`] asked before the limit: RED is a FIFO with a
+//! RED profile ([`super::aqm::red`]), WRED a FIFO with a per-colour profile.
+//!
+//! On arrival: the profile (if any) decides an early drop, counted as
+//! [`DropReason::Aqm`]; then a packet that does not fit is dropped as
+//! [`DropReason::Tail`]; the profile is told each packet admitted and each
+//! packet sent (with the backlog after it).
 //!
 //! Validated by: `tests/theory.rs` (M/M/1 and M/D/1 waiting times) and the
 //! conservation checks of `tests/engine.rs`.
 
-use super::{Backlog, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
+use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
+use crate::time::SimTime;
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,9 +31,15 @@ impl Limit {
     pub fn admits(&self, held: Backlog, size: u32) -> bool {
         held.pkts < self.pkts && held.bytes + size as u64 <= self.bytes
     }
+    /// The smaller of two limits, dimension by dimension.
+    pub fn min(self, o: Limit) -> Limit {
+        Limit { pkts: self.pkts.min(o.pkts), bytes: self.bytes.min(o.bytes) }
+    }
 }
 
-/// The packet store shared by FIFO-ordered disciplines (drop-tail, RED).
+/// The packet store of one FIFO-ordered queue: a ring of packets, its byte
+/// count and its counters. Stamps `enqueued` on entry and records the
+/// sojourn on exit.
 #[derive(Debug, Default)]
 pub struct PacketQueue {
     pkts: VecDeque<Packet>,
@@ -34,16 +48,30 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
-    pub fn push(&mut self, pkt: Packet) {
+    #[inline(always)]
+    pub fn push(&mut self, mut pkt: Packet, now: SimTime) {
+        pkt.enqueued = now;
         self.counters.on_enqueue(pkt.size);
         self.bytes += pkt.size as u64;
         self.pkts.push_back(pkt);
     }
-    pub fn pop(&mut self) -> Option<Packet> {
+    /// The head packet, leaving for the wire at `now`.
+    #[inline(always)]
+    pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
-        self.counters.on_dequeue(p.size);
+        self.counters.on_dequeue(p.size, p.enqueued, now);
         Some(p)
+    }
+    /// The head packet, removed without counting it (the caller counts it
+    /// as sent or as dropped).
+    pub fn take_head(&mut self) -> Option<Packet> {
+        let p = self.pkts.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    pub fn head(&self) -> Option<&Packet> {
+        self.pkts.front()
     }
     pub fn backlog(&self) -> Backlog {
         Backlog { pkts: self.pkts.len() as u64, bytes: self.bytes }
@@ -55,32 +83,72 @@ impl PacketQueue {
 
 pub struct Fifo {
     limit: Limit,
+    profile: Option<Box<dyn DropProfile>>,
     q: PacketQueue,
 }
 
 impl Fifo {
     pub fn new(limit: Limit) -> Self {
-        Fifo { limit, q: PacketQueue::default() }
+        Fifo { limit, profile: None, q: PacketQueue::default() }
+    }
+    /// A FIFO whose early drops come from `profile`.
+    pub fn with_profile(limit: Limit, profile: Box<dyn DropProfile>) -> Self {
+        Fifo { limit, profile: Some(profile), q: PacketQueue::default() }
+    }
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+    pub fn counters(&self) -> &QueueCounters {
+        &self.q.counters
+    }
+    /// Admit `pkt` without asking the profile or the limit (tests that hold
+    /// a queue at a level).
+    #[cfg(test)]
+    pub(crate) fn push_unchecked(&mut self, pkt: Packet, now: SimTime) {
+        self.q.push(pkt, now);
+        if let Some(p) = &mut self.profile {
+            p.on_enqueue(&pkt, self.q.backlog(), now);
+        }
     }
 }
 
 impl Qdisc for Fifo {
-    fn enqueue(&mut self, pkt: Packet, _ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
-        if !self.limit.admits(self.q.backlog(), pkt.size) {
-            self.q.counters.on_drop(pkt.size, DropReason::Tail);
-            return Err((pkt, DropReason::Tail));
-        }
-        self.q.push(pkt);
-        Ok(())
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
+        let held = self.q.backlog();
+        let early = match &mut self.profile {
+            Some(p) => p.early_drop(&pkt, held, self.limit, ctx),
+            None => false,
+        };
+        let reason = if early {
+            DropReason::Aqm
+        } else if !self.limit.admits(held, pkt.size) {
+            DropReason::Tail
+        } else {
+            self.q.push(pkt, ctx.now);
+            if let Some(p) = &mut self.profile {
+                p.on_enqueue(&pkt, self.q.backlog(), ctx.now);
+            }
+            return Ok(());
+        };
+        self.q.counters.on_drop(pkt.size, reason);
+        Err((pkt, reason))
     }
-    fn dequeue(&mut self, _ctx: &mut QueueCtx) -> Dequeued {
-        match self.q.pop() {
-            Some(p) => Dequeued::Packet(p),
+    fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
+        match self.q.pop(ctx.now) {
+            Some(p) => {
+                if let Some(d) = &mut self.profile {
+                    d.on_dequeue(&p, self.q.backlog(), ctx.now);
+                }
+                Dequeued::Packet(p)
+            }
             None => Dequeued::Empty,
         }
     }
     fn backlog(&self) -> Backlog {
         self.q.backlog()
+    }
+    fn head_size(&self) -> Option<u32> {
+        self.q.head().map(|p| p.size)
     }
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         f("", &self.q.counters, self.q.backlog())
@@ -101,7 +169,7 @@ mod tests {
     #[test]
     fn byte_and_packet_limits() {
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let mut q = Fifo::new(Limit::from_opts(None, Some(3000)));
         assert!(q.enqueue(pkt(1500), &mut ctx).is_ok());
         assert!(q.enqueue(pkt(1500), &mut ctx).is_ok());
@@ -115,5 +183,24 @@ mod tests {
             n += 1;
         });
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn sojourn_is_the_time_from_enqueue_to_dequeue() {
+        let mut q = Fifo::new(Limit::UNLIMITED);
+        let (t0, t1) = (SimTime(1_000), SimTime(3_000));
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx::new(t0, DataRate::gbps(1), &mut rng);
+        q.enqueue(pkt(100), &mut ctx).unwrap();
+        ctx.now = t1;
+        q.enqueue(pkt(100), &mut ctx).unwrap();
+        // Out at 10 us and 20 us: sojourns 9 us and 17 us.
+        for t in [10_000, 20_000] {
+            ctx.now = SimTime(t);
+            let Dequeued::Packet(p) = q.dequeue(&mut ctx) else { panic!("a packet") };
+            assert!(p.enqueued == t0 || p.enqueued == t1);
+        }
+        let s = &q.counters().sojourn;
+        assert_eq!((s.count(), s.mean(), s.max()), (2, Some(13_000.0), Some(17_000)));
     }
 }

@@ -67,8 +67,12 @@
 //!   "quantum of class ... is small/big" and clamps); an explicit quantum is
 //!   taken as given (must be > 0);
 //! - `prio` 0..=7 (default 0; lower is served first);
-//! - `limit` of a leaf's FIFO (default 1000 packets, a `txqueuelen`; Linux
+//! - `limit`: a leaf's buffer (default 1000 packets, a `txqueuelen`; Linux
 //!   attaches a pfifo of that length);
+//! - `child`: a leaf's discipline, made for its `limit` (default a FIFO;
+//!   or RED, a WRED profile, FQ-CoDel, SFQ: `qos/mod.rs`, "Nesting"), as
+//!   `tc qdisc add ... parent 1:10 fq_codel` attaches one in Linux; a leaf
+//!   whose child drops at dequeue and ends up with nothing is passed over;
 //! - `parent`: a class declared earlier, or none for a root class; depth at
 //!   most 8 levels including leaves (`TC_HTB_MAXDEPTH`).
 //!
@@ -86,9 +90,9 @@
 //! spare bandwidth; per-class conservation.
 
 use super::classify::Prefix;
-use super::fifo::{Limit, PacketQueue};
+use super::fifo::{Fifo, Limit, PacketQueue};
 use super::meter::{TokenClock, TokenRate};
-use super::{Backlog, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
+use super::{Backlog, ChildBuilder, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
@@ -132,8 +136,11 @@ pub struct HtbClassSpec {
     pub quantum: Option<u64>,
     /// 0..=7, lower first.
     pub prio: u8,
-    /// The leaf FIFO (ignored for inner classes).
+    /// The leaf's buffer (ignored for inner classes): the limit of its
+    /// child discipline.
     pub limit: Limit,
+    /// The leaf's discipline; `None`: a FIFO (Linux's default pfifo).
+    pub child: Option<ChildBuilder>,
 }
 
 impl HtbClassSpec {
@@ -148,6 +155,7 @@ impl HtbClassSpec {
             quantum: None,
             prio: 0,
             limit: DEFAULT_LIMIT,
+            child: None,
         }
     }
     pub fn ceil(mut self, c: DataRate) -> Self {
@@ -172,6 +180,10 @@ impl HtbClassSpec {
     }
     pub fn limit(mut self, l: Limit) -> Self {
         self.limit = l;
+        self
+    }
+    pub fn child(mut self, c: ChildBuilder) -> Self {
+        self.child = Some(c);
         self
     }
 }
@@ -274,8 +286,9 @@ struct Class {
 }
 
 struct Leaf {
-    limit: Limit,
-    q: PacketQueue,
+    child: Box<dyn Qdisc>,
+    /// The child's backlog as last seen.
+    held: Backlog,
     /// `cl->leaf.deficit[level]`.
     deficit: [i64; MAX_DEPTH],
 }
@@ -364,6 +377,10 @@ impl Htb {
                 Some(q) => q,
                 None => default_quantum(s.rate, p.r2q),
             };
+            let child = match &s.child {
+                None => Box::new(Fifo::new(s.limit)) as Box<dyn Qdisc>,
+                Some(b) => b.build(s.limit).map_err(|e| at(&e))?,
+            };
             let burst = to_i64(s.burst.unwrap_or_else(|| default_burst(s.rate)));
             let cburst = to_i64(s.cburst.unwrap_or_else(|| default_burst(ceil_r)));
             classes.push(Class {
@@ -384,7 +401,7 @@ impl Htb {
                 clock: TokenClock::default(),
                 cclock: TokenClock::default(),
                 stats: HtbClassStats::default(),
-                leaf: Some(Leaf { limit: s.limit, q: PacketQueue::default(), deficit: [0; MAX_DEPTH] }),
+                leaf: Some(Leaf { child, held: Backlog::default(), deficit: [0; MAX_DEPTH] }),
             });
         }
         // Inner classes: level = parent's level - 1, root level 7.
@@ -501,7 +518,7 @@ impl Htb {
         let mut best = SimTime::MAX;
         let mut seen = vec![false; self.classes.len()];
         for &l in &self.leaves {
-            if self.classes[l].leaf.as_ref().is_some_and(|f| f.q.is_empty()) {
+            if self.classes[l].leaf.as_ref().is_some_and(|f| f.held.pkts == 0) {
                 continue;
             }
             let mut c = Some(l);
@@ -523,6 +540,16 @@ impl Htb {
             }
         }
         best
+    }
+
+    /// Bring leaf `l`'s backlog and the total up to date after a call into
+    /// its child (which may have dropped queued packets).
+    fn resync(&mut self, l: usize) {
+        let leaf = self.classes[l].leaf.as_mut().expect("a leaf");
+        let (before, after) = (leaf.held, leaf.child.backlog());
+        leaf.held = after;
+        self.total.pkts = self.total.pkts - before.pkts + after.pkts;
+        self.total.bytes = self.total.bytes - before.bytes + after.bytes;
     }
 
     /// `htb_charge_class`.
@@ -556,20 +583,17 @@ impl Qdisc for Htb {
                     self.direct.counters.on_drop(size, DropReason::Tail);
                     return Err((pkt, DropReason::Tail));
                 }
-                self.direct.push(pkt);
+                self.direct.push(pkt, ctx.now);
+                self.total.pkts += 1;
+                self.total.bytes += size as u64;
+                Ok(())
             }
             Some(i) => {
-                let leaf = self.classes[i].leaf.as_mut().expect("classify gives leaves");
-                if !leaf.limit.admits(leaf.q.backlog(), size) {
-                    leaf.q.counters.on_drop(size, DropReason::Tail);
-                    return Err((pkt, DropReason::Tail));
-                }
-                leaf.q.push(pkt);
+                let res = self.classes[i].leaf.as_mut().expect("classify gives leaves").child.enqueue(pkt, ctx);
+                self.resync(i);
+                res
             }
         }
-        self.total.pkts += 1;
-        self.total.bytes += size as u64;
-        Ok(())
     }
 
     fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
@@ -578,7 +602,7 @@ impl Qdisc for Htb {
         }
         self.sync(ctx.now);
         // `htb_dequeue`: the direct queue first, unshaped.
-        if let Some(p) = self.direct.pop() {
+        if let Some(p) = self.direct.pop(ctx.now) {
             self.total.pkts -= 1;
             self.total.bytes -= p.size as u64;
             return Dequeued::Packet(p);
@@ -587,7 +611,7 @@ impl Qdisc for Htb {
         let mut best: Option<(usize, usize)> = None;
         for &l in &self.leaves {
             let c = &self.classes[l];
-            if c.leaf.as_ref().is_some_and(|f| f.q.is_empty()) {
+            if c.leaf.as_ref().is_some_and(|f| f.held.pkts == 0) {
                 continue;
             }
             if let Some(level) = self.lender_level(l) {
@@ -608,14 +632,22 @@ impl Qdisc for Htb {
             .find(|&k| {
                 let l = self.leaves[k];
                 let c = &self.classes[l];
-                c.prio == prio && !c.leaf.as_ref().unwrap().q.is_empty() && self.lender_level(l) == Some(level)
+                c.prio == prio && c.leaf.as_ref().unwrap().held.pkts > 0 && self.lender_level(l) == Some(level)
             })
             .expect("the group has a member");
         let l = self.leaves[pos];
         let c = &mut self.classes[l];
         let quantum = c.quantum;
+        let got = c.leaf.as_mut().unwrap().child.dequeue(ctx);
+        self.resync(l);
+        let p = match got {
+            Dequeued::Packet(p) => p,
+            // The child dropped all it held (CoDel): look again.
+            Dequeued::Empty if self.classes[l].leaf.as_ref().unwrap().held.pkts == 0 => return self.dequeue(ctx),
+            other => panic!("htb: leaf {:?} was picked and answered {other:?}", self.classes[l].name),
+        };
+        let c = &mut self.classes[l];
         let leaf = c.leaf.as_mut().unwrap();
-        let p = leaf.q.pop().expect("backlogged");
         // `htb_dequeue_tree`: deficit[level] -= len; if < 0, += quantum and move on.
         leaf.deficit[level] -= p.size as i64;
         self.ptr[level][prio] = if leaf.deficit[level] < 0 {
@@ -624,8 +656,6 @@ impl Qdisc for Htb {
         } else {
             pos
         };
-        self.total.pkts -= 1;
-        self.total.bytes -= p.size as u64;
         self.charge(l, level, p.size);
         Dequeued::Packet(p)
     }
@@ -634,13 +664,26 @@ impl Qdisc for Htb {
         self.total
     }
 
+    fn head_size(&self) -> Option<u32> {
+        match self.direct.head() {
+            Some(p) => Some(p.size),
+            None => self.leaves.iter().filter_map(|&l| self.classes[l].leaf.as_ref()).find(|f| f.held.pkts > 0)?.child.head_size(),
+        }
+    }
+
     /// The leaves in declaration order, then the direct queue (named
     /// [`DIRECT`]) when there is no default class. Inner classes hold no
     /// packets: see [`Htb::class_stats`].
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for &l in &self.leaves {
-            let q = &self.classes[l].leaf.as_ref().unwrap().q;
-            f(&self.classes[l].name, &q.counters, q.backlog());
+            let name = &self.classes[l].name;
+            self.classes[l].leaf.as_ref().unwrap().child.for_each_queue(&mut |sub, c, b| {
+                if sub.is_empty() {
+                    f(name, c, b)
+                } else {
+                    f(&format!("{name}/{sub}"), c, b)
+                }
+            });
         }
         if self.default_class.is_none() {
             f(DIRECT, &self.direct.counters, self.direct.backlog());
@@ -654,7 +697,7 @@ mod tests {
     use crate::rng::Rng;
 
     fn ctx_at(rng: &mut Rng, t: u64) -> QueueCtx<'_> {
-        QueueCtx { now: SimTime(t), link_rate: DataRate::gbps(10), rng }
+        QueueCtx::new(SimTime(t), DataRate::gbps(10), rng)
     }
 
     #[test]

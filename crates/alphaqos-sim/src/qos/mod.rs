@@ -8,19 +8,54 @@
 //! each of its queues under a class name, so that classful disciplines slot
 //! in without the interface knowing.
 
+//!
+//! # Nesting
+//!
+//! Every class of a classful discipline (the schedulers of [`sched`], the
+//! leaves of [`htb`]) holds a *child* discipline, built for the class's
+//! share of the buffer ([`Child`]): a FIFO by default, a FIFO with an
+//! early-drop [`DropProfile`] (RED, WRED, RIO, GRED), or a per-flow
+//! discipline of [`fq`] (FQ-CoDel, hashed DRR). A parent sees its children
+//! through the same [`Qdisc`] trait, plus [`Qdisc::head_size`] for the
+//! schedulers that weigh the next packet (DRR, MDRR).
+//!
+//! # Packet storage
+//!
+//! Packets are stored by value (`Packet` is `Copy`, about 100 bytes) in one
+//! ring buffer per leaf queue (`VecDeque`): a ring grows to its high-water
+//! mark once and is reused, so no packet costs a heap allocation, and the
+//! per-flow disciplines allocate a flow's ring only when that bucket is
+//! first used. A single slab of packets with index-linked per-queue lists
+//! would save the rings' spare capacity but adds a link per packet and an
+//! indirection per access on the single-flow fast path; with at most a few
+//! thousand rings per interface the spare capacity is small, so the rings
+//! stay.
+//!
+//! # Drops
+//!
+//! The arriving packet that a discipline refuses comes back from
+//! [`Qdisc::enqueue`]. Packets dropped after they were admitted (CoDel's
+//! drops at dequeue, FQ-CoDel's batch drop from the fattest flow) go to
+//! [`QueueCtx::dropped`], which the interface empties after each call; they
+//! are counted as drops *and* in `drop_queued_*`, so that on every queue
+//! `enq = deq + drop_queued + backlog` and `offered = enq + drop - drop_queued`.
+
 pub mod aqm;
 pub mod classful;
 pub mod classify;
 pub mod fifo;
+
 pub mod htb;
 pub mod meter;
 pub mod sched;
 
 use crate::config::QueueConfig;
+use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::SimTime;
 use crate::units::DataRate;
+use std::sync::Arc;
 
 /// Why a packet was dropped. Column names derive from `as_str`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,16 +80,23 @@ impl DropReason {
 }
 
 /// The same counters for every queue, in the manner of DPDK's statistics.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct QueueCounters {
     pub enq_pkts: u64,
     pub enq_bytes: u64,
     pub deq_pkts: u64,
     pub deq_bytes: u64,
+    /// Every drop, at arrival or of a packet already queued.
     pub drop_pkts: u64,
     pub drop_bytes: u64,
     /// Drops by reason, indexed by `DropReason as usize`.
     pub drop_reason_pkts: [u64; 3],
+    /// The drops of packets that had been admitted (CoDel, FQ-CoDel's
+    /// overflow): part of `drop_*`, and no longer part of the backlog.
+    pub drop_queued_pkts: u64,
+    pub drop_queued_bytes: u64,
+    /// Time from enqueue to dequeue of every packet sent, ns.
+    pub sojourn: SojournHistogram,
 }
 
 impl QueueCounters {
@@ -62,14 +104,25 @@ impl QueueCounters {
         self.enq_pkts += 1;
         self.enq_bytes += size as u64;
     }
-    pub fn on_dequeue(&mut self, size: u32) {
+    /// A packet of `size` bytes admitted at `enqueued` leaves for the wire
+    /// (or the parent) at `now`.
+    #[inline]
+    pub fn on_dequeue(&mut self, size: u32, enqueued: SimTime, now: SimTime) {
         self.deq_pkts += 1;
         self.deq_bytes += size as u64;
+        self.sojourn.record(now.since(enqueued).as_nanos());
     }
+    /// The arriving packet of `size` bytes is refused.
     pub fn on_drop(&mut self, size: u32, reason: DropReason) {
         self.drop_pkts += 1;
         self.drop_bytes += size as u64;
         self.drop_reason_pkts[reason as usize] += 1;
+    }
+    /// A packet of `size` bytes that was queued is dropped.
+    pub fn on_drop_queued(&mut self, size: u32, reason: DropReason) {
+        self.on_drop(size, reason);
+        self.drop_queued_pkts += 1;
+        self.drop_queued_bytes += size as u64;
     }
 }
 
@@ -91,21 +144,37 @@ pub enum Dequeued {
 }
 
 /// What a discipline may look at when it decides: the time, the link it
-/// feeds, and its own random stream.
+/// feeds, and its own random stream; and where it puts the packets it
+/// drops after having admitted them.
 pub struct QueueCtx<'a> {
     pub now: SimTime,
     pub link_rate: DataRate,
     pub rng: &'a mut Rng,
+    /// Packets dropped from inside the queue during this call (not the
+    /// arriving packet a refused enqueue gives back). Allocates only when
+    /// something is dropped.
+    pub dropped: Vec<Packet>,
+}
+
+impl<'a> QueueCtx<'a> {
+    pub fn new(now: SimTime, link_rate: DataRate, rng: &'a mut Rng) -> Self {
+        QueueCtx { now, link_rate, rng, dropped: Vec::new() }
+    }
 }
 
 pub trait Qdisc: Send {
     /// Accept `pkt`, or give it back with the reason it was dropped. The
-    /// discipline counts its own drops.
+    /// discipline counts its own drops and sets `pkt.enqueued` (now) on the
+    /// packets it stores.
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)>;
     /// The next packet to put on the wire.
     fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued;
     /// Everything held, over all classes.
     fn backlog(&self) -> Backlog;
+    /// The size of the packet the next dequeue gives, as far as it is known
+    /// without dequeuing (a discipline that drops at dequeue, CoDel, gives
+    /// the head it would try first); `None` when empty.
+    fn head_size(&self) -> Option<u32>;
     /// Visit the counters of every queue: `class` is "" for a classless
     /// discipline, else the class name.
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
@@ -113,15 +182,56 @@ pub trait Qdisc: Send {
 
 /// An early-drop decision made as a packet arrives at a queue (RED, WRED,
 /// RIO, the colour-blind and colour-aware profiles of router vendors). A
-/// queue asks its profile before the tail-drop check; the profile may keep
-/// state (an average, a count since the last drop) and draw from the
-/// queue's random stream.
+/// queue asks its profile before the tail-drop check, and tells it every
+/// packet it admits and sends; the profile may keep state (an average, a
+/// count since the last drop, the colours held) and draw from the queue's
+/// random stream.
 pub trait DropProfile: Send {
     /// Drop `pkt` (whose colour is `pkt.color`) arriving at a queue that
     /// holds `held` out of at most `limit`?
     fn early_drop(&mut self, pkt: &Packet, held: Backlog, limit: fifo::Limit, ctx: &mut QueueCtx) -> bool;
-    /// The queue went empty at `now` (for idle-time corrections).
-    fn on_empty(&mut self, _now: SimTime) {}
+    /// `pkt` was admitted at `now`; the queue now holds `held`.
+    fn on_enqueue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {}
+    /// `pkt` left at `now`; the queue now holds `held` (empty: an idle
+    /// period starts, for the idle-time correction of an average).
+    fn on_dequeue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {}
+}
+
+/// Makes a class's child discipline for the class's buffer (its limit).
+#[derive(Clone)]
+pub struct ChildBuilder(pub Arc<dyn Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, String> + Send + Sync>);
+
+impl ChildBuilder {
+    pub fn new(f: impl Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, String> + Send + Sync + 'static) -> Self {
+        ChildBuilder(Arc::new(f))
+    }
+    pub fn build(&self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, String> {
+        (self.0)(limit)
+    }
+}
+
+impl std::fmt::Debug for ChildBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildBuilder")
+    }
+}
+
+/// The discipline a class holds.
+pub enum Child {
+    /// A FIFO on the class's buffer, with an optional early-drop profile.
+    Fifo(Option<Box<dyn DropProfile>>),
+    /// Any other discipline, made for the class's buffer.
+    Build(ChildBuilder),
+}
+
+impl Child {
+    pub fn build(self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, String> {
+        match self {
+            Child::Fifo(None) => Ok(Box::new(fifo::Fifo::new(limit))),
+            Child::Fifo(Some(p)) => Ok(Box::new(fifo::Fifo::with_profile(limit, p))),
+            Child::Build(b) => b.build(limit),
+        }
+    }
 }
 
 /// Build a discipline from its configuration, for an interface whose MTU
@@ -130,7 +240,7 @@ pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
     use crate::config::QueueConfig::*;
     Ok(match cfg {
         Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
-        Red(c) => Box::new(aqm::red::Red::new(aqm::red::RedParams::from_config(c)?)),
+        Red(c) => Box::new(aqm::red::queue(aqm::red::RedParams::from_config(c)?)),
         Junos(c) => Box::new(build_junos(c)?),
         Htb(c) => Box::new(build_htb(c)?),
         StrictPriority(c) => Box::new(classful::build(c, classful::Kind::StrictPriority, mtu)?),
@@ -175,7 +285,7 @@ fn build_htb(c: &crate::config::HtbConfig) -> Result<htb::Htb, String> {
 }
 
 fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
-    use aqm::wred::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
+    use aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
     use sched::junos::{JunosClass, Priority, QueueParams, TransmitRate};
     let mut classes = Vec::with_capacity(c.classes.len());
     for (i, k) in c.classes.iter().enumerate() {
@@ -208,7 +318,7 @@ fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched:
             name: k.name.clone(),
             scheduler: params,
             buffer_size: sched::BufferSize::Percent(k.buffer_percent),
-            drop_profile,
+            child: Child::Fifo(drop_profile),
         });
     }
     sched::junos::scheduled(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes))

@@ -1,12 +1,13 @@
-//! Random Early Detection.
+//! Random Early Detection: a FIFO ([`crate::qos::fifo::Fifo`]) with the
+//! [`RedProfile`] early-drop profile ([`queue`] builds it).
 //!
 //! Floyd & Jacobson, "Random Early Detection Gateways for Congestion
 //! Avoidance", IEEE/ACM ToN 1(4), 1993, Section 4 and Fig. 2:
 //!
-//! - average queue on every arrival: `avg <- (1 - w_q) avg + w_q q`; when the
-//!   packet finds the queue empty, the idle time counts as `m` arrivals of
-//!   an empty queue: `avg <- (1 - w_q)^m avg`, `m = idle / s` with `s` the
-//!   transmission time of a packet of `mean_pkt_bytes` on this link;
+//! - average queue on every arrival with the idle-time correction, as
+//!   [`super::ewma`] computes it;
+//! - no early drop (forced or random) into a queue holding at most one
+//!   packet, as ns-2 and ns-3 do (`qlen > 1` beside `avg >= min_th`);
 //! - `p_b = max_p (avg - min_th) / (max_th - min_th)` for `min_th <= avg < max_th`;
 //!   in byte mode scaled by `size / mean_pkt_bytes` (Section 4, "byte mode");
 //! - gentle RED (Floyd, "Recommendation on using the gentle variant of
@@ -19,13 +20,17 @@
 //! Parameters: `min_th`, `max_th` in packets (or bytes with
 //! `thresholds_in_bytes`), `max_p` (0.1), `w_q` (0.002), `gentle` (true),
 //! `byte_mode` (false), `mean_pkt_bytes` (1000), and the hard limit of the
-//! buffer. Validated by the unit tests below: the probability function and a
-//! long run's drop fraction against the gap distribution it implies.
+//! buffer. Validated by the unit tests below: the probability function, a
+//! long run's drop fraction against the gap distribution it implies, the
+//! idle decay and the no-drop rule at a near-empty queue; `tests/aqm.rs`:
+//! two TCP flows never stall over 20 seeds (issue 9, defect 0).
 
+use super::ewma::{Ewma, FillUnit};
 use crate::config::RedConfig;
-use crate::qos::fifo::{Limit, PacketQueue};
-use crate::qos::{Backlog, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
+use crate::qos::fifo::{Fifo, Limit};
+use crate::qos::{Backlog, DropProfile, QueueCtx};
+use crate::rng::Rng;
 use crate::time::SimTime;
 
 /// User parameters, validated once.
@@ -98,116 +103,87 @@ pub fn spread_probability(pb: f64, count: i64) -> f64 {
     }
 }
 
-pub struct Red {
+/// Floyd & Jacobson's Fig. 2 decision for one curve: `p_b` from the
+/// average (byte mode scales it by `size / mean_pkt_bytes`),
+/// `p_a = p_b / (1 - count p_b)`, `count` packets since the last drop of
+/// this curve (-1 while below `min_th`). Never a drop into a queue holding
+/// at most one packet (`held`), as ns-2 and ns-3 (`qlen > 1`).
+pub(crate) fn red_drop(p: &RedParams, avg: f64, count: &mut i64, size: u32, held: Backlog, rng: &mut Rng) -> bool {
+    let mut pb = if held.pkts <= 1 { 0.0 } else { p.base_probability(avg) };
+    if pb <= 0.0 {
+        *count = -1;
+        return false;
+    }
+    if pb >= 1.0 {
+        *count = 0;
+        return true;
+    }
+    if p.byte_mode {
+        pb = (pb * size as f64 / p.mean_pkt_bytes as f64).min(1.0);
+    }
+    *count += 1;
+    if rng.uniform() < spread_probability(pb, *count) {
+        *count = 0;
+        true
+    } else {
+        false
+    }
+}
+
+/// The unit of a curve's thresholds.
+pub(crate) fn unit_of(p: &RedParams) -> FillUnit {
+    if p.thresholds_in_bytes {
+        FillUnit::Bytes
+    } else {
+        FillUnit::Packets
+    }
+}
+
+/// RED as an early-drop profile: one curve on the average of the queue.
+#[derive(Clone, Debug)]
+pub struct RedProfile {
     params: RedParams,
-    q: PacketQueue,
-    /// Average queue, in the thresholds' unit.
-    avg: f64,
+    unit: FillUnit,
+    avg: Ewma,
     /// Packets since the last drop; -1 while the average is below min_th.
     count: i64,
-    /// When the queue last went empty (None while busy).
-    idle_since: Option<SimTime>,
 }
 
-impl Red {
+impl RedProfile {
     pub fn new(params: RedParams) -> Self {
-        Red { params, q: PacketQueue::default(), avg: 0.0, count: -1, idle_since: Some(SimTime::ZERO) }
+        RedProfile { unit: unit_of(&params), avg: Ewma::new(params.w_q, params.mean_pkt_bytes), count: -1, params }
     }
+    /// The average queue, in the thresholds' unit.
     pub fn avg(&self) -> f64 {
-        self.avg
+        self.avg.avg
     }
+}
 
-    fn current(&self) -> f64 {
-        let b = self.q.backlog();
-        if self.params.thresholds_in_bytes {
-            b.bytes as f64
-        } else {
-            b.pkts as f64
-        }
+impl DropProfile for RedProfile {
+    fn early_drop(&mut self, pkt: &Packet, held: Backlog, _limit: Limit, ctx: &mut QueueCtx) -> bool {
+        let avg = self.avg.update(self.unit.of(held) as f64, held.pkts == 0, ctx.now, ctx.link_rate);
+        red_drop(&self.params, avg, &mut self.count, pkt.size, held, ctx.rng)
     }
-
-    fn update_avg(&mut self, ctx: &QueueCtx) {
-        let w = self.params.w_q;
-        match self.idle_since {
-            Some(since) if self.q.is_empty() => {
-                // Idle correction: the empty period counts as m small-packet arrivals.
-                let s = ctx.link_rate.tx_time(self.params.mean_pkt_bytes as u64).as_nanos().max(1) as f64;
-                let m = ctx.now.since(since).as_nanos() as f64 / s;
-                self.avg *= (1.0 - w).powf(m);
-                // Counted once: if this packet is dropped, the next arrival
-                // at the still-empty queue averages in q = 0 (as ns-2 does).
-                self.idle_since = None;
-            }
-            _ => self.avg = (1.0 - w) * self.avg + w * self.current(),
-        }
+    fn on_enqueue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {
+        self.avg.busy();
     }
-
-    /// The early-drop decision for a packet of `size` bytes (Fig. 2 of the paper).
-    fn early_drop(&mut self, size: u32, ctx: &mut QueueCtx) -> bool {
-        let mut pb = self.params.base_probability(self.avg);
-        if pb <= 0.0 {
-            self.count = -1;
-            return false;
-        }
-        if pb >= 1.0 {
-            self.count = 0;
-            return true;
-        }
-        if self.params.byte_mode {
-            pb = (pb * size as f64 / self.params.mean_pkt_bytes as f64).min(1.0);
-        }
-        self.count += 1;
-        let pa = spread_probability(pb, self.count);
-        if ctx.rng.uniform() < pa {
-            self.count = 0;
-            true
-        } else {
-            false
+    fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
+        if held.pkts == 0 {
+            self.avg.idle(now);
         }
     }
 }
 
-impl Qdisc for Red {
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
-        self.update_avg(ctx);
-        let reason = if self.early_drop(pkt.size, ctx) {
-            Some(DropReason::Aqm)
-        } else if !self.params.limit.admits(self.q.backlog(), pkt.size) {
-            Some(DropReason::Tail)
-        } else {
-            None
-        };
-        if let Some(r) = reason {
-            self.q.counters.on_drop(pkt.size, r);
-            return Err((pkt, r));
-        }
-        self.idle_since = None;
-        self.q.push(pkt);
-        Ok(())
-    }
-    fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
-        match self.q.pop() {
-            Some(p) => {
-                if self.q.is_empty() {
-                    self.idle_since = Some(ctx.now);
-                }
-                Dequeued::Packet(p)
-            }
-            None => Dequeued::Empty,
-        }
-    }
-    fn backlog(&self) -> Backlog {
-        self.q.backlog()
-    }
-    fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
-        f("", &self.q.counters, self.q.backlog())
-    }
+/// The RED queue: a FIFO of `params.limit` with a [`RedProfile`].
+pub fn queue(params: RedParams) -> Fifo {
+    Fifo::with_profile(params.limit, Box::new(RedProfile::new(params)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use crate::qos::aqm::testutil::spread_fraction;
+    use crate::qos::{DropReason, Qdisc};
     use crate::units::DataRate;
 
     fn params() -> RedParams {
@@ -226,6 +202,10 @@ mod tests {
 
     fn pkt() -> Packet {
         Packet::test(0, 1000)
+    }
+
+    fn held(n: u64) -> Backlog {
+        Backlog { pkts: n, bytes: n * 1000 }
     }
 
     #[test]
@@ -251,38 +231,22 @@ mod tests {
         assert!(RedParams { w_q: 1.5, ..params() }.validate().is_err());
     }
 
-    /// Expected drop fraction when the average stays at `avg`: the gap G
-    /// between drops has P(G > k) = prod_{c=1..k} (1 - p_a(c)), and the drop
-    /// fraction is 1 / E[G].
-    fn expected_drop_fraction(p: &RedParams, avg: f64) -> f64 {
-        let pb = p.base_probability(avg);
-        let (mut survive, mut mean_gap) = (1.0, 0.0);
-        for c in 1..100_000 {
-            mean_gap += survive; // P(G >= c)
-            survive *= 1.0 - spread_probability(pb, c);
-            if survive < 1e-15 {
-                break;
-            }
-        }
-        1.0 / mean_gap
-    }
-
     #[test]
     fn long_run_drop_fraction_follows_the_function() {
         for &level in &[7usize, 10, 13, 18] {
             let p = params();
-            let mut red = Red::new(p.clone());
+            let mut red = queue(p.clone());
             let mut rng = Rng::stream(3, "red-test");
             let (mut drops, mut offered) = (0u64, 0u64);
             // Hold the instantaneous queue at `level` so that avg converges to it:
             // every arrival is followed by one departure.
+            let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
             for i in 0..400_000u64 {
-                let now = SimTime(i * 1000);
-                let mut ctx = QueueCtx { now, link_rate: DataRate::gbps(1), rng: &mut rng };
+                ctx.now = SimTime(i * 1000);
                 let measuring = i >= 20_000;
                 while red.backlog().pkts < level as u64 {
-                    red.q.push(pkt());
-                    red.idle_since = None;
+                    // Fill without a decision (the average stays put).
+                    red.push_unchecked(pkt(), ctx.now);
                 }
                 match red.enqueue(pkt(), &mut ctx) {
                     Ok(()) => {
@@ -293,21 +257,43 @@ mod tests {
                 offered += measuring as u64;
             }
             let measured = drops as f64 / offered as f64;
-            let expected = expected_drop_fraction(&p, level as f64);
+            let expected = spread_fraction(&p, level as f64);
             assert!((measured - expected).abs() / expected < 0.05, "level {level}: measured {measured}, expected {expected}");
         }
     }
 
     #[test]
     fn idle_time_decays_the_average() {
-        let mut red = Red::new(params());
-        red.avg = 10.0;
-        red.idle_since = Some(SimTime::ZERO);
+        let mut red = RedProfile::new(params());
+        red.avg.avg = 10.0;
         let mut rng = Rng::stream(1, "x");
         // 1000 B at 1 Gbps = 8 us; 8 ms idle = 1000 small-packet times.
-        let mut ctx = QueueCtx { now: SimTime(8_000_000), link_rate: DataRate::gbps(1), rng: &mut rng };
-        red.update_avg(&mut ctx);
+        let mut ctx = QueueCtx::new(SimTime(8_000_000), DataRate::gbps(1), &mut rng);
+        red.early_drop(&pkt(), held(0), Limit::UNLIMITED, &mut ctx);
         let expected = 10.0 * (1.0f64 - 0.002).powf(1000.0);
-        assert!((red.avg - expected).abs() < 1e-9, "{} vs {}", red.avg, expected);
+        assert!((red.avg() - expected).abs() < 1e-9, "{} vs {}", red.avg(), expected);
+    }
+
+    /// Issue 9, defect 0: with the average far above `max_th`, an arrival
+    /// at an empty queue is still admitted, and arrivals at a queue that
+    /// stays empty keep decaying the average from the previous one.
+    #[test]
+    fn an_empty_queue_admits_and_keeps_decaying() {
+        let mut red = RedProfile::new(RedParams { gentle: false, ..params() });
+        let mut rng = Rng::stream(1, "x");
+        red.avg.avg = 100.0;
+        for k in 1..=3u64 {
+            // 1000 B at 1 Gbps = 8 us; each 8 ms of idleness is 1000 slots.
+            let mut ctx = QueueCtx::new(SimTime(k * 8_000_000), DataRate::gbps(1), &mut rng);
+            assert!(!red.early_drop(&pkt(), held(0), Limit::UNLIMITED, &mut ctx));
+            let want = 100.0 * (1.0f64 - 0.002).powf(1000.0 * k as f64);
+            assert!((red.avg() - want).abs() < 1e-9 * want, "arrival {k}: {} vs {want}", red.avg());
+        }
+        red.avg.avg = 100.0;
+        let mut q = Fifo::with_profile(Limit::UNLIMITED, Box::new(red));
+        let mut ctx = QueueCtx::new(SimTime(30_000_000), DataRate::gbps(1), &mut rng);
+        assert!(q.enqueue(pkt(), &mut ctx).is_ok(), "empty queue: admitted");
+        assert!(q.enqueue(pkt(), &mut ctx).is_ok(), "one packet held: admitted");
+        assert_eq!(q.enqueue(pkt(), &mut ctx).unwrap_err().1, DropReason::Aqm, "two held: forced drop");
     }
 }

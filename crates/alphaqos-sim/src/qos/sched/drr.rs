@@ -256,7 +256,7 @@ mod tests {
         // The example of the paper's Fig. 1-2 in spirit: quantum 500, queue a
         // holds 200, 750, 20 bytes, b holds 500, c holds 1000.
         let mut rng = Rng::stream(3, "drr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let specs = ["a", "b", "c"].iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
         let mut q = Scheduled::new(specs, Drr::new(vec![500, 500, 500]).unwrap()).unwrap();
         load(&mut q, &mut ctx, 0, &[200, 750, 20]);
@@ -276,7 +276,7 @@ mod tests {
         // Quanta 1 and 3 bytes, packets of 1500: the rounds in which nobody
         // can send are skipped, with the same outcome as running them.
         let mut rng = Rng::stream(3, "drr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let specs = ["a", "b"].iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
         let mut q = Scheduled::new(specs, Drr::new(vec![1, 3]).unwrap()).unwrap();
         load(&mut q, &mut ctx, 0, &[1500; 4]);

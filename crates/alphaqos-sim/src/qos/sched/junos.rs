@@ -94,7 +94,7 @@
 
 use super::{next_cyclic, BufferSize, ClassQueue, ClassSpec, Pick, Scheduled, Scheduler};
 use crate::qos::fifo::Limit;
-use crate::qos::DropProfile;
+use crate::qos::Child;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
 
@@ -329,8 +329,9 @@ pub struct JunosClass {
     pub scheduler: QueueParams,
     /// `buffer-size`, a share of the interface buffer.
     pub buffer_size: BufferSize,
-    /// `drop-profile-map` (WRED), if any.
-    pub drop_profile: Option<Box<dyn DropProfile>>,
+    /// The queue's discipline: a FIFO with the `drop-profile-map` (WRED)
+    /// if any, or another child.
+    pub child: Child,
 }
 
 /// A Junos egress: classes in queue-number order (`fclass` = queue
@@ -340,7 +341,7 @@ pub fn scheduled(classes: Vec<JunosClass>, interface_buffer: Limit) -> Result<Sc
     let mut params = Vec::with_capacity(classes.len());
     for c in classes {
         let limit = c.buffer_size.resolve(interface_buffer).map_err(|e| format!("{}: {e}", c.name))?;
-        specs.push(ClassSpec { name: c.name, limit, drop_profile: c.drop_profile });
+        specs.push(ClassSpec { name: c.name, limit, child: c.child });
         params.push(c.scheduler);
     }
     Scheduled::new(specs, Junos::new(params)?)
@@ -389,7 +390,7 @@ mod tests {
     fn meter_charges_in_profile_service_only() {
         // Queue 0: 10% of 1 Gbps = 100 Mbps, depth 1500 B; queue 1 low, 90%.
         let mut rng = Rng::stream(1, "junos");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let params = vec![
             QueueParams::new(TransmitRate::Percent(10.0), Priority::High),
             QueueParams::new(TransmitRate::Percent(90.0), Priority::Low),
@@ -424,7 +425,7 @@ mod tests {
         // 1% of 1 Gbps = 10 Mbps exact, depth 1500: one 1500 B packet at 0,
         // then the bucket is at 0 and the next needs tokens > 0: 1 ns.
         let mut rng = Rng::stream(1, "junos");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let params = vec![QueueParams::new(TransmitRate::Percent(1.0), Priority::High).exact()];
         let mut q = Scheduled::new(vec![ClassSpec::new("ef", Limit::UNLIMITED)], Junos::new(params).unwrap()).unwrap();
         for _ in 0..3 {
@@ -446,7 +447,7 @@ mod tests {
             name: name.into(),
             scheduler: QueueParams::new(TransmitRate::Percent(pct), prio),
             buffer_size: BufferSize::Percent(pct),
-            drop_profile: None,
+            child: Child::Fifo(None),
         };
         let q = scheduled(
             vec![c("best-effort", 20.0, Priority::Low), c("science-data", 70.0, Priority::MediumHigh), c("network-control", 5.0, Priority::High), c("scavenger", 5.0, Priority::Low)],

@@ -282,7 +282,7 @@ mod tests {
         // Vegesna's example in spirit: quantum 1500; queue 0 holds 1000,
         // 1500, queue 1 holds 1500, 500, 1500.
         let mut rng = Rng::stream(3, "mdrr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let mut q = queue(2, Mdrr::new(vec![1500, 1500], None).unwrap());
         load(&mut q, &mut ctx, 0, &[1000, 1500]);
         load(&mut q, &mut ctx, 1, &[1500, 500, 1500]);
@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn alternate_mode_interleaves_turns() {
         let mut rng = Rng::stream(3, "mdrr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let llq = Llq { class: 2, mode: LlqMode::Alternate };
         let mut q = queue(3, Mdrr::new(vec![1500, 3000, 1500], Some(llq)).unwrap());
         load(&mut q, &mut ctx, 0, &[1500; 4]);
@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn strict_mode_serves_the_llq_first() {
         let mut rng = Rng::stream(3, "mdrr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let llq = Llq { class: 0, mode: LlqMode::Strict };
         let mut q = queue(3, Mdrr::new(vec![1500, 1500, 1500], Some(llq)).unwrap());
         load(&mut q, &mut ctx, 1, &[1500; 2]);

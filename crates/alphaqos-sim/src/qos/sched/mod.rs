@@ -25,10 +25,18 @@
 //! to Provision QoS for Large Dataset Transfers", CTRQ 2013, Section III-A):
 //! a full queue drops arrivals while another queue still has room. A share
 //! is given as [`BufferSize::Percent`] of the interface buffer (Junos
-//! `buffer-size percent`) or as an absolute limit. On arrival a class first
-//! asks its optional [`DropProfile`] (RED, WRED: the drop is counted as
-//! [`DropReason::Aqm`]), then checks its limit (counted as
-//! [`DropReason::Tail`]).
+//! `buffer-size percent`) or as an absolute limit.
+//!
+//! # Child disciplines
+//!
+//! Each class holds a child [`Qdisc`] made for its limit ([`Child`]): a FIFO
+//! by default, which on arrival first asks its optional [`DropProfile`]
+//! (RED, WRED: the drop is counted as [`DropReason::Aqm`]), then checks its
+//! limit (counted as [`DropReason::Tail`]); or a per-flow discipline
+//! (FQ-CoDel, SFQ: `qos/fq`). The class's counters are its child's; a child
+//! that reports sub-queues would be named `class/sub`. A child that drops
+//! at dequeue (CoDel) may have nothing left when its class is picked: the
+//! scheduler is then told the class is empty and asked again.
 //!
 //! # Classification
 //!
@@ -51,7 +59,8 @@
 //!
 //! - per class ([`ClassSpec`]): `name` (unique, the `class` column of the
 //!   queue counters), `limit` (packets and/or bytes; see [`BufferSize`]),
-//!   optional `drop_profile`;
+//!   `child` (default a FIFO; [`ClassSpec::with_drop_profile`] for a FIFO
+//!   with a profile);
 //! - `default_class` (0).
 //!
 //! # Tests
@@ -67,11 +76,10 @@ pub mod prio;
 pub mod wrr;
 
 use super::fifo::Limit;
-use super::{Backlog, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
+use super::{Backlog, Child, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
-use std::collections::VecDeque;
 
 /// A class's share of the interface buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,44 +113,43 @@ impl BufferSize {
 pub struct ClassSpec {
     /// Unique, non-empty: the class column of the per-queue counters.
     pub name: String,
-    /// Its buffer (strictly its own).
+    /// Its buffer (strictly its own): the limit of its child discipline.
     pub limit: Limit,
-    /// Early drop consulted before the tail check (WRED per colour, RED).
-    pub drop_profile: Option<Box<dyn DropProfile>>,
+    /// The discipline that holds its packets (a FIFO by default).
+    pub child: Child,
 }
 
 impl ClassSpec {
     pub fn new(name: impl Into<String>, limit: Limit) -> Self {
-        ClassSpec { name: name.into(), limit, drop_profile: None }
+        ClassSpec { name: name.into(), limit, child: Child::Fifo(None) }
     }
+    /// A FIFO with an early-drop profile (WRED per colour, RED).
     pub fn with_drop_profile(mut self, p: Box<dyn DropProfile>) -> Self {
-        self.drop_profile = Some(p);
+        self.child = Child::Fifo(Some(p));
+        self
+    }
+    pub fn with_child(mut self, child: Child) -> Self {
+        self.child = child;
         self
     }
 }
 
-/// One class queue: FIFO order within the class, its own limit and counters.
-/// Schedulers read it through [`ClassQueue::backlog`] and
+/// One class: its name, its buffer and its child discipline. Schedulers
+/// read it through [`ClassQueue::backlog`], [`ClassQueue::is_empty`] and
 /// [`ClassQueue::head_size`].
 pub struct ClassQueue {
     name: String,
     limit: Limit,
-    profile: Option<Box<dyn DropProfile>>,
-    pkts: VecDeque<Packet>,
-    bytes: u64,
-    counters: QueueCounters,
+    child: Box<dyn Qdisc>,
+    /// The child's backlog, kept here so that schedulers read it without a
+    /// call through the child.
+    held: Backlog,
 }
 
 impl ClassQueue {
-    fn new(spec: ClassSpec) -> Self {
-        ClassQueue {
-            name: spec.name,
-            limit: spec.limit,
-            profile: spec.drop_profile,
-            pkts: VecDeque::new(),
-            bytes: 0,
-            counters: QueueCounters::default(),
-        }
+    fn new(spec: ClassSpec) -> Result<Self, String> {
+        let child = spec.child.build(spec.limit).map_err(|e| format!("class {:?}: {e}", spec.name))?;
+        Ok(ClassQueue { name: spec.name, limit: spec.limit, held: child.backlog(), child })
     }
     pub fn name(&self) -> &str {
         &self.name
@@ -151,23 +158,17 @@ impl ClassQueue {
         self.limit
     }
     pub fn backlog(&self) -> Backlog {
-        Backlog { pkts: self.pkts.len() as u64, bytes: self.bytes }
+        self.held
     }
     pub fn is_empty(&self) -> bool {
-        self.pkts.is_empty()
+        self.held.pkts == 0
     }
     /// Size in bytes of the packet at the head, the next one this class sends.
     pub fn head_size(&self) -> Option<u32> {
-        self.pkts.front().map(|p| p.size)
+        self.child.head_size()
     }
-    pub fn counters(&self) -> &QueueCounters {
-        &self.counters
-    }
-    fn pop(&mut self) -> Option<Packet> {
-        let p = self.pkts.pop_front()?;
-        self.bytes -= p.size as u64;
-        self.counters.on_dequeue(p.size);
-        Some(p)
+    pub fn child(&self) -> &dyn Qdisc {
+        self.child.as_ref()
     }
 }
 
@@ -249,7 +250,8 @@ impl<S: Scheduler> Scheduled<S> {
                 classes.len()
             ));
         }
-        Ok(Scheduled { classes: classes.into_iter().map(ClassQueue::new).collect(), sched, default_class: 0, total: Backlog::default() })
+        let classes = classes.into_iter().map(ClassQueue::new).collect::<Result<Vec<_>, _>>()?;
+        Ok(Scheduled { classes, sched, default_class: 0, total: Backlog::default() })
     }
 
     /// Packets whose `fclass` is out of range go to class `i` instead of 0.
@@ -288,67 +290,80 @@ impl<S: Scheduler> Scheduled<S> {
     }
 }
 
+impl<S: Scheduler> Scheduled<S> {
+    /// Bring the class's backlog and the total up to date after a call
+    /// into its child (which may have dropped queued packets).
+    fn resync(&mut self, i: usize) -> Backlog {
+        let c = &mut self.classes[i];
+        let (before, after) = (c.held, c.child.backlog());
+        c.held = after;
+        self.total.pkts = self.total.pkts - before.pkts + after.pkts;
+        self.total.bytes = self.total.bytes - before.bytes + after.bytes;
+        before
+    }
+}
+
 impl<S: Scheduler> Qdisc for Scheduled<S> {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         let i = self.class_of(&pkt);
-        let c = &mut self.classes[i];
-        let held = Backlog { pkts: c.pkts.len() as u64, bytes: c.bytes };
-        if let Some(p) = c.profile.as_mut() {
-            if p.early_drop(&pkt, held, c.limit, ctx) {
-                c.counters.on_drop(pkt.size, DropReason::Aqm);
-                return Err((pkt, DropReason::Aqm));
-            }
-        }
-        if !c.limit.admits(held, pkt.size) {
-            c.counters.on_drop(pkt.size, DropReason::Tail);
-            return Err((pkt, DropReason::Tail));
-        }
-        let was_empty = c.pkts.is_empty();
-        c.counters.on_enqueue(pkt.size);
-        c.bytes += pkt.size as u64;
-        self.total.pkts += 1;
-        self.total.bytes += pkt.size as u64;
-        c.pkts.push_back(pkt);
-        if was_empty {
+        let res = self.classes[i].child.enqueue(pkt, ctx);
+        let before = self.resync(i);
+        let now_empty = self.classes[i].is_empty();
+        if before.pkts == 0 && !now_empty {
             self.sched.on_arrival(i, ctx.now);
+        } else if before.pkts > 0 && now_empty {
+            self.sched.on_empty(i, ctx.now);
         }
-        Ok(())
+        res
     }
 
     fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
-        if self.total.pkts == 0 {
-            return Dequeued::Empty;
-        }
-        match self.sched.select(&self.classes, ctx.now, ctx.link_rate) {
-            Pick::Serve(i) => {
-                let c = &mut self.classes[i];
-                let p = match c.pop() {
-                    Some(p) => p,
-                    None => panic!("scheduler picked class {i} ({:?}), which is empty", c.name),
-                };
-                self.total.pkts -= 1;
-                self.total.bytes -= p.size as u64;
-                self.sched.on_sent(i, p.size, ctx.now, ctx.link_rate);
-                if c.pkts.is_empty() {
-                    self.sched.on_empty(i, ctx.now);
-                    if let Some(d) = c.profile.as_mut() {
-                        d.on_empty(ctx.now);
+        // A child that drops at dequeue (CoDel) may turn out to have
+        // nothing to send: the scheduler is told it is empty and asked again.
+        while self.total.pkts > 0 {
+            match self.sched.select(&self.classes, ctx.now, ctx.link_rate) {
+                Pick::Serve(i) => {
+                    let got = self.classes[i].child.dequeue(ctx);
+                    self.resync(i);
+                    let emptied = self.classes[i].is_empty();
+                    match got {
+                        Dequeued::Packet(p) => {
+                            self.sched.on_sent(i, p.size, ctx.now, ctx.link_rate);
+                            if emptied {
+                                self.sched.on_empty(i, ctx.now);
+                            }
+                            return Dequeued::Packet(p);
+                        }
+                        Dequeued::Empty if emptied => self.sched.on_empty(i, ctx.now),
+                        other => panic!("class {i} ({:?}) was picked and answered {other:?}", self.classes[i].name),
                     }
                 }
-                Dequeued::Packet(p)
+                // Never ask the interface to come back at or before `now`.
+                Pick::Wait(t) => return Dequeued::NotBefore(t.max(ctx.now + Duration(1))),
             }
-            // Never ask the interface to come back at or before `now`.
-            Pick::Wait(t) => Dequeued::NotBefore(t.max(ctx.now + Duration(1))),
         }
+        Dequeued::Empty
     }
 
     fn backlog(&self) -> Backlog {
         self.total
     }
 
+    fn head_size(&self) -> Option<u32> {
+        // Without asking the scheduler (which may change its state): the
+        // head of the first backlogged class.
+        self.classes.iter().find(|c| !c.is_empty()).and_then(|c| c.head_size())
+    }
+
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for c in &self.classes {
-            f(&c.name, &c.counters, c.backlog());
+            c.child.for_each_queue(&mut |sub, counters, b| {
+                if sub.is_empty() {
+                    f(&c.name, counters, b)
+                } else {
+                    f(&format!("{}/{sub}", c.name), counters, b)
+                }
+            });
         }
     }
 }
@@ -402,7 +417,7 @@ mod tests {
     #[test]
     fn out_of_range_classes_go_to_the_default_class() {
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let mut q = two(Limit::UNLIMITED);
         q.enqueue(pkt(9, 100), &mut ctx).unwrap();
         assert_eq!(q.classes()[0].backlog().pkts, 1);
@@ -423,7 +438,7 @@ mod tests {
             }
         }
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let lim = Limit::from_opts(Some(3), None);
         let classes = vec![ClassSpec::new("a", lim), ClassSpec::new("b", lim).with_drop_profile(Box::new(EveryOther(false)))];
         let mut q = Scheduled::new(classes, StrictPriority::new(vec![1, 0])).unwrap();

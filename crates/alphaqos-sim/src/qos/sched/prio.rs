@@ -74,7 +74,7 @@ mod tests {
     #[test]
     fn higher_class_starves_lower_exactly_while_backlogged() {
         let mut rng = Rng::stream(3, "prio");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let names = ["lo", "hi"];
         let specs = names.iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
         let mut q = Scheduled::new(specs, StrictPriority::new(vec![0, 7])).unwrap();
@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn equal_levels_alternate() {
         let mut rng = Rng::stream(3, "prio");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let specs = ["a", "b", "c"].iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
         let mut q = Scheduled::new(specs, StrictPriority::new(vec![1, 1, 0])).unwrap();
         for _ in 0..3 {

@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn turns_follow_the_weights_and_skip_empty_classes() {
         let mut rng = Rng::stream(3, "wrr");
-        let mut ctx = QueueCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1), rng: &mut rng };
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let specs = ["a", "b", "c"].iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
         let mut q = Scheduled::new(specs, Wrr::new(vec![3, 1, 2]).unwrap()).unwrap();
         // a: 5 packets, b: 3, c: 1 (c empties during its turn).
