@@ -40,6 +40,10 @@
     tc and nftables configuration, each with a diff against the previous
     run in ``DIR`` (see :mod:`alphaqos.provision`).
 
+``alphaqos shape DEV --rate RATE [--share 90%] [--match ...] [--dry-run | --show | --remove]``
+    Shape what the host sends on DEV to a share of a reserved circuit with
+    HTB, applied over netlink (see :mod:`alphaqos.provision.shape`).
+
 Bad input (an invalid scenario, an existing or unwritable output directory,
 a malformed option) is reported on one line, ``alphaqos: error: ...``, with
 exit status 2.
@@ -192,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
     from .provision.cli import add_provision_command
 
     add_provision_command(commands)
+
+    from .provision.shape import add_shape_command
+
+    add_shape_command(commands)
     return parser
 
 
