@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Release build of the engine, installed into the venv in place (editable).
+# Release build of the engine, installed into the venv in place (editable),
+# and of the circuit emulator (target/release/alphaqos-emu, `alphaqos emulate`).
 build: setup
 	. $(VENV)/bin/activate && maturin develop --release -q
+	cargo build --release -p alphaqos-emu -q
 
 # The first document's experiment 1: one shared FIFO, then the alpha flow in
 # a queue of its own (compare the ping RTT in the two summaries and plots);
@@ -39,7 +41,7 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --release -p alphaqos-sim -q
+	cargo test --release -p alphaqos-sim -p alphaqos-emu -q
 
 pytest: build
 	$(VENV)/bin/pytest -q

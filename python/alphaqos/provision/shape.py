@@ -278,19 +278,25 @@ def _index(ipr, device: str) -> int:
     return found[0]
 
 
-def device_speed_bps(device: str) -> int | None:
-    """The link speed ethtool reports (ETHTOOL_GSET), or None when the
-    device does not say (down, virtual without a speed, unknown)."""
-    ethtool_gset, siocethtool = 0x1, 0x8946
-    buf = bytearray(struct.pack("I", ethtool_gset) + bytes(40))  # struct ethtool_cmd, 44 bytes
+def ethtool(device: str, buf: bytearray) -> None:
+    """The ethtool ioctl (SIOCETHTOOL) on ``device`` in the current
+    namespace with the command structure ``buf`` (read back into it);
+    OSError if the device refuses."""
     addr = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
     ifreq = bytearray(40)  # struct ifreq: the name, then ifr_data in the union
     struct.pack_into("16sP", ifreq, 0, device.encode()[:15], addr)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            fcntl.ioctl(s.fileno(), siocethtool, ifreq)
-        except OSError:
-            return None
+        fcntl.ioctl(s.fileno(), 0x8946, ifreq)
+
+
+def device_speed_bps(device: str) -> int | None:
+    """The link speed ethtool reports (ETHTOOL_GSET), or None when the
+    device does not say (down, virtual without a speed, unknown)."""
+    buf = bytearray(struct.pack("I", 0x1) + bytes(40))  # ETHTOOL_GSET, struct ethtool_cmd (44 bytes)
+    try:
+        ethtool(device, buf)
+    except OSError:
+        return None
     speed, = struct.unpack_from("H", buf, 12)
     speed_hi, = struct.unpack_from("H", buf, 28)
     mbps = speed | speed_hi << 16
