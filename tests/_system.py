@@ -10,17 +10,13 @@ installing is impossible (not root, no apt, no such package, no network).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["ensure_debian_package", "in_ns", "need_root", "network_namespaces", "package_installed"]
+__all__ = ["ensure_debian_package", "need_root", "package_installed"]
 
 #: Longest wait for apt/dpkg held by another process (other tests, unattended upgrades), seconds.
 APT_LOCK_WAIT_S = 300
@@ -79,33 +75,3 @@ def ensure_debian_package(name: str, *, binary: str | None = None) -> None:
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "(no message)"
-
-
-@contextlib.contextmanager
-def network_namespaces(prefix: str, count: int = 1) -> Iterator[list[str]]:
-    """``count`` fresh network namespaces named ``prefix-<random>-<i>``,
-    deleted at the end (also when the body fails; deleting one kills no
-    process, so a test stops the processes it started itself). Skips the
-    test, saying why, where namespaces cannot be made (not root, no ``ip``)."""
-    if sys.platform != "linux" or os.geteuid() != 0:
-        pytest.skip("needs root on Linux to create network namespaces")
-    if shutil.which("ip") is None:
-        pytest.skip("'ip' (iproute2) is not installed")
-    tag = secrets.token_hex(3)
-    names: list[str] = []
-    try:
-        for i in range(count):
-            name = f"{prefix}-{tag}-{i}"
-            made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
-            if made.returncode:
-                pytest.skip(f"the kernel refuses a network namespace: {made.stderr.strip()}")
-            names.append(name)
-        yield names
-    finally:
-        for name in names:
-            subprocess.run(["ip", "netns", "del", name], capture_output=True)
-
-
-def in_ns(ns: str, *argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
-    """Run ``argv`` in the namespace ``ns`` (text output captured)."""
-    return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, check=check, **kw)
