@@ -275,4 +275,7 @@ impl App for BulkTcp {
     fn tcp(&self) -> Option<&BulkTcp> {
         Some(self)
     }
+    fn tcp_mut(&mut self) -> Option<&mut BulkTcp> {
+        Some(self)
+    }
 }

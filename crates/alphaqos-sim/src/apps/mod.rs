@@ -42,6 +42,10 @@ pub trait App: Send {
     fn tcp(&self) -> Option<&bulk::BulkTcp> {
         None
     }
+    /// The TCP connection, for the control plane's knobs.
+    fn tcp_mut(&mut self) -> Option<&mut bulk::BulkTcp> {
+        None
+    }
 }
 
 /// The UDP series row of a generator whose packets the network counted.

@@ -37,7 +37,8 @@
 //! gap; random trains: tokens never exceed the bucket and green bytes never
 //! exceed `burst_size + rate t / 8`.
 
-use super::{fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::control::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -122,6 +123,30 @@ impl Meter for SingleRate {
     }
     fn counters(&self) -> &MeterCounters {
         &self.counters
+    }
+    /// `rate_bps`, `burst_bytes`; `tokens` (read only).
+    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        let old = match name {
+            "rate_bps" => self.profile.rate.rate().as_bps(),
+            "burst_bytes" => self.profile.burst_size,
+            "tokens" => self.tokens,
+            _ => return Err(KnobError::Unknown),
+        } as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        let mut p = SingleRateParams { rate: self.profile.rate.rate(), burst_size: self.profile.burst_size };
+        match name {
+            "rate_bps" => p.rate = DataRate(whole(name, v)?),
+            "burst_bytes" => p.burst_size = whole(name, v)?,
+            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
+        }
+        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        // Tokens earned at the old rate up to the change.
+        let credit = self.clock.advance(&self.profile.rate, now);
+        fill(&mut self.tokens, self.profile.burst_size, credit);
+        self.clock.rebase(&self.profile.rate, &new.rate);
+        self.profile = new;
+        self.tokens = self.tokens.min(new.burst_size);
+        Ok(old)
     }
 }
 
