@@ -9,7 +9,9 @@
 //! ```
 //!
 //! (at most the bottleneck rate of its path; the whole path rate once the
-//! deadline has passed), applies it to the base connection's committed
+//! deadline has passed), where the deadline is taken one interval early (the
+//! last bytes are acknowledged a round trip after they leave, and the next
+//! correction comes an interval later), applies it to the base connection's committed
 //! target rate (`ctr_bps` of `base_flow`, split over the transfer's
 //! streams) and, if given, to the edge policer's rate (`rate_bps` or
 //! `cir_bps`), raised by the headers' share (`(MSS + 52) / MSS`: the
@@ -169,7 +171,10 @@ impl Agent for Deadline {
             return None;
         }
         let left = ctl.get(h, "bytes_left").expect("a transfer");
-        let due = start + self.deadline;
+        // Aim one interval ahead of the deadline: the last bytes are
+        // acknowledged a round trip after they are sent, and the next
+        // correction comes an interval later.
+        let due = start + Duration(self.deadline.as_nanos().saturating_sub(self.interval.as_nanos()));
         let r = if now < due {
             // R = (bytes left) x 8 / (time to deadline) x margin.
             (left * 8.0 / due.since(now).as_secs_f64() * self.margin).min(self.cap_bps)
