@@ -251,14 +251,12 @@ impl Simulation {
         self.net.now = self.net.now.max(until);
     }
 
-    /// Process every event before `until` (at the duration: up to and
-    /// including it), so that a caller acting at `until` acts before the
-    /// events at `until`, as an agent woken then does. Stepping a run in
-    /// chunks of any size this way gives the run of one call.
+    /// Process every event before `until` (capped at the duration), so
+    /// that a caller acting at `until` acts before the events at `until`,
+    /// as an agent woken then does. Stepping a run in chunks of any size
+    /// this way, then [`Simulation::run`], gives the run of one call.
     pub fn advance_before(&mut self, until: SimTime) {
-        if until >= self.duration {
-            return self.advance(self.duration);
-        }
+        let until = until.min(self.duration);
         while let Some(t) = self.net.events.peek_time() {
             if t >= until {
                 break;

@@ -146,6 +146,7 @@ fn stepping_in_chunks_changes_nothing() {
             t = (t + chunk).min(20 * S);
             s.advance_before(SimTime(t));
         }
+        s.run();
         assert_eq!(s.results(), whole, "chunks of {chunk} ns");
     }
 }
