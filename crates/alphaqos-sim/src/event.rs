@@ -83,6 +83,7 @@ impl Event {
     /// Kind in bits 61..64; for a connection the timer in 56..61, the
     /// generation in 32..56 and the slot in 0..32; for a workload its index
     /// in 32..56 and the argument in 0..32; else the index in 0..32.
+    #[inline(always)]
     pub fn encode(self) -> u64 {
         let kind = |k: u64| k << KIND_SHIFT;
         match self {
@@ -101,6 +102,7 @@ impl Event {
         }
     }
 
+    #[inline(always)]
     pub fn decode(code: u64) -> Event {
         let low = code as u32;
         let mid = ((code >> GEN_SHIFT) & GEN_MASK) as u32;
@@ -180,10 +182,17 @@ impl EventQueue {
     }
 
     pub fn pop(&mut self) -> Option<(SimTime, Event)> {
+        self.pop_code().map(|(t, c)| (t, Event::decode(c)))
+    }
+
+    /// The next event still packed (decoded where it is dispatched, so the
+    /// enum never goes through memory).
+    #[inline]
+    pub fn pop_code(&mut self) -> Option<(SimTime, u64)> {
         let h = &mut self.heap;
         let last = h.pop()?;
         if h.is_empty() {
-            return Some((last.time, Event::decode(last.code)));
+            return Some((last.time, last.code));
         }
         let top = (h[0].time, h[0].code);
         // Move `last` down from the root into the hole.
@@ -204,7 +213,7 @@ impl EventQueue {
             i = c;
         }
         h[i] = last;
-        Some((top.0, Event::decode(top.1)))
+        Some(top)
     }
 
     pub fn len(&self) -> usize {

@@ -248,10 +248,10 @@ impl Simulation {
             if t > until {
                 break;
             }
-            let (t, ev) = self.net.events.pop().expect("peeked");
+            let (t, code) = self.net.events.pop_code().expect("peeked");
             self.net.now = t;
             self.events_done += 1;
-            self.dispatch(ev);
+            self.dispatch(code);
         }
         self.net.now = self.net.now.max(until);
     }
@@ -266,10 +266,10 @@ impl Simulation {
             if t >= until {
                 break;
             }
-            let (t, ev) = self.net.events.pop().expect("peeked");
+            let (t, code) = self.net.events.pop_code().expect("peeked");
             self.net.now = t;
             self.events_done += 1;
-            self.dispatch(ev);
+            self.dispatch(code);
         }
         self.net.now = self.net.now.max(until);
     }
@@ -278,8 +278,9 @@ impl Simulation {
         self.advance(self.duration);
     }
 
-    fn dispatch(&mut self, ev: Event) {
-        match ev {
+    #[inline(always)]
+    fn dispatch(&mut self, code: u64) {
+        match Event::decode(code) {
             Event::TxDone(i) => {
                 let ifc = &mut self.net.ifaces[i as usize];
                 if ifc.tx_event == self.net.now {
