@@ -62,6 +62,9 @@ pub struct Net {
     pub ifaces: Vec<Iface>,
     next_hop: Vec<u32>,
     pub flow_stats: Vec<FlowStats>,
+    /// Packets a queue dropped from inside during the current call
+    /// (`QueueCtx::dropped`), handled right after it.
+    pub dropped: Vec<Packet>,
     /// Each router's firewall filter (None: forward unchanged).
     pub filters: Vec<Option<Filter>>,
 }
@@ -82,7 +85,7 @@ impl Net {
     fn enqueue(&mut self, i: u32, pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
+        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
         let (flow, size, at_source) = (pkt.flow as usize, pkt.size as u64, ifc.node == pkt.src);
         let refused = match ifc.qdisc.enqueue(pkt, &mut ctx) {
             Err((p, _)) => {
@@ -96,9 +99,9 @@ impl Net {
                 false
             }
         };
-        if !ctx.dropped.is_empty() {
-            let (dropped, node) = (ctx.dropped, ifc.node);
-            self.release_dropped(node, dropped);
+        if !self.dropped.is_empty() {
+            let node = ifc.node;
+            self.release_dropped(node);
         }
         if refused {
             return;
@@ -123,8 +126,9 @@ impl Net {
     /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
     /// source, whose sender may wait for them (TSQ).
     #[cold]
-    fn release_dropped(&mut self, node: u32, dropped: Vec<Packet>) {
-        for p in dropped {
+    fn release_dropped(&mut self, node: u32) {
+        let mut dropped = std::mem::take(&mut self.dropped);
+        for p in dropped.drain(..) {
             let st = &mut self.flow_stats[p.flow as usize];
             st.count_drop(&p);
             if node == p.src {
@@ -135,20 +139,15 @@ impl Net {
                 }
             }
         }
+        self.dropped = dropped;
     }
 
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     fn start_tx(&mut self, i: u32) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
-        let next = ifc.qdisc.dequeue(&mut ctx);
-        if !ctx.dropped.is_empty() {
-            let (dropped, node) = (ctx.dropped, ifc.node);
-            self.release_dropped(node, dropped);
-        }
-        let ifc = &mut self.ifaces[i as usize];
-        match next {
+        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
+        match ifc.qdisc.dequeue(&mut ctx) {
             Dequeued::Packet(p) => {
                 let wire = ifc.wire_time(&p);
                 let end = now + wire;
@@ -189,6 +188,11 @@ impl Net {
                 ifc.tx_event = t;
                 self.events.schedule(t, Event::TxDone(i));
             }
+        }
+        // Packets dropped at dequeue (CoDel).
+        if !self.dropped.is_empty() {
+            let node = self.ifaces[i as usize].node;
+            self.release_dropped(node);
         }
     }
 
@@ -438,7 +442,7 @@ impl Simulation {
             }
         }
         let next_hop = compute_routes(&nodes, &ifaces);
-        let mut net = Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, flow_stats: Vec::new(), filters };
+        let mut net = Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, flow_stats: Vec::new(), dropped: Vec::new(), filters };
         let duration = SimTime(cfg.duration_ns);
         let mut flows = Vec::new();
         let mut windows = Vec::new();

@@ -315,13 +315,14 @@ mod tests {
         // A per-flow child takes the class's buffer (50 packets) as its limit.
         let mut q = queue(two("wrr", json!({"weight": 1, "child": {"fq_codel": {}}}), json!({"weight": 1}))).unwrap();
         let mut rng = Rng::stream(1, "t");
-        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut sink = vec![];
+        let mut ctx = QueueCtx::with_drops(SimTime::ZERO, DataRate::gbps(1), &mut rng, &mut sink);
         for _ in 0..60 {
             q.enqueue(Packet::test(0, 100), &mut ctx).unwrap();
         }
         // The 51st packet overflows it: the one flow loses half its bytes
         // (26 packets) from its head; 9 more arrive.
-        assert_eq!((q.backlog().pkts, ctx.dropped.len()), (34, 26));
+        assert_eq!((q.backlog().pkts, ctx.dropped.map_or(0, |d| d.len())), (34, 26));
         let err = |v| queue(v).err().expect("rejected");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"target_ns": 200_000_000}}}), json!({"weight": 1})));
         assert!(e.contains("classes[0] (a): child: fq_codel: codel: target"), "{e}");

@@ -36,7 +36,9 @@
 //! The arriving packet that a discipline refuses comes back from
 //! [`Qdisc::enqueue`]. Packets dropped after they were admitted (CoDel's
 //! drops at dequeue, FQ-CoDel's batch drop from the fattest flow) go to
-//! [`QueueCtx::dropped`], which the interface empties after each call; they
+//! the sink [`QueueCtx::dropped`], which the interface empties after each
+//! call (a sink the interface owns, so that the fast path carries no
+//! vector of its own in every call); they
 //! are counted as drops *and* in `drop_queued_*`, so that on every queue
 //! `enq = deq + drop_queued + backlog` and `offered = enq + drop - drop_queued`.
 
@@ -151,15 +153,25 @@ pub struct QueueCtx<'a> {
     pub now: SimTime,
     pub link_rate: DataRate,
     pub rng: &'a mut Rng,
-    /// Packets dropped from inside the queue during this call (not the
-    /// arriving packet a refused enqueue gives back). Allocates only when
-    /// something is dropped.
-    pub dropped: Vec<Packet>,
+    /// Where packets dropped from inside the queue during this call go
+    /// (not the arriving packet a refused enqueue gives back): the
+    /// interface's sink, or none (tests of a discipline alone).
+    pub dropped: Option<&'a mut Vec<Packet>>,
 }
 
 impl<'a> QueueCtx<'a> {
     pub fn new(now: SimTime, link_rate: DataRate, rng: &'a mut Rng) -> Self {
-        QueueCtx { now, link_rate, rng, dropped: Vec::new() }
+        QueueCtx { now, link_rate, rng, dropped: None }
+    }
+    /// With a sink for the packets dropped from inside the queue.
+    pub fn with_drops(now: SimTime, link_rate: DataRate, rng: &'a mut Rng, dropped: &'a mut Vec<Packet>) -> Self {
+        QueueCtx { now, link_rate, rng, dropped: Some(dropped) }
+    }
+    /// A packet that was queued is dropped: to the sink, if any.
+    pub fn drop_queued(&mut self, pkt: Packet) {
+        if let Some(d) = &mut self.dropped {
+            d.push(pkt);
+        }
     }
 }
 

@@ -96,15 +96,15 @@ pub struct FqCodel {
 }
 
 /// One flow's queue as CoDel sees it.
-struct FlowView<'a> {
+struct FlowView<'a, 'b> {
     q: &'a mut VecDeque<Packet>,
     flow_bytes: &'a mut u64,
     total: &'a mut Backlog,
     counters: &'a mut QueueCounters,
-    dropped: &'a mut Vec<Packet>,
+    dropped: &'a mut Option<&'b mut Vec<Packet>>,
 }
 
-impl CodelQueue for FlowView<'_> {
+impl CodelQueue for FlowView<'_, '_> {
     fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         *self.flow_bytes -= p.size as u64;
@@ -117,7 +117,9 @@ impl CodelQueue for FlowView<'_> {
     }
     fn drop_packet(&mut self, pkt: Packet) {
         self.counters.on_drop_queued(pkt.size, DropReason::Aqm);
-        self.dropped.push(pkt);
+        if let Some(d) = self.dropped {
+            d.push(pkt);
+        }
     }
 }
 
@@ -144,7 +146,7 @@ impl FqCodel {
             n += 1;
             len += p.size as u64;
             self.t.counters.on_drop_queued(p.size, DropReason::Tail);
-            ctx.dropped.push(p);
+            ctx.drop_queued(p);
             if n >= self.p.drop_batch || len >= threshold {
                 break;
             }
@@ -273,16 +275,17 @@ mod tests {
     fn overflow_drops_half_of_the_fattest_flow_from_its_head() {
         let mut q = FqCodel::new(FqCodelParams { limit: Limit { pkts: 10, bytes: u64::MAX }, ..Default::default() }).unwrap();
         let mut rng = Rng::stream(1, "fq");
-        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut sink = vec![];
+        let mut ctx = QueueCtx::with_drops(SimTime::ZERO, DataRate::gbps(1), &mut rng, &mut sink);
         for k in 0..8 {
             q.enqueue(Packet { payload: crate::packet::Payload::Udp { seq: k }, ..flow_pkt(1, 1500) }, &mut ctx).unwrap();
         }
         q.enqueue(flow_pkt(2, 100), &mut ctx).unwrap();
         q.enqueue(flow_pkt(2, 100), &mut ctx).unwrap();
-        assert!(ctx.dropped.is_empty());
+        assert!(ctx.dropped.as_ref().unwrap().is_empty());
         // The 11th packet: flow 1 holds 12000 B; drop from its head until 6000 B are gone.
         q.enqueue(flow_pkt(2, 100), &mut ctx).unwrap();
-        let seqs: Vec<u64> = ctx.dropped.iter().map(|p| if let crate::packet::Payload::Udp { seq } = p.payload { seq } else { 99 }).collect();
+        let seqs: Vec<u64> = ctx.dropped.as_ref().unwrap().iter().map(|p| if let crate::packet::Payload::Udp { seq } = p.payload { seq } else { 99 }).collect();
         assert_eq!(seqs, vec![0, 1, 2, 3]);
         assert_eq!(q.backlog(), Backlog { pkts: 7, bytes: 4 * 1500 + 300 });
         let mut n = 0;
@@ -302,14 +305,15 @@ mod tests {
         // delay grow; after 100 ms above 5 ms, CoDel drops at dequeue.
         let mut q = FqCodel::new(FqCodelParams::default()).unwrap();
         let mut rng = Rng::stream(1, "fq");
-        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut sink = vec![];
+        let mut ctx = QueueCtx::with_drops(SimTime::ZERO, DataRate::gbps(1), &mut rng, &mut sink);
         let mut first_drop = None;
         for ms in 0..400u64 {
             ctx.now = SimTime(ms * 1_000_000);
             q.enqueue(flow_pkt(1, 1500), &mut ctx).unwrap();
             q.enqueue(flow_pkt(1, 1500), &mut ctx).unwrap();
             sent(&mut q, &mut ctx);
-            if first_drop.is_none() && !ctx.dropped.is_empty() {
+            if first_drop.is_none() && !ctx.dropped.as_ref().unwrap().is_empty() {
                 first_drop = Some(ms);
             }
         }
@@ -320,7 +324,7 @@ mod tests {
         let mut seen = false;
         q.for_each_queue(&mut |_, c, b| {
             seen = true;
-            assert_eq!(c.drop_queued_pkts, ctx.dropped.len() as u64);
+            assert_eq!(c.drop_queued_pkts, ctx.dropped.as_ref().unwrap().len() as u64);
             assert_eq!(c.drop_reason_pkts[DropReason::Aqm as usize], c.drop_queued_pkts);
             assert_eq!(c.enq_pkts, c.deq_pkts + c.drop_queued_pkts + b.pkts);
         });

@@ -88,7 +88,7 @@ impl Qdisc for Sfq {
             let fat = self.t.fattest(false);
             let p = self.t.take(fat, false).expect("the longest bucket holds a packet");
             self.t.counters.on_drop_queued(p.size, DropReason::Tail);
-            ctx.dropped.push(p);
+            ctx.drop_queued(p);
             if self.t.flows[fat].q.is_empty() {
                 self.t.flows[fat].listed = false;
                 self.active.retain(|&k| k as usize != fat);
@@ -145,15 +145,17 @@ mod tests {
     fn buckets_share_bytes_by_quantum_and_the_longest_loses_its_tail() {
         let mut q = Sfq::new(SfqParams { quantum: 1500, limit: Limit { pkts: 12, bytes: u64::MAX }, ..Default::default() }).unwrap();
         let mut rng = Rng::stream(1, "sfq");
-        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut sink = vec![];
+        let mut ctx = QueueCtx::with_drops(SimTime::ZERO, DataRate::gbps(1), &mut rng, &mut sink);
         for _ in 0..6 {
             q.enqueue(flow_pkt(1, 500), &mut ctx).unwrap();
             q.enqueue(flow_pkt(2, 1500), &mut ctx).unwrap();
         }
-        assert!(ctx.dropped.is_empty());
+        assert!(ctx.dropped.as_ref().unwrap().is_empty());
         // The 13th packet (flow 1): both hold 6 packets, flow 1 then 7: it loses its tail.
         q.enqueue(flow_pkt(1, 500), &mut ctx).unwrap();
-        assert_eq!((ctx.dropped.len(), ctx.dropped[0].flow), (1, 1));
+        let d = ctx.dropped.as_ref().unwrap();
+        assert_eq!((d.len(), d[0].flow), (1, 1));
         let order: Vec<u32> = std::iter::from_fn(|| match q.dequeue(&mut ctx) {
             Dequeued::Packet(p) => Some(p.flow),
             _ => None,
