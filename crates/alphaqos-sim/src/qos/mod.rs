@@ -27,9 +27,10 @@
 //! per-flow disciplines allocate a flow's ring only when that bucket is
 //! first used. A single slab of packets with index-linked per-queue lists
 //! would save the rings' spare capacity but adds a link per packet and an
-//! indirection per access on the single-flow fast path; with at most a few
-//! thousand rings per interface the spare capacity is small, so the rings
-//! stay.
+//! indirection per access on the single-flow fast path, which already pays
+//! for the per-packet sojourn record and the child plumbing; with at most
+//! a few thousand rings per interface the spare capacity is small, so the
+//! rings stay.
 //!
 //! # Drops
 //!
