@@ -57,7 +57,8 @@ def engine_tables(with_tcp: bool = True) -> dict[str, dict[str, list]]:
             "deq_pkts": [2600, 2585], "deq_bytes": [1, 2], "drop_pkts": [0, 5], "drop_bytes": [0, 7500],
             "drop_tail_pkts": [0, 5], "drop_aqm_pkts": [0, 0], "drop_policer_pkts": [0, 0],
             "backlog_pkts": [0, 1], "backlog_bytes": [0, 1500], "rate_bps": [10**9, 10**9], "link_loss_pkts": [0, 0],
-            "drop_queued_pkts": [0, 0], "drop_queued_bytes": [0, 0], "sojourn_mean_ns": [0, 2 * MS], "sojourn_p99_ns": [0, 3 * MS],
+            "drop_queued_pkts": [0, 0], "drop_queued_bytes": [0, 0], "sojourn_mean_ns": [12_000, 2 * MS],
+            "sojourn_p99_ns": [20_000, 4 * MS],
         },  # fmt: skip
         "flow_summary": {
             "flow": ["t", "u", "p"], "kind": ["tcp", "udp", "ping"], "src": ["A", "A", "B"], "dst": ["B", "B", "A"],

@@ -114,6 +114,23 @@ sizes (``"30KB"``) as in a ``red`` queue::
         exponential_weighting_constant: 9
         green: {min_th: 40, max_th: 80, mark_prob_denominator: 10}
         red:   {min_th: 10, max_th: 40, max_p: 0.5}
+
+Child disciplines
+-----------------
+A class's queue is a FIFO on its buffer share, or, with ``child``, another
+discipline on that share: ``red`` (a RED curve as above), ``fq_codel``
+(FQ-CoDel, RFC 8290, with Linux's defaults: ``target: 5ms``, ``interval:
+100ms``, ``quantum`` the link MTU + 14 B, ``buckets: 1024``, ``limit`` the
+class's buffer) or ``sfq`` (hashed deficit round robin), or ``fifo: {}``. A
+``drop_profile`` is a FIFO with that profile, so a class takes one or the
+other::
+
+    classes:
+      bulk: {transmit_rate: 70%, buffer_size: 70%, child: {fq_codel: {target: 5ms, quantum: 1514B}}}
+      web:  {transmit_rate: 30%, buffer_size: 30%, child: {sfq: {buckets: 256}}}
+
+The same kinds (``fq_codel``, ``sfq``) are link queues of their own in a
+scenario (``queues: {R: {fq_codel: {}}}``) and HTB leaves' ``child``.
 """
 
 from __future__ import annotations
@@ -125,9 +142,9 @@ from pydantic import AfterValidator, Field, PlainSerializer, PlainValidator, Str
 
 from . import units
 from .errors import FieldError
-from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSize, QueueLimit, Size, ThresholdField
+from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Size, ThresholdField
 
-__all__ = ["Policy", "check_policy", "resolve_egress", "resolve_filter"]
+__all__ = ["Child", "FqCodel", "Policy", "Sfq", "check_policy", "child_config", "fq_codel_config", "resolve_egress", "resolve_filter", "sfq_config"]
 
 PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
@@ -316,6 +333,71 @@ class DropProfile(Model):
         return self
 
 
+class FqCodel(Model):
+    """FQ-CoDel as Linux runs it (RFC 8290; ``tc qdisc ... fq_codel``): a
+    queue per hashed flow, new flows served first, deficit round robin by
+    ``quantum``, CoDel per flow (RFC 8289) keeping each flow's queueing
+    delay near ``target`` (dropping once it has stayed above for
+    ``interval``); over ``limit``, the fattest flow loses packets.
+    Defaults are Linux's: ``limit`` 10240p on a link (a class's own buffer
+    inside a class), ``buckets`` 1024, ``quantum`` the link MTU + 14 B
+    (1514B on a 1500 B link), ``target`` 5ms, ``interval`` 100ms,
+    ``drop_batch`` 64."""
+
+    limit: QueueLimit | None = None
+    buckets: Annotated[int, Strict(), Field(ge=1, le=65536)] = 1024
+    quantum: Annotated[PositiveSize, Field(le=2**32 - 1)] | None = None
+    target: PositiveTime = 5_000_000
+    interval: PositiveTime = 100_000_000
+    drop_batch: Annotated[int, Strict(), Field(ge=1, le=2**32 - 1)] = 64
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FqCodel:
+        if self.target >= self.interval:
+            raise ValueError(
+                f"target ({units.fmt_time_ns(self.target)}) must be below interval ({units.fmt_time_ns(self.interval)})"
+            )
+        return self
+
+
+class Sfq(Model):
+    """Hashed deficit round robin, SFQ-like (``tc qdisc ... sfq``): a
+    queue per hashed flow, served round robin by ``quantum`` bytes; over
+    ``limit`` the longest flow loses its last packet. Defaults: ``limit``
+    127p on a link (Linux's; a class's own buffer inside a class),
+    ``buckets`` 1024, ``quantum`` the link MTU + 14 B."""
+
+    limit: QueueLimit | None = None
+    buckets: Annotated[int, Strict(), Field(ge=1, le=65536)] = 1024
+    quantum: Annotated[PositiveSize, Field(le=2**32 - 1)] | None = None
+
+
+class ClassFifo(Model):
+    """A FIFO on the class's buffer (the default child)."""
+
+
+CHILD_KINDS = ("fifo", "red", "fq_codel", "sfq")
+
+
+class Child(Model):
+    """The discipline inside a class (exactly one of ``fifo``, ``red``,
+    ``fq_codel``, ``sfq``), on the class's buffer. A ``drop_profile`` is a
+    FIFO with that profile, so a class has one or the other."""
+
+    fifo: ClassFifo | None = None
+    red: RedCurve | None = None
+    fq_codel: FqCodel | None = None
+    sfq: Sfq | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Child:
+        present = [k for k in CHILD_KINDS if getattr(self, k) is not None]
+        if len(present) != 1:
+            got = ", ".join(present) if present else "none"
+            raise ValueError(f"expected exactly one of: {', '.join(CHILD_KINDS)} (got {got})")
+        return self
+
+
 PRIORITIES = ("strict-high", "high", "medium-high", "medium-low", "low")
 
 #: The class parameters each scheduler uses (all others must be left unset).
@@ -355,6 +437,14 @@ class ForwardingClass(Model):
     quantum: Annotated[PositiveSize, Field(le=U32_MAX)] | None = None
     low_latency: Literal["strict-priority", "alternate-priority"] | None = None
     drop_profile: DropProfile | None = None
+    #: The class's discipline (default a FIFO; see :class:`Child`).
+    child: Child | None = None
+
+    @model_validator(mode="after")
+    def _profile_or_child(self) -> ForwardingClass:
+        if self.drop_profile is not None and self.child is not None:
+            raise ValueError("give drop_profile (a FIFO with that profile) or child, not both")
+        return self
 
     def scheduler_fields(self) -> list[str]:
         """The scheduler parameters this class sets (not left at their default)."""
@@ -586,6 +676,37 @@ def _drop_profile(d: DropProfile | None) -> dict[str, Any] | None:
     return {"curves": {"green": _points(d.low), "yellow": _points(d.medium_high), "red": _points(d.high)}}
 
 
+def fq_codel_config(q: FqCodel) -> dict[str, Any]:
+    """The engine's ``fq_codel`` queue (docs/engine-config.md)."""
+    return {
+        **_limit(q.limit), "buckets": q.buckets, "quantum_bytes": q.quantum,
+        "target_ns": q.target, "interval_ns": q.interval, "drop_batch": q.drop_batch,
+    }  # fmt: skip
+
+
+def sfq_config(q: Sfq) -> dict[str, Any]:
+    """The engine's ``sfq`` queue."""
+    return {**_limit(q.limit), "buckets": q.buckets, "quantum_bytes": q.quantum}
+
+
+def _limit(limit: units.QueueLimit | None) -> dict[str, int | None]:
+    """A per-flow queue's own limit, if given (else the engine's default)."""
+    return {"limit_pkts": limit.pkts if limit else None, "limit_bytes": limit.bytes if limit else None}
+
+
+def child_config(c: Child | None) -> dict[str, Any]:
+    """The engine's ``child`` key of a class (none for the default FIFO)."""
+    if c is None:
+        return {}
+    if c.red is not None:
+        return {"child": {"red": _red_curve(c.red)}}
+    if c.fq_codel is not None:
+        return {"child": {"fq_codel": fq_codel_config(c.fq_codel)}}
+    if c.sfq is not None:
+        return {"child": {"sfq": sfq_config(c.sfq)}}
+    return {"child": {"fifo": {}}}
+
+
 def _points(curve: Curve | None) -> list[list[float]] | None:
     return [list(p) for p in curve] if curve else None
 
@@ -620,7 +741,10 @@ def resolve_egress(policy: Policy) -> dict[str, Any]:
     """The engine's egress queue for this policy: the Junos scheduler, or
     ``strict_priority``, ``wrr``, ``drr``, ``mdrr``."""
     classes = [
-        {"name": name, **_class_parameters(policy, c), "buffer_percent": c.buffer_size, "drop_profile": _drop_profile(c.drop_profile)}
+        {
+            "name": name, **_class_parameters(policy, c), "buffer_percent": c.buffer_size,
+            "drop_profile": _drop_profile(c.drop_profile), **child_config(c.child),
+        }
         for name, c in policy.classes.items()
     ]
     kind = policy.scheduler.replace("-", "_")

@@ -109,6 +109,9 @@ EXAMPLES: dict[str, str] = {
     "WredRttTuning": "{class: R->S/relative, traffic: [web, bulk], interval: 50ms}",
     "DeadlineReservation": "{transfer: gridftp#0, deadline: 60s, margin: 1.05, policer: ER/reserved}",
     "CallAdmission": "{workload: requests, rate: 500Mbps, duration: 30s, edge: ER}",
+    "Child": "{fq_codel: {target: 5ms, interval: 100ms}}",
+    "FqCodel": "{limit: 10240p, buckets: 1024, quantum: 1514B, target: 5ms, interval: 100ms}",
+    "Sfq": "{limit: 127p, buckets: 1024, quantum: 1514B}",
     "StreamOptions": "{cc: base_flow, cc_params: {ctr: 500Mbps}, dscp: af11}",
     "Link": """
         between: [WR, W1]

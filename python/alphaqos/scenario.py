@@ -63,7 +63,7 @@ from . import units
 from .fields import Dscp, Flag, Name, Port, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, ThresholdField, Time
 from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
-from .policy import Policy, check_policy, resolve_egress, resolve_filter
+from .policy import Child, FqCodel, Policy, Sfq, check_policy, child_config, fq_codel_config, resolve_egress, resolve_filter, sfq_config
 from .agents import ControlAgent, resolve_agent
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
@@ -198,7 +198,7 @@ class Red(_Model):
     mean_pkt_size: PositiveSize = 1000
 
 
-QUEUE_KINDS = ("fifo", "red", "policy", "htb")
+QUEUE_KINDS = ("fifo", "red", "policy", "htb", "fq_codel", "sfq")
 
 
 class HtbClass(_Model):
@@ -213,6 +213,9 @@ class HtbClass(_Model):
     quantum: PositiveSize | None = None
     prio: Annotated[int, Strict(), Field(ge=0, le=7)] = 0
     limit: QueueLimit = units.QueueLimit(pkts=1000)
+    #: A leaf's discipline on its ``limit`` (default a FIFO), as
+    #: ``tc qdisc add ... parent 1:10 fq_codel`` attaches one.
+    child: Child | None = None
 
 
 class HtbFilter(_Model):
@@ -235,13 +238,18 @@ class Htb(_Model):
 
 
 class Queue(_Model):
-    """An egress queue: exactly one of ``fifo``, ``red`` and ``policy``
-    (the classes of a QoS policy, see :mod:`alphaqos.policy`)."""
+    """An egress queue: exactly one of ``fifo``, ``red``, ``policy`` (the
+    classes of a QoS policy, see :mod:`alphaqos.policy`), ``htb``, and the
+    per-flow ``fq_codel`` (``{target: 5ms, interval: 100ms, quantum: 1514B,
+    limit: 10240}``) and ``sfq`` (see :class:`~alphaqos.policy.FqCodel`,
+    :class:`~alphaqos.policy.Sfq`)."""
 
     fifo: Fifo | None = None
     red: Red | None = None
     policy: Name | None = None
     htb: Htb | None = None
+    fq_codel: FqCodel | None = None
+    sfq: Sfq | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
@@ -1049,6 +1057,9 @@ def _check_htb(htb: Htb, loc: tuple):
         declared.append(name)
     parents = {c.parent for c in htb.classes.values()}
     leaves = [name for name in htb.classes if name not in parents]
+    for name, c in htb.classes.items():
+        if c.child is not None and name in parents:
+            yield (*loc, "classes", name, "child"), f"{name!r} is an inner class: it holds no packets, so it takes no child (leaves: {', '.join(leaves)})"
     for i, f in enumerate(htb.filters):
         if f.class_ not in leaves:
             yield (*loc, "filters", i, "class"), f"{f.class_!r} is not a leaf class (leaves: {', '.join(leaves)})"
@@ -1316,6 +1327,10 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
         return {"htb": _resolve_htb(queue.htb)}
     if queue.fifo is not None:
         return {"fifo": _resolve_limit(queue.fifo.limit)}
+    if queue.fq_codel is not None:
+        return {"fq_codel": fq_codel_config(queue.fq_codel)}
+    if queue.sfq is not None:
+        return {"sfq": sfq_config(queue.sfq)}
     red = queue.red
     return {
         "red": {
@@ -1339,7 +1354,7 @@ def _resolve_htb(htb: Htb) -> dict[str, Any]:
             {
                 "name": name, "parent": c.parent, "rate_bps": c.rate, "ceil_bps": c.ceil, "burst_bytes": c.burst,
                 "cburst_bytes": c.cburst, "quantum_bytes": c.quantum, "prio": c.prio,
-                "limit_pkts": c.limit.pkts, "limit_bytes": c.limit.bytes,
+                "limit_pkts": c.limit.pkts, "limit_bytes": c.limit.bytes, **child_config(c.child),
             }
             for name, c in htb.classes.items()
         ],

@@ -97,15 +97,17 @@ impl Hop {
         // class a shaper lets go earlier.
         self.tx_free = self.tx_free.max(t);
         self.hold = SimTime::ZERO;
-        let mut ctx = QueueCtx::new(t, self.rate, &mut self.rng);
+        let mut inside = Vec::new();
+        let mut ctx = QueueCtx::with_drops(t, self.rate, &mut self.rng, &mut inside);
         if let Err((p, why)) = self.qdisc.enqueue(pkt, &mut ctx) {
             dropped.push((p, Why::Queue(why)));
         }
-        dropped.extend(ctx.dropped.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+        dropped.extend(inside.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
     }
 
     fn transmit(&mut self, t: SimTime, dropped: &mut Vec<(Packet, Why)>) {
-        let mut ctx = QueueCtx::new(t, self.rate, &mut self.rng);
+        let mut inside = Vec::new();
+        let mut ctx = QueueCtx::with_drops(t, self.rate, &mut self.rng, &mut inside);
         match self.qdisc.dequeue(&mut ctx) {
             Dequeued::Packet(p) => {
                 let end = t + self.rate.tx_time(p.size as u64 + self.overhead as u64);
@@ -117,7 +119,7 @@ impl Hop {
             Dequeued::NotBefore(x) => self.hold = x.max(t + Duration(1)),
             Dequeued::Empty => self.hold = SimTime::MAX,
         }
-        dropped.extend(ctx.dropped.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+        dropped.extend(inside.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
     }
 
     /// Run every event up to `now`, taking arrivals from `input` (in time

@@ -91,7 +91,7 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
             }
         }
     let next_hop = compute_routes(&nodes, &ifaces);
-    Ok(Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, conns: Vec::new(), delay: Vec::new(), filters, stale_pkts: 0 })
+    Ok(Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, conns: Vec::new(), delay: Vec::new(), filters, stale_pkts: 0, dropped: Vec::new() })
 }
 
 /// The smallest MTU on the path from `a` to `b`.

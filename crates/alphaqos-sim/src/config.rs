@@ -215,6 +215,64 @@ pub enum QueueConfig {
     Wrr(ClassfulConfig),
     Drr(ClassfulConfig),
     Mdrr(ClassfulConfig),
+    /// FQ-CoDel (`qos/fq/fq_codel.rs`).
+    FqCodel(FqCodelConfig),
+    /// Hashed DRR, SFQ-like (`qos/fq/sfq.rs`).
+    Sfq(SfqConfig),
+}
+
+/// FQ-CoDel's parameters; each absent one takes Linux's default: limit
+/// 10240 packets (as a link's queue; a class's buffer as a class's child),
+/// 1024 buckets, quantum and CoDel MTU the link MTU + 14 B (1514 B on a
+/// 1500 B link), target 5 ms, interval 100 ms, drop batch 64 packets.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    #[serde(default)]
+    pub buckets: Option<u32>,
+    #[serde(default)]
+    pub quantum_bytes: Option<u32>,
+    #[serde(default)]
+    pub target_ns: Option<u64>,
+    #[serde(default)]
+    pub interval_ns: Option<u64>,
+    #[serde(default)]
+    pub mtu_bytes: Option<u32>,
+    #[serde(default)]
+    pub drop_batch: Option<u32>,
+}
+
+/// Hashed DRR's parameters; absent ones take Linux sfq's defaults: limit
+/// 127 packets (a class's buffer as a class's child), 1024 buckets,
+/// quantum the link MTU + 14 B.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SfqConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    #[serde(default)]
+    pub buckets: Option<u32>,
+    #[serde(default)]
+    pub quantum_bytes: Option<u32>,
+}
+
+/// The discipline inside a class (exactly one key), made for the class's
+/// buffer: `fifo` (the default), `red` (its `limit_*` not allowed: the
+/// class buffer is the limit), `fq_codel`, `sfq`. A class's
+/// `drop_profile` is a FIFO with that profile, so it excludes `child`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChildConfig {
+    Fifo(FifoConfig),
+    Red(RedConfig),
+    FqCodel(FqCodelConfig),
+    Sfq(SfqConfig),
 }
 
 /// The interface buffer and one queue per forwarding class, in class-index
@@ -251,6 +309,8 @@ pub struct ClassfulClassConfig {
     pub low_latency: Option<LowLatency>,
     #[serde(default)]
     pub drop_profile: Option<DropProfileConfig>,
+    #[serde(default)]
+    pub child: Option<ChildConfig>,
 }
 
 /// MDRR's low-latency queue mode (Cisco 12000 `queue low-latency
@@ -367,6 +427,9 @@ pub struct HtbClassConfig {
     pub limit_pkts: Option<u64>,
     #[serde(default)]
     pub limit_bytes: Option<u64>,
+    /// A leaf's discipline (default a FIFO of the leaf's limit).
+    #[serde(default)]
+    pub child: Option<ChildConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -412,6 +475,9 @@ pub struct JunosClassConfig {
     /// Any drop profile (instead of `drop_green`/`drop_red`).
     #[serde(default)]
     pub drop_profile: Option<DropProfileConfig>,
+    /// The queue's discipline (instead of a drop profile).
+    #[serde(default)]
+    pub child: Option<ChildConfig>,
 }
 
 impl Default for QueueConfig {

@@ -230,7 +230,7 @@ fn bucket_low(b: usize) -> u64 {
 }
 
 impl<const BITS: u32> Histogram<BITS> {
-    #[inline(never)]
+    #[inline]
     pub fn record(&mut self, v: u64) {
         if self.n == 0 {
             self.min = v;

@@ -89,6 +89,9 @@ pub struct Net {
     pub filters: Vec<Option<Filter>>,
     /// Packets of connections that had ended when they arrived or were dropped.
     pub stale_pkts: u64,
+    /// Packets a queue dropped from inside during the current call
+    /// (`QueueCtx::dropped`), handled right after it.
+    pub dropped: Vec<Packet>,
 }
 
 impl Net {
@@ -146,16 +149,16 @@ impl Net {
     fn enqueue(&mut self, i: u32, pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
+        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
         // TSQ charges a connection's data at its sending host only: replies
         // leaving the destination host carry the same `src` node field but
         // are not the sender's (defect 1 of issue 9).
         let (size, charge) = (pkt.size as u64, ifc.node == pkt.src && pkt.is_forward());
         let key = (pkt.flow, pkt.gen);
         let refused = ifc.qdisc.enqueue(pkt, &mut ctx).err();
-        if !ctx.dropped.is_empty() {
-            let (dropped, node) = (ctx.dropped, ifc.node);
-            self.release_dropped(node, dropped);
+        if !self.dropped.is_empty() {
+            let node = ifc.node;
+            self.release_dropped(node);
         }
         if let Some((p, _)) = refused {
             self.count_drop(&p);
@@ -186,8 +189,9 @@ impl Net {
     /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
     /// source, whose sender may wait for them (TSQ).
     #[cold]
-    fn release_dropped(&mut self, node: u32, dropped: Vec<Packet>) {
-        for p in dropped {
+    fn release_dropped(&mut self, node: u32) {
+        let mut dropped = std::mem::take(&mut self.dropped);
+        for p in dropped.drain(..) {
             self.count_drop(&p);
             let uncharge = node == p.src && p.is_forward();
             if let Some(s) = self.conns.get_mut(p.flow as usize).filter(|s| s.gen == p.gen && uncharge) {
@@ -198,17 +202,19 @@ impl Net {
                 }
             }
         }
+        self.dropped = dropped;
     }
 
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     pub fn start_tx(&mut self, i: u32) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::new(now, ifc.rate, &mut ifc.rng);
+        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
         let next = ifc.qdisc.dequeue(&mut ctx);
-        if !ctx.dropped.is_empty() {
-            let (dropped, node) = (ctx.dropped, ifc.node);
-            self.release_dropped(node, dropped);
+        // Packets dropped at dequeue (CoDel).
+        if !self.dropped.is_empty() {
+            let node = ifc.node;
+            self.release_dropped(node);
         }
         let ifc = &mut self.ifaces[i as usize];
         match next {

@@ -2,8 +2,10 @@
 //! with random meters in front of a random classful egress, random loads)
 //! must keep the invariants whatever the parameters:
 //!
-//! - conservation on every queue: enqueued = dequeued + backlog, and every
-//!   drop has a reason;
+//! - conservation on every queue, nested disciplines included (FIFO, RED,
+//!   FQ-CoDel and SFQ children in the classes, FQ-CoDel and SFQ as the
+//!   egress): enqueued = dequeued + dropped after admission + backlog, in
+//!   packets and in bytes, and every drop has a reason;
 //! - conservation per flow: sent = received + dropped once the network
 //!   has drained;
 //! - shares: backlogged WRR, DRR and MDRR classes share the link by their
@@ -30,10 +32,21 @@ fn between(rng: &mut Rng, lo: u64, hi: u64) -> u64 {
     lo + rng.next_u64() % (hi - lo + 1)
 }
 
-/// A random classful egress with `n` classes; returns it and whether it is
-/// work-conserving by construction (no `exact` Junos queue).
-fn random_egress(rng: &mut Rng, n: usize) -> (Value, &'static str) {
-    let kind = *pick(rng, &["junos", "strict_priority", "wrr", "drr", "mdrr"]);
+/// A random classful egress with `n` classes (work-conserving by
+/// construction: no `exact` Junos queue); with `nested`, classes may hold
+/// a child discipline and the egress may be a per-flow discipline.
+fn random_egress(rng: &mut Rng, n: usize, nested: bool) -> (Value, &'static str) {
+    let kinds: &[&'static str] = if nested {
+        &["junos", "strict_priority", "wrr", "drr", "mdrr", "fq_codel", "sfq"]
+    } else {
+        &["junos", "strict_priority", "wrr", "drr", "mdrr"]
+    };
+    let kind = *pick(rng, kinds);
+    match kind {
+        "fq_codel" => return (json!({"fq_codel": {"limit_pkts": between(rng, 20, 400), "buckets": between(rng, 1, 64)}}), kind),
+        "sfq" => return (json!({"sfq": {"limit_pkts": between(rng, 20, 400), "buckets": between(rng, 1, 64), "quantum_bytes": between(rng, 300, 9000)}}), kind),
+        _ => {}
+    }
     let share = 100.0 / n as f64;
     let mut classes = Vec::new();
     let llq = between(rng, 0, n as u64) as usize; // == n: no low-latency queue
@@ -64,6 +77,15 @@ fn random_egress(rng: &mut Rng, n: usize) -> (Value, &'static str) {
         if rng.uniform() < 0.4 {
             // Junos curves for every colour: green late, red early.
             o.insert("drop_profile".into(), json!({"curves": {"green": [[80, 0], [100, 20]], "yellow": [[40, 0], [100, 60]], "red": [[0, 0], [100, 100]]}}));
+        } else if nested && rng.uniform() < 0.7 {
+            let child = match between(rng, 0, 3) {
+                0 => json!({"fifo": {}}),
+                1 => json!({"red": {"min_th": 2.0, "max_th": 8.0, "max_p": 0.2, "w_q": 0.02}}),
+                // Small targets so that CoDel drops within the run.
+                2 => json!({"fq_codel": {"buckets": between(rng, 1, 16), "target_ns": 50 * US, "interval_ns": between(rng, 1, 10) * MS}}),
+                _ => json!({"sfq": {"buckets": between(rng, 1, 16), "quantum_bytes": between(rng, 64, 3000)}}),
+            };
+            o.insert("child".into(), child);
         }
         classes.push(c);
     }
@@ -95,11 +117,11 @@ fn random_policer(rng: &mut Rng, n: usize) -> Value {
 }
 
 /// Three sources U0..U2 (10.0.0.2..4) -> R -> D over a 1 Gbps bottleneck.
-fn random_case(seed: u64) -> (Cfg, &'static str, u64) {
+fn random_case(seed: u64, nested: bool) -> (Cfg, &'static str, u64) {
     // Returns the pipeline, its scheduler and its smallest packet size.
     let mut rng = Rng::stream(seed, "property-case");
     let n = between(&mut rng, 2, 4) as usize;
-    let (egress, kind) = random_egress(&mut rng, n);
+    let (egress, kind) = random_egress(&mut rng, n, nested);
     let stop = 300 * MS;
     let mut cfg = Cfg::new(600 * MS, MS).seed(seed).host("U0").host("U1").host("U2").router("R").host("D");
     for u in ["U0", "U1", "U2"] {
@@ -132,14 +154,18 @@ fn random_case(seed: u64) -> (Cfg, &'static str, u64) {
 
 #[test]
 fn random_pipelines_conserve_packets_on_every_queue_and_flow() {
+    let mut queued_drops = 0;
     for seed in 0..CASES {
-        let (cfg, kind, _) = random_case(seed);
+        let (cfg, kind, _) = random_case(seed, true);
         let res = cfg.run();
         let qs = res.table("queue_summary");
         for (i, q) in qs.strs("queue").iter().enumerate() {
             let g = |c: &str| qs.u64s(c)[i];
-            assert_eq!(g("enq_pkts"), g("deq_pkts") + g("backlog_pkts"), "seed {seed} ({kind}) {q}: enq = deq + backlog");
-            assert_eq!(g("enq_bytes"), g("deq_bytes") + g("backlog_bytes"), "seed {seed} ({kind}) {q}: bytes");
+            let what = format!("seed {seed} ({kind}) {q}");
+            assert_eq!(g("enq_pkts"), g("deq_pkts") + g("drop_queued_pkts") + g("backlog_pkts"), "{what}: enq = deq + drop_queued + backlog");
+            assert_eq!(g("enq_bytes"), g("deq_bytes") + g("drop_queued_bytes") + g("backlog_bytes"), "{what}: bytes");
+            assert!(g("drop_queued_pkts") <= g("drop_pkts"), "{what}: queued drops are drops");
+            queued_drops += g("drop_queued_pkts");
             assert_eq!(g("backlog_pkts"), 0, "seed {seed} ({kind}) {q}: drained 300 ms after the sources stopped");
             assert_eq!(g("drop_pkts"), g("drop_tail_pkts") + g("drop_aqm_pkts") + g("drop_policer_pkts"), "seed {seed} {q}: reasons");
         }
@@ -149,13 +175,14 @@ fn random_pipelines_conserve_packets_on_every_queue_and_flow() {
             assert_eq!(tx, rx + drop, "seed {seed} ({kind}) {f}: tx = rx + drop");
         }
     }
+    assert!(queued_drops > 0, "some case dropped queued packets (CoDel, overflow)");
 }
 
 #[test]
 fn work_conserving_schedulers_keep_an_overloaded_bottleneck_busy() {
     let mut checked = 0;
     for seed in 0..CASES {
-        let (cfg, kind, smallest) = random_case(seed);
+        let (cfg, kind, smallest) = random_case(seed, false);
         let res = cfg.run();
         // tx_bytes counts IP bytes; the wire adds 38 B of Ethernet per packet.
         let ip_share = smallest as f64 / (smallest + ETH) as f64;

@@ -103,11 +103,9 @@ pub fn build(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Scheduled, Stri
             llq = Some(Llq { class: i, mode });
         }
         let limit = BufferSize::Percent(k.buffer_percent).resolve(buffer).map_err(at)?;
-        let mut spec = ClassSpec::new(k.name.clone(), limit);
-        if let Some(d) = &k.drop_profile {
-            spec = spec.with_drop_profile(build_drop_profile(d).map_err(at)?);
-        }
-        specs.push(spec);
+        let profile = k.drop_profile.as_ref().map(build_drop_profile).transpose().map_err(at)?;
+        let child = super::class_child(profile, k.child.as_ref(), mtu).map_err(at)?;
+        specs.push(ClassSpec::new(k.name.clone(), limit).with_child(child));
     }
     let total: f64 = c.classes.iter().map(|k| k.buffer_percent).sum();
     if total > 100.0 + 1e-9 {
@@ -302,5 +300,63 @@ mod tests {
         assert!(e.contains("gred: red: limit_pkts"), "{e}");
         assert!(err(json!({"gred": {}})).contains("at least one colour"));
         assert!(err(json!({"curves": {"red": [[0, 0]]}, "gred": {}})).len() > 0);
+    }
+
+    #[test]
+    fn every_child_kind_builds_and_bad_children_are_rejected_by_path() {
+        for child in [json!({"fifo": {}}), json!({"red": {"min_th": 5, "max_th": 15}}), json!({"fq_codel": {}}), json!({"sfq": {"buckets": 16}})] {
+            let mut q = queue(two("drr", json!({"quantum_bytes": 1500, "child": child.clone()}), json!({"quantum_bytes": 1500}))).unwrap();
+            // Class a's child holds class a's packets and reports as class a.
+            assert_eq!(drain(q.as_mut(), &[(0, 3), (1, 1)]).len(), 4, "{child}");
+            let mut names = vec![];
+            q.for_each_queue(&mut |n, c, _| names.push((n.to_string(), c.deq_pkts)));
+            assert_eq!(names, vec![("a".into(), 3), ("b".into(), 1)], "{child}");
+        }
+        // A per-flow child takes the class's buffer (50 packets) as its limit.
+        let mut q = queue(two("wrr", json!({"weight": 1, "child": {"fq_codel": {}}}), json!({"weight": 1}))).unwrap();
+        let mut rng = Rng::stream(1, "t");
+        let mut sink = vec![];
+        let mut ctx = QueueCtx::with_drops(SimTime::ZERO, DataRate::gbps(1), &mut rng, &mut sink);
+        for _ in 0..60 {
+            q.enqueue(Packet::test(0, 100), &mut ctx).unwrap();
+        }
+        // The 51st packet overflows it: the one flow loses half its bytes
+        // (26 packets) from its head; 9 more arrive.
+        assert_eq!((q.backlog().pkts, ctx.dropped.map_or(0, |d| d.len())), (34, 26));
+        let err = |v| queue(v).err().expect("rejected");
+        let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"target_ns": 200_000_000}}}), json!({"weight": 1})));
+        assert!(e.contains("classes[0] (a): child: fq_codel: codel: target"), "{e}");
+        let e = err(two("wrr", json!({"weight": 1, "child": {"fifo": {}}, "drop_profile": {"curves": {"red": [[0, 0], [100, 100]]}}}), json!({"weight": 1})));
+        assert!(e.contains("classes[0] (a): give a drop profile"), "{e}");
+        let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "child": {"red": {"min_th": 5, "max_th": 15, "limit_pkts": 9}}})));
+        assert!(e.contains("classes[1] (b): child: red: limit_pkts"), "{e}");
+        let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"quantum_bytes": 0}}}), json!({"weight": 1})));
+        assert!(e.contains("classes[0] (a): child: fq_codel: quantum"), "{e}");
+        assert!(err(two("wrr", json!({"weight": 1, "child": {"codel": {}}}), json!({"weight": 1}))).contains("codel"));
+        // HTB: a leaf holds a child, an inner class cannot.
+        let htb = |child_of: &str| {
+            let mut v = json!({"htb": {"classes": [
+                {"name": "1:1", "rate_bps": 1_000_000_000u64},
+                {"name": "1:10", "parent": "1:1", "rate_bps": 500_000_000u64}], "default_class": "1:10"}});
+            let k = if child_of == "1:1" { 0 } else { 1 };
+            v["htb"]["classes"][k]["child"] = json!({"fq_codel": {}});
+            queue(v)
+        };
+        assert!(htb("1:10").is_ok());
+        let e = htb("1:1").err().unwrap();
+        assert!(e.contains("classes[0] (\"1:1\"): an inner class holds no packets"), "{e}");
+        // Junos: a class's child; curves and a child exclude each other.
+        let junos = |extra: serde_json::Value| {
+            let mut c = json!({"name": "be", "transmit_rate_remainder": true, "priority": "low", "buffer_percent": 100.0});
+            c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            queue(json!({"junos": {"buffer_pkts": 100, "classes": [c]}}))
+        };
+        assert!(junos(json!({"child": {"sfq": {}}})).is_ok());
+        let e = junos(json!({"child": {"sfq": {}}, "drop_red": [[0, 0], [100, 100]]})).err().unwrap();
+        assert!(e.contains("classes[0] (be): give a drop profile"), "{e}");
+        // Link-level queues.
+        assert!(queue(json!({"fq_codel": {"limit_pkts": 100, "target_ns": 1_000_000, "interval_ns": 20_000_000}})).is_ok());
+        assert!(queue(json!({"sfq": {"quantum_bytes": 3000}})).is_ok());
+        assert!(queue(json!({"fq_codel": {"buckets": 0}})).err().unwrap().contains("fq_codel: buckets"));
     }
 }

@@ -116,11 +116,16 @@ impl Fifo {
 impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         let held = self.q.backlog();
-        let early = match &mut self.profile {
-            Some(p) => p.early_drop(&pkt, held, self.limit, ctx),
-            None => false,
+        let Some(profile) = &mut self.profile else {
+            // The plain drop-tail FIFO.
+            if !self.limit.admits(held, pkt.size) {
+                self.q.counters.on_drop(pkt.size, DropReason::Tail);
+                return Err((pkt, DropReason::Tail));
+            }
+            self.q.push(pkt, ctx.now);
+            return Ok(());
         };
-        let reason = if early {
+        let reason = if profile.early_drop(&pkt, held, self.limit, ctx) {
             DropReason::Aqm
         } else if !self.limit.admits(held, pkt.size) {
             DropReason::Tail
@@ -135,11 +140,16 @@ impl Qdisc for Fifo {
         Err((pkt, reason))
     }
     fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
+        let Some(d) = &mut self.profile else {
+            // The plain FIFO: the packet goes from the ring to the caller.
+            return match self.q.pop(ctx.now) {
+                Some(p) => Dequeued::Packet(p),
+                None => Dequeued::Empty,
+            };
+        };
         match self.q.pop(ctx.now) {
             Some(p) => {
-                if let Some(d) = &mut self.profile {
-                    d.on_dequeue(&p, self.q.backlog(), ctx.now);
-                }
+                d.on_dequeue(&p, self.q.backlog(), ctx.now);
                 Dequeued::Packet(p)
             }
             None => Dequeued::Empty,

@@ -407,6 +407,9 @@ impl Htb {
         // Inner classes: level = parent's level - 1, root level 7.
         let has_child: Vec<bool> = (0..classes.len()).map(|i| classes.iter().any(|c| c.parent == Some(i))).collect();
         for i in 0..classes.len() {
+            if has_child[i] && p.classes[i].child.is_some() {
+                return Err(format!("htb: classes[{i}] ({:?}): an inner class holds no packets, so it takes no child discipline (only leaves do)", p.classes[i].name));
+            }
             if has_child[i] {
                 classes[i].leaf = None;
                 classes[i].level = MAX_DEPTH - 1 - depth[i];

@@ -27,16 +27,19 @@
 //! per-flow disciplines allocate a flow's ring only when that bucket is
 //! first used. A single slab of packets with index-linked per-queue lists
 //! would save the rings' spare capacity but adds a link per packet and an
-//! indirection per access on the single-flow fast path; with at most a few
-//! thousand rings per interface the spare capacity is small, so the rings
-//! stay.
+//! indirection per access on the single-flow fast path, which already pays
+//! for the per-packet sojourn record and the child plumbing; with at most
+//! a few thousand rings per interface the spare capacity is small, so the
+//! rings stay.
 //!
 //! # Drops
 //!
 //! The arriving packet that a discipline refuses comes back from
 //! [`Qdisc::enqueue`]. Packets dropped after they were admitted (CoDel's
 //! drops at dequeue, FQ-CoDel's batch drop from the fattest flow) go to
-//! [`QueueCtx::dropped`], which the interface empties after each call; they
+//! the sink [`QueueCtx::dropped`], which the interface empties after each
+//! call (a sink the interface owns, so that the fast path carries no
+//! vector of its own in every call); they
 //! are counted as drops *and* in `drop_queued_*`, so that on every queue
 //! `enq = deq + drop_queued + backlog` and `offered = enq + drop - drop_queued`.
 
@@ -44,6 +47,7 @@ pub mod aqm;
 pub mod classful;
 pub mod classify;
 pub mod fifo;
+pub mod fq;
 
 pub mod htb;
 pub mod meter;
@@ -151,15 +155,25 @@ pub struct QueueCtx<'a> {
     pub now: SimTime,
     pub link_rate: DataRate,
     pub rng: &'a mut Rng,
-    /// Packets dropped from inside the queue during this call (not the
-    /// arriving packet a refused enqueue gives back). Allocates only when
-    /// something is dropped.
-    pub dropped: Vec<Packet>,
+    /// Where packets dropped from inside the queue during this call go
+    /// (not the arriving packet a refused enqueue gives back): the
+    /// interface's sink, or none (tests of a discipline alone).
+    pub dropped: Option<&'a mut Vec<Packet>>,
 }
 
 impl<'a> QueueCtx<'a> {
     pub fn new(now: SimTime, link_rate: DataRate, rng: &'a mut Rng) -> Self {
-        QueueCtx { now, link_rate, rng, dropped: Vec::new() }
+        QueueCtx { now, link_rate, rng, dropped: None }
+    }
+    /// With a sink for the packets dropped from inside the queue.
+    pub fn with_drops(now: SimTime, link_rate: DataRate, rng: &'a mut Rng, dropped: &'a mut Vec<Packet>) -> Self {
+        QueueCtx { now, link_rate, rng, dropped: Some(dropped) }
+    }
+    /// A packet that was queued is dropped: to the sink, if any.
+    pub fn drop_queued(&mut self, pkt: Packet) {
+        if let Some(d) = &mut self.dropped {
+            d.push(pkt);
+        }
     }
 }
 
@@ -252,20 +266,101 @@ pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
     Ok(match cfg {
         Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
         Red(c) => Box::new(aqm::red::queue(aqm::red::RedParams::from_config(c)?)),
-        Junos(c) => Box::new(build_junos(c)?),
-        Htb(c) => Box::new(build_htb(c)?),
+        Junos(c) => Box::new(build_junos(c, mtu)?),
+        Htb(c) => Box::new(build_htb(c, mtu)?),
         StrictPriority(c) => Box::new(classful::build(c, classful::Kind::StrictPriority, mtu)?),
         Wrr(c) => Box::new(classful::build(c, classful::Kind::Wrr, mtu)?),
         Drr(c) => Box::new(classful::build(c, classful::Kind::Drr, mtu)?),
         Mdrr(c) => Box::new(classful::build(c, classful::Kind::Mdrr, mtu)?),
+        FqCodel(c) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(c, None, mtu))?),
+        Sfq(c) => Box::new(fq::sfq::Sfq::new(sfq_params(c, None, mtu))?),
     })
 }
 
-fn build_htb(c: &crate::config::HtbConfig) -> Result<htb::Htb, String> {
+/// Linux's default quantum and CoDel MTU on a link of IP MTU `mtu`: the
+/// MTU plus the 14 B Ethernet header (`psched_mtu`), 1514 B on a 1500 B link.
+fn psched_mtu(mtu: u32) -> u32 {
+    mtu + 14
+}
+
+/// A limit the configuration gives, if it gives one.
+fn own_limit(pkts: Option<u64>, bytes: Option<u64>) -> Option<fifo::Limit> {
+    (pkts.is_some() || bytes.is_some()).then(|| fifo::Limit::from_opts(pkts, bytes))
+}
+
+/// FQ-CoDel's parameters from the configuration, as a link's queue
+/// (`class` None) or inside a class whose buffer is `class`.
+fn fq_codel_params(c: &crate::config::FqCodelConfig, class: Option<fifo::Limit>, mtu: u32) -> fq::fq_codel::FqCodelParams {
+    use fq::fq_codel::{FqCodelParams, DEFAULT_LIMIT_PKTS};
+    let d = FqCodelParams::default();
+    let limit = fq::child_limit(own_limit(c.limit_pkts, c.limit_bytes), class, DEFAULT_LIMIT_PKTS);
+    FqCodelParams {
+        buckets: c.buckets.unwrap_or(d.buckets),
+        quantum: c.quantum_bytes.unwrap_or(psched_mtu(mtu)),
+        limit,
+        codel: aqm::codel::CodelParams {
+            target: c.target_ns.map_or(d.codel.target, crate::time::Duration),
+            interval: c.interval_ns.map_or(d.codel.interval, crate::time::Duration),
+            mtu: c.mtu_bytes.unwrap_or(psched_mtu(mtu)),
+        },
+        drop_batch: c.drop_batch.unwrap_or(d.drop_batch),
+    }
+}
+
+/// Hashed DRR's parameters, as [`fq_codel_params`].
+fn sfq_params(c: &crate::config::SfqConfig, class: Option<fifo::Limit>, mtu: u32) -> fq::sfq::SfqParams {
+    use fq::sfq::{SfqParams, DEFAULT_LIMIT_PKTS};
+    let d = SfqParams::default();
+    let limit = fq::child_limit(own_limit(c.limit_pkts, c.limit_bytes), class, DEFAULT_LIMIT_PKTS);
+    SfqParams { buckets: c.buckets.unwrap_or(d.buckets), quantum: c.quantum_bytes.unwrap_or(psched_mtu(mtu)), limit }
+}
+
+/// A class's child discipline from its configuration, on a link of MTU
+/// `mtu`. Its parameters are checked here (errors start with `child: `);
+/// the discipline is made later, for the class's buffer.
+pub fn build_child(c: &crate::config::ChildConfig, mtu: u32) -> Result<ChildBuilder, String> {
+    use crate::config::ChildConfig;
+    let at = |e: String| format!("child: {e}");
+    let c = c.clone();
+    // Check once with an unlimited buffer; the builder cannot fail after.
+    let make = move |limit: fifo::Limit| -> Result<Box<dyn Qdisc>, String> {
+        Ok(match &c {
+            ChildConfig::Fifo(f) => {
+                if f.limit_pkts.is_some() || f.limit_bytes.is_some() {
+                    return Err("fifo: limit_pkts/limit_bytes are not used here: the class buffer is the limit".into());
+                }
+                Box::new(fifo::Fifo::new(limit))
+            }
+            ChildConfig::Red(r) => {
+                if r.limit_pkts.is_some() || r.limit_bytes.is_some() {
+                    return Err("red: limit_pkts/limit_bytes are not used here: the class buffer is the limit".into());
+                }
+                let p = aqm::red::RedParams { limit, ..aqm::red::RedParams::from_config(r)? };
+                Box::new(aqm::red::queue(p))
+            }
+            ChildConfig::FqCodel(f) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(f, Some(limit), mtu))?),
+            ChildConfig::Sfq(f) => Box::new(fq::sfq::Sfq::new(sfq_params(f, Some(limit), mtu))?),
+        })
+    };
+    make(fifo::Limit::UNLIMITED).map_err(at)?;
+    Ok(ChildBuilder::new(make))
+}
+
+/// A class's discipline from its `drop_profile` and `child` fields (at most
+/// one of them).
+pub(crate) fn class_child(drop_profile: Option<Box<dyn DropProfile>>, child: Option<&crate::config::ChildConfig>, mtu: u32) -> Result<Child, String> {
+    match (drop_profile, child) {
+        (Some(_), Some(_)) => Err("give a drop profile (a FIFO with that profile) or a child, not both".into()),
+        (p, None) => Ok(Child::Fifo(p)),
+        (None, Some(c)) => Ok(Child::Build(build_child(c, mtu)?)),
+    }
+}
+
+fn build_htb(c: &crate::config::HtbConfig, mtu: u32) -> Result<htb::Htb, String> {
     use htb::{HtbClassSpec, HtbFilter, HtbParams};
     // Classes in tc order (parents first); filters u32-style, first match wins.
     let mut classes = Vec::with_capacity(c.classes.len());
-    for k in &c.classes {
+    for (i, k) in c.classes.iter().enumerate() {
         let mut spec = HtbClassSpec::new(k.name.clone(), k.parent.as_deref(), DataRate(k.rate_bps))
             .prio(k.prio)
             .limit(fifo::Limit::from_opts(k.limit_pkts.or(Some(1000)), k.limit_bytes));
@@ -281,6 +376,9 @@ fn build_htb(c: &crate::config::HtbConfig) -> Result<htb::Htb, String> {
         if let Some(x) = k.quantum_bytes {
             spec = spec.quantum(x);
         }
+        if let Some(c) = &k.child {
+            spec = spec.child(build_child(c, mtu).map_err(|e| format!("classes[{i}] ({}): {e}", k.name))?);
+        }
         classes.push(spec);
     }
     let mut params = HtbParams::new(classes);
@@ -295,7 +393,7 @@ fn build_htb(c: &crate::config::HtbConfig) -> Result<htb::Htb, String> {
     htb::Htb::new(params)
 }
 
-fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
+fn build_junos(c: &crate::config::JunosConfig, mtu: u32) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
     use aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
     use sched::junos::{JunosClass, Priority, QueueParams, TransmitRate};
     let mut classes = Vec::with_capacity(c.classes.len());
@@ -329,7 +427,7 @@ fn build_junos(c: &crate::config::JunosConfig) -> Result<sched::Scheduled<sched:
             name: k.name.clone(),
             scheduler: params,
             buffer_size: sched::BufferSize::Percent(k.buffer_percent),
-            child: Child::Fifo(drop_profile),
+            child: class_child(drop_profile, k.child.as_ref(), mtu).map_err(at)?,
         });
     }
     sched::junos::scheduled(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes))

@@ -15,6 +15,7 @@
 //! | [`codel`] | CoDel's control law, per queue at dequeue | RFC 8289 |
 
 
+pub mod codel;
 pub mod color_red;
 pub mod ewma;
 pub mod piecewise;
