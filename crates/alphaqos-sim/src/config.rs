@@ -212,6 +212,61 @@ pub enum QueueConfig {
     Wrr(ClassfulConfig),
     Drr(ClassfulConfig),
     Mdrr(ClassfulConfig),
+    /// YAQS local flow separation (`qos/yaqs.rs`).
+    Yaqs(YaqsConfig),
+}
+
+/// YAQS's parameters (Liberatore, "Local Flow Separation", Algorithms 1-2):
+/// thresholds in bytes (signed so that a negative one is refused by name),
+/// the slow queue's weight `r`, the Count-Sketch's size, and each queue's
+/// limit (unlimited by default).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct YaqsConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    #[serde(default = "default_c_f")]
+    pub c_f_bytes: i64,
+    #[serde(default)]
+    pub c_s_bytes: i64,
+    #[serde(default = "default_yaqs_r")]
+    pub r: f64,
+    #[serde(default = "default_sketch_rows")]
+    pub sketch_rows: u32,
+    #[serde(default = "default_sketch_buckets")]
+    pub sketch_buckets: u32,
+    #[serde(default = "yes")]
+    pub inflate: bool,
+    /// "two" (the document's) or "combined".
+    #[serde(default = "default_counter")]
+    pub counter: String,
+    /// "exact" (the document's) or "approximate".
+    #[serde(default = "default_slow_counts")]
+    pub slow_counts: String,
+    /// Measure false positives (Definitions 3 and 4) with this epsilon.
+    #[serde(default)]
+    pub epsilon: Option<f64>,
+}
+
+fn default_c_f() -> i64 {
+    16_500
+}
+fn default_yaqs_r() -> f64 {
+    0.5
+}
+fn default_sketch_rows() -> u32 {
+    3
+}
+fn default_sketch_buckets() -> u32 {
+    32
+}
+fn default_counter() -> String {
+    "two".into()
+}
+fn default_slow_counts() -> String {
+    "exact".into()
 }
 
 /// The interface buffer and one queue per forwarding class, in class-index

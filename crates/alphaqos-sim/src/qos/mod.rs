@@ -48,6 +48,7 @@ pub mod fifo;
 pub mod htb;
 pub mod meter;
 pub mod sched;
+pub mod yaqs;
 
 use crate::config::QueueConfig;
 use crate::metrics::SojournHistogram;
@@ -178,6 +179,15 @@ pub trait Qdisc: Send {
     /// Visit the counters of every queue: `class` is "" for a classless
     /// discipline, else the class name.
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
+    /// Visit every YAQS inside (itself, or a class's child), with the class
+    /// name ("" for the discipline itself): its own counters.
+    fn for_each_yaqs(&self, _f: &mut dyn FnMut(&str, &yaqs::Yaqs)) {}
+    /// Which of its queues the last dequeued packet came from (YAQS: 0 fast,
+    /// 1 slow; 0 for a single queue): the interface's reorder counters
+    /// split by it.
+    fn last_band(&self) -> u8 {
+        0
+    }
 }
 
 /// An early-drop decision made as a packet arrives at a queue (RED, WRED,
@@ -247,6 +257,7 @@ pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
         Wrr(c) => Box::new(classful::build(c, classful::Kind::Wrr, mtu)?),
         Drr(c) => Box::new(classful::build(c, classful::Kind::Drr, mtu)?),
         Mdrr(c) => Box::new(classful::build(c, classful::Kind::Mdrr, mtu)?),
+        Yaqs(c) => Box::new(yaqs::params_from_config(c, fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)).and_then(yaqs::Yaqs::new).map_err(|e| format!("yaqs: {e}"))?),
     })
 }
 
