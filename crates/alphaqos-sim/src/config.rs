@@ -23,6 +23,9 @@ pub struct Config {
     /// Traffic that opens connections at run time (see `workload/`).
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
+    /// Where the links' pcap taps are written (default: as given).
+    #[serde(default)]
+    pub tap_dir: Option<String>,
 }
 
 fn default_seed() -> u64 {
@@ -162,6 +165,17 @@ pub struct LinkConfig {
     pub impair_ab: Impairment,
     #[serde(default)]
     pub impair_ba: Impairment,
+    /// Count reorderings and the queue length at arrivals (`monitor.rs`).
+    #[serde(default)]
+    pub monitor_ab: bool,
+    #[serde(default)]
+    pub monitor_ba: bool,
+    /// Write what the direction sends to this pcap file (`tap.rs`),
+    /// relative to `tap_dir`.
+    #[serde(default)]
+    pub tap_ab: Option<String>,
+    #[serde(default)]
+    pub tap_ba: Option<String>,
 }
 
 /// What the wire does to packets after they leave the queue: each is lost
