@@ -18,7 +18,8 @@ class Simulation:
         """Run the event loop up to until_ns (capped at the duration); releases the GIL."""
     def results(self) -> dict[str, dict[str, list]]:
         """The tables tcp, udp, ping, queue, queue_summary, flow_summary,
-        workload, transfers, transfer_streams, filter, run."""
+        workload, transfers, transfer_streams, filter, run, yaqs, yaqs_series,
+        monitor, qlen_hist."""
 
 def version() -> str: ...
 def cc_names() -> list[str]:
@@ -26,3 +27,10 @@ def cc_names() -> list[str]:
 def cc_params(name: str, params_json: str) -> str:
     """A controller's parameters (JSON, base units) with every default the
     engine applies; raises ValueError if the engine refuses them."""
+def trace_info(path: str) -> tuple[int, float, int, int]:
+    """(packets, mean rate in bit/s, span in ns, skipped non-IPv4 frames) of
+    a pcap or CSV trace; ValueError naming the file and byte offset."""
+def trace_replay(path: str, beta: float, queue_json: str, interval_ns: int, seed: int) -> dict[str, dict[str, list]]:
+    """Replay a trace into a link of beta times its mean rate with the queue
+    queue_json (engine configuration): tables replay, replay_series,
+    qlen_hist and, for YAQS, yaqs."""

@@ -56,6 +56,11 @@ class Results:
     workload: pl.DataFrame = field(default_factory=lambda: _frame("workload", None))
     transfers: pl.DataFrame = field(default_factory=lambda: _frame("transfers", None))
     transfer_streams: pl.DataFrame = field(default_factory=lambda: _frame("transfer_streams", None))
+    #: YAQS disciplines, monitored interfaces, queue-length histograms.
+    yaqs: pl.DataFrame = field(default_factory=lambda: _frame("yaqs", None))
+    yaqs_series: pl.DataFrame = field(default_factory=lambda: _frame("yaqs_series", None))
+    monitor: pl.DataFrame = field(default_factory=lambda: _frame("monitor", None))
+    qlen_hist: pl.DataFrame = field(default_factory=lambda: _frame("qlen_hist", None))
     #: How the run was made (versions, wall time, command); not deterministic.
     manifest: dict[str, Any] = field(default_factory=dict)
 
@@ -132,6 +137,8 @@ def _series(name: str, values: list, *, seconds: bool) -> pl.Series:
     """Text, float seconds (from integer ns) or integer counts."""
     if name in col.TEXT:
         return pl.Series(name, values, dtype=pl.String)
+    if name in col.FLOATS:
+        return pl.Series(name, values, dtype=pl.Float64)
     if seconds:
         ns = pl.Series(name, values, dtype=pl.Int64).cast(pl.Float64)
         # Element-wise division is correctly rounded; polars turns division

@@ -197,7 +197,30 @@ class Red(_Model):
     mean_pkt_size: PositiveSize = 1000
 
 
-QUEUE_KINDS = ("fifo", "red", "policy", "htb")
+class Yaqs(_Model):
+    """YAQS local flow separation (Liberatore, "Local Flow Separation",
+    Algorithms 1 and 2; ``crates/alphaqos-sim/src/qos/yaqs.rs``): a flow
+    holding more than ``c_f`` of the fast queue (a Count-Sketch estimate of
+    ``sketch_rows`` x ``sketch_buckets``) or more than ``c_s`` of the slow
+    queue (exact) is queued in the slow queue, served with weight ``r``
+    (0..1) against the fast queue's 1. ``limit`` is each queue's buffer.
+    ``epsilon`` measures false positives (Definitions 3 and 4); ``counter:
+    combined`` and ``slow_counts: approximate`` are the document's weaker
+    variants, for comparison."""
+
+    limit: QueueLimit = units.QueueLimit()
+    c_f: Size = 16500
+    c_s: Size = 0
+    r: Probability = 0.5
+    sketch_rows: Annotated[int, Strict(), Field(ge=1, le=31)] = 3
+    sketch_buckets: Count = 32
+    inflate: Flag = True
+    counter: Literal["two", "combined"] = "two"
+    slow_counts: Literal["exact", "approximate"] = "exact"
+    epsilon: Probability | None = None
+
+
+QUEUE_KINDS = ("fifo", "red", "policy", "htb", "yaqs")
 
 
 class HtbClass(_Model):
@@ -241,6 +264,7 @@ class Queue(_Model):
     red: Red | None = None
     policy: Name | None = None
     htb: Htb | None = None
+    yaqs: Yaqs | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
@@ -289,6 +313,19 @@ class Link(_Model):
     queues: dict[Name, Queue] = {}
     impair: Impair = NO_IMPAIRMENT
     impairs: dict[Name, Impair] = {}
+    #: Write what the link sends to a pcap (headers only) in the run's
+    #: ``taps/``: ``true`` writes ``<from>-<to>.pcap`` per direction, a name
+    #: ``NAME-<from>-<to>.pcap``; ``taps`` per sending node (``true`` or
+    #: that direction's file name), as ``queues``.
+    tap: bool | str = False
+    taps: dict[Name, bool | str] = {}
+    #: Count reorderings from TCP sequence numbers and the queue length seen
+    #: by each arrival (the ``monitor`` table); ``monitors`` per sending node.
+    monitor: Flag = False
+    monitors: dict[Name, bool] = {}
+
+    def monitor_from(self, sender: str) -> bool:
+        return self.monitors.get(sender, self.monitor)
 
     def queue_from(self, sender: str) -> Queue:
         """The egress queue of ``sender`` onto this link."""
@@ -998,13 +1035,17 @@ def _check_links(scenario: Scenario):
         if pair in joined:
             yield ("links", index, "between"), f"duplicate link: links[{joined[pair]}] already joins {a!r} and {b!r}"
         joined.setdefault(pair, index)
-        for key, per_sender in (("queues", link.queues), ("impairs", link.impairs)):
+        for key, per_sender in (("queues", link.queues), ("impairs", link.impairs), ("taps", link.taps), ("monitors", link.monitors)):
             for sender in per_sender:
                 if sender not in link.between:
                     yield (
                         ("links", index, key, sender),
                         f"{sender!r} is not an end of this link (expected {a!r} or {b!r})",
                     )
+        taps = [(("links", index, "tap"), link.tap)] + [(("links", index, "taps", s), t) for s, t in link.taps.items()]
+        for loc, tap in taps:
+            if isinstance(tap, str) and (not tap or "/" in tap or tap.startswith(".")):
+                yield loc, f"a tap is true or a file name (no directory, not hidden), got {tap!r}"
         queues = [(("links", index, "queue"), link.queue)]
         queues += [(("links", index, "queues", sender), queue) for sender, queue in link.queues.items()]
         for loc, queue in queues:
@@ -1230,11 +1271,13 @@ def _assign_router_addresses(nodes: dict[str, Node]) -> dict[str, str]:
 # --- the engine's resolved configuration -----------------------------------
 
 
-def resolve(scenario: Scenario) -> dict[str, Any]:
+def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[str, Any]:
     """The engine configuration of ``docs/engine-config.md``: plain JSON
-    types, integers in base units (ns, bit/s, bytes), all defaults filled."""
+    types, integers in base units (ns, bit/s, bytes), all defaults filled.
+    Link taps are written into ``tap_dir``; without it nothing is captured."""
     scenario = scenario.resolved()
     return {
+        "tap_dir": None if tap_dir is None else str(tap_dir),
         "name": scenario.name,
         "seed": scenario.seed,
         "duration_ns": scenario.duration,
@@ -1248,15 +1291,31 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             }
             for name, node in scenario.nodes.items()
         ],
-        "links": [_resolve_link(link, scenario.policies) for link in scenario.links],
+        "links": [_resolve_link(link, scenario.policies, taps=tap_dir is not None) for link in scenario.links],
         "flows": [_resolve_flow(flow) for flow in scenario.flows],
         "workloads": [_resolve_workload(wl, scenario) for wl in scenario.workloads],
     }
 
 
-def _resolve_link(link: Link, policies: dict[str, Policy]) -> dict[str, Any]:
+def _tap_file(link: Link, sender: str, receiver: str) -> str | None:
+    """``taps: {X: FILE}`` is that direction's file; ``tap: NAME`` (both
+    directions) writes ``NAME-<from>-<to>.pcap``; ``true``, ``<from>-<to>.pcap``."""
+    direction = f"{sender}-{receiver}.pcap"
+    if sender in link.taps:
+        tap = link.taps[sender]
+        return None if tap is False else direction if tap is True else tap
+    if link.tap is False:
+        return None
+    return direction if link.tap is True else f"{link.tap.removesuffix('.pcap')}-{direction}"
+
+
+def _resolve_link(link: Link, policies: dict[str, Policy], *, taps: bool = False) -> dict[str, Any]:
     a, b = link.between
     return {
+        "monitor_ab": link.monitor_from(a),
+        "monitor_ba": link.monitor_from(b),
+        "tap_ab": _tap_file(link, a, b) if taps else None,
+        "tap_ba": _tap_file(link, b, a) if taps else None,
         "a": a,
         "b": b,
         "rate_bps": link.rate,
@@ -1286,6 +1345,8 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
         return {"htb": _resolve_htb(queue.htb)}
     if queue.fifo is not None:
         return {"fifo": _resolve_limit(queue.fifo.limit)}
+    if queue.yaqs is not None:
+        return {"yaqs": resolve_yaqs(queue.yaqs)}
     red = queue.red
     return {
         "red": {
@@ -1300,6 +1361,15 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
             "mean_pkt_bytes": red.mean_pkt_size,
         }
     }
+
+
+def resolve_yaqs(y: Yaqs) -> dict[str, Any]:
+    """A YAQS's engine configuration."""
+    return {
+        **_resolve_limit(y.limit), "c_f_bytes": y.c_f, "c_s_bytes": y.c_s, "r": y.r,
+        "sketch_rows": y.sketch_rows, "sketch_buckets": y.sketch_buckets, "inflate": y.inflate,
+        "counter": y.counter, "slow_counts": y.slow_counts, "epsilon": y.epsilon,
+    }  # fmt: skip
 
 
 def _resolve_htb(htb: Htb) -> dict[str, Any]:

@@ -22,6 +22,7 @@ pub mod sim;
 pub mod tap;
 pub mod tcp;
 pub mod time;
+pub mod trace;
 pub mod topology;
 pub mod units;
 pub mod workload;
