@@ -94,7 +94,7 @@ def test_children_of_policy_classes_and_htb_leaves_resolve():
          r"policies\.p\.classes\.be: give drop_profile \(a FIFO with that profile\) or child, not both"),
         ({"policy": "p"}, {"p": {"classes": {"be": {"transmit_rate": "100%", "buffer_size": "100%",
                                                       "child": {"sfq": {}, "fifo": {}}}}}},
-         r"policies\.p\.classes\.be\.child: expected exactly one of: fifo, red, fq_codel, sfq \(got fifo, sfq\)"),
+         r"policies\.p\.classes\.be\.child: expected exactly one of: fifo, red, fq_codel, sfq, yaqs \(got fifo, sfq\)"),
         ({"htb": {"classes": {"1:1": {"rate": "100Mbps", "child": {"sfq": {}}}, "1:10": {"parent": "1:1", "rate": "60Mbps"}}}}, None,
          r"links\[2\]\.queues\.R\.htb\.classes\.1:1\.child: '1:1' is an inner class"),
     ],

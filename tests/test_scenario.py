@@ -369,7 +369,7 @@ def test_a_misspelt_key_gets_a_suggestion_and_no_missing_key_error():
         load_scenario(data)
     assert [str(issue) for issue in caught.value.issues] == [
         "links[1].dealy: unknown key 'dealy': did you mean 'delay'? "
-        "(expected one of: between, rate, delay, mtu, overhead, queue, queues, impair, impairs)"
+        "(expected one of: between, rate, delay, mtu, overhead, queue, queues, impair, impairs, tap, taps, monitor, monitors)"
     ]
 
 
@@ -381,7 +381,7 @@ def test_an_unknown_key_comes_before_the_missing_key_it_causes(tmp_path):
     speed = _line_of(path.read_text(), "speed:")
     assert [str(issue) for issue in caught.value.issues] == [
         f"{path}:{speed}: links[1].speed: unknown key 'speed' (expected one of: between, rate, delay, mtu, "
-        "overhead, queue, queues, impair, impairs)",
+        "overhead, queue, queues, impair, impairs, tap, taps, monitor, monitors)",
         f"{path}:{speed - 1}: links[1].rate: required key is missing",
     ]
 

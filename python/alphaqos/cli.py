@@ -245,7 +245,8 @@ def _run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
     target = args.out if args.out is not None else _default_run_dir(scenario.name)
     with _staged_directory(target) as staging:
-        results = simulate(scenario, progress=not args.quiet, command=args.invocation)
+        taps = staging / "taps" if any(link.tap or link.taps for link in scenario.links) else None
+        results = simulate(scenario, progress=not args.quiet, command=args.invocation, tap_dir=taps)
         _save("the results", target, lambda: results.save(staging))
     if args.quiet:
         print(target)

@@ -116,6 +116,33 @@ RESERVED_BITS = "reserved_bits"  # integral of the reservation over the transfer
 MEAN_RESERVATION_BPS = "mean_reservation_bps"
 ADMITTED = "admitted"
 
+# YAQS (qos/yaqs.rs) and the interface monitor (monitor.rs).
+ARRIVALS = "arrivals"
+CLASSIFIED_SLOW = "classified_slow"
+NOP_BYTES = "nop_bytes"
+NOP_BYTES_INTO_EMPTY = "nop_bytes_into_empty"  # added as a flow entered an empty slow queue
+INFLATED_PKTS = "inflated_pkts"
+SLOW_FLOWS = "slow_flows"
+SLOW_FLOWS_MAX = "slow_flows_max"
+SLOW_FLOWS_MEAN = "slow_flows_mean"  # time average (float)
+FAST_BYTES = "fast_bytes"
+SLOW_BYTES = "slow_bytes"
+FAST_LEN_MAX_BYTES = "fast_len_max_bytes"  # the fast queue seen by each arrival
+FAST_LEN_MEAN_BYTES = "fast_len_mean_bytes"
+FAST_LEN_P90_BYTES = "fast_len_p90_bytes"
+FALSE_POSITIVES = "false_positives"  # Definition 3; null unless measured (epsilon)
+STRICT_FALSE_POSITIVES = "strict_false_positives"  # Definition 4
+QLEN_MAX_BYTES = "qlen_max_bytes"  # the whole queue seen by each arrival
+QLEN_MEAN_BYTES = "qlen_mean_bytes"
+QLEN_P90_BYTES = "qlen_p90_bytes"
+DATA_PKTS = "data_pkts"  # TCP first transmissions checked for order
+REORDERED_PKTS = "reordered_pkts"
+FAST_AFTER_SLOW = "fast_after_slow"
+SLOW_AFTER_FAST = "slow_after_fast"
+SOURCE = "source"  # qlen_hist: "yaqs_fast" or "monitor"
+LOW_BYTES = "low_bytes"  # a histogram bucket's lowest value
+COUNT = "count"
+
 # The run table (engine only; folded into the summary).
 EVENTS = "events"
 SIM_TIME = "sim_time"
@@ -177,12 +204,23 @@ TABLES: dict[str, tuple[str, ...]] = {
         AGENT, TRANSFER_HANDLE, START, DEADLINE, END, MET, RESERVED_BITS, MEAN_RESERVATION_BPS,
     ),
     "admission": (AGENT, TIME, SIZE_BYTES, RATE_BPS, END, ADMITTED, TRANSFER_HANDLE),
+    "yaqs": (
+        QUEUE, LINK, ARRIVALS, CLASSIFIED_SLOW, NOP_BYTES, NOP_BYTES_INTO_EMPTY, INFLATED_PKTS, SLOW_FLOWS_MAX,
+        FAST_LEN_MAX_BYTES, FAST_LEN_MEAN_BYTES, FAST_LEN_P90_BYTES, SLOW_FLOWS_MEAN, FALSE_POSITIVES,
+        STRICT_FALSE_POSITIVES,
+    ),
+    "yaqs_series": (QUEUE, TIME, FAST_BYTES, SLOW_BYTES, SLOW_FLOWS, NOP_BYTES),
+    "monitor": (
+        LINK, ARRIVALS, QLEN_MEAN_BYTES, QLEN_P90_BYTES, QLEN_MAX_BYTES, DATA_PKTS, REORDERED_PKTS,
+        FAST_AFTER_SLOW, SLOW_AFTER_FAST,
+    ),
+    "qlen_hist": (QUEUE, SOURCE, LOW_BYTES, COUNT),
 }  # fmt: skip
 
-#: Columns of text; every other column not in SECONDS is an integer count.
-TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD, AGENT, HANDLE, KNOB, TRANSFER_HANDLE})
-#: Columns of floats (knob values, in the knob's base unit).
-FLOATS = frozenset({OLD_VALUE, NEW_VALUE, RESERVATION_BPS, RESERVED_BITS})
+#: Columns of text; every other column not in SECONDS or FLOATS is an integer count.
+TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD, AGENT, HANDLE, KNOB, TRANSFER_HANDLE, SOURCE})
+#: Columns of floats (knob values in their base unit, time averages; not times).
+FLOATS = frozenset({OLD_VALUE, NEW_VALUE, RESERVATION_BPS, RESERVED_BITS, SLOW_FLOWS_MEAN})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({
     TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, FCT, IDEAL_FCT,

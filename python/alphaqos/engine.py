@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from types import ModuleType
 
 from . import units
@@ -60,16 +61,19 @@ def engine_version() -> str:
     return _core().version()
 
 
-def simulate(scenario: Scenario, *, progress: bool = False, command: str | None = None) -> Results:
+def simulate(
+    scenario: Scenario, *, progress: bool = False, command: str | None = None, tap_dir: str | Path | None = None
+) -> Results:
     """Run ``scenario`` to its end and return its results.
 
     ``progress`` shows a progress bar on stderr; ``command`` is recorded in
-    the manifest (default: this process's command line).
+    the manifest (default: this process's command line); the links' taps
+    are written into ``tap_dir`` (none without it).
     Raises :class:`ScenarioError` if the engine rejects the configuration.
     """
     core = _core()
     try:
-        sim = core.Simulation(json.dumps(resolve(scenario)))
+        sim = core.Simulation(json.dumps(resolve(scenario, tap_dir=tap_dir)))
     except ValueError as exc:
         raise ScenarioError([engine_issue(str(exc))]) from None
     started = datetime.now(UTC)

@@ -146,6 +146,11 @@ from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSi
 
 __all__ = ["Child", "FqCodel", "Policy", "Sfq", "check_policy", "child_config", "fq_codel_config", "resolve_egress", "resolve_filter", "sfq_config"]
 
+#: A positive count.
+Count = Annotated[int, Strict(), Field(ge=1)]
+#: A probability or a fraction in [0, 1].
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
 PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 
 
@@ -376,7 +381,30 @@ class ClassFifo(Model):
     """A FIFO on the class's buffer (the default child)."""
 
 
-CHILD_KINDS = ("fifo", "red", "fq_codel", "sfq")
+class Yaqs(Model):
+    """YAQS local flow separation (Liberatore, "Local Flow Separation",
+    Algorithms 1 and 2; ``crates/alphaqos-sim/src/qos/yaqs.rs``): a flow
+    holding more than ``c_f`` of the fast queue (a Count-Sketch estimate of
+    ``sketch_rows`` x ``sketch_buckets``) or more than ``c_s`` of the slow
+    queue (exact) is queued in the slow queue, served with weight ``r``
+    (0..1) against the fast queue's 1. ``limit`` is each queue's buffer.
+    ``epsilon`` measures false positives (Definitions 3 and 4); ``counter:
+    combined`` and ``slow_counts: approximate`` are the document's weaker
+    variants, for comparison."""
+
+    limit: QueueLimit = units.QueueLimit()
+    c_f: Size = 16500
+    c_s: Size = 0
+    r: Probability = 0.5
+    sketch_rows: Annotated[int, Strict(), Field(ge=1, le=31)] = 3
+    sketch_buckets: Count = 32
+    inflate: Flag = True
+    counter: Literal["two", "combined"] = "two"
+    slow_counts: Literal["exact", "approximate"] = "exact"
+    epsilon: Probability | None = None
+
+
+CHILD_KINDS = ("fifo", "red", "fq_codel", "sfq", "yaqs")
 
 
 class Child(Model):
@@ -388,6 +416,7 @@ class Child(Model):
     red: RedCurve | None = None
     fq_codel: FqCodel | None = None
     sfq: Sfq | None = None
+    yaqs: Yaqs | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Child:
@@ -704,7 +733,18 @@ def child_config(c: Child | None) -> dict[str, Any]:
         return {"child": {"fq_codel": fq_codel_config(c.fq_codel)}}
     if c.sfq is not None:
         return {"child": {"sfq": sfq_config(c.sfq)}}
+    if c.yaqs is not None:
+        return {"child": {"yaqs": resolve_yaqs(c.yaqs)}}
     return {"child": {"fifo": {}}}
+
+
+def resolve_yaqs(y: Yaqs) -> dict[str, Any]:
+    """A YAQS's engine configuration."""
+    return {
+        "limit_pkts": y.limit.pkts, "limit_bytes": y.limit.bytes, "c_f_bytes": y.c_f, "c_s_bytes": y.c_s, "r": y.r,
+        "sketch_rows": y.sketch_rows, "sketch_buckets": y.sketch_buckets, "inflate": y.inflate,
+        "counter": y.counter, "slow_counts": y.slow_counts, "epsilon": y.epsilon,
+    }  # fmt: skip
 
 
 def _points(curve: Curve | None) -> list[list[float]] | None:

@@ -63,6 +63,11 @@ class Results:
     reservation: pl.DataFrame = field(default_factory=lambda: _frame("reservation", None))
     reservation_summary: pl.DataFrame = field(default_factory=lambda: _frame("reservation_summary", None))
     admission: pl.DataFrame = field(default_factory=lambda: _frame("admission", None))
+    #: YAQS disciplines, monitored interfaces, queue-length histograms.
+    yaqs: pl.DataFrame = field(default_factory=lambda: _frame("yaqs", None))
+    yaqs_series: pl.DataFrame = field(default_factory=lambda: _frame("yaqs_series", None))
+    monitor: pl.DataFrame = field(default_factory=lambda: _frame("monitor", None))
+    qlen_hist: pl.DataFrame = field(default_factory=lambda: _frame("qlen_hist", None))
     #: How the run was made (versions, wall time, command); not deterministic.
     manifest: dict[str, Any] = field(default_factory=dict)
 

@@ -63,7 +63,7 @@ from . import units
 from .fields import Dscp, Flag, Name, Port, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Rate, Size, ThresholdField, Time
 from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
-from .policy import Child, FqCodel, Policy, Sfq, check_policy, child_config, fq_codel_config, resolve_egress, resolve_filter, sfq_config
+from .policy import Child, FqCodel, Policy, Sfq, Yaqs, resolve_yaqs, check_policy, child_config, fq_codel_config, resolve_egress, resolve_filter, sfq_config
 from .agents import ControlAgent, resolve_agent
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
@@ -198,7 +198,7 @@ class Red(_Model):
     mean_pkt_size: PositiveSize = 1000
 
 
-QUEUE_KINDS = ("fifo", "red", "policy", "htb", "fq_codel", "sfq")
+QUEUE_KINDS = ("fifo", "red", "policy", "htb", "fq_codel", "sfq", "yaqs")
 
 
 class HtbClass(_Model):
@@ -250,6 +250,7 @@ class Queue(_Model):
     htb: Htb | None = None
     fq_codel: FqCodel | None = None
     sfq: Sfq | None = None
+    yaqs: Yaqs | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
@@ -298,6 +299,19 @@ class Link(_Model):
     queues: dict[Name, Queue] = {}
     impair: Impair = NO_IMPAIRMENT
     impairs: dict[Name, Impair] = {}
+    #: Write what the link sends to a pcap (headers only) in the run's
+    #: ``taps/``: ``true`` writes ``<from>-<to>.pcap`` per direction, a name
+    #: ``NAME-<from>-<to>.pcap``; ``taps`` per sending node (``true`` or
+    #: that direction's file name), as ``queues``.
+    tap: bool | str = False
+    taps: dict[Name, bool | str] = {}
+    #: Count reorderings from TCP sequence numbers and the queue length seen
+    #: by each arrival (the ``monitor`` table); ``monitors`` per sending node.
+    monitor: Flag = False
+    monitors: dict[Name, bool] = {}
+
+    def monitor_from(self, sender: str) -> bool:
+        return self.monitors.get(sender, self.monitor)
 
     def queue_from(self, sender: str) -> Queue:
         """The egress queue of ``sender`` onto this link."""
@@ -1029,13 +1043,17 @@ def _check_links(scenario: Scenario):
         if pair in joined:
             yield ("links", index, "between"), f"duplicate link: links[{joined[pair]}] already joins {a!r} and {b!r}"
         joined.setdefault(pair, index)
-        for key, per_sender in (("queues", link.queues), ("impairs", link.impairs)):
+        for key, per_sender in (("queues", link.queues), ("impairs", link.impairs), ("taps", link.taps), ("monitors", link.monitors)):
             for sender in per_sender:
                 if sender not in link.between:
                     yield (
                         ("links", index, key, sender),
                         f"{sender!r} is not an end of this link (expected {a!r} or {b!r})",
                     )
+        taps = [(("links", index, "tap"), link.tap)] + [(("links", index, "taps", s), t) for s, t in link.taps.items()]
+        for loc, tap in taps:
+            if isinstance(tap, str) and (not tap or "/" in tap or tap.startswith(".")):
+                yield loc, f"a tap is true or a file name (no directory, not hidden), got {tap!r}"
         queues = [(("links", index, "queue"), link.queue)]
         queues += [(("links", index, "queues", sender), queue) for sender, queue in link.queues.items()]
         for loc, queue in queues:
@@ -1270,11 +1288,13 @@ def _assign_router_addresses(nodes: dict[str, Node]) -> dict[str, str]:
 # --- the engine's resolved configuration -----------------------------------
 
 
-def resolve(scenario: Scenario) -> dict[str, Any]:
+def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[str, Any]:
     """The engine configuration of ``docs/engine-config.md``: plain JSON
-    types, integers in base units (ns, bit/s, bytes), all defaults filled."""
+    types, integers in base units (ns, bit/s, bytes), all defaults filled.
+    Link taps are written into ``tap_dir``; without it nothing is captured."""
     scenario = scenario.resolved()
     return {
+        "tap_dir": None if tap_dir is None else str(tap_dir),
         "name": scenario.name,
         "seed": scenario.seed,
         "duration_ns": scenario.duration,
@@ -1288,16 +1308,32 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             }
             for name, node in scenario.nodes.items()
         ],
-        "links": [_resolve_link(link, scenario.policies) for link in scenario.links],
+        "links": [_resolve_link(link, scenario.policies, taps=tap_dir is not None) for link in scenario.links],
         "flows": [_resolve_flow(flow) for flow in scenario.flows],
         "workloads": [_resolve_workload(wl, scenario) for wl in scenario.workloads],
         "control": [resolve_agent(a) for a in scenario.control],
     }
 
 
-def _resolve_link(link: Link, policies: dict[str, Policy]) -> dict[str, Any]:
+def _tap_file(link: Link, sender: str, receiver: str) -> str | None:
+    """``taps: {X: FILE}`` is that direction's file; ``tap: NAME`` (both
+    directions) writes ``NAME-<from>-<to>.pcap``; ``true``, ``<from>-<to>.pcap``."""
+    direction = f"{sender}-{receiver}.pcap"
+    if sender in link.taps:
+        tap = link.taps[sender]
+        return None if tap is False else direction if tap is True else tap
+    if link.tap is False:
+        return None
+    return direction if link.tap is True else f"{link.tap.removesuffix('.pcap')}-{direction}"
+
+
+def _resolve_link(link: Link, policies: dict[str, Policy], *, taps: bool = False) -> dict[str, Any]:
     a, b = link.between
     return {
+        "monitor_ab": link.monitor_from(a),
+        "monitor_ba": link.monitor_from(b),
+        "tap_ab": _tap_file(link, a, b) if taps else None,
+        "tap_ba": _tap_file(link, b, a) if taps else None,
         "a": a,
         "b": b,
         "rate_bps": link.rate,
@@ -1331,6 +1367,8 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
         return {"fq_codel": fq_codel_config(queue.fq_codel)}
     if queue.sfq is not None:
         return {"sfq": sfq_config(queue.sfq)}
+    if queue.yaqs is not None:
+        return {"yaqs": resolve_yaqs(queue.yaqs)}
     red = queue.red
     return {
         "red": {

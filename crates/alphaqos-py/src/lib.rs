@@ -2,7 +2,7 @@
 //! Thin by design: configuration crosses as JSON text, results as plain
 //! dicts of lists; engine errors become `ValueError`. No logic here.
 
-use alphaqos_sim::{Column, SimTime, Simulation as Engine};
+use alphaqos_sim::{trace, Column, SimTime, Simulation as Engine, Table};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -60,21 +60,54 @@ impl Simulation {
 
     /// The results tables: {table: {column: list}}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let out = PyDict::new(py);
-        for (name, table) in self.inner.results() {
-            let t = PyDict::new(py);
-            for (col, values) in table.columns {
-                match values {
-                    Column::U64(v) => t.set_item(col, v)?,
-                    Column::F64(v) => t.set_item(col, v)?,
-                    Column::Str(v) => t.set_item(col, v)?,
-                    Column::OptU64(v) => t.set_item(col, v)?,
-                }
-            }
-            out.set_item(name, t)?;
-        }
-        Ok(out)
+        tables_dict(py, self.inner.results())
     }
+}
+
+/// Tables as {table: {column: list}}.
+fn tables_dict<'py, K: AsRef<str>>(py: Python<'py>, tables: impl IntoIterator<Item = (K, Table)>) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (name, table) in tables {
+        let t = PyDict::new(py);
+        for (col, values) in table.columns {
+            match values {
+                Column::U64(v) => t.set_item(col, v)?,
+                Column::F64(v) => t.set_item(col, v)?,
+                Column::Str(v) => t.set_item(col, v)?,
+                Column::OptU64(v) => t.set_item(col, v)?,
+            }
+        }
+        out.set_item(name.as_ref(), t)?;
+    }
+    Ok(out)
+}
+
+/// A trace's packet count, mean rate (bit/s), span (ns) and skipped
+/// frames; ValueError naming the file and byte offset if it cannot be read.
+#[pyfunction]
+fn trace_info(py: Python<'_>, path: &str) -> PyResult<(u64, f64, u64, u64)> {
+    let t = py.detach(|| trace::read(std::path::Path::new(path))).map_err(PyValueError::new_err)?;
+    let span = t.packets.last().map_or(0, |p| p.time_ns);
+    Ok((t.packets.len() as u64, t.mean_rate_bps(), span, t.skipped))
+}
+
+/// Replay the trace at `path` into a link of `beta` times its mean rate
+/// whose queue is `queue_json` (an engine queue configuration); the tables
+/// of `trace::replay`.
+#[pyfunction]
+fn trace_replay<'py>(py: Python<'py>, path: &str, beta: f64, queue_json: &str, interval_ns: u64, seed: u64) -> PyResult<Bound<'py, PyDict>> {
+    let queue: alphaqos_sim::config::QueueConfig = serde_json::from_str(queue_json).map_err(|e| PyValueError::new_err(format!("queue: {e}")))?;
+    if !(beta > 0.0 && beta.is_finite()) {
+        return Err(PyValueError::new_err(format!("beta must be positive, got {beta}")));
+    }
+    let tables = py
+        .detach(|| {
+            let t = trace::read(std::path::Path::new(path))?;
+            let rate = alphaqos_sim::DataRate((t.mean_rate_bps() * beta).round() as u64);
+            trace::replay(&t, rate, &queue, interval_ns.max(1), seed)
+        })
+        .map_err(PyValueError::new_err)?;
+    tables_dict(py, tables)
 }
 
 /// The congestion controls the engine implements.
@@ -111,5 +144,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(cc_params, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_replay, m)?)?;
     Ok(())
 }

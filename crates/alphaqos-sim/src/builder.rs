@@ -62,10 +62,18 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
             if l.mtu_bytes < 68 {
                 return Err(format!("links[{i}].mtu_bytes: {} is below the IPv4 minimum of 68", l.mtu_bytes));
             }
-            for (from, to, q, key, imp) in [(a, b, &l.queue_ab, "queue_ab", l.impair_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba)] {
+            let dirs = [(a, b, &l.queue_ab, "queue_ab", l.impair_ab, l.monitor_ab, &l.tap_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba, l.monitor_ba, &l.tap_ba)];
+            for (from, to, q, key, imp, monitor, tap) in dirs {
                 imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
                 let qdisc = qos::build(q, l.mtu_bytes).map_err(|e| format!("links[{i}].{key}: {e}"))?;
+                let tap = match tap {
+                    Some(file) => {
+                        let path = cfg.tap_dir.as_deref().map_or_else(|| std::path::PathBuf::from(file), |d| std::path::Path::new(d).join(file));
+                        Some(Box::new(crate::tap::Tap::create(&path).map_err(|e| format!("links[{i}].tap_{}: {e}", &key[6..]))?))
+                    }
+                    None => None,
+                };
                 let id = ifaces.len() as u32;
                 nodes[from as usize].ifaces.push(id);
                 ifaces.push(Iface {
@@ -87,6 +95,8 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
                     lost_pkts: 0,
                     tx_pkts: 0,
                     tx_bytes: 0,
+                    monitor: monitor.then(Box::default),
+                    tap,
                 });
             }
         }

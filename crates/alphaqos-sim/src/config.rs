@@ -26,6 +26,9 @@ pub struct Config {
     /// Control agents (see `control/`).
     #[serde(default)]
     pub control: Vec<AgentConfig>,
+    /// Where the links' pcap taps are written (default: as given).
+    #[serde(default)]
+    pub tap_dir: Option<String>,
 }
 
 fn default_seed() -> u64 {
@@ -165,6 +168,17 @@ pub struct LinkConfig {
     pub impair_ab: Impairment,
     #[serde(default)]
     pub impair_ba: Impairment,
+    /// Count reorderings and the queue length at arrivals (`monitor.rs`).
+    #[serde(default)]
+    pub monitor_ab: bool,
+    #[serde(default)]
+    pub monitor_ba: bool,
+    /// Write what the direction sends to this pcap file (`tap.rs`),
+    /// relative to `tap_dir`.
+    #[serde(default)]
+    pub tap_ab: Option<String>,
+    #[serde(default)]
+    pub tap_ba: Option<String>,
 }
 
 /// What the wire does to packets after they leave the queue: each is lost
@@ -215,6 +229,8 @@ pub enum QueueConfig {
     Wrr(ClassfulConfig),
     Drr(ClassfulConfig),
     Mdrr(ClassfulConfig),
+    /// YAQS local flow separation (`qos/yaqs.rs`).
+    Yaqs(YaqsConfig),
     /// FQ-CoDel (`qos/fq/fq_codel.rs`).
     FqCodel(FqCodelConfig),
     /// Hashed DRR, SFQ-like (`qos/fq/sfq.rs`).
@@ -273,6 +289,61 @@ pub enum ChildConfig {
     Red(RedConfig),
     FqCodel(FqCodelConfig),
     Sfq(SfqConfig),
+    /// YAQS on the class's buffer (its `limit_*` is the class's).
+    Yaqs(YaqsConfig),
+}
+
+/// YAQS's parameters (Liberatore, "Local Flow Separation", Algorithms 1-2):
+/// thresholds in bytes (signed so that a negative one is refused by name),
+/// the slow queue's weight `r`, the Count-Sketch's size, and each queue's
+/// limit (unlimited by default).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct YaqsConfig {
+    #[serde(default)]
+    pub limit_pkts: Option<u64>,
+    #[serde(default)]
+    pub limit_bytes: Option<u64>,
+    #[serde(default = "default_c_f")]
+    pub c_f_bytes: i64,
+    #[serde(default)]
+    pub c_s_bytes: i64,
+    #[serde(default = "default_yaqs_r")]
+    pub r: f64,
+    #[serde(default = "default_sketch_rows")]
+    pub sketch_rows: u32,
+    #[serde(default = "default_sketch_buckets")]
+    pub sketch_buckets: u32,
+    #[serde(default = "yes")]
+    pub inflate: bool,
+    /// "two" (the document's) or "combined".
+    #[serde(default = "default_counter")]
+    pub counter: String,
+    /// "exact" (the document's) or "approximate".
+    #[serde(default = "default_slow_counts")]
+    pub slow_counts: String,
+    /// Measure false positives (Definitions 3 and 4) with this epsilon.
+    #[serde(default)]
+    pub epsilon: Option<f64>,
+}
+
+fn default_c_f() -> i64 {
+    16_500
+}
+fn default_yaqs_r() -> f64 {
+    0.5
+}
+fn default_sketch_rows() -> u32 {
+    3
+}
+fn default_sketch_buckets() -> u32 {
+    32
+}
+fn default_counter() -> String {
+    "two".into()
+}
+fn default_slow_counts() -> String {
+    "exact".into()
 }
 
 /// The interface buffer and one queue per forwarding class, in class-index

@@ -94,6 +94,32 @@ pub mod col {
     pub const YELLOW_PKTS: &str = "yellow_pkts";
     pub const RED_PKTS: &str = "red_pkts";
     pub const EVENTS: &str = "events";
+    // YAQS (qos/yaqs.rs) and the interface monitor (monitor.rs).
+    pub const ARRIVALS: &str = "arrivals";
+    pub const CLASSIFIED_SLOW: &str = "classified_slow";
+    pub const NOP_BYTES: &str = "nop_bytes";
+    pub const NOP_BYTES_INTO_EMPTY: &str = "nop_bytes_into_empty";
+    pub const INFLATED_PKTS: &str = "inflated_pkts";
+    pub const SLOW_FLOWS: &str = "slow_flows";
+    pub const SLOW_FLOWS_MAX: &str = "slow_flows_max";
+    pub const SLOW_FLOWS_MEAN: &str = "slow_flows_mean";
+    pub const FAST_BYTES: &str = "fast_bytes";
+    pub const SLOW_BYTES: &str = "slow_bytes";
+    pub const FAST_LEN_MAX_BYTES: &str = "fast_len_max_bytes";
+    pub const FAST_LEN_MEAN_BYTES: &str = "fast_len_mean_bytes";
+    pub const FAST_LEN_P90_BYTES: &str = "fast_len_p90_bytes";
+    pub const FALSE_POSITIVES: &str = "false_positives";
+    pub const STRICT_FALSE_POSITIVES: &str = "strict_false_positives";
+    pub const QLEN_MAX_BYTES: &str = "qlen_max_bytes";
+    pub const QLEN_MEAN_BYTES: &str = "qlen_mean_bytes";
+    pub const QLEN_P90_BYTES: &str = "qlen_p90_bytes";
+    pub const DATA_PKTS: &str = "data_pkts";
+    pub const REORDERED_PKTS: &str = "reordered_pkts";
+    pub const FAST_AFTER_SLOW: &str = "fast_after_slow";
+    pub const SLOW_AFTER_FAST: &str = "slow_after_fast";
+    pub const SOURCE: &str = "source";
+    pub const LOW_BYTES: &str = "low_bytes";
+    pub const COUNT: &str = "count";
     pub const SIM_TIME_NS: &str = "sim_time_ns";
     /// `drop_<reason>_pkts` for every `DropReason`.
     pub fn drop_reason(reason: &str) -> String {
@@ -248,6 +274,10 @@ impl<const BITS: u32> Histogram<BITS> {
     }
     pub fn count(&self) -> u64 {
         self.n
+    }
+    /// The non-empty buckets: (lowest value of the bucket, count).
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.buckets.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| (bucket_low_bits(b, BITS), c))
     }
     pub fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum as f64 / self.n as f64)

@@ -155,6 +155,9 @@ impl Net {
         // are not the sender's (defect 1 of issue 9).
         let (size, charge) = (pkt.size as u64, ifc.node == pkt.src && pkt.is_forward());
         let key = (pkt.flow, pkt.gen);
+        if let Some(m) = &mut ifc.monitor {
+            m.on_arrival(ifc.qdisc.backlog().bytes);
+        }
         let refused = ifc.qdisc.enqueue(pkt, &mut ctx).err();
         if !self.dropped.is_empty() {
             let node = ifc.node;
@@ -224,6 +227,12 @@ impl Net {
                 ifc.busy_until = end;
                 ifc.tx_pkts += 1;
                 ifc.tx_bytes += p.size as u64;
+                if let Some(m) = &mut ifc.monitor {
+                    m.on_send(&p, ifc.qdisc.last_band());
+                }
+                if let Some(t) = &mut ifc.tap {
+                    t.write(now, ifc.node, ifc.peer, &p);
+                }
                 let mut arrive = end + ifc.delay;
                 let imp = ifc.impair;
                 // Impairments draw from their own stream, so that enabling

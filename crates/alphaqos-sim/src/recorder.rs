@@ -87,6 +87,9 @@ pub const WORKLOAD_COLS: &[&str] = &[
     col::TIME_NS, col::ACTIVE_CONNS, col::OFFERED_BPS, col::DELIVERED_BPS, col::STARTED, col::COMPLETED,
 ];
 
+/// Columns of the YAQS series (one row per YAQS per interval).
+pub const YAQS_COLS: &[&str] = &[col::TIME_NS, col::FAST_BYTES, col::SLOW_BYTES, col::SLOW_FLOWS, col::NOP_BYTES];
+
 /// Every series of a run, and the sampling clock.
 pub struct Recorder {
     pub names: Names,
@@ -94,8 +97,11 @@ pub struct Recorder {
     pub udp: Series,
     pub queue: Series,
     pub workload: Series,
+    pub yaqs: Series,
     /// Per interface, the keys of its queues in `for_each_queue` order.
     pub queue_keys: Vec<Vec<u32>>,
+    /// Per interface, the keys of its YAQS disciplines.
+    pub yaqs_keys: Vec<Vec<u32>>,
     pub last_sample: SimTime,
 }
 
@@ -107,7 +113,9 @@ impl Default for Recorder {
             udp: Series::new(col::FLOW, UDP_COLS, &[]),
             queue: Series::new(col::QUEUE, QUEUE_COLS, &[]),
             workload: Series::new(col::WORKLOAD, WORKLOAD_COLS, &[]),
+            yaqs: Series::new(col::QUEUE, YAQS_COLS, &[]),
             queue_keys: Vec::new(),
+            yaqs_keys: Vec::new(),
             last_sample: SimTime::ZERO,
         }
     }

@@ -272,6 +272,18 @@ impl Simulation {
             self.dispatch(code);
         }
         self.net.now = self.net.now.max(until);
+        if self.net.now >= self.duration {
+            self.flush_taps();
+        }
+    }
+
+    /// Write out what the links' taps hold (done at the end of the run).
+    pub fn flush_taps(&mut self) {
+        for ifc in &mut self.net.ifaces {
+            if let Some(t) = &mut ifc.tap {
+                let _ = t.flush();
+            }
+        }
     }
 
     pub fn run(&mut self) {
@@ -613,6 +625,7 @@ impl Simulation {
                 k += 1;
             });
         }
+        crate::monitor::sample_yaqs(&self.net, &mut self.rec, now);
         self.rec.last_sample = now;
         if now < self.duration {
             let next = (now + self.interval).min(self.duration);
@@ -628,6 +641,8 @@ impl Simulation {
         out.insert("udp".into(), self.rec.udp.table(names));
         out.insert("queue".into(), self.rec.queue.table(names));
         out.insert("workload".into(), self.rec.workload.table(names));
+        out.insert("yaqs_series".into(), self.rec.yaqs.table(names));
+        out.extend(crate::monitor::tables(&self.net).into_iter().map(|(k, t)| (k.to_string(), t)));
         out.insert("ping".into(), self.ping_table());
         out.insert("filter".into(), self.filter_table());
         out.insert("queue_summary".into(), self.queue_summary());
@@ -855,7 +870,7 @@ fn rate(bytes: u64, ns: u64) -> u64 {
     (bytes as u128 * 8_000_000_000 / ns.max(1) as u128) as u64
 }
 
-fn queue_name(iface: &str, class: &str) -> String {
+pub(crate) fn queue_name(iface: &str, class: &str) -> String {
     if class.is_empty() {
         iface.to_string()
     } else {

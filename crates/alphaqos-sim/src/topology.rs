@@ -54,6 +54,10 @@ pub struct Iface {
     /// Frames and IP bytes put on the wire.
     pub tx_pkts: u64,
     pub tx_bytes: u64,
+    /// Reorder and arrival-length counters (opt-in: `monitor_*`).
+    pub monitor: Option<Box<crate::monitor::Monitor>>,
+    /// A pcap of what the interface sends (opt-in: `tap_*`).
+    pub tap: Option<Box<crate::tap::Tap>>,
 }
 
 impl Iface {

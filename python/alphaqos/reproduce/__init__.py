@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from .grading import Finding, exit_status
 __all__ = ["REPRODUCTIONS", "Finding", "Reproduction", "RunSpec", "reproduce"]
 
 #: Reproductions by the name ``alphaqos reproduce`` takes, and their module.
-REPRODUCTIONS = {"yan2013": f"{__name__}.yan2013"}
+REPRODUCTIONS = {"yan2013": f"{__name__}.yan2013", "liberatore-yaqs": f"{__name__}.liberatore"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Reproduction:
 
 
 #: Measurements kept for the plots but left out of results.json.
-SERIES = ("throughput_series", "ping_series")
+SERIES = ("throughput_series", "ping_series", "queue_series")
 
 
 def _filename(key: str) -> str:
@@ -108,8 +109,13 @@ def module(name: str) -> ModuleType:
 def _execute(module_name: str, spec: RunSpec) -> dict[str, Any]:
     """Worker: simulate one run and measure it."""
     started = time.perf_counter()
-    results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})")
-    measured = importlib.import_module(module_name).measure(results, spec.measure)
+    # A run that asks for its links' taps gets a scratch directory for them,
+    # which its measure() reads (the trace study) and which goes afterwards.
+    with tempfile.TemporaryDirectory(prefix="alphaqos-taps-") as taps:
+        tap_dir = taps if spec.measure.get("tap") else None
+        results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})", tap_dir=tap_dir)
+        params = {**spec.measure, "tap_dir": tap_dir} if tap_dir else spec.measure
+        measured = importlib.import_module(module_name).measure(results, params)
     measured["events"] = results.manifest["events"]
     measured["sim_time_s"] = results.scenario.duration / 1e9
     measured["wall_time_s"] = time.perf_counter() - started

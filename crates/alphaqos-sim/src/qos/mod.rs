@@ -52,6 +52,7 @@ pub mod fq;
 pub mod htb;
 pub mod meter;
 pub mod sched;
+pub mod yaqs;
 
 use crate::config::QueueConfig;
 use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
@@ -198,6 +199,15 @@ pub trait Qdisc: Send {
     fn knob(&mut self, _class: &str, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
         Err(KnobError::Unknown)
     }
+    /// Visit every YAQS inside (itself, or a class's child), with the class
+    /// name ("" for the discipline itself): its own counters.
+    fn for_each_yaqs(&self, _f: &mut dyn FnMut(&str, &yaqs::Yaqs)) {}
+    /// Which of its queues the last dequeued packet came from (YAQS: 0 fast,
+    /// 1 slow; 0 for a single queue): the interface's reorder counters
+    /// split by it.
+    fn last_band(&self) -> u8 {
+        0
+    }
 }
 
 /// An early-drop decision made as a packet arrives at a queue (RED, WRED,
@@ -274,6 +284,7 @@ pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
         Mdrr(c) => Box::new(classful::build(c, classful::Kind::Mdrr, mtu)?),
         FqCodel(c) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(c, None, mtu))?),
         Sfq(c) => Box::new(fq::sfq::Sfq::new(sfq_params(c, None, mtu))?),
+        Yaqs(c) => Box::new(yaqs::params_from_config(c, fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)).and_then(yaqs::Yaqs::new).map_err(|e| format!("yaqs: {e}"))?),
     })
 }
 
@@ -340,6 +351,12 @@ pub fn build_child(c: &crate::config::ChildConfig, mtu: u32) -> Result<ChildBuil
             }
             ChildConfig::FqCodel(f) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(f, Some(limit), mtu))?),
             ChildConfig::Sfq(f) => Box::new(fq::sfq::Sfq::new(sfq_params(f, Some(limit), mtu))?),
+            ChildConfig::Yaqs(y) => {
+                if y.limit_pkts.is_some() || y.limit_bytes.is_some() {
+                    return Err("yaqs: limit_pkts/limit_bytes are not used here: the class buffer is the limit".into());
+                }
+                Box::new(yaqs::params_from_config(y, limit).and_then(yaqs::Yaqs::new).map_err(|e| format!("yaqs: {e}"))?)
+            }
         })
     };
     make(fifo::Limit::UNLIMITED).map_err(at)?;

@@ -168,7 +168,7 @@ impl Res {
     }
     pub fn series_opt(&self, table: &str, key: &str, col: &str) -> Vec<Option<u64>> {
         let t = self.table(table);
-        let key_col = if table == "queue" { "queue" } else { "flow" };
+        let key_col = if table == "queue" || table == "yaqs_series" { "queue" } else { "flow" };
         let keys = t.strs(key_col);
         let vals: Vec<Option<u64>> = match t.get(col) {
             Some(Column::U64(v)) => v.iter().map(|&x| Some(x)).collect(),

@@ -230,6 +230,8 @@ pub struct Scheduled<S: Scheduler = Box<dyn Scheduler>> {
     sched: S,
     default_class: usize,
     total: Backlog,
+    /// The class of the last packet dequeued.
+    last: usize,
 }
 
 impl<S: Scheduler> Scheduled<S> {
@@ -260,7 +262,7 @@ impl<S: Scheduler> Scheduled<S> {
             ));
         }
         let classes = classes.into_iter().map(ClassQueue::new).collect::<Result<Vec<_>, _>>()?;
-        Ok(Scheduled { classes, sched, default_class: 0, total: Backlog::default() })
+        Ok(Scheduled { classes, sched, default_class: 0, total: Backlog::default(), last: 0 })
     }
 
     /// Packets whose `fclass` is out of range go to class `i` instead of 0.
@@ -338,6 +340,7 @@ impl<S: Scheduler> Qdisc for Scheduled<S> {
                     match got {
                         Dequeued::Packet(p) => {
                             self.sched.on_sent(i, p.size, ctx.now, ctx.link_rate);
+                            self.last = i;
                             if emptied {
                                 self.sched.on_empty(i, ctx.now);
                             }
@@ -371,6 +374,17 @@ impl<S: Scheduler> Qdisc for Scheduled<S> {
             r => r,
         }
     }
+
+    fn for_each_yaqs(&self, f: &mut dyn FnMut(&str, &super::yaqs::Yaqs)) {
+        for c in &self.classes {
+            c.child.for_each_yaqs(&mut |sub, y| if sub.is_empty() { f(&c.name, y) } else { f(&format!("{}/{sub}", c.name), y) });
+        }
+    }
+
+    fn last_band(&self) -> u8 {
+        self.classes[self.last].child.last_band()
+    }
+
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for c in &self.classes {
             c.child.for_each_queue(&mut |sub, counters, b| {
