@@ -60,6 +60,9 @@ pub trait Controller: Send {
     }
     /// Loss recovery ended (the recovery point was acknowledged).
     fn on_recovery_exit(&mut self, _s: &mut CcState, _now: SimTime) {}
+    /// The last window reduction was undone as spurious (Linux's
+    /// `undo_cwnd` hook): restore what the reduction reset.
+    fn on_undo(&mut self, _now: SimTime) {}
 }
 
 /// The controllers known by name.
