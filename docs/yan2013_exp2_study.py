@@ -70,7 +70,7 @@ def specs() -> list[RunSpec]:
             scenario = y.testbed(f"study-{y._slug(cell)}-{y._slug(variant)}", copy.deepcopy(policy), rate, t)
             for flow in scenario["flows"]:
                 if flow["name"] == "alpha":
-                    flow["tcp"].update(opts)
+                    flow["tcp"].update({"host_profile": "default", **opts})
             window = (t.tcp[0] + y.EXP2_SETTLE[True], t.tcp[1])
             out.append(RunSpec(f"{cell}/{variant}", scenario, {"window": window, "tcp": t.tcp, "series": True, "cost": t.duration}))
     return out

@@ -480,7 +480,7 @@ impl TcpSender {
         let in_flight = (self.snd_nxt - self.snd_una) - self.nxt_cur.below();
         let send_win = (self.snd_una + self.peer_wnd).saturating_sub(self.snd_nxt);
         let cong_win = self.st.cwnd.saturating_sub(in_flight);
-        let (avail, chunk) = (self.limit - self.snd_nxt, self.peer_wnd.min(self.st.cwnd) / 3);
+        let (avail, chunk) = (self.limit.saturating_sub(self.snd_nxt), self.peer_wnd.min(self.st.cwnd) / 3);
         let Some(lx) = self.linux.as_mut().filter(|l| l.opts.tso_max_bytes > 0) else { return true };
         if lx.tso_left >= len {
             lx.tso_left -= len;
