@@ -354,6 +354,24 @@ class TcpOptions(_Model):
     # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
     rack: Flag = False
     cc_params: dict[str, Any] = {}
+    # A bundle of host behaviours (the engine's tcp/linux.rs): "default"
+    # (the RFC behaviour above) or "linux-2.6.33" (FACK, the adaptive
+    # reordering metric, undo by timestamps and D-SACK, cwnd moderation,
+    # rate-halving, 64 KB TSO frames, quick ACKs after a duplicate). Each
+    # behaviour below, left unset, takes the profile's value.
+    host_profile: Literal["default", "linux-2.6.33"] = "default"
+    fack: Flag | None = None
+    adaptive_reordering: Flag | None = None
+    max_reordering: Count | None = None
+    undo: Flag | None = None
+    dsack: Flag | None = None
+    moderate_cwnd: Flag | None = None
+    rate_halving: Flag | None = None
+    # Largest TSO/GSO frame (0: no TSO).
+    tso: Size | None = None
+    quickack_after_dup: Flag | None = None
+    # The TCP timestamp clock's tick (Linux: one jiffy, 1/HZ).
+    ts_tick: PositiveTime | None = None
 
 
 class Tcp(TcpOptions, _Endpoints):
@@ -1431,6 +1449,17 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "pacing": tcp.pacing,
         "rack": tcp.rack,
         "cc_params": resolve_cc_params(validate_cc_params(tcp.cc, tcp.cc_params)),
+        "host_profile": tcp.host_profile,
+        "fack": tcp.fack,
+        "adaptive_reordering": tcp.adaptive_reordering,
+        "max_reordering": tcp.max_reordering,
+        "undo": tcp.undo,
+        "dsack": tcp.dsack,
+        "moderate_cwnd": tcp.moderate_cwnd,
+        "rate_halving": tcp.rate_halving,
+        "tso_max_bytes": tcp.tso,
+        "quickack_after_dup": tcp.quickack_after_dup,
+        "ts_tick_ns": tcp.ts_tick,
     }
 
 

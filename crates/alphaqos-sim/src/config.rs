@@ -695,6 +695,88 @@ pub struct TcpConfig {
     /// TCP_MAX_QUICKACKS) for the connections of workloads.
     #[serde(default)]
     pub quickack_segments: Option<u32>,
+    /// A bundle of host behaviours (`tcp/linux.rs`): "default" (this
+    /// engine's RFC behaviour) or "linux-2.6.33". Each behaviour below is
+    /// None to take the profile's value, or set alone.
+    #[serde(default = "default_host_profile")]
+    pub host_profile: String,
+    /// FACK loss marking (`tcp_fack` = 1).
+    #[serde(default)]
+    pub fack: Option<bool>,
+    /// The reordering metric raised on detected reordering, FACK then off.
+    #[serde(default)]
+    pub adaptive_reordering: Option<bool>,
+    /// Its bound, segments (Linux 2.6.33 TCP_MAX_REORDERING = 127).
+    #[serde(default)]
+    pub max_reordering: Option<u32>,
+    /// Undo of spurious recoveries by timestamps and D-SACK.
+    #[serde(default)]
+    pub undo: Option<bool>,
+    /// The receiver reports duplicate segments in a D-SACK block (RFC 2883).
+    #[serde(default)]
+    pub dsack: Option<bool>,
+    /// `tcp_moderate_cwnd` in Disorder and after an undo.
+    #[serde(default)]
+    pub moderate_cwnd: Option<bool>,
+    /// Rate-halving in recovery (`tcp_cwnd_down`), `tcp_complete_cwr` at its end.
+    #[serde(default)]
+    pub rate_halving: Option<bool>,
+    /// TSO/GSO: frames of up to `tso_max_bytes` leave back to back, small
+    /// sends are deferred (`tcp_tso_should_defer`). None or 0: off.
+    #[serde(default)]
+    pub tso_max_bytes: Option<u64>,
+    /// The receiver acknowledges the next segments at once after a
+    /// duplicate segment (`tcp_enter_quickack_mode`).
+    #[serde(default)]
+    pub quickack_after_dup: Option<bool>,
+    /// The TCP timestamp clock's tick, ns (Linux: one jiffy, 1/HZ).
+    #[serde(default)]
+    pub ts_tick_ns: Option<u64>,
+}
+
+/// The Linux behaviours of a connection, resolved from
+/// [`TcpConfig::host_profile`] and the options set alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostBehaviour {
+    pub fack: bool,
+    pub adaptive_reordering: bool,
+    pub max_reordering: u32,
+    pub undo: bool,
+    pub dsack: bool,
+    pub moderate_cwnd: bool,
+    pub rate_halving: bool,
+    pub tso_max_bytes: u64,
+    pub quickack_after_dup: bool,
+    pub ts_tick_ns: u64,
+}
+
+/// Host profiles known by name.
+pub const HOST_PROFILES: &[&str] = &["default", "linux-2.6.33"];
+
+impl TcpConfig {
+    /// The behaviours this connection runs: the profile's, each overridden
+    /// by the option set alone.
+    pub fn host(&self) -> Result<HostBehaviour, String> {
+        let linux = match self.host_profile.as_str() {
+            "default" => false,
+            "linux-2.6.33" => true,
+            other => return Err(format!("host_profile: unknown profile {other:?} (one of {})", HOST_PROFILES.join(", "))),
+        };
+        Ok(HostBehaviour {
+            fack: self.fack.unwrap_or(linux),
+            adaptive_reordering: self.adaptive_reordering.unwrap_or(linux),
+            max_reordering: self.max_reordering.unwrap_or(127),
+            undo: self.undo.unwrap_or(linux),
+            dsack: self.dsack.unwrap_or(linux),
+            moderate_cwnd: self.moderate_cwnd.unwrap_or(linux),
+            rate_halving: self.rate_halving.unwrap_or(linux),
+            tso_max_bytes: self.tso_max_bytes.unwrap_or(if linux { 65_536 } else { 0 }),
+            quickack_after_dup: self.quickack_after_dup.unwrap_or(linux),
+            // One jiffy at the kernel's default HZ = 250 (kernel/Kconfig.hz
+            // of 2.6.33: `default HZ_250`): 4 ms.
+            ts_tick_ns: self.ts_tick_ns.unwrap_or(4_000_000),
+        })
+    }
 }
 
 impl Default for TcpConfig {
@@ -738,6 +820,9 @@ fn default_rto_style() -> String {
 }
 fn default_dupthresh() -> u32 {
     3
+}
+fn default_host_profile() -> String {
+    "default".into()
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -84,27 +84,37 @@ impl Packet {
 
 /// Up to three SACK blocks (RFC 2018): with the timestamps option, three
 /// fit in the 40 bytes of TCP options. Stored as 32-bit offsets from a base
-/// (the ACK's cumulative acknowledgment, below every block), as the wire
-/// carries 32-bit sequence numbers; it keeps packets small to copy.
+/// (the ACK's cumulative acknowledgment), as the wire carries 32-bit
+/// sequence numbers; it keeps packets small to copy. A D-SACK block (RFC
+/// 2883) may lie below the base: offsets are signed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlocks {
     n: u8,
-    blocks: [(u32, u32); 3],
+    blocks: [(i32, i32); 3],
 }
 
 impl SackBlocks {
     pub const MAX: usize = 3;
-    /// Add [start, end), both at most 4 GiB above `base`.
+    /// Add [start, end), both within 2 GiB of `base`.
     pub fn push(&mut self, base: u64, start: u64, end: u64) {
         if (self.n as usize) < Self::MAX {
-            let off = |x: u64| u32::try_from(x - base).expect("SACK block within 4 GiB of the ACK");
+            let off = |x: u64| i32::try_from(x as i64 - base as i64).expect("SACK block within 2 GiB of the ACK");
             self.blocks[self.n as usize] = (off(start), off(end));
             self.n += 1;
         }
     }
     /// The blocks as absolute [start, end) ranges.
     pub fn iter(&self, base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.blocks[..self.n as usize].iter().map(move |&(s, e)| (base + s as u64, base + e as u64))
+        self.blocks[..self.n as usize].iter().map(move |&(s, e)| ((base as i64 + s as i64) as u64, (base as i64 + e as i64) as u64))
+    }
+    /// The D-SACK block, if the first block reports a duplicate (RFC 2883,
+    /// Section 4, as Linux's `tcp_check_dsack` tells): it lies below the
+    /// cumulative ACK, or inside the second block.
+    pub fn dsack(&self, base: u64) -> Option<(u64, u64)> {
+        let mut it = self.iter(base);
+        let (s0, e0) = it.next()?;
+        let dup = s0 < base || it.next().is_some_and(|(s1, e1)| s0 >= s1 && e0 <= e1);
+        dup.then_some((s0, e0))
     }
     pub fn is_empty(&self) -> bool {
         self.n == 0

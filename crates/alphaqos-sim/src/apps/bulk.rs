@@ -92,8 +92,10 @@ impl BulkTcp {
         if cfg.dupthresh == 0 {
             return Err("dupthresh must be at least 1".into());
         }
+        let host = cfg.host()?;
         let mut receiver = TcpReceiver::new(cfg);
         receiver.set_quickack(cfg.quickack_segments.unwrap_or(0));
+        receiver.set_linux(host.dsack, host.quickack_after_dup);
         Ok(BulkTcp {
             sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?),
             receiver,

@@ -13,6 +13,18 @@
 //! that repeat the previous cumulative ACK, `spurious_retransmits` the
 //! retransmitted segments whose data had all arrived before.
 //!
+//! Linux options (`config::HostBehaviour`), as `net/ipv4/tcp_input.c` of
+//! Linux 2.6.33 receives:
+//!
+//! - `dsack`: a segment whose data had all arrived before is answered at
+//!   once with its range as the first SACK block, a D-SACK (RFC 2883,
+//!   Section 4; `tcp_data_queue` -> `tcp_dsack_set`), also the part of a
+//!   segment below `rcv_nxt`;
+//! - `quickack_after_dup`: after such a duplicate the receiver
+//!   acknowledges the next in-order segments at once, min(16, rcvbuf / (2
+//!   MSS)) of them (`tcp_enter_quickack_mode`, `tcp_incr_quickack`,
+//!   TCP_MAX_QUICKACKS = 16).
+//!
 //! Reordering extent (RFC 4737, Section 4.2.2, counted in segments of the
 //! late one's size): a segment arriving out of sequence was overtaken by
 //! the data between its end and the highest byte seen. `ooo_extent_max` is
@@ -59,6 +71,12 @@ pub struct TcpReceiver {
     last_ack_sent: u64,
     /// In-order segments still to acknowledge without delay.
     quick: u32,
+    dsack: bool,
+    quickack_after_dup: bool,
+    /// Quick ACKs after a duplicate: min(16, rcvbuf / (2 MSS)).
+    quick_dup: u32,
+    /// The duplicate range to report in the next ACK (RFC 2883).
+    dup: Option<(u64, u64)>,
     pub stats: ReceiverStats,
 }
 
@@ -86,8 +104,18 @@ impl TcpReceiver {
             ts_recent: SimTime::ZERO,
             last_ack_sent: 0,
             quick: 0,
+            dsack: false,
+            quickack_after_dup: false,
+            quick_dup: (cfg.rwnd_bytes / (2 * cfg.mss_bytes.max(1) as u64)).clamp(2, 16) as u32,
+            dup: None,
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// The Linux receive options (see the module doc).
+    pub fn set_linux(&mut self, dsack: bool, quickack_after_dup: bool) {
+        self.dsack = dsack;
+        self.quickack_after_dup = quickack_after_dup;
     }
 
     /// Acknowledge the next `n` in-order segments at once (Linux's
@@ -132,6 +160,12 @@ impl TcpReceiver {
         self.highest = self.highest.max(end);
         if old {
             // Nothing new: tell the sender where we are.
+            if self.dsack {
+                self.dup = Some((seq, end));
+            }
+            if self.quickack_after_dup {
+                self.quick = self.quick.max(self.quick_dup);
+            }
             self.send_ack(w);
         } else if seq > self.rcv_nxt {
             let (range, _) = self.ooo.insert(seq, end);
@@ -139,7 +173,11 @@ impl TcpReceiver {
             self.recent.insert(0, range);
             self.send_ack(w);
         } else {
-            let filled_hole = !self.ooo.is_empty();
+            if self.dsack && seq < self.rcv_nxt {
+                // Partly old: report the part below rcv_nxt.
+                self.dup = Some((seq, self.rcv_nxt));
+            }
+            let filled_hole = !self.ooo.is_empty() || self.dup.is_some();
             self.rcv_nxt = end;
             if let Some((s, e)) = self.ooo.first() {
                 if s <= self.rcv_nxt {
@@ -176,6 +214,9 @@ impl TcpReceiver {
         self.unacked_segments = 0;
         self.delack.clear();
         let mut sack = SackBlocks::default();
+        if let Some((s, e)) = self.dup.take().filter(|_| self.sack) {
+            sack.push(self.rcv_nxt, s, e);
+        }
         if self.sack {
             for &(s, e) in self.recent.iter().take(SackBlocks::MAX) {
                 sack.push(self.rcv_nxt, s, e);

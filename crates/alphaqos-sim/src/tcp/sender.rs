@@ -45,8 +45,12 @@
 //! - Pacing: a maximum rate (Linux SO_MAX_PACING_RATE), and optionally
 //!   Linux's internal pacing at 2 cwnd/srtt in slow start, 1.2 cwnd/srtt in
 //!   congestion avoidance (`tcp_update_pacing_rate`).
+//! - Linux 2.6.33 options (FACK, the adaptive reordering metric, undo of
+//!   spurious recoveries, cwnd moderation, rate-halving, TSO frames): see
+//!   `linux.rs`; with none of them set the sender is the RFC one above.
 
 use super::cc::{Ack, CcState, Controller};
+use super::linux::{Linux, LinuxStats};
 use super::ranges::{Cursor, RangeSet};
 use super::rtt::{RttEstimator, RtoStyle};
 use super::{LazyTimer, Wire};
@@ -129,6 +133,8 @@ pub struct TcpSender {
     pace_next: SimTime,
     pace: LazyTimer,
     active: bool,
+    /// Linux 2.6.33 behaviours (None: none set).
+    linux: Option<Linux>,
     pub stats: SenderStats,
 }
 
@@ -185,8 +191,24 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace: LazyTimer::default(),
             active: false,
+            linux: Linux::new(cfg.host().unwrap_or_default(), cfg.dupthresh),
             stats: SenderStats::default(),
         }
+    }
+
+    /// The Linux behaviours' counters (None: none is on).
+    pub fn linux_stats(&self) -> Option<&LinuxStats> {
+        self.linux.as_ref().map(|l| &l.stats)
+    }
+
+    /// The reordering metric, segments: Linux's `tp->reordering`, or DupThresh.
+    pub fn reordering(&self) -> u64 {
+        self.linux.as_ref().map_or(self.dupthresh as u64, |l| l.reordering)
+    }
+
+    /// Is FACK loss marking in force?
+    pub fn fack(&self) -> bool {
+        self.linux.as_ref().is_some_and(|l| l.fack)
     }
 
     pub fn cwnd(&self) -> u64 {
@@ -334,6 +356,9 @@ impl TcpSender {
             self.retx_order.push_back((self.tx_count, seq, self.snd_max));
         }
         let now = w.now();
+        if let Some(lx) = self.linux.as_mut().filter(|_| retx) {
+            lx.on_retransmit(seq, len, now);
+        }
         let size = len as u32 + TCP_HEADER_BYTES;
         // PSH on the segment that empties what the application wrote (as
         // Linux marks the last segment of a write, `tcp_push`).
@@ -360,7 +385,17 @@ impl TcpSender {
                 None => (self.snd_una, self.sacked.bytes()),
             };
         }
-        let threshold = (self.dupthresh as u64 - 1) * self.mss;
+        if self.fack() {
+            // FACK (`tcp_update_scoreboard`): every hole more than
+            // `reordering` segments below the forward-most SACKed byte.
+            let top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
+            let edge = top.saturating_sub(self.reordering() * self.mss);
+            if edge > self.snd_una {
+                return (edge, self.sacked.covered_in(edge, u64::MAX));
+            }
+            return (self.snd_una, self.sacked.bytes());
+        }
+        let threshold = (self.reordering() - 1) * self.mss;
         let mut above = 0;
         for (s, e) in self.sacked.iter_rev() {
             above += e - s;
@@ -423,6 +458,9 @@ impl TcpSender {
         if !self.active {
             return;
         }
+        if let Some(lx) = &mut self.linux {
+            lx.tso_left = 0;
+        }
         loop {
             if self.pacing_rate().is_some() && w.now() < self.pace_next {
                 self.pace.set(self.pace_next, FlowTimer::Pace, w);
@@ -445,6 +483,9 @@ impl TcpSender {
                 self.next_new_segment()
             };
             let Some((seq, len)) = seg else { return };
+            if seq >= self.snd_max && !self.tso_allows(len) {
+                return;
+            }
             if !w.tx_room() {
                 return;
             }
@@ -455,6 +496,31 @@ impl TcpSender {
                 self.set_snd_nxt(seq + len);
             }
         }
+    }
+
+    /// TSO (`tcp_tso_should_defer`, `tcp_mss_split_point`): new data
+    /// leaves in frames of up to `tso_max_bytes`; in the Open state a frame
+    /// smaller than that and than a third of min(cwnd, peer window) waits
+    /// for more ACKs while data is in flight. Takes `len` bytes from the
+    /// frame being sent, or starts one.
+    fn tso_allows(&mut self, len: u64) -> bool {
+        let open = !self.in_recovery && self.sacked.is_empty();
+        let in_flight = (self.snd_nxt - self.snd_una) - self.nxt_cur.below();
+        let send_win = (self.snd_una + self.peer_wnd).saturating_sub(self.snd_nxt);
+        let cong_win = self.st.cwnd.saturating_sub(in_flight);
+        let (avail, chunk) = (self.limit.saturating_sub(self.snd_nxt), self.peer_wnd.min(self.st.cwnd) / 3);
+        let Some(lx) = self.linux.as_mut().filter(|l| l.opts.tso_max_bytes > 0) else { return true };
+        if lx.tso_left >= len {
+            lx.tso_left -= len;
+            return true;
+        }
+        let max = lx.opts.tso_max_bytes;
+        let limit = send_win.min(cong_win);
+        let send = !open || in_flight == 0 || limit >= max || limit >= avail || limit >= chunk;
+        if send {
+            lx.tso_left = limit.min(max).max(len) - len;
+        }
+        send
     }
 
     fn set_snd_nxt(&mut self, v: u64) {
@@ -484,12 +550,30 @@ impl TcpSender {
         if !self.active || ack > self.snd_max {
             return;
         }
+        let prior_una = self.snd_una;
         let now = w.now();
         self.peer_wnd = wnd;
         let mut newly_sacked = 0;
+        // Linux: the forward-most SACKed byte before this ACK (fackets_out),
+        // the lowest segment found reordered, a D-SACK.
+        let prior_top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
+        let mut reordered: Option<u64> = None;
+        let mut dsack = false;
+        if let Some((s, e)) = self.linux.as_ref().and_then(|_| sack.dsack(ack)) {
+            dsack = true;
+            self.linux.as_mut().expect("linux").on_dsack(s, e, self.mss);
+        }
         if self.recovery == Recovery::Sack {
             for (s, e) in sack.iter(ack) {
                 if e > ack.max(self.snd_una) && e <= self.snd_max {
+                    if let Some(lx) = &self.linux {
+                        // `tcp_sacktag_write_queue`: a segment never
+                        // retransmitted, SACKed below the forward-most one.
+                        let (gap, _) = self.sacked.next_gap(s.max(ack).max(self.snd_una));
+                        if gap < e.min(prior_top) && !lx.ever_retx.covers(gap, gap + 1) {
+                            reordered = Some(reordered.map_or(gap, |r| r.min(gap)));
+                        }
+                    }
                     let top = self.sacked.last().map_or(ack.max(self.snd_una), |(_, e)| e);
                     newly_sacked += Cursor::insert(&mut self.sacked, s.max(ack), e, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
                     if let Some(marks) = &mut self.rack {
@@ -503,7 +587,24 @@ impl TcpSender {
                 }
             }
         }
+        if let Some(low) = reordered {
+            let top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
+            let metric = top.saturating_sub(low).div_ceil(self.mss);
+            self.linux.as_mut().expect("linux").update_reordering(metric);
+        }
         if ack > self.snd_una {
+            if let Some(lx) = &mut self.linux {
+                // `tcp_clean_rtx_queue`: a hole neither SACKed nor ever
+                // retransmitted filled below the forward-most SACKed byte.
+                let mut x = self.snd_una;
+                while let Some((_, e)) = self.sacked.containing(x).or_else(|| lx.ever_retx.containing(x)) {
+                    x = e;
+                }
+                if x < ack && x < prior_top {
+                    lx.update_reordering((prior_top - x).div_ceil(self.mss));
+                }
+                lx.ever_retx.remove_below(ack);
+            }
             let acked = ack - self.snd_una;
             let flight = self.snd_max - self.snd_una;
             self.snd_una = ack;
@@ -526,7 +627,7 @@ impl TcpSender {
             };
             self.cc.on_measure(&self.st, &sample);
             if self.in_recovery {
-                self.on_recovery_ack(acked, w);
+                self.on_recovery_ack(acked, ts_ecr, w);
             } else {
                 self.dupacks = 0;
                 self.cc.on_ack(&mut self.st, &sample);
@@ -548,7 +649,81 @@ impl TcpSender {
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
         }
+        if self.linux.is_some() {
+            let progress = ack > prior_una || newly_sacked > 0 || dsack;
+            self.linux_after_ack(progress, now);
+        }
         self.send_data(w);
+    }
+
+    /// Linux, every ACK after loss detection: in recovery `tcp_cwnd_down`;
+    /// outside it `tcp_try_undo_dsack` and, in Disorder, `tcp_try_to_open`
+    /// -> `tcp_moderate_cwnd` (see `linux.rs`).
+    fn linux_after_ack(&mut self, progress: bool, now: SimTime) {
+        let lx = self.linux.as_mut().expect("linux");
+        if self.in_recovery {
+            if lx.opts.rate_halving && progress {
+                // `tcp_cwnd_down`: one segment less every second ACK, down to ssthresh.
+                let decr = lx.cwnd_cnt + 1;
+                lx.cwnd_cnt = decr & 1;
+                if decr >> 1 > 0 && self.st.cwnd > self.st.ssthresh {
+                    self.st.cwnd -= (decr >> 1) * self.mss;
+                }
+                self.st.cwnd = self.st.cwnd.min(self.pipe(now) + self.mss);
+            }
+            return;
+        }
+        if lx.undo_until.is_some_and(|u| self.snd_una >= u) {
+            lx.undo_marker = None;
+            lx.undo_until = None;
+        }
+        if lx.opts.undo && lx.undo_until.is_some() && lx.undo_marker.is_some() && lx.undo_retrans == 0 {
+            // `tcp_try_undo_dsack`: every retransmission was a duplicate.
+            lx.undo_marker = None;
+            lx.undo_until = None;
+            lx.stats.undos += 1;
+            self.undo_cwr(true, now);
+        }
+        let lx = self.linux.as_mut().expect("linux");
+        if !self.sacked.is_empty() || lx.undo_marker.is_some() {
+            lx.disorder_high.get_or_insert(self.snd_max);
+        } else if lx.disorder_high.is_some_and(|h| self.snd_una >= h) {
+            lx.disorder_high = None;
+        }
+        if lx.disorder_high.is_some() && lx.opts.moderate_cwnd {
+            self.moderate_cwnd(now);
+        }
+    }
+
+    /// `tcp_moderate_cwnd`: cwnd = min(cwnd, packets in flight + reordering).
+    fn moderate_cwnd(&mut self, now: SimTime) {
+        let in_flight = if self.in_recovery && self.recovery == Recovery::Sack {
+            self.pipe(now)
+        } else {
+            (self.snd_max - self.snd_una) - self.sacked.bytes()
+        };
+        self.st.cwnd = self.st.cwnd.min(in_flight + self.reordering() * self.mss);
+    }
+
+    /// `tcp_undo_cwr`: the window before the reduction comes back (the
+    /// controller's `undo_cwnd`), ssthresh too with `undo_ssthresh`; then
+    /// `tcp_moderate_cwnd` if on.
+    fn undo_cwr(&mut self, undo_ssthresh: bool, now: SimTime) {
+        let lx = self.linux.as_ref().expect("linux");
+        match lx.prior_ssthresh {
+            Some(prior) => {
+                self.st.cwnd = self.st.cwnd.max(lx.prior_cwnd);
+                if undo_ssthresh && prior > self.st.ssthresh {
+                    self.st.ssthresh = prior;
+                }
+            }
+            None => self.st.cwnd = self.st.cwnd.max(self.st.ssthresh),
+        }
+        let moderate = lx.opts.moderate_cwnd;
+        self.cc.on_undo(now);
+        if moderate {
+            self.moderate_cwnd(now);
+        }
     }
 
     /// Drop delivered retransmissions from the watch list (those below the
@@ -612,19 +787,49 @@ impl TcpSender {
     fn loss_detected(&self, now: SimTime) -> bool {
         let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
         let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now).0 > self.snd_una;
-        let by_dupacks = self.rack.is_none() && self.dupacks >= self.dupthresh;
+        // Linux with SACK counts SACKed segments, not duplicate ACKs (`tcp_dupack_heurestics`).
+        let linux_sack = self.linux.is_some() && self.recovery == Recovery::Sack;
+        let by_dupacks = self.rack.is_none() && !linux_sack && self.dupacks >= self.dupthresh;
         new_episode && (by_dupacks || by_sack)
     }
 
-    fn on_recovery_ack(&mut self, acked: u64, w: &mut impl Wire) {
+    fn on_recovery_ack(&mut self, acked: u64, ts_ecr: SimTime, w: &mut impl Wire) {
         let now = w.now();
         let full = self.recover.is_some_and(|r| self.snd_una >= r);
         match self.recovery {
+            Recovery::Sack if full && self.linux.is_some() => {
+                // `tcp_try_undo_recovery`, then `tcp_complete_cwr`.
+                let lx = self.linux.as_mut().expect("linux");
+                if lx.may_undo(ts_ecr) {
+                    lx.undo_marker = None;
+                    lx.stats.undos += 1;
+                    self.undo_cwr(true, now);
+                } else {
+                    lx.undo_until = Some(self.snd_max);
+                }
+                self.st.cwnd = self.st.cwnd.min(self.st.ssthresh);
+                self.leave_recovery(now);
+            }
             Recovery::Sack if full => {
                 self.st.cwnd = self.st.ssthresh;
                 self.leave_recovery(now);
             }
-            Recovery::Sack => {}
+            Recovery::Sack => {
+                if self.linux.as_ref().is_some_and(|l| l.may_undo(ts_ecr)) {
+                    // `tcp_try_undo_partial`: the hole was filled by the
+                    // original; reordering fackets_out + acked deep.
+                    let top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
+                    let metric = (top - self.snd_una).div_ceil(self.mss) + acked.div_ceil(self.mss);
+                    let no_retx_out = self.retx.is_empty();
+                    let lx = self.linux.as_mut().expect("linux");
+                    lx.update_reordering(metric);
+                    if no_retx_out {
+                        lx.retrans_stamp = None;
+                    }
+                    lx.stats.undos += 1;
+                    self.undo_cwr(false, now);
+                }
+            }
             Recovery::Reno => {
                 self.st.cwnd = self.st.ssthresh;
                 self.leave_recovery(now);
@@ -660,6 +865,18 @@ impl TcpSender {
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
         let flight = self.snd_max - self.snd_una;
+        if let Some(lx) = &mut self.linux {
+            // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
+            let (cwnd, ssthresh) = (self.st.cwnd, self.st.ssthresh);
+            lx.prior_ssthresh = Some(ssthresh.max(cwnd / 2 + cwnd / 4)); // tcp_current_ssthresh
+            lx.prior_cwnd = cwnd;
+            lx.undo_marker = Some(self.snd_una);
+            lx.undo_retrans = 0;
+            lx.retrans_stamp = None;
+            lx.cwnd_cnt = 0;
+            lx.undo_until = None;
+            lx.disorder_high = None;
+        }
         self.st.ssthresh = self.cc.ssthresh_after_loss(&self.st, now, flight);
         self.recover = Some(self.snd_max);
         self.in_recovery = true;
@@ -670,6 +887,8 @@ impl TcpSender {
         self.transmit(self.snd_una, len, w);
         self.set_high_rxt(self.snd_una + len);
         self.st.cwnd = match self.recovery {
+            // Rate-halving (`tcp_cwnd_down`) brings cwnd down from where it is.
+            Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.rate_halving) => self.st.cwnd,
             Recovery::Sack => self.st.ssthresh,
             Recovery::NewReno | Recovery::Reno => self.st.ssthresh + self.dupthresh as u64 * self.mss,
         };
@@ -694,6 +913,13 @@ impl TcpSender {
         self.in_recovery = false;
         self.clear_retransmissions();
         self.dupacks = 0;
+        if let Some(lx) = &mut self.linux {
+            // `tcp_enter_loss`: reordering back to at most its initial value.
+            lx.reordering = lx.reordering.min(lx.initial_reordering);
+            lx.undo_marker = None;
+            lx.undo_until = None;
+            lx.disorder_high = None;
+        }
         self.recover = Some(self.snd_max);
         self.set_snd_nxt(self.snd_una);
         self.set_high_rxt(self.snd_una);

@@ -154,6 +154,9 @@ pub struct Htcp {
     old_max_b: u64,
     /// Congestion avoidance credit: acknowledged bytes x alpha.
     credit: u128,
+    /// What the last event reset, for an undo (Linux `undo_last_cong`,
+    /// `undo_maxRTT`, `undo_old_maxB`).
+    undo: Option<(Option<SimTime>, Duration, u64)>,
 }
 
 impl Htcp {
@@ -173,6 +176,7 @@ impl Htcp {
             max_b: 0,
             old_max_b: 0,
             credit: 0,
+            undo: None,
         }
     }
 
@@ -276,6 +280,7 @@ impl Controller for Htcp {
 
     fn ssthresh_after_loss(&mut self, s: &CcState, now: SimTime, _flight: u64) -> u64 {
         // Linux `htcp_param_update`, then `htcp_reset` (the event starts now).
+        self.undo = Some((self.last_cong, self.max_rtt, self.old_max_b));
         self.beta_update();
         self.alpha = self.alpha_now(now);
         if let Some(min) = self.min_rtt {
@@ -290,6 +295,16 @@ impl Controller for Htcp {
         self.credit = 0;
         let w = (segments(s.cwnd, s.mss) as u128 * self.beta as u128 / ONE as u128) as u64;
         w.max(2).saturating_mul(s.mss)
+    }
+
+    /// Linux `htcp_cwnd_undo`: the event did not happen (the window itself
+    /// comes back in the sender, `tcp_undo_cwr`).
+    fn on_undo(&mut self, _now: SimTime) {
+        if let Some((last_cong, max_rtt, old_max_b)) = self.undo.take() {
+            self.last_cong = last_cong;
+            self.max_rtt = max_rtt;
+            self.old_max_b = old_max_b;
+        }
     }
 
     fn on_recovery_exit(&mut self, _s: &mut CcState, now: SimTime) {

@@ -65,6 +65,9 @@ pub trait Controller: Send {
     fn target_rate(&mut self, _op: crate::control::knob::KnobOp) -> crate::control::knob::KnobResult {
         Err(crate::control::knob::KnobError::Unknown)
     }
+    /// The last window reduction was undone as spurious (Linux's
+    /// `undo_cwnd` hook): restore what the reduction reset.
+    fn on_undo(&mut self, _now: SimTime) {}
 }
 
 /// The controllers known by name.
