@@ -66,6 +66,8 @@ pub struct TransferRec {
     /// The ON/OFF host index that started it (0 otherwise).
     pub host: u32,
     pub failed: bool,
+    /// An HTTP request whose response has not started yet.
+    pub awaiting_response: bool,
 }
 
 /// One connection (stream) of a transfer.
@@ -193,7 +195,7 @@ impl Simulation {
                 let at = start + Duration(wl.arrivals.exponential(*mean_gap_ns).round() as u64);
                 self.net.events.schedule(at, Event::Workload(w as u32, 0));
             }
-            Kind::OnOff { hosts, mean_gap_ns, .. } => {
+            Kind::OnOff { hosts, mean_gap_ns, .. } | Kind::Http { sessions: hosts, mean_gap_ns, .. } => {
                 for (h, host) in hosts.iter_mut().enumerate() {
                     let at = start + Duration(host.rng.exponential(*mean_gap_ns).round() as u64);
                     host.next_due = at;
@@ -273,9 +275,27 @@ impl Simulation {
         let Some(c) = self.conns.get(id) else { return };
         let Owner::Stream(s) = c.owner else { return };
         let Some(tcp) = c.app.tcp() else { return };
-        if tcp.is_finished() || tcp.failed {
+        let t = self.streams[s as usize].transfer as usize;
+        // An HTTP server answers once it holds the whole request.
+        let answer = self.transfers[t].awaiting_response && tcp.receiver.delivered() >= self.transfers[t].size;
+        let done = tcp.is_finished() || tcp.failed;
+        if answer {
+            self.transfers[t].awaiting_response = false;
+            self.start_response(t);
+        }
+        if done {
             self.close_stream(id, s as usize);
         }
+    }
+
+    /// The server of HTTP request `t` sends its response.
+    fn start_response(&mut self, t: usize) {
+        let r = &self.transfers[t];
+        let (w, client, host) = (r.workload as usize, r.src, r.host);
+        let Kind::Http { server, sessions, sizes, .. } = &mut self.workloads[w].kind else { unreachable!("only HTTP requests await a response") };
+        let size = sizes.sample(&mut sessions[host as usize].rng);
+        let server = *server;
+        self.start_transfer(w, server, client, size, host, false);
     }
 
     fn on_workload(&mut self, w: usize, arg: u32) {
@@ -304,8 +324,20 @@ impl Simulation {
                 }
                 (h.node, peer, size)
             }
+            Kind::Http { server, sessions, request, mean_gap_ns, think, .. } => {
+                let h = &mut sessions[arg as usize];
+                if *think {
+                    h.next_due = now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64);
+                }
+                let (client, server, request) = (h.node, *server, *request);
+                let handshake = wl.handshake;
+                let t = self.start_transfer(w, client, server, request, arg, handshake);
+                self.transfers[t].awaiting_response = true;
+                return;
+            }
         };
-        self.start_transfer(w, src, dst, size, arg);
+        let handshake = self.workloads[w].handshake;
+        self.start_transfer(w, src, dst, size, arg, handshake);
     }
 
     /// What the path from `src` to `dst` offers one transfer alone.
@@ -338,12 +370,13 @@ impl Simulation {
         port
     }
 
-    /// Open the `streams` connections of a new transfer of workload `w`.
-    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32) {
+    /// Open the `streams` connections of a new transfer of workload `w`
+    /// (each with a three-way handshake if `handshake`); its index.
+    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32, handshake: bool) -> usize {
         let now = self.net.now;
-        let (mss, iw, handshake) = {
+        let (mss, iw) = {
             let wl = &self.workloads[w];
-            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts, wl.handshake)
+            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts)
         };
         let k = (self.workloads[w].streams as u64).min(size).max(1) as u32;
         let path = self.path_info(src, dst, mss);
@@ -360,6 +393,7 @@ impl Simulation {
             ideal: ideal_fct(size, k, iw, mss, path, handshake),
             host,
             failed: false,
+            awaiting_response: false,
         });
         let wl = &mut self.workloads[w];
         wl.started += 1;
@@ -371,7 +405,7 @@ impl Simulation {
             let mut cfg = wl.tcp.clone();
             cfg.size_bytes = Some(part);
             let mut app = BulkTcp::new(&cfg).expect("checked when the workload was built");
-            if wl.handshake {
+            if handshake {
                 app = app.with_handshake(Duration(cfg.initial_rto_ns));
             }
             if let Some(rate) = wl.app_rate_bps {
@@ -402,6 +436,7 @@ impl Simulation {
             });
             self.net.events.schedule(now, Event::Conn(id, FlowTimer::Start));
         }
+        t as usize
     }
 
     /// Stream `s` (connection `id`) finished or gave up: record it, free its
@@ -432,9 +467,19 @@ impl Simulation {
         if now >= wl.stop {
             return;
         }
-        // An ON/OFF host goes idle, then starts its next transfer.
+        // An ON/OFF host or an HTTP session goes idle after its transfer (an
+        // HTTP session after its response, or after a request that failed
+        // before the server held it), then starts its next one.
         let host = t.host;
-        if let Kind::OnOff { hosts, mean_gap_ns, think, .. } = &mut wl.kind {
+        let page_over = match &wl.kind {
+            Kind::Http { server, .. } => t.src == *server || t.awaiting_response,
+            _ => true,
+        };
+        t.awaiting_response = false;
+        if !page_over {
+            return;
+        }
+        if let Kind::OnOff { hosts, mean_gap_ns, think, .. } | Kind::Http { sessions: hosts, mean_gap_ns, think, .. } = &mut wl.kind {
             let h = &mut hosts[host as usize];
             let at = if *think { h.next_due.max(now) } else { now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64) };
             self.net.events.schedule(at, Event::Workload(w as u32, host));
@@ -474,7 +519,8 @@ impl Simulation {
                 if k == keys.len() {
                     keys.push(names.intern(&queue_name(&ifc.name, class)));
                 }
-                queue.row(keys[k], &[now.as_nanos(), b.pkts, b.bytes, c.deq_bytes]);
+                let [g, y, r] = c.held_by_color;
+                queue.row(keys[k], &[now.as_nanos(), b.pkts, b.bytes, c.deq_bytes, g, y, r]);
                 k += 1;
             });
         }

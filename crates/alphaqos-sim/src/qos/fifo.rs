@@ -52,6 +52,7 @@ impl PacketQueue {
     pub fn push(&mut self, mut pkt: Packet, now: SimTime) {
         pkt.enqueued = now;
         self.counters.on_enqueue(pkt.size);
+        self.counters.held_by_color[pkt.color as usize] += 1;
         self.bytes += pkt.size as u64;
         self.pkts.push_back(pkt);
     }
@@ -60,6 +61,7 @@ impl PacketQueue {
     pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
+        self.counters.held_by_color[p.color as usize] -= 1;
         self.counters.on_dequeue(p.size, p.enqueued, now);
         Some(p)
     }
@@ -68,6 +70,7 @@ impl PacketQueue {
     pub fn take_head(&mut self) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
+        self.counters.held_by_color[p.color as usize] -= 1;
         Some(p)
     }
     pub fn head(&self) -> Option<&Packet> {
