@@ -11,14 +11,16 @@ STAMP := $(VENV)/.deps-stamp
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pytest>=8"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-# Release build of the engine, installed into the venv in place (editable).
+# Release build of the engine, installed into the venv in place (editable),
+# and of the circuit emulator (target/release/alphaqos-emu, `alphaqos emulate`).
 build: setup
 	. $(VENV)/bin/activate && maturin develop --release -q
+	cargo build --release -p alphaqos-emu -q
 
 # The first document's experiment 1: one shared FIFO, then the alpha flow in
 # a queue of its own (compare the ping RTT in the two summaries and plots);
@@ -39,7 +41,7 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --release -p alphaqos-sim -q
+	cargo test --release -p alphaqos-sim -p alphaqos-emu -q
 
 pytest: build
 	$(VENV)/bin/pytest -q

@@ -126,3 +126,34 @@ def test_a_workload_between_unconnected_hosts_is_named_at_its_line(tmp_path: Pat
     line = next(i for i, l in enumerate(text.splitlines(), start=1) if "name: lost" in l)
     assert f"bad.yaml:{line}: workloads[3]: no path from H1 to H4" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_dynamic_striping_and_per_stream_options_reach_the_engine():
+    """A base connection (base_flow, AF11) and an additional one (NewReno,
+    AF13) sharing a file block by block: each stream's marking is its own,
+    the shares add up to the file."""
+    doc = yaml.safe_load(SCENARIO)
+    doc["workloads"] = [{
+        "name": "deadline", "transfer": {"from": "H1", "to": "H2", "size": "8MB"}, "streams": 2,
+        "striping": "dynamic", "block": "512KB",
+        "stream_options": [{"cc": "base_flow", "cc_params": {"ctr": "30Mbps"}, "dscp": "af11"}, {"cc": "newreno", "dscp": "af13"}],
+    }]  # fmt: skip
+    scenario = alphaqos.load_scenario(doc)
+    resolved = alphaqos.resolve(scenario)["workloads"][0]
+    assert resolved["striping"] == "dynamic" and resolved["block_bytes"] == 512_000
+    assert [o["dscp"] for o in resolved["stream_options"]] == [10, 14]
+    assert resolved["stream_options"][0]["cc_params"]["ctr_bps"] == 30_000_000
+    res = alphaqos.run(doc)
+    streams = res.transfer_streams
+    assert streams[col.SIZE_BYTES].sum() == 8_000_000 == res.transfers[col.BYTES_ACKED][0]
+    # Whole blocks, but for the file's last one.
+    assert sum(size % 512_000 for size in streams[col.SIZE_BYTES]) == 8_000_000 % 512_000
+
+
+def test_more_stream_options_than_streams_is_an_error(tmp_path: Path):
+    doc = yaml.safe_load(SCENARIO)
+    doc["workloads"][0]["stream_options"] = [{}] * 5
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = cli("validate", str(path))
+    assert done.returncode == 2 and "workloads[0]" in done.stderr and "5 entries for 4 streams" in done.stderr, done.stderr

@@ -45,6 +45,14 @@
     tc and nftables configuration, each with a diff against the previous
     run in ``DIR`` (see :mod:`alphaqos.provision`).
 
+``alphaqos shape DEV --rate RATE [--share 90%] [--match ...] [--dry-run | --show | --remove]``
+    Shape what the host sends on DEV to a share of a reserved circuit with
+    HTB, applied over netlink (see :mod:`alphaqos.provision.shape`).
+
+``alphaqos emulate SCENARIO --link A-B --ifaces [NS:]IF,[NS:]IF [--duration D] [--out DIR]``
+    Run the scenario's path between two real interfaces in real time with
+    the engine's QoS (the ``alphaqos-emu`` binary; see :mod:`alphaqos.emulate`).
+
 Bad input (an invalid scenario, an existing or unwritable output directory,
 a malformed option) is reported on one line, ``alphaqos: error: ...``, with
 exit status 2.
@@ -201,6 +209,14 @@ def _parser() -> argparse.ArgumentParser:
     from .dimension import add_dimension_command
 
     add_dimension_command(commands)
+
+    from .provision.shape import add_shape_command
+
+    add_shape_command(commands)
+
+    from .emulate import add_emulate_command
+
+    add_emulate_command(commands)
     return parser
 
 

@@ -105,6 +105,7 @@ EXAMPLES: dict[str, str] = {
     "LinkShare": "{share: 0.5, link: [R1, R2]}",
     "Transfer": "{from: DTN1, to: DTN2, size: 100GB}",
     "WorkloadTcp": "{cc: cubic, rwnd: 64MiB, quickack: 16}",
+    "StreamOptions": "{cc: base_flow, cc_params: {ctr: 500Mbps}, dscp: af11}",
     "Link": """
         between: [WR, W1]
         rate: 10Gbps

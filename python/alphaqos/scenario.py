@@ -599,6 +599,17 @@ class Http(_Model):
         return self
 
 
+class StreamOptions(_Model):
+    """What one stream of a transfer does differently from the workload's
+    ``tcp`` and ``dscp`` (e.g. a base connection with ``cc: base_flow`` in
+    the AF class beside an additional one marked out of profile)."""
+
+    cc: CongestionControl | None = None
+    cc_params: dict[str, Any] | None = None
+    dscp: Dscp | None = None
+    max_pacing_rate: PositiveRate | None = None
+
+
 WORKLOAD_KINDS = ("transfer", "poisson", "onoff", "http")
 
 
@@ -625,10 +636,19 @@ class Workload(_Model):
     #: of ``write_size`` (default one MSS) instead of all at once.
     app_rate: PositiveRate | None = None
     write_size: PositiveSize | None = None
+    #: How a file is split among its streams: ``static`` (equal stripes) or
+    #: ``dynamic`` (blocks of ``block`` handed to whichever stream has room,
+    #: as GridFTP's extended block mode).
+    striping: Literal["static", "dynamic"] = "static"
+    block: PositiveSize = 256 * 1024
+    #: Per-stream differences (entry i for stream i).
+    stream_options: list[StreamOptions] = []
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
         _exactly_one(self, WORKLOAD_KINDS)
+        if len(self.stream_options) > self.streams:
+            raise ValueError(f"stream_options has {len(self.stream_options)} entries for {self.streams} streams")
         return self
 
     @property
@@ -1154,6 +1174,12 @@ def _check_workloads(scenario: Scenario):
         elif wl.start >= stop:
             yield (*loc, "start"), f"{_t(wl.start)} is not before {_t(stop)}"
         yield from _check_tcp(wl.tcp, (*loc, "tcp"))
+        for i, o in enumerate(wl.stream_options):
+            if o.cc is not None or o.cc_params is not None:
+                try:
+                    validate_cc_params(o.cc or wl.tcp.cc, o.cc_params or {})
+                except ValueError as exc:
+                    yield (*loc, "stream_options", i, "cc_params"), str(exc)
 
 
 def _link_between(scenario: Scenario, a: str, b: str) -> Link | None:
@@ -1424,6 +1450,15 @@ def _resolve_size(size: SizeDist) -> dict[str, Any]:
     return body
 
 
+def _resolve_stream_options(o: StreamOptions, tcp: TcpOptions) -> dict[str, Any]:
+    cc = o.cc or tcp.cc
+    params = o.cc_params if o.cc_params is not None else ({} if o.cc else tcp.cc_params)
+    return {
+        "cc": o.cc, "cc_params": resolve_cc_params(validate_cc_params(cc, params)) if (o.cc or o.cc_params is not None) else None,
+        "dscp": o.dscp, "max_pacing_rate_bps": o.max_pacing_rate,
+    }  # fmt: skip
+
+
 def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
     tcp = {**_resolve_tcp(wl.tcp), "quickack_segments": wl.tcp.quickack}
     tcp.pop("size_bytes")
@@ -1431,6 +1466,8 @@ def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
         "name": wl.name, "tcp": tcp, "handshake": wl.handshake, "streams": wl.streams,
         "start_ns": wl.start, "stop_ns": wl.stop, "dscp": wl.dscp, "dst_port": wl.dst_port,
         "app_rate_bps": wl.app_rate, "write_bytes": wl.write_size,
+        "striping": wl.striping, "block_bytes": wl.block,
+        "stream_options": [_resolve_stream_options(o, wl.tcp) for o in wl.stream_options],
     }  # fmt: skip
     if wl.transfer is not None:
         out["transfer"] = {"src": wl.transfer.src, "dst": wl.transfer.dst, "size_bytes": wl.transfer.size}

@@ -713,6 +713,17 @@ pub struct WorkloadConfig {
     /// ... in writes of this many bytes (default one MSS).
     #[serde(default)]
     pub write_bytes: Option<u64>,
+    /// How a transfer's bytes go to its streams: "static" (k equal
+    /// stripes) or "dynamic" (blocks of `block_bytes` handed to whichever
+    /// stream has room, as GridFTP's extended block mode does).
+    #[serde(default = "default_striping")]
+    pub striping: String,
+    #[serde(default = "default_block")]
+    pub block_bytes: u64,
+    /// Per-stream differences from `tcp` and `dscp` (stream i takes entry
+    /// i; streams beyond the list take the workload's own).
+    #[serde(default)]
+    pub stream_options: Vec<StreamOptions>,
     #[serde(default)]
     pub transfer: Option<TransferConfig>,
     #[serde(default)]
@@ -725,6 +736,26 @@ pub struct WorkloadConfig {
 
 fn one() -> u32 {
     1
+}
+fn default_striping() -> String {
+    "static".into()
+}
+fn default_block() -> u64 {
+    256 * 1024
+}
+
+/// What one stream of a transfer does differently.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub cc: Option<String>,
+    #[serde(default)]
+    pub cc_params: Option<serde_json::Value>,
+    #[serde(default)]
+    pub dscp: Option<u8>,
+    #[serde(default)]
+    pub max_pacing_rate_bps: Option<u64>,
 }
 
 /// One transfer of `size_bytes` from `src` to `dst`, at the workload's start.

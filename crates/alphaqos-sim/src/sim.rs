@@ -68,6 +68,11 @@ pub struct TransferRec {
     pub failed: bool,
     /// An HTTP request whose response has not started yet.
     pub awaiting_response: bool,
+    /// Dynamic striping: the block size, and the bytes handed out so far.
+    pub block: Option<u64>,
+    pub assigned: u64,
+    /// Its first stream's row in the stream records (the others follow).
+    pub first_stream: u32,
 }
 
 /// One connection (stream) of a transfer.
@@ -274,8 +279,11 @@ impl Simulation {
     fn after(&mut self, id: ConnId) {
         let Some(c) = self.conns.get(id) else { return };
         let Owner::Stream(s) = c.owner else { return };
-        let Some(tcp) = c.app.tcp() else { return };
         let t = self.streams[s as usize].transfer as usize;
+        if self.transfers[t].block.is_some() && self.transfers[t].assigned < self.transfers[t].size {
+            self.feed(id, t);
+        }
+        let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
         // An HTTP server answers once it holds the whole request.
         let answer = self.transfers[t].awaiting_response && tcp.receiver.delivered() >= self.transfers[t].size;
         let done = tcp.is_finished() || tcp.failed;
@@ -296,6 +304,42 @@ impl Simulation {
         let size = sizes.sample(&mut sessions[host as usize].rng);
         let server = *server;
         self.start_transfer(w, server, client, size, host, false);
+    }
+
+    /// Dynamic striping: hand stream `id` of transfer `t` blocks while its
+    /// unacknowledged data is under two windows (or one block); when the
+    /// file has no more blocks, every stream's size becomes what it was fed.
+    fn feed(&mut self, id: ConnId, t: usize) {
+        let tr = &mut self.transfers[t];
+        let block = tr.block.expect("dynamic");
+        let c = self.conns.get_mut(id).expect("live");
+        let ends = c.ends;
+        let tcp = c.app.tcp_mut().expect("a transfer's stream is TCP");
+        let mut io = FlowIo::new(&mut self.net, id, ends);
+        while tr.assigned < tr.size {
+            let backlog = tcp.sender.written() - tcp.sender.bytes_acked();
+            if backlog >= (2 * tcp.sender.cwnd()).max(block) {
+                return;
+            }
+            let n = block.min(tr.size - tr.assigned);
+            tr.assigned += n;
+            tcp.feed(n, &mut io.fwd());
+        }
+        // The last block is out: seal every stream of the transfer.
+        let now = self.net.now;
+        let (first, k) = (tr.first_stream as usize, tr.streams as usize);
+        for r in first..first + k {
+            let sid = self.streams[r].id;
+            if let Some(tcp) = self.conns.get_mut(sid).and_then(|c| c.app.tcp_mut()) {
+                tcp.seal(now);
+            }
+        }
+        for r in first..first + k {
+            let sid = self.streams[r].id;
+            if sid != id && self.conns.get(sid).and_then(|c| c.app.tcp()).is_some_and(|tcp| tcp.is_finished()) {
+                self.close_stream(sid, r);
+            }
+        }
     }
 
     fn on_workload(&mut self, w: usize, arg: u32) {
@@ -374,11 +418,12 @@ impl Simulation {
     /// (each with a three-way handshake if `handshake`); its index.
     fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32, handshake: bool) -> usize {
         let now = self.net.now;
-        let (mss, iw) = {
+        let (mss, iw, block) = {
             let wl = &self.workloads[w];
-            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts)
+            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts, wl.block_bytes)
         };
-        let k = (self.workloads[w].streams as u64).min(size).max(1) as u32;
+        // No stream without bytes: at most one per byte, or per block.
+        let k = (self.workloads[w].streams as u64).min(block.map_or(size, |b| size.div_ceil(b))).max(1) as u32;
         let path = self.path_info(src, dst, mss);
         let t = self.transfers.len() as u32;
         self.transfers.push(TransferRec {
@@ -394,15 +439,24 @@ impl Simulation {
             host,
             failed: false,
             awaiting_response: false,
+            block,
+            assigned: 0,
+            first_stream: self.streams.len() as u32,
         });
         let wl = &mut self.workloads[w];
         wl.started += 1;
         wl.offered_bytes += size;
         wl.active_conns += k as u64;
         for s in 0..k {
-            let part = size / k as u64 + ((s as u64) < size % k as u64) as u64;
             let wl = &self.workloads[w];
-            let mut cfg = wl.tcp.clone();
+            let (tcp, dscp) = wl.stream(s);
+            let mut cfg = tcp.clone();
+            // Static stripes: the first `size mod k` one byte longer.
+            // Dynamic: a first block each; the rest as they make room.
+            let part = match block {
+                None => size / k as u64 + ((s as u64) < size % k as u64) as u64,
+                Some(b) => b.min(size - self.transfers[t as usize].assigned),
+            };
             cfg.size_bytes = Some(part);
             let mut app = BulkTcp::new(&cfg).expect("checked when the workload was built");
             if handshake {
@@ -413,7 +467,12 @@ impl Simulation {
                 let gap = Duration((chunk as u128 * 8 * 1_000_000_000 / rate as u128) as u64);
                 app = app.with_writer(AppWriter::new(part, chunk, gap));
             }
-            let (dscp, dst_port) = (wl.dscp, wl.dst_port);
+            if block.is_some() {
+                app = app.fed_by_blocks();
+                app.sender.set_written(part);
+                self.transfers[t as usize].assigned += part;
+            }
+            let dst_port = wl.dst_port;
             let src_port = self.next_port(src);
             let n = &self.net.nodes;
             let ends = Ends { src, dst, src_ip: n[src as usize].addr, dst_ip: n[dst as usize].addr, proto: PROTO_TCP, dscp, src_port, dst_port };
@@ -436,6 +495,16 @@ impl Simulation {
             });
             self.net.events.schedule(now, Event::Conn(id, FlowTimer::Start));
         }
+        // A file that fits the first blocks: every stream is sealed now.
+        let tr = &self.transfers[t as usize];
+        if tr.block.is_some() && tr.assigned >= tr.size {
+            for r in tr.first_stream as usize..(tr.first_stream + tr.streams) as usize {
+                let sid = self.streams[r].id;
+                if let Some(tcp) = self.conns.get_mut(sid).and_then(|c| c.app.tcp_mut()) {
+                    tcp.seal(now);
+                }
+            }
+        }
         t as usize
     }
 
@@ -447,6 +516,9 @@ impl Simulation {
         let tcp = c.app.tcp().expect("a transfer's stream is TCP");
         let r = &mut self.streams[s];
         r.end = Some(now);
+        if self.transfers[r.transfer as usize].block.is_some() {
+            r.size = tcp.sender.written();
+        }
         r.acked = tcp.sender.bytes_acked().min(r.size);
         r.retransmits = tcp.sender.stats.retransmits;
         r.timeouts = tcp.sender.stats.timeouts;
@@ -702,7 +774,7 @@ impl Simulation {
     /// A stream's counters now: final if it ended, else read from its live connection.
     fn stream_now(&self, r: &StreamRec) -> (u64, u64, u64) {
         match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
-            Some(tcp) if r.end.is_none() => (tcp.sender.bytes_acked().min(r.size), tcp.sender.stats.retransmits, tcp.sender.stats.timeouts),
+            Some(tcp) if r.end.is_none() => (tcp.sender.bytes_acked().min(tcp.sender.written()), tcp.sender.stats.retransmits, tcp.sender.stats.timeouts),
             _ => (r.acked, r.retransmits, r.timeouts),
         }
     }

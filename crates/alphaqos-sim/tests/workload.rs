@@ -194,3 +194,38 @@ fn stale_packets_never_reach_the_connection_that_took_their_slot() {
     let max = r.col("run", "max_conns")[0];
     assert!(max < 200, "slots are reused: {max} at most");
 }
+
+#[test]
+fn dynamic_striping_hands_blocks_to_the_stream_with_room() {
+    // Two streams, the second paced at 10 Mbps: static halves wait for the
+    // slow one (5 MB at 10 Mbps = 4 s); dynamic blocks go to the fast one.
+    let size = 10_000_000u64;
+    let opts = json!({"stream_options": [{}, {"max_pacing_rate_bps": 10 * MBPS}]});
+    let mut dynamic = opts.clone();
+    dynamic["striping"] = json!("dynamic");
+    dynamic["block_bytes"] = json!(256 * 1024);
+    let stat = path(GBPS, 5 * MS, 20_000, 10 * S).workload(transfer("s", size, 2, opts)).run();
+    let dyna = path(GBPS, 5 * MS, 20_000, 10 * S).workload(transfer("d", size, 2, dynamic)).run();
+    let fct = |r: &Res| r.col_opt("transfers", "fct_ns")[0].expect("finished") as f64 / 1e9;
+    assert!(fct(&stat) > 3.9, "static: {}", fct(&stat));
+    assert!(fct(&dyna) < 0.5 * fct(&stat), "dynamic {} vs static {}", fct(&dyna), fct(&stat));
+    // Every byte went exactly once: the streams' shares add up to the file,
+    // nothing was retransmitted, and all of it was acknowledged.
+    let shares = dyna.col("transfer_streams", "size_bytes");
+    assert_eq!(shares.iter().sum::<u64>(), size);
+    assert!(shares[0] > 4 * shares[1], "the fast stream carries most: {shares:?}");
+    assert_eq!(dyna.col("transfers", "bytes_acked")[0], size);
+    assert_eq!(dyna.col("transfers", "retransmits")[0], 0);
+    // The file completes with its last block, whichever stream carried it.
+    let ends: Vec<u64> = dyna.col_opt("transfer_streams", "end_ns").iter().map(|e| e.unwrap()).collect();
+    assert_eq!(dyna.col_opt("transfers", "end_ns")[0].unwrap(), *ends.iter().max().unwrap());
+}
+
+#[test]
+fn a_file_smaller_than_its_blocks_opens_only_the_streams_it_needs() {
+    let w = transfer("d", 300_000, 4, json!({"striping": "dynamic", "block_bytes": 200_000}));
+    let r = path(GBPS, 5 * MS, 20_000, 2 * S).workload(w).run();
+    assert_eq!(r.col("transfers", "streams")[0], 2);
+    assert_eq!(r.col("transfer_streams", "size_bytes"), [200_000, 100_000]);
+    assert_eq!(r.col("transfers", "bytes_acked")[0], 300_000);
+}

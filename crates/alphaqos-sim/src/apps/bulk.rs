@@ -129,6 +129,26 @@ impl BulkTcp {
         self.size
     }
 
+    /// A stream fed block by block: nothing written yet, its size known
+    /// only when the file has no more blocks ([`BulkTcp::seal`]).
+    pub fn fed_by_blocks(mut self) -> Self {
+        self.sender.set_written(0);
+        self.size = Some(u64::MAX);
+        self
+    }
+
+    /// Hand the sender `n` more bytes of the file.
+    pub fn feed(&mut self, n: u64, w: &mut impl Wire) {
+        self.sender.write(n, w);
+    }
+
+    /// No more blocks will come: the stream is done once what it was fed
+    /// is acknowledged.
+    pub fn seal(&mut self, now: SimTime) {
+        self.size = Some(self.sender.written());
+        self.check_finished(now);
+    }
+
     fn established(&self) -> bool {
         self.handshake.as_ref().is_none_or(|h| h.established)
     }
@@ -273,6 +293,9 @@ impl App for BulkTcp {
     }
 
     fn tcp(&self) -> Option<&BulkTcp> {
+        Some(self)
+    }
+    fn tcp_mut(&mut self) -> Option<&mut BulkTcp> {
         Some(self)
     }
 }

@@ -44,6 +44,9 @@ pub trait App: Send {
     fn tcp(&self) -> Option<&bulk::BulkTcp> {
         None
     }
+    fn tcp_mut(&mut self) -> Option<&mut bulk::BulkTcp> {
+        None
+    }
 }
 
 /// The UDP series row of a generator whose packets the network counted.

@@ -132,6 +132,10 @@ pub struct Workload {
     pub dst_port: u16,
     pub app_rate_bps: Option<u64>,
     pub write_bytes: u64,
+    /// Dynamic striping: blocks of this many bytes (None: static stripes).
+    pub block_bytes: Option<u64>,
+    /// Per stream: its TCP options and DSCP.
+    pub stream_tcp: Vec<(TcpConfig, u8)>,
     pub kind: Kind,
     pub arrivals: Rng,
     pub sizes_rng: Rng,
@@ -200,6 +204,37 @@ impl Workload {
         };
         let mut tcp = c.tcp.clone();
         tcp.quickack_segments = Some(tcp.quickack_segments.unwrap_or(16));
+        let block_bytes = match c.striping.as_str() {
+            "static" => None,
+            "dynamic" if c.block_bytes > 0 => Some(c.block_bytes),
+            "dynamic" => return Err("block_bytes: must be positive".into()),
+            other => return Err(format!("striping: '{other}' is neither static nor dynamic")),
+        };
+        if c.stream_options.len() > c.streams as usize {
+            return Err(format!("stream_options: {} entries for {} streams", c.stream_options.len(), c.streams));
+        }
+        if c.block_bytes > 0 && block_bytes.is_some() && c.app_rate_bps.is_some() {
+            return Err("app_rate_bps: an application-limited sender cannot take dynamic striping".into());
+        }
+        let mut stream_tcp = Vec::new();
+        for (i, o) in c.stream_options.iter().enumerate() {
+            let mut t = tcp.clone();
+            if let Some(cc) = &o.cc {
+                t.cc = cc.clone();
+                t.cc_params = o.cc_params.clone().unwrap_or_else(|| serde_json::json!({}));
+            } else if let Some(p) = &o.cc_params {
+                t.cc_params = p.clone();
+            }
+            if o.max_pacing_rate_bps.is_some() {
+                t.max_pacing_rate_bps = o.max_pacing_rate_bps;
+            }
+            let dscp = o.dscp.unwrap_or(c.dscp);
+            if dscp > 63 {
+                return Err(format!("stream_options[{i}].dscp: {dscp} is not a DiffServ code point (0..63)"));
+            }
+            crate::apps::bulk::BulkTcp::new(&t).map_err(|e| format!("stream_options[{i}]: {e}"))?;
+            stream_tcp.push((t, dscp));
+        }
         Ok(Workload {
             name: c.name.clone(),
             key,
@@ -212,6 +247,8 @@ impl Workload {
             dscp: c.dscp,
             dst_port: c.dst_port.unwrap_or(5001),
             app_rate_bps: c.app_rate_bps,
+            block_bytes,
+            stream_tcp,
             kind,
             arrivals: stream("arrivals"),
             sizes_rng: stream("sizes"),
@@ -224,6 +261,14 @@ impl Workload {
             prev_offered: 0,
             prev_delivered: 0,
         })
+    }
+
+    /// The TCP options and DSCP of stream `s`.
+    pub fn stream(&self, s: u32) -> (&TcpConfig, u8) {
+        match self.stream_tcp.get(s as usize) {
+            Some((t, d)) => (t, *d),
+            None => (&self.tcp, self.dscp),
+        }
     }
 
     /// Every (src, dst) pair this workload may join.

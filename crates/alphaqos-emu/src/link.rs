@@ -1,0 +1,269 @@
+//! One direction of the emulated path: a chain of hops, each what a
+//! scenario link is in the simulator (`alphaqos_sim::topology::Iface`):
+//! the forwarding router's firewall filter (classify, police), the egress
+//! discipline, a transmitter at the link's rate and a propagation delay.
+//!
+//! Time. Every hop runs in *ideal* time: a packet enters the first hop at
+//! the instant it was received, and from there every time is what the
+//! simulator would compute (the transmitter starts when it is free and the
+//! packet is at the head of the discipline, the frame takes
+//! `(size + overhead) * 8 / rate`, then the delay). The engine's own code
+//! decides, called with these times as `now`. The wall clock only bounds
+//! how far the hops may run: [`Direction::advance`] processes every event
+//! up to `now` in time order. So the decisions do not depend on how late
+//! the loop wakes up; only the moment a packet is handed back to the
+//! kernel does, and that lateness is the delay error the run reports.
+
+use alphaqos_sim::qos::classify::Filter;
+use alphaqos_sim::qos::{DropReason, Dequeued, Qdisc, QueueCtx};
+use alphaqos_sim::rng::Rng;
+use alphaqos_sim::{DataRate, Duration, SimTime};
+use alphaqos_sim::packet::Packet;
+use std::collections::VecDeque;
+
+/// Why the emulator dropped a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Refused or dropped by the discipline (tail, AQM).
+    Queue(DropReason),
+    /// Discarded by a filter term (policer out of profile, or `discard`).
+    Filter,
+    /// Larger than the hop's MTU.
+    Mtu,
+    /// The kernel would not take it back (send buffer full).
+    Send,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Queue(r) => r.as_str(),
+            Why::Filter => "filter",
+            Why::Mtu => "mtu",
+            Why::Send => "send",
+        }
+    }
+}
+
+pub struct Hop {
+    /// "<node>-><peer>", as the simulator names the interface.
+    pub name: String,
+    /// The firewall filter of the router forwarding onto this hop.
+    pub filter: Option<usize>,
+    pub qdisc: Box<dyn Qdisc>,
+    pub rng: Rng,
+    pub rate: DataRate,
+    pub delay: Duration,
+    pub mtu: u32,
+    pub overhead: u32,
+    /// The transmitter is busy until this (ideal) time.
+    tx_free: SimTime,
+    /// A shaping discipline has nothing to send before this time.
+    hold: SimTime,
+    /// Frames on the wire or propagating: (arrival at the far end, packet).
+    pub pipe: VecDeque<(SimTime, Packet)>,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    pub mtu_drops: u64,
+}
+
+impl Hop {
+    pub fn new(name: String, filter: Option<usize>, qdisc: Box<dyn Qdisc>, rng: Rng, rate: DataRate, delay: Duration, mtu: u32, overhead: u32) -> Hop {
+        Hop { name, filter, qdisc, rng, rate, delay, mtu, overhead, tx_free: SimTime::ZERO, hold: SimTime::ZERO, pipe: VecDeque::new(), tx_pkts: 0, tx_bytes: 0, mtu_drops: 0 }
+    }
+
+    /// The next time this hop has something to do (a transmission), if any.
+    pub fn next_tx(&self) -> Option<SimTime> {
+        (self.qdisc.backlog().pkts > 0).then(|| self.tx_free.max(self.hold))
+    }
+
+    fn enter(&mut self, t: SimTime, pkt: Packet, filters: &mut [Filter], dropped: &mut Vec<(Packet, Why)>) {
+        if pkt.size > self.mtu {
+            self.mtu_drops += 1;
+            dropped.push((pkt, Why::Mtu));
+            return;
+        }
+        let pkt = match self.filter {
+            Some(f) => match filters[f].apply(t, pkt) {
+                Ok(p) => p,
+                Err(p) => {
+                    dropped.push((p, Why::Filter));
+                    return;
+                }
+            },
+            None => pkt,
+        };
+        // An idle transmitter is free from now on; a new packet may be in a
+        // class a shaper lets go earlier.
+        self.tx_free = self.tx_free.max(t);
+        self.hold = SimTime::ZERO;
+        let mut ctx = QueueCtx::new(t, self.rate, &mut self.rng);
+        if let Err((p, why)) = self.qdisc.enqueue(pkt, &mut ctx) {
+            dropped.push((p, Why::Queue(why)));
+        }
+        dropped.extend(ctx.dropped.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+    }
+
+    fn transmit(&mut self, t: SimTime, dropped: &mut Vec<(Packet, Why)>) {
+        let mut ctx = QueueCtx::new(t, self.rate, &mut self.rng);
+        match self.qdisc.dequeue(&mut ctx) {
+            Dequeued::Packet(p) => {
+                let end = t + self.rate.tx_time(p.size as u64 + self.overhead as u64);
+                self.tx_free = end;
+                self.tx_pkts += 1;
+                self.tx_bytes += p.size as u64;
+                self.pipe.push_back((end + self.delay, p));
+            }
+            Dequeued::NotBefore(x) => self.hold = x.max(t + Duration(1)),
+            Dequeued::Empty => self.hold = SimTime::MAX,
+        }
+        dropped.extend(ctx.dropped.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+    }
+
+    /// Run every event up to `now`, taking arrivals from `input` (in time
+    /// order) and putting what leaves into `self.pipe`.
+    fn run(&mut self, now: SimTime, input: &mut VecDeque<(SimTime, Packet)>, filters: &mut [Filter], dropped: &mut Vec<(Packet, Why)>) {
+        loop {
+            let next_in = input.front().map(|x| x.0).filter(|&t| t <= now);
+            let next_tx = self.next_tx().filter(|&t| t <= now);
+            match (next_in, next_tx) {
+                (Some(a), Some(t)) if t <= a => self.transmit(t, dropped),
+                (Some(a), _) => {
+                    let (_, p) = input.pop_front().expect("a front");
+                    self.enter(a, p, filters, dropped);
+                }
+                (None, Some(t)) => self.transmit(t, dropped),
+                (None, None) => break,
+            }
+        }
+    }
+}
+
+/// One direction: packets received on one interface cross `hops` and are
+/// sent on the other.
+pub struct Direction {
+    pub name: String,
+    pub hops: Vec<Hop>,
+    /// Received, not yet taken by the first hop: (receive time, packet).
+    pub input: VecDeque<(SimTime, Packet)>,
+    /// The filter of the router at the far end, which forwards what the
+    /// last hop delivers onto the real interface.
+    pub exit_filter: Option<usize>,
+}
+
+impl Direction {
+    /// Run every hop up to `now`; the packets due at the far end are then
+    /// at the front of the last hop's pipe (see [`Direction::due`]).
+    pub fn advance(&mut self, now: SimTime, filters: &mut [Filter], dropped: &mut Vec<(Packet, Why)>) {
+        let mut input = std::mem::take(&mut self.input);
+        for i in 0..self.hops.len() {
+            if i == 0 {
+                self.hops[0].run(now, &mut input, filters, dropped);
+            } else {
+                let (before, rest) = self.hops.split_at_mut(i);
+                rest[0].run(now, &mut before[i - 1].pipe, filters, dropped);
+            }
+        }
+        self.input = input;
+    }
+
+    /// The next packet due at the far end by `now`: (its ideal time,
+    /// packet), after the exit filter (a packet it discards goes to
+    /// `dropped` and the next one is tried).
+    pub fn due(&mut self, now: SimTime, filters: &mut [Filter], dropped: &mut Vec<(Packet, Why)>) -> Option<(SimTime, Packet)> {
+        loop {
+            let pipe = &mut self.hops.last_mut()?.pipe;
+            if !pipe.front().is_some_and(|x| x.0 <= now) {
+                return None;
+            }
+            let (t, p) = pipe.pop_front()?;
+            match self.exit_filter {
+                None => return Some((t, p)),
+                Some(f) => match filters[f].apply(t, p) {
+                    Ok(p) => return Some((t, p)),
+                    Err(p) => dropped.push((p, Why::Filter)),
+                },
+            }
+        }
+    }
+
+    /// The earliest time something happens in this direction (None: idle).
+    pub fn next_event(&self) -> Option<SimTime> {
+        let mut next = self.input.front().map(|x| x.0);
+        for h in &self.hops {
+            for t in [h.next_tx(), h.pipe.front().map(|x| x.0)].into_iter().flatten() {
+                next = Some(next.map_or(t, |n: SimTime| n.min(t)));
+            }
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alphaqos_sim::qos::fifo::{Fifo, Limit};
+
+    fn hop(rate_mbps: u64, delay_us: u64, limit_pkts: u64) -> Hop {
+        let q = Box::new(Fifo::new(Limit::from_opts(Some(limit_pkts), None)));
+        Hop::new("a->b".into(), None, q, Rng::stream(1, "t"), DataRate::mbps(rate_mbps), Duration(delay_us * 1000), 1500, 0)
+    }
+
+    fn pkt(slot: u64, size: u32) -> Packet {
+        let mut p = Packet::test(0, size);
+        p.payload = alphaqos_sim::packet::Payload::Udp { seq: slot };
+        p
+    }
+
+    #[test]
+    fn departures_are_ideal_whatever_the_wake_up_times() {
+        // 1000 B at 8 Mbit/s: 1 ms each. Three packets at t = 0, a 10 ms delay.
+        let mut d = Direction { name: "x".into(), hops: vec![hop(8, 10_000, 10)], input: VecDeque::new(), exit_filter: None };
+        for s in 0..3 {
+            d.input.push_back((SimTime(0), pkt(s, 1000)));
+        }
+        let mut dropped = vec![];
+        // The loop wakes up late, once, at 50 ms: the times are still exact.
+        d.advance(SimTime(50_000_000), &mut [], &mut dropped);
+        let due: Vec<u64> = std::iter::from_fn(|| d.due(SimTime(50_000_000), &mut [], &mut vec![])).map(|x| x.0 .0).collect();
+        assert_eq!(due, [11_000_000, 12_000_000, 13_000_000]);
+        assert!(dropped.is_empty());
+    }
+
+    #[test]
+    fn a_chain_queues_behind_the_slower_hop_and_tail_drops_are_counted() {
+        let fast = hop(80, 0, 100);
+        let slow = hop(8, 5_000, 2); // holds 2 packets
+        let mut d = Direction { name: "x".into(), hops: vec![fast, slow], input: VecDeque::new(), exit_filter: None };
+        for s in 0..5 {
+            d.input.push_back((SimTime(0), pkt(s, 1000)));
+        }
+        let mut dropped = vec![];
+        let mut out = vec![];
+        // Wake up every 0.3 ms as a real loop would.
+        let mut now = 0;
+        while now < 40_000_000 {
+            d.advance(SimTime(now), &mut [], &mut dropped);
+            while let Some((t, p)) = d.due(SimTime(now), &mut [], &mut dropped) {
+                out.push((t.0, crate::wire::slot_of(&p)));
+            }
+            now += 300_000;
+        }
+        // Packets leave the fast hop every 0.1 ms; the slow one sends one, holds two,
+        // and drops what comes while it is full.
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        assert!(dropped.iter().all(|(_, w)| *w == Why::Queue(DropReason::Tail)));
+        assert_eq!(out, [(100_000 + 1_000_000 + 5_000_000, 0), (7_100_000, 1), (8_100_000, 2)]);
+        assert_eq!(d.hops[1].tx_pkts, 3);
+        assert_eq!(d.next_event(), None);
+    }
+
+    #[test]
+    fn packets_over_the_mtu_are_dropped_and_counted() {
+        let mut d = Direction { name: "x".into(), hops: vec![hop(8, 0, 10)], input: VecDeque::new(), exit_filter: None };
+        d.input.push_back((SimTime(0), pkt(0, 1501)));
+        let mut dropped = vec![];
+        d.advance(SimTime(1), &mut [], &mut dropped);
+        assert_eq!((dropped.len(), dropped[0].1, d.hops[0].mtu_drops), (1, Why::Mtu, 1));
+    }
+}

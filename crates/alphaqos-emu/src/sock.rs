@@ -1,0 +1,138 @@
+//! Raw Ethernet frames on a real interface: an AF_PACKET socket
+//! (packet(7)) bound to one interface, opened inside the interface's
+//! network namespace (setns(2) on `/run/netns/NAME`, as `ip netns` makes
+//! them; the socket stays in that namespace when the thread goes back).
+
+use std::ffi::CString;
+use std::io;
+
+const ETH_P_ALL: u16 = 0x0003;
+/// packet(7): do not deliver the frames this socket (or anyone) sends on
+/// the interface back to it (Linux 4.20).
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+pub struct RawSocket {
+    pub fd: libc::c_int,
+    pub name: String,
+}
+
+fn err(what: String) -> String {
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => format!("{what}: permission denied (raw sockets need CAP_NET_RAW, namespaces CAP_SYS_ADMIN: run as root)"),
+        _ => format!("{what}: {e}"),
+    }
+}
+
+/// Run `f` inside the namespace `netns` (None: the current one).
+fn in_netns<T>(netns: Option<&str>, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    let Some(ns) = netns else { return f() };
+    if ns.contains('/') || ns.is_empty() {
+        return Err(format!("not a namespace name: {ns:?}"));
+    }
+    let path = CString::new(format!("/run/netns/{ns}")).unwrap();
+    let target = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if target < 0 {
+        return Err(if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+            format!("no network namespace {ns:?} (ip netns list)")
+        } else {
+            err(format!("namespace {ns:?}"))
+        });
+    }
+    let home_path = CString::new("/proc/thread-self/ns/net").unwrap();
+    let home = unsafe { libc::open(home_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let entered = unsafe { libc::setns(target, libc::CLONE_NEWNET) };
+    let out = if entered != 0 { Err(err(format!("entering namespace {ns:?}"))) } else { f() };
+    unsafe {
+        if entered == 0 {
+            libc::setns(home, libc::CLONE_NEWNET);
+        }
+        libc::close(target);
+        libc::close(home);
+    }
+    out
+}
+
+impl RawSocket {
+    /// Open a socket on `name` in `netns`, non-blocking, with large buffers.
+    pub fn open(netns: Option<&str>, name: &str) -> Result<RawSocket, String> {
+        let where_ = match netns {
+            Some(ns) => format!("interface {name:?} in namespace {ns:?}"),
+            None => format!("interface {name:?}"),
+        };
+        in_netns(netns, || {
+            let cname = CString::new(name).map_err(|_| format!("bad interface name {name:?}"))?;
+            let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+            if ifindex == 0 {
+                return Err(format!("{where_} does not exist"));
+            }
+            let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, (ETH_P_ALL.to_be()) as i32) };
+            if fd < 0 {
+                return Err(err(format!("raw socket on {where_}")));
+            }
+            let sock = RawSocket { fd, name: name.to_string() };
+            let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            addr.sll_family = libc::AF_PACKET as u16;
+            addr.sll_protocol = ETH_P_ALL.to_be();
+            addr.sll_ifindex = ifindex;
+            let rc = unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) };
+            if rc != 0 {
+                return Err(err(format!("binding a raw socket to {where_}")));
+            }
+            sock.set(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+            // Room for bursts at the link rate (SO_*BUFFORCE: root may exceed rmem_max).
+            sock.set(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 32 << 20);
+            sock.set(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 32 << 20);
+            Ok(sock)
+        })
+    }
+
+    fn set(&self, level: libc::c_int, opt: libc::c_int, value: libc::c_int) {
+        unsafe {
+            libc::setsockopt(self.fd, level, opt, &value as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32);
+        }
+    }
+
+    /// The next frame into `buf`: its length, or None when there is none now.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        Ok(Some(n as usize))
+    }
+
+    /// Send a frame; false if the kernel would not take it now.
+    pub fn send(&self, frame: &[u8]) -> bool {
+        let n = unsafe { libc::send(self.fd, frame.as_ptr() as *const libc::c_void, frame.len(), libc::MSG_DONTWAIT) };
+        n == frame.len() as isize
+    }
+}
+
+impl RawSocket {
+    /// Frames the kernel dropped for want of room in the receive buffer
+    /// since the socket was opened (PACKET_STATISTICS, packet(7); reading
+    /// resets the kernel's count, so call it once, at the end).
+    pub fn drops(&self) -> u64 {
+        let mut stats = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        let rc = unsafe { libc::getsockopt(self.fd, libc::SOL_PACKET, libc::PACKET_STATISTICS, &mut stats as *mut _ as *mut libc::c_void, &mut len) };
+        if rc == 0 {
+            stats.tp_drops as u64
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for RawSocket {
+    fn drop(&mut self) {
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}

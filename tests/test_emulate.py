@@ -1,0 +1,170 @@
+"""The circuit emulator (``alphaqos-emu``, ``alphaqos emulate``) between
+namespaces the tests make: a short UDP transfer through a policed link
+whose counters account for every packet the sender sent and the receiver
+saw; the run directory's tables; bad input (one line, exit status 2,
+nothing left behind)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from _system import need_root
+
+from alphaqos import emulate as E
+from alphaqos.cli import main
+from alphaqos.scenario import load_scenario, resolve
+
+SCENARIO = """\
+name: emu-policed
+duration: 1s
+nodes:
+  snd: {address: 10.10.200.20}
+  rtr: {router: true, policy: circuit}
+  rcv: {address: 10.10.200.10}
+policies:
+  circuit:
+    classes: {be: {transmit_rate: 100%%, buffer_size: 100%%}}
+    filter:
+      - name: circuit
+        from: {source: 10.10.200.20/32}
+        then: {policer: {rate: 20Mbps, burst: 30KB, out_of_profile: discard}}
+links:
+  - between: [snd, rtr]
+    rate: 1Gbps
+    delay: 0.01ms
+  - between: [rtr, rcv]
+    rate: %(rate)s
+    delay: 5ms
+    queues: {rtr: {fifo: {limit: 100}}, rcv: {fifo: {limit: 100}}}
+"""
+
+RECEIVE = """\
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.bind((sys.argv[1], 9000))
+s.settimeout(float(sys.argv[2]))
+print("ready", flush=True)
+n = 0
+try:
+    while True:
+        s.recv(65536)
+        n += 1
+except socket.timeout:
+    pass
+print(n, flush=True)
+"""
+
+SEND = """\
+import socket, sys, time
+dst, n, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+gap, t0 = 1000 * 8 / rate, time.perf_counter()
+for i in range(n):
+    while time.perf_counter() < t0 + i * gap:
+        pass
+    s.sendto(b"x" * 972, (dst, 9000))  # 1000 B IP packets
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path) -> Path:
+    path = tmp_path / "policed.yaml"
+    path.write_text(SCENARIO % {"rate": "100Mbps"})
+    return path
+
+
+@pytest.fixture
+def emu_built():
+    try:
+        E.emu_binary()
+    except E.EmuError as exc:
+        pytest.skip(str(exc))
+
+
+def test_policed_transfer_counts_every_packet(tmp_path, scenario, emu_built):
+    need_root("the emulator's namespaces and raw sockets")
+    (tmp_path / "rx.py").write_text(RECEIVE)
+    (tmp_path / "tx.py").write_text(SEND)
+    engine = resolve(load_scenario(scenario))
+    sent = 2000
+    with E.bench("aqtest") as b:
+        config = E.emu_config(engine, ["rtr", "rcv"], b.ifaces)
+        with E.Emulator(config) as emu:
+            rx = subprocess.Popen(["ip", "netns", "exec", b.rcv, sys.executable, str(tmp_path / "rx.py"), b.rcv_ip, "0.6"],
+                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+            try:
+                assert rx.stdout.readline().strip() == "ready"
+                # 50 Mbit/s for 0.32 s into a 20 Mbit/s, 30 KB policer.
+                b.run(b.snd, sys.executable, str(tmp_path / "tx.py"), b.rcv_ip, str(sent), "50e6", check=True)
+                received = int(rx.communicate(timeout=30)[0].split()[-1])
+            finally:
+                rx.kill()
+                rx.wait()
+            tables = emu.stop()
+    flows = pl.DataFrame(tables["emu_flows"])
+    udp = flows.filter(pl.col("flow").str.ends_with(":9000/17")).row(0, named=True)
+    run = {k: v[0] for k, v in tables["run"].items()}
+    # Everything the sender sent reached the emulator or is counted as a socket drop.
+    assert udp["rx_pkts"] + run["socket_drops"] == sent
+    # Everything the emulator took is sent on or dropped for a counted reason ...
+    assert udp["rx_pkts"] == udp["tx_pkts"] + udp["drop_pkts"]
+    assert udp["drop_pkts"] == udp["drop_filter_pkts"] + udp["drop_tail_pkts"] + udp["drop_send_pkts"]
+    # ... and what it sent on is what the receiver saw.
+    assert received == udp["tx_pkts"]
+    # The policer passed about 20 Mbit/s + 30 KB of the 50 Mbit/s: most packets are its drops,
+    # counted alike by the filter table.
+    term = {k: v[0] for k, v in tables["filter"].items()}
+    assert term["discarded_pkts"] == udp["drop_filter_pkts"]
+    duration = (sent - 1) * 1000 * 8 / 50e6
+    allowed = (20e6 * duration / 8 + 30_000) / 1000
+    assert allowed * 0.9 <= udp["tx_pkts"] <= allowed * 1.1 + 2, (udp, allowed)
+    # The queue after the policer sent what the emulator sent on in that
+    # direction (the transfer, and any frame the hosts' stacks send unasked).
+    summary = pl.DataFrame(tables["queue_summary"]).filter(pl.col("queue") == "rtr->rcv").row(0, named=True)
+    assert summary["deq_pkts"] == flows.filter(pl.col("direction") == "rtr->rcv")["tx_pkts"].sum()
+    timing = E.timing(tables)[0]
+    assert timing["direction"] == "rtr->rcv" and timing["sent_pkts"] == summary["deq_pkts"]
+    print(json.dumps(timing))
+
+
+def test_emulate_command_writes_a_run_directory(tmp_path, scenario, emu_built, capsys):
+    need_root("the emulator's namespaces and raw sockets")
+    with E.bench("aqtest") as b:
+        out = tmp_path / "run"
+        status = main(["emulate", str(scenario), "--link", "rtr-rcv", "--duration", "0.3s", "--out", str(out),
+                       "--ifaces", f"{b.emu}:e0,{b.emu}:e1"])  # fmt: skip
+    assert status == 0, capsys.readouterr().err
+    assert "rtr->rcv:" in capsys.readouterr().out
+    queue = pl.read_parquet(out / "queue.parquet")
+    assert queue.columns[:5] == ["queue", "time", "len_pkts", "len_bytes", "tx_bytes"]
+    assert set(queue["queue"]) == {"rtr->rcv", "rcv->rtr"} and queue["time"].max() == pytest.approx(0.3, abs=0.05)
+    assert pl.read_parquet(out / "filter.parquet")["term"].to_list() == ["circuit"]
+    assert "drop_policer_pkts" in pl.read_parquet(out / "queue_summary.parquet").columns
+    summary = json.loads((out / "summary.json").read_text())
+    assert [t["direction"] for t in summary["timing"]] == ["rtr->rcv", "rcv->rtr"]
+
+
+@pytest.mark.parametrize(("link", "ifaces", "rate", "message"), [
+    ("rtr-rcv", "{emu}:e0,{emu}:nosuch", "100Mbps", "interface \"nosuch\" in namespace"),
+    ("rtr-rcv", "aq-no-such-ns:e0,{emu}:e1", "100Mbps", "no network namespace \"aq-no-such-ns\""),
+    ("rtr-xyz", "{emu}:e0,{emu}:e1", "100Mbps", "no node 'xyz'"),
+    ("snd-rcv", "{emu}:e0,{emu}:e1", "100Mbps", "no link between 'snd' and 'rcv'"),
+    ("rtr-rcv", "{emu}:e0,{emu}:e1", "100Gbps", "hop rtr->rcv (rtr->rcv): 100Gbps is 8.13 million 1538-byte frames per second"),
+])  # fmt: skip
+def test_bad_input_is_one_line_and_leaves_nothing(tmp_path, emu_built, capsys, link, ifaces, rate, message):
+    need_root("the emulator's namespaces and raw sockets")
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO % {"rate": rate})
+    out = tmp_path / "run"
+    with E.bench("aqtest") as b:
+        status = main(["emulate", str(path), "--link", link, "--ifaces", ifaces.format(emu=b.emu), "--duration", "1s",
+                       "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
