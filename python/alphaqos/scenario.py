@@ -385,14 +385,15 @@ class Ping(_Endpoints):
 
 class OnOffUdp(_Endpoints):
     """UDP ON/OFF: constant ``rate`` while ON, in ``size`` packets; ON and
-    OFF periods of mean ``on`` and ``off``, exponential (defaults: ITU-T
-    P.59's talk spurt, 1.004 s, and pause, 1.587 s: a VoIP talker with
-    silence suppression) or Pareto of shape ``pareto_shape`` (a VBR source)."""
+    OFF periods of mean ``on_mean`` and ``off_mean`` (not ``on``/``off``,
+    which YAML reads as booleans), exponential (defaults: ITU-T P.59's talk
+    spurt, 1.004 s, and pause, 1.587 s: a VoIP talker with silence
+    suppression) or Pareto of shape ``pareto_shape`` (a VBR source)."""
 
     rate: PositiveRate
     size: PacketSize = 1500
-    on: PositiveTime = 1_004 * NS_PER_MS
-    off: PositiveTime = 1_587 * NS_PER_MS
+    on_mean: PositiveTime = 1_004 * NS_PER_MS
+    off_mean: PositiveTime = 1_587 * NS_PER_MS
     pareto_shape: Annotated[float, Field(gt=1.0, allow_inf_nan=False)] | None = None
 
 
@@ -1516,7 +1517,7 @@ def _resolve_flow(flow: Flow) -> dict[str, Any]:
         app = {"rate_bps": poisson.rate, "size_bytes": poisson.size, "exp_size": poisson.sizes == "exponential"}
     elif flow.onoff is not None:
         o = flow.onoff
-        app = {"rate_bps": o.rate, "size_bytes": o.size, "on_mean_ns": o.on, "off_mean_ns": o.off, "pareto_shape": o.pareto_shape}
+        app = {"rate_bps": o.rate, "size_bytes": o.size, "on_mean_ns": o.on_mean, "off_mean_ns": o.off_mean, "pareto_shape": o.pareto_shape}
     elif flow.video is not None:
         v = flow.video
         app = {"mean_rate_bps": v.rate, "size_bytes": v.size, "fps": v.fps, "sigma": v.sigma}

@@ -120,7 +120,7 @@ CUSTOMERS = {
 #: Each high-priority model: its flow spec (without endpoints) and mean rate.
 VOIP = {"onoff": {"rate": "80kbps", "size": "188B"}}  # ITU-T P.59 periods (the defaults)
 VIDEO = {"video": {"rate": "333kbps", "size": "200B"}}
-VBR = {"onoff": {"rate": "896kbps", "size": "1500B", "on": "500ms", "off": "500ms", "pareto_shape": 1.5}}
+VBR = {"onoff": {"rate": "896kbps", "size": "1500B", "on_mean": "500ms", "off_mean": "500ms", "pareto_shape": 1.5}}
 HP_MODELS = {"voip": (VOIP, 80_000 * 1.004 / 2.591), "video": (VIDEO, 333_000), "vbr": (VBR, 448_000)}
 
 REL_PACKET, REL_MSS = 500, 448  # IP bytes, TCP payload bytes

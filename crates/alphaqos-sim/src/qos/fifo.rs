@@ -206,4 +206,22 @@ mod tests {
         let s = &q.counters().sojourn;
         assert_eq!((s.count(), s.mean(), s.max()), (2, Some(13_000.0), Some(17_000)));
     }
+
+    #[test]
+    fn packets_held_are_counted_by_colour() {
+        use crate::packet::Color;
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut q = Fifo::new(Limit::from_opts(Some(3), None));
+        for c in [Color::Green, Color::Yellow, Color::Green, Color::Red] {
+            let _ = q.enqueue(Packet { color: c, ..pkt(100) }, &mut ctx);
+        }
+        // The red one found the queue full: held are green, yellow, green.
+        assert_eq!(q.counters().held_by_color, [2, 1, 0]);
+        q.dequeue(&mut ctx);
+        assert_eq!(q.counters().held_by_color, [1, 1, 0]);
+        q.dequeue(&mut ctx);
+        q.dequeue(&mut ctx);
+        assert_eq!(q.counters().held_by_color, [0, 0, 0]);
+    }
 }
