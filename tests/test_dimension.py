@@ -64,7 +64,7 @@ def test_the_policy_renders_as_cisco_mqc_and_junos(tmp_path, capsys):
     assert cli.main(["provision", "--policy", str(out / "policy.yaml"), *common, "--target", "cisco", "--out", str(tmp_path / "c")]) == 0
     cisco = (tmp_path / "c" / "cisco.cfg").read_text()
     # MDRR shares by quantum, the strict queue apart: 41436 : 10716 -> 79 % : 21 %.
-    assert re.findall(r"bandwidth percent (\d+)", cisco) == ["79", "20"]
+    assert re.findall(r"bandwidth remaining percent (\d+)", cisco) == ["79", "20"]
     assert "random-detect discard-class 1 4.1 27.4 2" in cisco
     assert "police cir 240000 bc 5000" in cisco
     assert cli.main(["provision", "--policy", str(out / "policy-junos.yaml"), *common, "--target", "junos", "--out", str(tmp_path / "j")]) == 0
