@@ -32,7 +32,7 @@ def customers(results: dict, config: str) -> dict[str, float]:
 
 def test_every_finding_is_graded_by_its_direction_and_sizes(quick):
     status, _, results = quick
-    assert len(results["findings"]) == 11
+    assert len(results["findings"]) == 12
     for found in results["findings"]:
         assert found["grade"] == regraded(found), found
     assert status == (0 if all(f["holds"] for f in results["findings"]) else 1)
@@ -45,9 +45,8 @@ def test_the_report_has_every_table_beside_the_document_and_says_what_is_pending
         assert f"## {title}" in report
     # Every model number of Tables 2-5 stands beside the document's, with the ratio.
     assert report.count(" vs 7005 (×") == 2 and " vs 1021 (×" in report
-    assert "Pending: Section 5.1 (ii)" in report and "nothing stands in" in report
     assert "access links: C1 512 kb/s" in report  # the open parameters, stated
-    assert {p.name for p in out.iterdir()} >= {"report.md", "results.json", "scenarios", "fig3_max_th.png", "fig6_relative_queue.png"}
+    assert {p.name for p in out.iterdir()} >= {"report.md", "results.json", "scenarios", "fig3_max_th.png", "fig4_static_dynamic.png", "fig6_relative_queue.png"}
     for scenario in (out / "scenarios").iterdir():
         load_scenario(scenario)
 
@@ -117,3 +116,19 @@ def test_the_best_effort_weight_is_the_one_table_2_implies():
     assert r10 == pytest.approx(192e3 + 238e3 + 727e3, rel=0.02)
     # ... and weight 20 then serves more than sum r_i = 1.64 Mb/s (equation 1).
     assert bouras.relative_rate(20, bouras.BE_WEIGHT, 1_100_000) > 1_640_000
+
+
+def test_dynamic_wred_retunes_max_th_by_equation_2_and_holds_the_queue(quick):
+    _, _, results = quick
+    static = {m["max_th"]: m for k, m in results["measured"].items() if k.startswith("5.1/grid/")}
+    dynamic = {m["max_th"]: m for k, m in results["measured"].items() if k.startswith("5.1/dynamic/")}
+    assert static.keys() == dynamic.keys()
+    for initial, m in dynamic.items():
+        tuned = m["tuned_max_th"]
+        # Every 50 ms over the window, near the RTT's bandwidth-delay product, not the initial value.
+        assert tuned["changes"] >= 0.9 * (60 - 15) / 0.05
+        assert 0.6 < tuned["mean"] / (10e6 * m["rtt_mean_s"] / 12_000) < 1.4
+        assert static[initial]["tuned_max_th"] is None
+    spread = lambda runs: max(r["queue"]["mean"] for r in runs.values()) - min(r["queue"]["mean"] for r in runs.values())  # noqa: E731
+    assert spread(dynamic) < spread(static) / 2
+    assert finding(results, "Section 5.1 (ii)")["direction"]
