@@ -50,7 +50,8 @@ def engine_tables(with_tcp: bool = True) -> dict[str, dict[str, list]]:
         "queue": {
             "queue": ["A->R", "R->B"] * 3, "time_ns": [t for t in times for _ in range(2)],
             "len_pkts": [0, 3, 0, 7, 0, 1], "len_bytes": [0, 4500, 0, 10_500, 0, 1500],
-            "tx_bytes": [10, 20, 30, 40, 50, 60],
+            "tx_bytes": [10, 20, 30, 40, 50, 60], "len_green_pkts": [0, 3, 0, 6, 0, 1],
+            "len_yellow_pkts": [0, 0, 0, 1, 0, 0], "len_red_pkts": [0] * 6,
         },  # fmt: skip
         "queue_summary": {
             "queue": ["A->R", "R->B"], "link": ["A->R", "R->B"], "enq_pkts": [2600, 2590], "enq_bytes": [1, 2],

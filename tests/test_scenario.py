@@ -512,7 +512,7 @@ BAD_INPUT = [
     ("unknown-nested-key", [("limit: 100p}", "limit: 100p, colour: red}")], "colour", "links[1].queues.R.fifo.colour", "unknown key 'colour' (expected one of: limit)"),
     ("unknown-cc", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: foo}")], "cc: foo", "flows[0].tcp.cc", "unknown congestion control 'foo' (expected one of: newreno, reno, cubic, htcp, bic, highspeed, base_flow)"),
     ("missing-key", [("    rate: 1Gbps\n    delay: 1ms\n", "    delay: 1ms\n")], "[A, R]", "links[0].rate", "required key is missing"),
-    ("two-flow-kinds", [("interval: 100ms}", "interval: 100ms}\n    udp: {from: A, to: B, rate: 1Mbps}")], "- name: probe", "flows[1]", "expected exactly one of: tcp, udp, ping, poisson (got udp, ping)"),
+    ("two-flow-kinds", [("interval: 100ms}", "interval: 100ms}\n    udp: {from: A, to: B, rate: 1Mbps}")], "- name: probe", "flows[1]", "expected exactly one of: tcp, udp, ping, poisson, onoff, video (got udp, ping)"),
     ("queue-of-a-stranger", [("queues: {R:", "queues: {A:")], "queues:", "links[1].queues.A", "'A' is not an end of this link (expected 'R' or 'B')"),
     ("red-thresholds-reversed", [("{fifo: {limit: 100p}}", "{red: {min_th: 30, max_th: 10}}")], "queues:", "links[1].queues.R.red.max_th", "must be greater than min_th (30), got 10"),
     ("red-max-p-above-one", [("{fifo: {limit: 100p}}", "{red: {min_th: 5, max_th: 15, max_p: 1.5}}")], "queues:", "links[1].queues.R.red.max_p", "less than or equal to 1"),

@@ -34,6 +34,11 @@
     ``--out`` of a sweep is resumed: only the runs it lacks are made.
     Exit status 1 if a run failed (its row says why; the others ran).
 
+``alphaqos dimension relative --profile NAME=RATE/BURST ... --link RATE --rtt T [--check] [--out DIR]``
+    Dimension a Relative Service (the fifth source document): weight_REL
+    for equation 1, WRED per colour from equation 2, a policy document for
+    ``alphaqos provision`` (see :mod:`alphaqos.dimension`).
+
 ``alphaqos provision (--prefixes DB | --prefix-list FILE) [--policy FILE] --out DIR``
     Render the α prefix table of ``flows identify`` and a policy document
     (default: the first document's two queues) as Junos, Cisco IOS, Linux
@@ -200,6 +205,10 @@ def _parser() -> argparse.ArgumentParser:
     from .provision.cli import add_provision_command
 
     add_provision_command(commands)
+
+    from .dimension import add_dimension_command
+
+    add_dimension_command(commands)
 
     from .provision.shape import add_shape_command
 

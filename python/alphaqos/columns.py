@@ -63,6 +63,10 @@ DROP_REV_PKTS = "drop_rev_pkts"
 
 # Queues.
 LEN_PKTS = "len_pkts"
+# Packets held by colour: the virtual queues of a colour-aware queue.
+LEN_GREEN_PKTS = "len_green_pkts"
+LEN_YELLOW_PKTS = "len_yellow_pkts"
+LEN_RED_PKTS = "len_red_pkts"
 LEN_BYTES = "len_bytes"
 ENQ_PKTS = "enq_pkts"
 ENQ_BYTES = "enq_bytes"
@@ -175,7 +179,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     ),
     "udp": (FLOW, TIME, TX_PKTS, RX_PKTS, RX_BYTES, RX_RATE_BPS, DROP_PKTS),
     "ping": (FLOW, SEQ, TIME, RTT),
-    "queue": (QUEUE, TIME, LEN_PKTS, LEN_BYTES, TX_BYTES),
+    "queue": (QUEUE, TIME, LEN_PKTS, LEN_BYTES, TX_BYTES, LEN_GREEN_PKTS, LEN_YELLOW_PKTS, LEN_RED_PKTS),
     "queue_summary": (
         QUEUE, LINK, ENQ_PKTS, ENQ_BYTES, DEQ_PKTS, DEQ_BYTES, DROP_PKTS, DROP_BYTES,
         *DROP_REASONS.values(), BACKLOG_PKTS, BACKLOG_BYTES, RATE_BPS, LINK_LOSS_PKTS,

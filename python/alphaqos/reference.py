@@ -112,6 +112,7 @@ EXAMPLES: dict[str, str] = {
     "Child": "{fq_codel: {target: 5ms, interval: 100ms}}",
     "FqCodel": "{limit: 10240p, buckets: 1024, quantum: 1514B, target: 5ms, interval: 100ms}",
     "Sfq": "{limit: 127p, buckets: 1024, quantum: 1514B}",
+    "Http": "{server: S, clients: [C1, C2], sessions: 4, think: 2s, response: {pareto: {shape: 1.2, mean: 12KB}}}",
     "StreamOptions": "{cc: base_flow, cc_params: {ctr: 500Mbps}, dscp: af11}",
     "Link": """
         between: [WR, W1]

@@ -75,8 +75,11 @@ __all__ = [
     "Flow",
     "Link",
     "Node",
+    "Http",
+    "OnOffUdp",
     "Ping",
     "Poisson",
+    "Video",
     "Queue",
     "Red",
     "Scenario",
@@ -421,18 +424,46 @@ class Ping(_Endpoints):
     size: PacketSize = 84
 
 
-FLOW_KINDS = ("tcp", "udp", "ping", "poisson")
+class OnOffUdp(_Endpoints):
+    """UDP ON/OFF: constant ``rate`` while ON, in ``size`` packets; ON and
+    OFF periods of mean ``on_mean`` and ``off_mean`` (not ``on``/``off``,
+    which YAML reads as booleans), exponential (defaults: ITU-T P.59's talk
+    spurt, 1.004 s, and pause, 1.587 s: a VoIP talker with silence
+    suppression) or Pareto of shape ``pareto_shape`` (a VBR source)."""
+
+    rate: PositiveRate
+    size: PacketSize = 1500
+    on_mean: PositiveTime = 1_004 * NS_PER_MS
+    off_mean: PositiveTime = 1_587 * NS_PER_MS
+    pareto_shape: Annotated[float, Field(gt=1.0, allow_inf_nan=False)] | None = None
+
+
+class Video(_Endpoints):
+    """MPEG-like video: a GOP ``IBBPBBPBBPBB`` at ``fps`` frames a second,
+    frame sizes I : P : B = 5 : 3 : 1 varying by a lognormal factor of
+    log-deviation ``sigma``, averaging ``rate`` in ``size`` packets."""
+
+    rate: PositiveRate
+    size: PacketSize = 1500
+    fps: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)] = 25.0
+    sigma: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = 0.3
+
+
+FLOW_KINDS = ("tcp", "udp", "ping", "poisson", "onoff", "video")
 
 
 class Flow(_Model):
     """One application flow: exactly one of ``tcp``, ``udp``, ``ping``,
-    ``poisson``, active from ``start`` to ``stop`` (default: end of run)."""
+    ``poisson``, ``onoff``, ``video``, active from ``start`` to ``stop``
+    (default: end of run)."""
 
     name: Annotated[str, Strict(), Field(min_length=1)]
     tcp: Tcp | None = None
     udp: Udp | None = None
     ping: Ping | None = None
     poisson: Poisson | None = None
+    onoff: OnOffUdp | None = None
+    video: Video | None = None
     start: Time = 0
     stop: Time | None = None
     #: DiffServ marking of the flow's packets (both directions).
@@ -451,7 +482,7 @@ class Flow(_Model):
         return next(kind for kind in FLOW_KINDS if getattr(self, kind) is not None)
 
     @property
-    def spec(self) -> Tcp | Udp | Ping | Poisson:
+    def spec(self) -> Tcp | Udp | Ping | Poisson | OnOffUdp | Video:
         return getattr(self, self.kind)
 
 
@@ -588,6 +619,28 @@ class OnOff(_Model):
         return self
 
 
+class Http(_Model):
+    """HTTP browsing: ``sessions`` sessions on each host of ``clients``,
+    each alternating a page from ``server`` (a request of ``request``
+    bytes, then a response of a ``response`` size, heavy-tailed by default:
+    Pareto of shape 1.2 and mean 12 KB) and an exponential think time: of
+    mean ``think`` after the response, or between page starts so that the
+    workload offers ``mean_rate`` of responses in all."""
+
+    server: Name
+    clients: Annotated[list[Name], Field(min_length=1)]
+    sessions: Count = 1
+    request: PositiveSize = 350
+    response: Sizes = SizeDist(pareto=Pareto(shape=1.2, mean="12KB"))
+    think: PositiveTime | None = None
+    mean_rate: PositiveRate | None = None
+
+    @model_validator(mode="after")
+    def _think_or_rate(self) -> Http:
+        _exactly_one(self, ("think", "mean_rate"))
+        return self
+
+
 class StreamOptions(_Model):
     """What one stream of a transfer does differently from the workload's
     ``tcp`` and ``dscp`` (e.g. a base connection with ``cc: base_flow`` in
@@ -599,12 +652,12 @@ class StreamOptions(_Model):
     max_pacing_rate: PositiveRate | None = None
 
 
-WORKLOAD_KINDS = ("transfer", "poisson", "onoff")
+WORKLOAD_KINDS = ("transfer", "poisson", "onoff", "http")
 
 
 class Workload(_Model):
     """Traffic that opens TCP connections as the run goes: exactly one of
-    ``transfer``, ``poisson``, ``onoff``. No transfer starts before
+    ``transfer``, ``poisson``, ``onoff``, ``http``. No transfer starts before
     ``start`` or at or after ``stop``; each runs over ``streams`` parallel
     connections (GridFTP-style striping)."""
 
@@ -612,6 +665,7 @@ class Workload(_Model):
     transfer: Transfer | None = None
     poisson: PoissonArrivals | None = None
     onoff: OnOff | None = None
+    http: Http | None = None
     tcp: WorkloadTcp = WorkloadTcp()
     #: Open each connection with a three-way handshake.
     handshake: Flag = True
@@ -649,6 +703,8 @@ class Workload(_Model):
             return [(("transfer", "from"), self.transfer.src), (("transfer", "to"), self.transfer.dst)]
         if self.poisson is not None:
             return [(("poisson", "pairs"), h) for h in self.poisson.pairs.hosts()]
+        if self.http is not None:
+            return [(("http", "server"), self.http.server)] + [(("http", "clients"), h) for h in self.http.clients]
         return [(("onoff", "hosts"), h) for h in self.onoff.hosts] + [(("onoff", "peers"), h) for h in self.onoff.peers]
 
 
@@ -1157,6 +1213,9 @@ def _check_workloads(scenario: Scenario):
                 yield (*loc, *key), f"{host!r} is a router; transfers run between hosts"
         if wl.transfer is not None and wl.transfer.src == wl.transfer.dst:
             yield (*loc, "transfer", "to"), f"a transfer needs two different hosts, got {wl.transfer.src!r} twice"
+        if wl.http is not None and wl.http.server in wl.http.clients:
+            i = wl.http.clients.index(wl.http.server)
+            yield (*loc, "http", "clients", i), f"{wl.http.server!r} is the server; clients fetch from another host"
         load = wl.poisson.load if wl.poisson is not None else None
         if isinstance(load, LinkShare) and _link_between(scenario, *load.link) is None:
             yield (*loc, "poisson", "load", "link"), f"no link between {load.link[0]!r} and {load.link[1]!r}"
@@ -1512,6 +1571,12 @@ def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
         if isinstance(load, LinkShare):
             load = round(load.share * _link_between(scenario, *load.link).rate)
         out["poisson"] = {"rate_per_s": p.rate, "load_bps": load, "pairs": pairs_cfg, "size": _resolve_size(p.size)}
+    elif wl.http is not None:
+        h = wl.http
+        out["http"] = {
+            "server": h.server, "clients": list(h.clients), "sessions": h.sessions, "request_bytes": h.request,
+            "response": _resolve_size(h.response), "think_mean_ns": h.think, "mean_rate_bps": h.mean_rate,
+        }  # fmt: skip
     else:
         o = wl.onoff
         out["onoff"] = {
@@ -1536,6 +1601,12 @@ def _resolve_flow(flow: Flow) -> dict[str, Any]:
     elif flow.poisson is not None:
         poisson = flow.poisson
         app = {"rate_bps": poisson.rate, "size_bytes": poisson.size, "exp_size": poisson.sizes == "exponential"}
+    elif flow.onoff is not None:
+        o = flow.onoff
+        app = {"rate_bps": o.rate, "size_bytes": o.size, "on_mean_ns": o.on_mean, "off_mean_ns": o.off_mean, "pareto_shape": o.pareto_shape}
+    elif flow.video is not None:
+        v = flow.video
+        app = {"mean_rate_bps": v.rate, "size_bytes": v.size, "fps": v.fps, "sigma": v.sigma}
     else:
         app = {"interval_ns": flow.ping.interval, "size_bytes": flow.ping.size}
     return {**common, flow.kind: app}

@@ -3,7 +3,7 @@
 //! workloads), every name checked and given its handle (its index), before
 //! anything runs.
 
-use crate::apps::{bulk::BulkTcp, cbr::Cbr, ping::Ping, poisson::PoissonSource, App};
+use crate::apps::{bulk::BulkTcp, cbr::Cbr, onoff::{OnOffUdp, Periods}, ping::Ping, poisson::PoissonSource, video::Video, App};
 use crate::config::{Config, FlowConfig};
 use crate::event::EventQueue;
 use crate::network::{Ends, Net};
@@ -135,6 +135,14 @@ pub fn check_path(net: &Net, a: u32, b: u32, max_size: u32) -> Result<(), String
     Ok(())
 }
 
+/// A UDP packet must hold the IP and UDP headers.
+fn udp_size(size: u32, kind: &str) -> Result<(), String> {
+    if size < UDP_HEADER_BYTES {
+        return Err(format!("{kind}.size_bytes: {size} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)"));
+    }
+    Ok(())
+}
+
 pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<(Ends, Box<dyn App>), String> {
     let find = |name: &str, key: &str| -> Result<u32, String> {
         let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
@@ -153,17 +161,15 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
             return Err(format!("no path from {} to {}", net.nodes[a as usize].name, net.nodes[b as usize].name));
         }
     }
-    let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some()];
+    let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some(), f.onoff.is_some(), f.video.is_some()];
     if kinds.iter().filter(|&&k| k).count() != 1 {
-        return Err("exactly one of tcp, udp, poisson, ping is needed".into());
+        return Err("exactly one of tcp, udp, poisson, ping, onoff, video is needed".into());
     }
     let rng = Rng::stream(cfg.seed, &format!("flow:{}", f.name));
     let (app, proto, max_size): (Box<dyn App>, u8, u32) = if let Some(t) = &f.tcp {
         (Box::new(BulkTcp::new(t).map_err(|e| format!("tcp: {e}"))?), PROTO_TCP, t.mss_bytes + TCP_HEADER_BYTES)
     } else if let Some(u) = &f.udp {
-        if u.size_bytes < UDP_HEADER_BYTES {
-            return Err(format!("udp.size_bytes: {} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)", u.size_bytes));
-        }
+        udp_size(u.size_bytes, "udp")?;
         if u.schedule.is_empty() {
             return Err("udp.schedule: needs at least one (time, rate) step".into());
         }
@@ -180,6 +186,29 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
         // MTU of the path (defect 3 of issue 9), the mean must fit it.
         let mtu = path_mtu(net, src, dst);
         (Box::new(PoissonSource::new(p.rate_bps, p.size_bytes, p.exp_size, rng).max_size(mtu)), PROTO_UDP, p.size_bytes)
+    } else if let Some(o) = &f.onoff {
+        udp_size(o.size_bytes, "onoff")?;
+        if o.rate_bps == 0 || o.on_mean_ns == 0 || o.off_mean_ns == 0 {
+            return Err("onoff: rate_bps, on_mean_ns and off_mean_ns must be positive".into());
+        }
+        let periods = match o.pareto_shape {
+            None => Periods::Exponential,
+            Some(a) if a.is_finite() && a > 1.0 => Periods::Pareto(a),
+            Some(a) => return Err(format!("onoff.pareto_shape: must be above 1 for the mean to exist, got {a}")),
+        };
+        (Box::new(OnOffUdp::new(o.rate_bps, o.size_bytes, o.on_mean_ns, o.off_mean_ns, periods, rng)), PROTO_UDP, o.size_bytes)
+    } else if let Some(v) = &f.video {
+        udp_size(v.size_bytes, "video")?;
+        if v.mean_rate_bps == 0 {
+            return Err("video.mean_rate_bps: must be positive".into());
+        }
+        if !(v.fps.is_finite() && v.fps > 0.0) {
+            return Err(format!("video.fps: must be positive, got {}", v.fps));
+        }
+        if !(v.sigma.is_finite() && v.sigma >= 0.0) {
+            return Err(format!("video.sigma: must be non-negative, got {}", v.sigma));
+        }
+        (Box::new(Video::new(v.mean_rate_bps, v.size_bytes, v.fps, v.sigma, rng)), PROTO_UDP, v.size_bytes)
     } else if let Some(p) = &f.ping {
         if p.interval_ns == 0 {
             return Err("ping.interval_ns: must be positive".into());

@@ -621,6 +621,12 @@ pub struct FlowConfig {
     pub poisson: Option<PoissonConfig>,
     #[serde(default)]
     pub ping: Option<PingConfig>,
+    /// UDP ON/OFF (VoIP talk spurts, VBR), see `apps/onoff.rs`.
+    #[serde(default)]
+    pub onoff: Option<OnOffUdpConfig>,
+    /// MPEG-like video over UDP, see `apps/video.rs`.
+    #[serde(default)]
+    pub video: Option<VideoConfig>,
     /// DiffServ code point the source marks its packets with (0..63).
     #[serde(default)]
     pub dscp: u8,
@@ -855,8 +861,53 @@ fn default_ping_size() -> u32 {
     84
 }
 
+/// UDP ON/OFF: `rate_bps` while ON in `size_bytes` packets; periods of mean
+/// `on_mean_ns` and `off_mean_ns` (defaults: ITU-T P.59's talk spurt and
+/// pause), exponential, or Pareto of shape `pareto_shape`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnOffUdpConfig {
+    pub rate_bps: u64,
+    pub size_bytes: u32,
+    #[serde(default = "default_on_mean")]
+    pub on_mean_ns: u64,
+    #[serde(default = "default_off_mean")]
+    pub off_mean_ns: u64,
+    #[serde(default)]
+    pub pareto_shape: Option<f64>,
+}
+
+fn default_on_mean() -> u64 {
+    crate::apps::onoff::P59_ON_NS
+}
+fn default_off_mean() -> u64 {
+    crate::apps::onoff::P59_OFF_NS
+}
+
+/// MPEG-like video: `mean_rate_bps` in `size_bytes` packets, `fps` frames
+/// per second, frame sizes varying by a lognormal factor of log-deviation
+/// `sigma`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VideoConfig {
+    pub mean_rate_bps: u64,
+    pub size_bytes: u32,
+    #[serde(default = "default_fps")]
+    pub fps: f64,
+    #[serde(default = "default_sigma")]
+    pub sigma: f64,
+}
+
+fn default_fps() -> f64 {
+    25.0
+}
+fn default_sigma() -> f64 {
+    0.3
+}
+
 /// Traffic that creates connections at run time: exactly one of
-/// `transfer`, `poisson` (transfer arrivals), `onoff` (web-like sources).
+/// `transfer`, `poisson` (transfer arrivals), `onoff` (web-like sources),
+/// `http` (clients fetching from a server).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadConfig {
@@ -904,6 +955,8 @@ pub struct WorkloadConfig {
     pub poisson: Option<PoissonArrivalsConfig>,
     #[serde(default)]
     pub onoff: Option<OnOffConfig>,
+    #[serde(default)]
+    pub http: Option<HttpConfig>,
 }
 
 fn one() -> u32 {
@@ -978,6 +1031,32 @@ pub struct OnOffConfig {
     pub idle_mean_ns: Option<u64>,
     #[serde(default)]
     pub mean_rate_bps: Option<u64>,
+}
+
+/// HTTP: `sessions` browsing sessions on each host of `clients`, each
+/// alternating a page fetch from `server` (a request of `request_bytes`,
+/// then a response of a size drawn from `response`) and a think time:
+/// exponential of mean `think_mean_ns` after the response, or, with
+/// `mean_rate_bps` (the whole workload's offered response rate), between
+/// page starts (see `workload/mod.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub server: String,
+    pub clients: Vec<String>,
+    #[serde(default = "one")]
+    pub sessions: u32,
+    #[serde(default = "default_request")]
+    pub request_bytes: u64,
+    pub response: SizeDistConfig,
+    #[serde(default)]
+    pub think_mean_ns: Option<u64>,
+    #[serde(default)]
+    pub mean_rate_bps: Option<u64>,
+}
+
+fn default_request() -> u64 {
+    350
 }
 
 /// A size distribution (exactly one key), see `workload/dist.rs`.

@@ -43,6 +43,11 @@ pub mod col {
     pub const LINK: &str = "link";
     pub const LEN_PKTS: &str = "len_pkts";
     pub const LEN_BYTES: &str = "len_bytes";
+    /// Packets held by colour (green, yellow, red): the virtual queues of a
+    /// colour-aware queue, as ns-2's DiffServ module reports them.
+    pub const LEN_GREEN_PKTS: &str = "len_green_pkts";
+    pub const LEN_YELLOW_PKTS: &str = "len_yellow_pkts";
+    pub const LEN_RED_PKTS: &str = "len_red_pkts";
     pub const ENQ_PKTS: &str = "enq_pkts";
     pub const ENQ_BYTES: &str = "enq_bytes";
     pub const DEQ_PKTS: &str = "deq_pkts";

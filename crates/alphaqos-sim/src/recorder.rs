@@ -79,7 +79,7 @@ pub const TCP_COLS: &[&str] = &[
 /// Columns of the UDP series.
 pub const UDP_COLS: &[&str] = &[col::TIME_NS, col::TX_PKTS, col::RX_PKTS, col::RX_BYTES, col::RX_RATE_BPS, col::DROP_PKTS];
 /// Columns of the queue series.
-pub const QUEUE_COLS: &[&str] = &[col::TIME_NS, col::LEN_PKTS, col::LEN_BYTES, col::TX_BYTES];
+pub const QUEUE_COLS: &[&str] = &[col::TIME_NS, col::LEN_PKTS, col::LEN_BYTES, col::TX_BYTES, col::LEN_GREEN_PKTS, col::LEN_YELLOW_PKTS, col::LEN_RED_PKTS];
 /// Columns of the workload series: connections open at the sample, and
 /// over the interval the rate of transfers started (their sizes) and of
 /// bytes delivered in order to the receivers, plus cumulative counts.

@@ -67,6 +67,8 @@ pub struct TransferRec {
     /// The ON/OFF host index that started it (0 otherwise).
     pub host: u32,
     pub failed: bool,
+    /// An HTTP request whose response has not started yet.
+    pub awaiting_response: bool,
     /// Dynamic striping: the block size, and the bytes handed out so far.
     pub block: Option<u64>,
     pub assigned: u64,
@@ -217,7 +219,7 @@ impl Simulation {
                 let at = start + Duration(wl.arrivals.exponential(*mean_gap_ns).round() as u64);
                 self.net.events.schedule(at, Event::Workload(w as u32, 0));
             }
-            Kind::OnOff { hosts, mean_gap_ns, .. } => {
+            Kind::OnOff { hosts, mean_gap_ns, .. } | Kind::Http { sessions: hosts, mean_gap_ns, .. } => {
                 for (h, host) in hosts.iter_mut().enumerate() {
                     let at = start + Duration(host.rng.exponential(*mean_gap_ns).round() as u64);
                     host.next_due = at;
@@ -336,9 +338,26 @@ impl Simulation {
             self.feed(id, t);
         }
         let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
-        if tcp.is_finished() || tcp.failed {
+        // An HTTP server answers once it holds the whole request.
+        let answer = self.transfers[t].awaiting_response && tcp.receiver.delivered() >= self.transfers[t].size;
+        let done = tcp.is_finished() || tcp.failed;
+        if answer {
+            self.transfers[t].awaiting_response = false;
+            self.start_response(t);
+        }
+        if done {
             self.close_stream(id, s as usize);
         }
+    }
+
+    /// The server of HTTP request `t` sends its response.
+    fn start_response(&mut self, t: usize) {
+        let r = &self.transfers[t];
+        let (w, client, host) = (r.workload as usize, r.src, r.host);
+        let Kind::Http { server, sessions, sizes, .. } = &mut self.workloads[w].kind else { unreachable!("only HTTP requests await a response") };
+        let size = sizes.sample(&mut sessions[host as usize].rng);
+        let server = *server;
+        self.start_transfer(w, server, client, size, host, false);
     }
 
     /// Dynamic striping: hand stream `id` of transfer `t` blocks while its
@@ -403,6 +422,18 @@ impl Simulation {
                 }
                 (h.node, peer, size)
             }
+            Kind::Http { server, sessions, request, mean_gap_ns, think, .. } => {
+                let h = &mut sessions[arg as usize];
+                if *think {
+                    h.next_due = now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64);
+                }
+                let (client, server, request) = (h.node, *server, *request);
+                let handshake = wl.handshake;
+                // Pages are not subject to call admission (no agent books them).
+                let t = self.start_transfer(w, client, server, request, arg, handshake);
+                self.transfers[t as usize].awaiting_response = true;
+                return;
+            }
         };
         let req = self.admit(w as u32, src, dst, size);
         if req.as_ref().is_some_and(|r| !r.admitted) {
@@ -410,7 +441,8 @@ impl Simulation {
             self.host_next(w, arg);
             return;
         }
-        let t = self.start_transfer(w, src, dst, size, arg);
+        let handshake = self.workloads[w].handshake;
+        let t = self.start_transfer(w, src, dst, size, arg, handshake);
         if let Some(r) = req {
             self.admitted(w as u32, &r, t);
         }
@@ -446,12 +478,13 @@ impl Simulation {
         port
     }
 
-    /// Open the `streams` connections of a new transfer of workload `w`.
-    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32) -> u32 {
+    /// Open the `streams` connections of a new transfer of workload `w`
+    /// (each with a three-way handshake if `handshake`); its index.
+    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32, handshake: bool) -> u32 {
         let now = self.net.now;
-        let (mss, iw, handshake, block) = {
+        let (mss, iw, block) = {
             let wl = &self.workloads[w];
-            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts, wl.handshake, wl.block_bytes)
+            (wl.tcp.mss_bytes, wl.tcp.init_cwnd_pkts, wl.block_bytes)
         };
         // No stream without bytes: at most one per byte, or per block.
         let k = (self.workloads[w].streams as u64).min(block.map_or(size, |b| size.div_ceil(b))).max(1) as u32;
@@ -469,6 +502,7 @@ impl Simulation {
             ideal: ideal_fct(size, k, iw, mss, path, handshake),
             host,
             failed: false,
+            awaiting_response: false,
             block,
             assigned: 0,
             first_stream: self.streams.len() as u32,
@@ -489,7 +523,7 @@ impl Simulation {
             };
             cfg.size_bytes = Some(part);
             let mut app = BulkTcp::new(&cfg).expect("checked when the workload was built");
-            if wl.handshake {
+            if handshake {
                 app = app.with_handshake(Duration(cfg.initial_rto_ns));
             }
             if let Some(rate) = wl.app_rate_bps {
@@ -570,18 +604,27 @@ impl Simulation {
         t.end = Some(now);
         wl.completed += 1;
         let host = t.host;
-        self.host_next(w, host);
+        // An HTTP session goes idle after its response, or after a request
+        // that failed before the server held it; not after a request.
+        let page_over = match &wl.kind {
+            Kind::Http { server, .. } => t.src == *server || t.awaiting_response,
+            _ => true,
+        };
+        t.awaiting_response = false;
+        if page_over {
+            self.host_next(w, host);
+        }
     }
 
-    /// An ON/OFF host's transfer completed (or was refused): it goes idle,
-    /// then starts its next one.
+    /// An ON/OFF host's transfer (an HTTP session's page) completed, or was
+    /// refused: it goes idle, then starts its next one.
     fn host_next(&mut self, w: usize, host: u32) {
         let now = self.net.now;
         let wl = &mut self.workloads[w];
         if now >= wl.stop {
             return;
         }
-        if let Kind::OnOff { hosts, mean_gap_ns, think, .. } = &mut wl.kind {
+        if let Kind::OnOff { hosts, mean_gap_ns, think, .. } | Kind::Http { sessions: hosts, mean_gap_ns, think, .. } = &mut wl.kind {
             let h = &mut hosts[host as usize];
             let at = if *think { h.next_due.max(now) } else { now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64) };
             self.net.events.schedule(at, Event::Workload(w as u32, host));
@@ -621,7 +664,8 @@ impl Simulation {
                 if k == keys.len() {
                     keys.push(names.intern(&queue_name(&ifc.name, class)));
                 }
-                queue.row(keys[k], &[now.as_nanos(), b.pkts, b.bytes, c.deq_bytes]);
+                let [g, y, r] = c.held_by_color;
+                queue.row(keys[k], &[now.as_nanos(), b.pkts, b.bytes, c.deq_bytes, g, y, r]);
                 k += 1;
             });
         }

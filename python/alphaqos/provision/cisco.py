@@ -38,7 +38,9 @@ extended ... permit ip object-group A object-group B``, ``class-map
 match-any``/``match access-group name``/``match dscp``/``match
 qos-group``, ``police`` with ``conform-action``/``exceed-action``/
 ``violate-action``, ``bandwidth percent``, ``shape average percent``,
-``priority``, ``queue-limit <n> packets|bytes``, ``random-detect
+``bandwidth remaining percent`` (an MDRR policy's classes: their quanta
+share what the low-latency queue leaves), ``priority``, ``queue-limit <n>
+packets|bytes``, ``random-detect
 discard-class <value> <min> <max> <mark-probability-denominator>``,
 ``random-detect exponential-weighting-constant``.
 """
@@ -222,6 +224,9 @@ def _body(plan: Plan) -> list[str]:
         out.append(f" class CLASS-{c.name}-{v}")
         if c.priority == "strict-high":
             out.append("  priority")
+        elif plan.policy.scheduler == "mdrr":
+            # MDRR's quanta share what its low-latency queue leaves.
+            out.append(f"  bandwidth remaining percent {bandwidth[c.name]}")
         else:
             out.append(f"  bandwidth percent {bandwidth[c.name]}")
         if c.exact:

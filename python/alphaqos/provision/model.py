@@ -236,14 +236,25 @@ def load_policy(path: str | Path | None) -> Policy:
     return policy
 
 
+#: The MTU MDRR quanta are rendered for.
+MDRR_MTU = 1500
+
+
 def _classes(policy: Policy) -> list[ClassPlan]:
     """Each class's share of the link, whatever the scheduler: Junos
     transmit rates as given; WRR/MDRR weights and DRR quanta as their
-    proportion of the sum (the long-run share of a backlogged class);
+    proportion of the sum (the long-run share of a backlogged class; MDRR's
+    by quantum, without its strict low-latency queue);
     strict priority has no shares."""
     weights: dict[str, float] = {}
-    if policy.scheduler in ("wrr", "mdrr"):
+    if policy.scheduler == "wrr":
         weights = {n: float(c.weight or 0) for n, c in policy.classes.items()}
+    elif policy.scheduler == "mdrr":
+        # MDRR shares by quantum, MTU + (weight - 1) 512 bytes (1500-byte
+        # MTU), among the queues it rotates over: a strict low-latency
+        # queue is served first and takes no share.
+        weights = {n: 0.0 if c.low_latency == "strict-priority" else float(MDRR_MTU + ((c.weight or 1) - 1) * 512)
+                   for n, c in policy.classes.items()}  # fmt: skip
     elif policy.scheduler == "drr":
         weights = {n: float(c.quantum or 0) for n, c in policy.classes.items()}
     total = sum(weights.values())

@@ -3,7 +3,10 @@
 A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
 
 - plans its runs: a list of :class:`RunSpec`, each a complete scenario (the
-  same dict a YAML scenario file holds) plus what to measure from it;
+  same dict a YAML scenario file holds) plus what to measure from it; a
+  module whose runs depend on earlier ones (an iterative method) also
+  defines ``follow_up(measured, quick=...)``, asked for more runs after each
+  batch until it returns none;
 - measures each finished run (:func:`measure`, called in the worker process,
   so only a small dict of numbers travels back);
 - reports: tables beside the document's, plots, a markdown report and the
@@ -37,7 +40,11 @@ from .grading import Finding, exit_status
 __all__ = ["REPRODUCTIONS", "Finding", "Reproduction", "RunSpec", "reproduce"]
 
 #: Reproductions by the name ``alphaqos reproduce`` takes, and their module.
-REPRODUCTIONS = {"yan2013": f"{__name__}.yan2013", "liberatore-yaqs": f"{__name__}.liberatore"}
+REPRODUCTIONS = {
+    "yan2013": f"{__name__}.yan2013",
+    "liberatore-yaqs": f"{__name__}.liberatore",
+    "bouras-relative": f"{__name__}.bouras",
+}
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,10 @@ def reproduce(
         on_plan(len(specs))
     started = time.perf_counter()
     measured = run_specs(mod.__name__, specs, jobs=jobs, dask=dask, on_done=on_done)
+    follow_up = getattr(mod, "follow_up", None)
+    while follow_up is not None and (more := follow_up(measured, quick=quick)):
+        specs += more
+        measured |= run_specs(mod.__name__, more, jobs=jobs, dask=dask, on_done=on_done)
     wall = time.perf_counter() - started
     scenarios = {spec.key: spec.scenario for spec in specs}
     return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)

@@ -81,14 +81,4 @@ impl Cbr {
     }
 }
 
-impl super::App for Cbr {
-    fn kind(&self) -> &'static str {
-        "udp"
-    }
-    fn on_timer(&mut self, t: FlowTimer, io: &mut crate::network::FlowIo) {
-        Cbr::on_timer(self, t, &mut io.fwd())
-    }
-    fn sample(&self, key: u32, st: &crate::network::ConnStats, prev: &mut u64, s: crate::recorder::Sampling, rec: &mut crate::recorder::Recorder) {
-        super::udp_sample(key, st, prev, s, rec)
-    }
-}
+super::udp_app!(Cbr, "udp");

@@ -10,8 +10,10 @@
 
 pub mod bulk;
 pub mod cbr;
+pub mod onoff;
 pub mod ping;
 pub mod poisson;
+pub mod video;
 
 use crate::event::FlowTimer;
 use crate::time::{Duration, SimTime};
@@ -53,3 +55,22 @@ pub(crate) fn udp_sample(key: u32, st: &ConnStats, prev: &mut u64, s: Sampling, 
     rec.udp.row(key, &[s.now.as_nanos(), st.tx_pkts, st.rx_pkts, st.rx_bytes, s.rate(st.rx_bytes - *prev), st.drop_pkts]);
     *prev = st.rx_bytes;
 }
+
+/// The [`App`] of a UDP generator with an inherent `on_timer(t, &mut impl
+/// Wire)` on its source side, reported in the UDP series as `kind`.
+macro_rules! udp_app {
+    ($t:ty, $kind:literal) => {
+        impl $crate::apps::App for $t {
+            fn kind(&self) -> &'static str {
+                $kind
+            }
+            fn on_timer(&mut self, t: $crate::event::FlowTimer, io: &mut $crate::network::FlowIo) {
+                <$t>::on_timer(self, t, &mut io.fwd())
+            }
+            fn sample(&self, key: u32, st: &$crate::network::ConnStats, prev: &mut u64, s: $crate::recorder::Sampling, rec: &mut $crate::recorder::Recorder) {
+                $crate::apps::udp_sample(key, st, prev, s, rec)
+            }
+        }
+    };
+}
+pub(crate) use udp_app;

@@ -68,14 +68,4 @@ impl PoissonSource {
     }
 }
 
-impl super::App for PoissonSource {
-    fn kind(&self) -> &'static str {
-        "poisson"
-    }
-    fn on_timer(&mut self, t: FlowTimer, io: &mut crate::network::FlowIo) {
-        PoissonSource::on_timer(self, t, &mut io.fwd())
-    }
-    fn sample(&self, key: u32, st: &crate::network::ConnStats, prev: &mut u64, s: crate::recorder::Sampling, rec: &mut crate::recorder::Recorder) {
-        super::udp_sample(key, st, prev, s, rec)
-    }
-}
+super::udp_app!(PoissonSource, "poisson");

@@ -53,6 +53,7 @@ impl PacketQueue {
     pub fn push(&mut self, mut pkt: Packet, now: SimTime) {
         pkt.enqueued = now;
         self.counters.on_enqueue(pkt.size);
+        self.counters.held_by_color[pkt.color as usize] += 1;
         self.bytes += pkt.size as u64;
         self.pkts.push_back(pkt);
     }
@@ -61,6 +62,7 @@ impl PacketQueue {
     pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
+        self.counters.held_by_color[p.color as usize] -= 1;
         self.counters.on_dequeue(p.size, p.enqueued, now);
         Some(p)
     }
@@ -69,6 +71,7 @@ impl PacketQueue {
     pub fn take_head(&mut self) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
         self.bytes -= p.size as u64;
+        self.counters.held_by_color[p.color as usize] -= 1;
         Some(p)
     }
     pub fn head(&self) -> Option<&Packet> {
@@ -219,5 +222,23 @@ mod tests {
         }
         let s = &q.counters().sojourn;
         assert_eq!((s.count(), s.mean(), s.max()), (2, Some(13_000.0), Some(17_000)));
+    }
+
+    #[test]
+    fn packets_held_are_counted_by_colour() {
+        use crate::packet::Color;
+        let mut rng = Rng::stream(1, "t");
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let mut q = Fifo::new(Limit::from_opts(Some(3), None));
+        for c in [Color::Green, Color::Yellow, Color::Green, Color::Red] {
+            let _ = q.enqueue(Packet { color: c, ..pkt(100) }, &mut ctx);
+        }
+        // The red one found the queue full: held are green, yellow, green.
+        assert_eq!(q.counters().held_by_color, [2, 1, 0]);
+        q.dequeue(&mut ctx);
+        assert_eq!(q.counters().held_by_color, [1, 1, 0]);
+        q.dequeue(&mut ctx);
+        q.dequeue(&mut ctx);
+        assert_eq!(q.counters().held_by_color, [0, 0, 0]);
     }
 }

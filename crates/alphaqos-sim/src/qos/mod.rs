@@ -103,6 +103,9 @@ pub struct QueueCounters {
     pub drop_queued_bytes: u64,
     /// Time from enqueue to dequeue of every packet sent, ns.
     pub sojourn: SojournHistogram,
+    /// Packets held now, by colour (`Color as usize`): a state rather than
+    /// a counter, kept by the packet store of each leaf queue.
+    pub held_by_color: [u64; 3],
 }
 
 impl QueueCounters {

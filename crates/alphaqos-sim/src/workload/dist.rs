@@ -150,7 +150,7 @@ fn positive(x: f64, what: &str) -> Result<(), String> {
 }
 
 /// A standard normal variate by Box-Muller from `u` and one more uniform.
-fn std_normal(u: f64, rng: &mut Rng) -> f64 {
+pub(crate) fn std_normal(u: f64, rng: &mut Rng) -> f64 {
     let v = rng.uniform();
     (-2.0 * (1.0 - u).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }

@@ -21,6 +21,25 @@
 //!   first transfer starts after one such gap, so the hosts do not start in
 //!   step.
 //!
+//! - `http`: browsing sessions fetching pages from one server. Each
+//!   session (there are `sessions` per client host) alternates a think time
+//!   and a page: a request of `request_bytes` (350 B by default, the order
+//!   of the median HTTP request of Mah, "An empirical model of HTTP network
+//!   traffic", INFOCOM 1997) on a connection opened with a handshake from
+//!   the client, then, as soon as the server has received the whole
+//!   request, the response, of a size drawn from `response` (heavy-tailed:
+//!   Pareto, as in Barford & Crovella's SURGE, "Generating representative
+//!   Web workloads", SIGMETRICS 1998), from the server on a connection
+//!   without a handshake of its own (it stands for the request's connection
+//!   turned round: HTTP/1.0's one connection per object, whose response's
+//!   first byte leaves the server 1.5 round trips after the client's SYN, as
+//!   here). Think times are exponential: with `think_mean_ns` measured from
+//!   the end of the response (the classic ON/OFF user), or with
+//!   `mean_rate_bps` (the workload's whole offered response rate, split
+//!   evenly over the sessions) between page starts, as the `onoff` sources'
+//!   think-time mode does. Requests and responses are both transfers of the
+//!   workload; a response is one whose source is the server.
+//!
 //! Sizes come from [`dist::Sizes`]. Every random choice of a workload draws
 //! from its own stream: arrivals ("workload:<name>:arrivals"), sizes
 //! (":sizes"), pairs (":pairs"); an ON/OFF host from ("workload:<name>:<host>"),
@@ -39,7 +58,7 @@
 
 pub mod dist;
 
-use crate::config::{OnOffConfig, PairsConfig, PoissonArrivalsConfig, TcpConfig, WorkloadConfig};
+use crate::config::{HttpConfig, OnOffConfig, PairsConfig, PoissonArrivalsConfig, TcpConfig, WorkloadConfig};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
 use dist::Sizes;
@@ -95,6 +114,8 @@ pub enum Kind {
     Transfer { src: u32, dst: u32, size: u64 },
     Poisson { mean_gap_ns: f64, pairs: Pairs, sizes: Sizes },
     OnOff { hosts: Vec<OnOffHost>, peers: Vec<u32>, sizes: Sizes, mean_gap_ns: f64, think: bool },
+    /// Sessions (`OnOffHost.node` is the client) fetching from `server`.
+    Http { server: u32, sessions: Vec<OnOffHost>, request: u64, sizes: Sizes, mean_gap_ns: f64, think: bool },
 }
 
 /// A workload's parameters, streams and counters.
@@ -142,9 +163,9 @@ impl Workload {
         host: &mut dyn FnMut(&str, &str) -> Result<u32, String>,
     ) -> Result<Workload, String> {
         let stream = |what: &str| Rng::stream(seed, &format!("workload:{}:{what}", c.name));
-        let kinds = [c.transfer.is_some(), c.poisson.is_some(), c.onoff.is_some()];
+        let kinds = [c.transfer.is_some(), c.poisson.is_some(), c.onoff.is_some(), c.http.is_some()];
         if kinds.iter().filter(|&&k| k).count() != 1 {
-            return Err("exactly one of transfer, poisson, onoff is needed".into());
+            return Err("exactly one of transfer, poisson, onoff, http is needed".into());
         }
         if c.streams == 0 {
             return Err("streams: at least one connection per transfer".into());
@@ -176,6 +197,8 @@ impl Workload {
             Kind::Transfer { src, dst, size: t.size_bytes }
         } else if let Some(p) = &c.poisson {
             poisson_kind(p, host)?
+        } else if let Some(h) = &c.http {
+            http_kind(h, seed, &c.name, host)?
         } else {
             onoff_kind(c.onoff.as_ref().expect("checked"), seed, &c.name, host)?
         };
@@ -256,8 +279,40 @@ impl Workload {
             Kind::OnOff { hosts, peers, .. } => {
                 hosts.iter().flat_map(|h| peers.iter().filter(move |&&p| p != h.node).map(move |&p| (h.node, p))).collect()
             }
+            Kind::Http { server, sessions, .. } => sessions.iter().flat_map(|h| [(h.node, *server), (*server, h.node)]).collect(),
         }
     }
+}
+
+fn http_kind(h: &HttpConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Kind, String> {
+    let sizes = Sizes::from_config(&h.response).map_err(|e| format!("http.response.{e}"))?;
+    let server = host(&h.server, "http.server")?;
+    let clients = nodes(&h.clients, "http.clients", host)?;
+    if let Some(i) = clients.iter().position(|&c| c == server) {
+        return Err(format!("http.clients[{i}]: '{}' is the server", h.clients[i]));
+    }
+    if h.sessions == 0 {
+        return Err("http.sessions: at least one session per client".into());
+    }
+    if h.request_bytes == 0 {
+        return Err("http.request_bytes: must be positive".into());
+    }
+    let n = clients.len() as u64 * h.sessions as u64;
+    let (mean_gap_ns, think) = match (h.think_mean_ns, h.mean_rate_bps) {
+        (Some(t), None) => (t as f64, false),
+        // Each session offers mean_rate / n: a page every E[size] 8 n / rate.
+        (None, Some(r)) if r > 0 => (sizes.mean() * 8.0 * 1e9 * n as f64 / r as f64, true),
+        (None, Some(_)) => return Err("http.mean_rate_bps: must be positive".into()),
+        _ => return Err("http: give exactly one of think_mean_ns and mean_rate_bps".into()),
+    };
+    let mut sessions = Vec::new();
+    for (i, &node) in clients.iter().enumerate() {
+        for k in 0..h.sessions {
+            let rng = Rng::stream(seed, &format!("workload:{name}:{}:{k}", h.clients[i]));
+            sessions.push(OnOffHost { node, rng, next_due: SimTime::ZERO });
+        }
+    }
+    Ok(Kind::Http { server, sessions, request: h.request_bytes, sizes, mean_gap_ns, think })
 }
 
 fn nodes(names: &[String], key: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Vec<u32>, String> {

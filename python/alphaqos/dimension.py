@@ -1,0 +1,462 @@
+"""``alphaqos dimension relative``: dimension a Relative Service (Bouras &
+Sevasti, "Performance analysis for a DiffServ-enabled network: The case of
+Relative Service", the fifth source document) for a set of customer
+profiles.
+
+Given each customer's token bucket (r_i, b_i), the link rate C, the
+high-priority load h served by the strict low-latency queue, and Cisco
+MDRR's quantum rule (``quantum = MTU + (weight - 1) x 512`` bytes, weights
+1..2048; Cisco, "Understanding and Configuring MDRR and WRED on the Cisco
+12000 Series Internet Router"), it computes:
+
+- **weight_REL**: the smallest Relative-queue weight whose MDRR share of
+  what the strict queue leaves meets the document's equation 1 with the
+  headroom asked for: ``r = (C - h) q_REL / (q_REL + q_BE) >= (1 +
+  headroom) sum r_i``, where ``q`` are the quanta of the Relative and
+  best-effort queues (``--be-weight``) while both are backlogged;
+- **WRED thresholds per colour** from equation 2 on the Relative queue's
+  service rate r, a round-trip time and the MTU: ``max_th = r RTT / (MTU
+  8)`` packets, ``min_th = 0.15 max_th`` (Section 5.1); the same
+  thresholds for green and yellow, ``max_p`` 0.2 for green and 0.4 for
+  yellow: the document's Case 1, its case B2 (Section 5.2.2), which it
+  recommends; any colour may be set by hand with ``--wred``.
+
+It prints the result and the equivalent Cisco 12000 (legacy
+``cos-queue-group``) lines, and writes ``DIR/policy.yaml``: a policy
+document (``scheduler: mdrr``, classes ``be``, ``relative``, ``hp`` with the
+strict low-latency queue, a filter with one trTCM policer per customer
+whose committed bucket is (r_i, b_i): green within it, yellow beyond), which
+``alphaqos provision --policy DIR/policy.yaml --prefix-list
+DIR/prefixes.txt --alpha-class relative --target cisco`` renders as Cisco
+MQC (``bandwidth`` by MDRR quantum share, ``random-detect discard-class``);
+``DIR/policy-junos.yaml``, the same with the WRED thresholds as Junos
+drop-profile curves on the Relative queue's fill (Junos has no average in
+packets), for ``--target junos``; and ``DIR/dimension.json`` with every
+number.
+
+``--check`` then runs the scenario the result implies (the document's
+Fig. 2b: each customer behind its access link, TCP sources filling it,
+best-effort traffic that takes what is left, the high-priority load as
+constant-rate UDP) and reports whether each customer gets its contracted
+rate (90 % of r_i or more, the document's own criterion in Section 5.2.1)
+and the Relative queue's mean queueing delay against the bound its WRED
+implies (``max_th`` packets at r).
+
+Bad input (profiles that cannot fit: sum r_i at or above C - h; a weight
+outside 1..2048; a colour with ``min_th`` not below ``max_th``) is one
+line naming the option, exit status 2, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import units
+
+__all__ = ["Colour", "Customer", "Dimensioning", "add_dimension_command", "dimension", "equation2", "quantum"]
+
+MDRR_MIN_WEIGHT, MDRR_MAX_WEIGHT = 1, 2048
+#: Cisco MDRR: each weight step adds 512 bytes to the quantum.
+QUANTUM_STEP = 512
+MIN_TH_SHARE = 0.15  # Section 5.1: min_th = 0.15 max_th
+EQ3_SHARE = 0.25  # equation 3: the mean queue is within 0.2-0.25 of the bandwidth-delay product
+COLOURS = ("green", "yellow", "red")
+
+
+class DimensionError(ValueError):
+    """Input that cannot be dimensioned: the message names the option."""
+
+
+def quantum(weight: int, mtu: int) -> int:
+    """Cisco MDRR's quantum in bytes: ``MTU + (weight - 1) x 512``."""
+    if not MDRR_MIN_WEIGHT <= weight <= MDRR_MAX_WEIGHT:
+        raise DimensionError(f"weight {weight} is outside Cisco's MDRR range {MDRR_MIN_WEIGHT}..{MDRR_MAX_WEIGHT}")
+    return mtu + (weight - 1) * QUANTUM_STEP
+
+
+def equation2(rate_bps: float, rtt_s: float, mtu: int) -> float:
+    """max_th = r RTT / (MTU 8) packets (the document's equation 2)."""
+    return rate_bps * rtt_s / (mtu * 8)
+
+
+@dataclass(frozen=True)
+class Customer:
+    name: str
+    rate_bps: int
+    burst_bytes: int
+    prefix: str | None = None
+
+
+@dataclass(frozen=True)
+class Colour:
+    min_th: float
+    max_th: float
+    max_p: float
+
+
+@dataclass
+class Dimensioning:
+    customers: list[Customer]
+    link_bps: int
+    hp_bps: int
+    mtu: int
+    headroom: float
+    rtt_s: float
+    be_weight: int
+    weight_rel: int
+    quantum_rel: int
+    quantum_be: int
+    service_rate_bps: float  # r, the Relative queue's MDRR share
+    wred: dict[str, Colour] = field(default_factory=dict)
+
+    @property
+    def contracted_bps(self) -> int:
+        return sum(c.rate_bps for c in self.customers)
+
+    @property
+    def delay_bound_s(self) -> float:
+        """The bound on the mean queueing delay of green packets: equation
+        3's mean queue, at most 0.25 of the green max_th, in MTU-sized
+        packets at the service rate r."""
+        return EQ3_SHARE * self.wred["green"].max_th * self.mtu * 8 / self.service_rate_bps
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out |= {"contracted_bps": self.contracted_bps, "delay_bound_s": self.delay_bound_s}
+        return out
+
+
+def dimension(
+    customers: list[Customer], *, link_bps: int, hp_bps: int, mtu: int = 1500, headroom: float = 0.1,
+    rtt_s: float, be_weight: int = 20, wred: dict[str, Colour] | None = None,
+) -> Dimensioning:
+    """weight_REL for equation 1 with ``headroom``, WRED from equation 2."""
+    if not customers:
+        raise DimensionError("--profile: give at least one customer profile")
+    if not MDRR_MIN_WEIGHT <= be_weight <= MDRR_MAX_WEIGHT:
+        raise DimensionError(f"--be-weight: {be_weight} is outside Cisco's MDRR range {MDRR_MIN_WEIGHT}..{MDRR_MAX_WEIGHT}")
+    if hp_bps >= link_bps:
+        raise DimensionError(f"--hp-load: {units.fmt_rate(hp_bps)} leaves nothing of the {units.fmt_rate(link_bps)} link")
+    left = link_bps - hp_bps
+    need = (1 + headroom) * sum(c.rate_bps for c in customers)
+    total = sum(c.rate_bps for c in customers)
+    if total >= left:
+        raise DimensionError(
+            f"--profile: the contracted rates add up to {units.fmt_rate(total)}, at or above the "
+            f"{units.fmt_rate(left)} the link leaves after the high-priority load"
+        )
+    if need >= left:
+        raise DimensionError(
+            f"--headroom: {headroom:.0%} over {units.fmt_rate(total)} needs {units.fmt_rate(need)}, at or above the "
+            f"{units.fmt_rate(left)} the link leaves after the high-priority load"
+        )
+    q_be = quantum(be_weight, mtu)
+    # r = left q / (q + q_be) >= need  <=>  q >= q_be need / (left - need)
+    q_needed = q_be * need / (left - need)
+    weight = max(MDRR_MIN_WEIGHT, math.ceil((q_needed - mtu) / QUANTUM_STEP) + 1)
+    if weight > MDRR_MAX_WEIGHT:
+        raise DimensionError(
+            f"weight_REL: the contracts need weight {weight}, outside Cisco's MDRR range "
+            f"{MDRR_MIN_WEIGHT}..{MDRR_MAX_WEIGHT}; lower --be-weight ({be_weight})"
+        )
+    q_rel = quantum(weight, mtu)
+    r = left * q_rel / (q_rel + q_be)
+    max_th = equation2(r, rtt_s, mtu)
+    colours = {
+        "green": Colour(round(MIN_TH_SHARE * max_th, 1), round(max_th, 1), 0.2),
+        "yellow": Colour(round(MIN_TH_SHARE * max_th, 1), round(max_th, 1), 0.4),
+    }
+    for colour, given in (wred or {}).items():
+        colours[colour] = given
+    for colour, c in colours.items():
+        if c.min_th >= c.max_th:
+            raise DimensionError(f"--wred {colour}: min_th ({c.min_th:g}) must be below max_th ({c.max_th:g})")
+        if c.max_th < 1:
+            raise DimensionError(f"--wred {colour}: max_th ({c.max_th:g}) is under one packet; is --rtt right?")
+    return Dimensioning(
+        customers=customers, link_bps=link_bps, hp_bps=hp_bps, mtu=mtu, headroom=headroom, rtt_s=rtt_s,
+        be_weight=be_weight, weight_rel=weight, quantum_rel=q_rel, quantum_be=q_be, service_rate_bps=r, wred=colours,
+    )  # fmt: skip
+
+
+def policy(d: Dimensioning, *, buffer_pkts: int = 1000) -> dict[str, Any]:
+    """The policy document: MDRR with best effort (the default class), the
+    Relative queue with WRED per colour, the strict low-latency queue; a
+    trTCM per customer (committed bucket = the contract)."""
+    wred = {"exponential_weighting_constant": 9}
+    wred |= {colour: {"min_th": c.min_th, "max_th": c.max_th, "max_p": c.max_p} for colour, c in d.wred.items()}
+    terms = []
+    for c in d.customers:
+        match: dict[str, Any] = {"protocol": "tcp"}
+        if c.prefix:
+            match["source"] = c.prefix
+        terms.append({"name": f"{c.name}-relative", "from": match, "then": {
+            "class": "relative",
+            "policer": {"trtcm": {"cir": units.fmt_rate(c.rate_bps, exact=True), "cbs": f"{c.burst_bytes}B",
+                                  "pir": units.fmt_rate(d.link_bps, exact=True), "pbs": f"{max(c.burst_bytes, d.mtu)}B"},
+                        "yellow": "transmit", "red": "transmit"},
+        }})  # fmt: skip
+    return {
+        "scheduler": "mdrr",
+        "buffer": f"{buffer_pkts}p",
+        "classes": {
+            "be": {"weight": d.be_weight, "buffer_size": "50%"},
+            "relative": {"weight": d.weight_rel, "buffer_size": "35%", "drop_profile": {"wred": wred}},
+            "hp": {"weight": 1, "buffer_size": "15%", "low_latency": "strict-priority"},
+        },
+        "filter": terms,
+    }
+
+
+JUNOS_COLOURS = {"green": "low", "yellow": "medium_high", "red": "high"}
+
+
+def junos_policy(d: Dimensioning, *, buffer_pkts: int = 1000) -> dict[str, Any]:
+    """The same policy for Junos, whose drop profiles are interpolated
+    curves on the queue's fill (% of its buffer) rather than thresholds on
+    an average in packets: per colour (loss priority), no drops below
+    ``min_th``, ``max_p`` at ``max_th`` (as fills of the Relative queue's
+    buffer), then up to 100 % at a full buffer."""
+    out = policy(d, buffer_pkts=buffer_pkts)
+    relative = out["classes"]["relative"]
+    held = buffer_pkts * float(relative["buffer_size"].rstrip("%")) / 100
+    curves = {}
+    for colour, c in d.wred.items():
+        lo, hi = min(100 * c.min_th / held, 98.0), min(100 * c.max_th / held, 99.0)
+        curves[JUNOS_COLOURS[colour]] = [[0, 0], [round(lo, 2), 0], [round(max(hi, lo + 0.5), 2), round(100 * c.max_p, 2)], [100, 100]]
+    relative["drop_profile"] = curves
+    return out
+
+
+def gsr_lines(d: Dimensioning) -> list[str]:
+    """The Cisco 12000 (GSR) legacy MDRR configuration: a cos-queue-group
+    with the queues' weights, the low-latency queue and a WRED label per
+    colour (precedence 0 green, 1 yellow)."""
+    lines = ["cos-queue-group relative-service",
+             "  precedence 0 queue 1", "  precedence 1 queue 1", "  precedence 5 queue low-latency",
+             f"  queue 0 {d.be_weight}", f"  queue 1 {d.weight_rel}", "  queue low-latency strict-priority"]  # fmt: skip
+    for label, colour in enumerate(c for c in COLOURS if c in d.wred):
+        w = d.wred[colour]
+        lines.append(f"  random-detect-label {label} {w.min_th:g} {w.max_th:g} {round(1 / w.max_p)}")
+        lines.append(f"  precedence {label} random-detect-label {label}")
+    return lines
+
+
+def summary(d: Dimensioning) -> list[str]:
+    rate = units.fmt_rate
+    lines = [
+        f"customers: {', '.join(f'{c.name} ({rate(c.rate_bps)}, {c.burst_bytes} B)' for c in d.customers)}; "
+        f"sum r_i = {rate(d.contracted_bps)}",
+        f"link {rate(d.link_bps)}, high priority {rate(d.hp_bps)}: {rate(d.link_bps - d.hp_bps)} left for MDRR",
+        f"weight_REL {d.weight_rel} (quantum {d.quantum_rel} B) against best effort {d.be_weight} (quantum {d.quantum_be} B): "
+        f"r = {rate(d.service_rate_bps)} >= (1 + {d.headroom:.0%}) sum r_i = {rate((1 + d.headroom) * d.contracted_bps)} (equation 1)",
+        f"WRED from equation 2 at RTT {d.rtt_s * 1e3:g} ms, MTU {d.mtu} B: "
+        + "; ".join(f"{colour} min_th {c.min_th:g}, max_th {c.max_th:g}, max_p {c.max_p:g}" for colour, c in d.wred.items()),
+        f"Relative queue mean delay bound (equation 3: 0.25 x green max_th at r): {d.delay_bound_s * 1e3:.0f} ms",
+        "Cisco 12000 MDRR:",
+        *(f"  {line}" for line in gsr_lines(d)),
+    ]  # fmt: skip
+    return lines
+
+
+# --- the command line ----------------------------------------------------------------
+
+
+def add_dimension_command(commands: argparse._SubParsersAction) -> None:
+    p = commands.add_parser("dimension", help="dimension a service for customer profiles (Relative Service)")
+    kinds = p.add_subparsers(dest="service", required=True, metavar="SERVICE")
+    r = kinds.add_parser("relative", help="weight_REL (equation 1) and WRED per colour (equation 2), Bouras & Sevasti")
+    r.add_argument("--profile", metavar="NAME=RATE/BURST[@PREFIX]", action="append", required=True,
+                   help="a customer's token bucket, e.g. C1=240kbps/5000B@10.1.1.0/24 (repeat per customer)")
+    r.add_argument("--link", metavar="RATE", required=True, help="the link rate, e.g. 10Mbps")
+    r.add_argument("--hp-load", metavar="RATE", default="0bps", help="high-priority load served first (default 0)")
+    r.add_argument("--rtt", metavar="TIME", required=True, help="mean round-trip time of the Relative traffic, e.g. 180ms")
+    r.add_argument("--mtu", metavar="BYTES", type=int, default=1500, help="the link MTU (default 1500)")
+    r.add_argument("--headroom", metavar="PERCENT", default="10%", help="r above sum r_i by this share (default 10%%)")
+    r.add_argument("--be-weight", metavar="N", type=int, default=20, help="the best-effort queue's MDRR weight (default 20)")
+    r.add_argument("--wred", metavar="COLOUR=MIN/MAX/MAXP", action="append", default=[],
+                   help="set a colour's thresholds by hand, e.g. yellow=15/100/0.4")
+    r.add_argument("--out", metavar="DIR", type=Path, help="write policy.yaml, prefixes.txt and dimension.json here (must not exist)")
+    r.add_argument("--check", action="store_true", help="run the scenario it implies and report each customer's rate and the delay")
+    r.add_argument("--duration", metavar="TIME", default="120s", help="--check: the run's length (default 120s, measured after 20 s)")
+    r.set_defaults(handler=_handler)
+
+
+def _parse_profile(text: str) -> Customer:
+    name, sep, rest = text.partition("=")
+    rest, _, prefix = rest.partition("@")
+    rate, slash, burst = rest.partition("/")
+    if not sep or not name or not slash:
+        raise DimensionError(f"--profile {text!r}: expected NAME=RATE/BURST[@PREFIX], e.g. C1=240kbps/5000B")
+    try:
+        r, b = units.parse_rate(rate), units.parse_size(burst)
+    except ValueError as exc:
+        raise DimensionError(f"--profile {name}: {exc}") from None
+    if r <= 0 or b <= 0:
+        raise DimensionError(f"--profile {name}: rate and burst must be positive")
+    if prefix:
+        import ipaddress
+
+        try:
+            prefix = str(ipaddress.IPv4Network(prefix, strict=False))
+        except ValueError:
+            raise DimensionError(f"--profile {name}: {prefix!r} is not an IPv4 prefix") from None
+    return Customer(name, int(r), int(b), prefix or None)
+
+
+def _parse_wred(text: str) -> tuple[str, Colour]:
+    colour, sep, rest = text.partition("=")
+    parts = rest.split("/")
+    if not sep or colour not in COLOURS or len(parts) != 3:
+        raise DimensionError(f"--wred {text!r}: expected COLOUR=MIN/MAX/MAXP with COLOUR one of {', '.join(COLOURS)}")
+    try:
+        lo, hi, p = (float(x) for x in parts)
+    except ValueError:
+        raise DimensionError(f"--wred {colour}: thresholds and max_p must be numbers, got {rest!r}") from None
+    if not 0 < p <= 1 or lo < 0:
+        raise DimensionError(f"--wred {colour}: need min_th >= 0 and 0 < max_p <= 1, got {rest!r}")
+    if lo >= hi:
+        raise DimensionError(f"--wred {colour}: min_th ({lo:g}) must be below max_th ({hi:g})")
+    return colour, Colour(lo, hi, p)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from .cli import UsageError, _staged_directory
+
+    try:
+        customers = [_parse_profile(p) for p in args.profile]
+        names = [c.name for c in customers]
+        if len(set(names)) != len(names):
+            raise DimensionError(f"--profile: customer names must differ, got {', '.join(names)}")
+        try:
+            link, hp = units.parse_rate(args.link), units.parse_rate(args.hp_load)
+        except ValueError as exc:
+            raise DimensionError(f"--link/--hp-load: {exc}") from None
+        try:
+            rtt = units.parse_time(args.rtt) / 1e9
+        except ValueError as exc:
+            raise DimensionError(f"--rtt: {exc}") from None
+        try:
+            headroom = float(args.headroom.strip().removesuffix("%")) / 100
+        except ValueError:
+            raise DimensionError(f"--headroom: expected a percentage like 10%, got {args.headroom!r}") from None
+        if headroom < 0 or rtt <= 0 or link <= 0:
+            raise DimensionError("--headroom must be >= 0, --rtt and --link positive")
+        if not 68 <= args.mtu <= 65535:
+            raise DimensionError(f"--mtu: {args.mtu} is not an IPv4 MTU (68..65535)")
+        wred = dict(_parse_wred(w) for w in args.wred)
+        d = dimension(customers, link_bps=int(link), hp_bps=int(hp), mtu=args.mtu, headroom=headroom, rtt_s=rtt,
+                      be_weight=args.be_weight, wred=wred)  # fmt: skip
+        duration = units.parse_time(args.duration) / 1e9 if args.check else 0.0
+    except (DimensionError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    print("\n".join(summary(d)))
+    checked = check(d, duration) if args.check else None
+    if checked is not None:
+        print("\n".join(checked["lines"]))
+    if args.out is not None:
+        with _staged_directory(args.out) as staging:
+            for name, document in (("policy.yaml", policy(d)), ("policy-junos.yaml", junos_policy(d))):
+                (staging / name).write_text(yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100))
+            prefixes = [f"src {c.prefix}" for c in d.customers if c.prefix]
+            (staging / "prefixes.txt").write_text("".join(f"{line}\n" for line in prefixes))
+            document = d.to_json() | ({"check": {k: v for k, v in checked.items() if k != "lines"}} if checked else {})
+            (staging / "dimension.json").write_text(json.dumps(document, indent=2) + "\n")
+        for policy_file, target in (("policy.yaml", "cisco"), ("policy-junos.yaml", "junos")):
+            print(f"wrote {args.out}/{policy_file}; render it with: alphaqos provision --policy {args.out}/{policy_file} "
+                  f"--prefix-list {args.out}/prefixes.txt --alpha-class relative --target {target} --out CONFIG_DIR")  # fmt: skip
+    if checked is not None and not checked["ok"]:
+        return 1
+    return 0
+
+
+# --- --check: the scenario the dimensioning implies --------------------------------------
+
+
+CHECK_WARMUP_S = 20.0
+REL_MSS = 448  # 500-byte IP packets, as the document's Relative sources
+SOURCE_BPS = 100_000
+
+
+def check_scenario(d: Dimensioning, duration_s: float) -> dict[str, Any]:
+    """Fig. 2b for these customers: each behind an access link of twice its
+    rate, TCP sources of 100 kb/s (500 B packets) offering 1.5 r_i, best
+    effort from two long TCP transfers, the high-priority load as UDP, the
+    policy of :func:`policy` on the backbone; RTT ``d.rtt_s`` of propagation."""
+    one_way = d.rtt_s / 2
+    leg = max(one_way / 4, 1e-4)
+    pol = policy(d)
+    nodes: dict[str, Any] = {"PE": {"router": True, "policy": "relative"}, "P1": {"router": True},
+                             "BE": {"address": "10.250.0.1"}, "BD": {"address": "10.250.1.1"},
+                             "HP": {"address": "10.250.0.2"}, "HD": {"address": "10.250.1.2"}}  # fmt: skip
+    link = units.fmt_rate(d.link_bps, exact=True)
+    links = [{"between": ["PE", "P1"], "rate": link, "delay": f"{(one_way - 2 * leg) * 1e3:.3f}ms", "mtu": f"{d.mtu}B",
+              "queues": {"PE": {"policy": "relative"}}},
+             {"between": ["BE", "PE"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"},
+             {"between": ["P1", "BD"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"},
+             {"between": ["HP", "PE"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"},
+             {"between": ["P1", "HD"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"}]  # fmt: skip
+    pol["filter"] = [{"name": "hp", "from": {"source": "10.250.0.2/32"}, "then": {"class": "hp"}}]
+    workloads: list[dict[str, Any]] = [{"name": "best-effort", "transfer": {"from": "BE", "to": "BD", "size": "100GB"}, "streams": 2}]
+    flows: list[dict[str, Any]] = []
+    if d.hp_bps:
+        flows.append({"name": "hp", "udp": {"from": "HP", "to": "HD", "rate": units.fmt_rate(d.hp_bps, exact=True), "size": "200B"}})
+    for i, c in enumerate(d.customers, start=1):
+        host, sink = f"C{i}", f"S{i}"
+        nodes[host] = {"address": f"10.251.{i}.1"}
+        nodes[sink] = {"address": f"10.252.{i}.1"}
+        access = max(2 * c.rate_bps, 4 * SOURCE_BPS)
+        links += [{"between": [host, "PE"], "rate": units.fmt_rate(access, exact=True), "delay": f"{leg * 1e3:.3f}ms"},
+                  {"between": ["P1", sink], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"}]  # fmt: skip
+        term = next(t for t in policy(d)["filter"] if t["name"] == f"{c.name}-relative")
+        term["from"] = {"source": f"10.251.{i}.0/24", "protocol": "tcp"}
+        pol["filter"].append(term)
+        n = max(1, math.ceil(1.5 * c.rate_bps / SOURCE_BPS))
+        payload = SOURCE_BPS * REL_MSS / (REL_MSS + 52)
+        workloads.append({"name": f"rel-{c.name}", "transfer": {"from": host, "to": sink, "size": f"{int(n * payload * duration_s / 8 * 1.1) + 1}B"},
+                          "streams": n, "app_rate": f"{payload:g}bps", "write_size": f"{REL_MSS}B",
+                          "tcp": {"cc": "newreno", "mss": f"{REL_MSS}B"}})  # fmt: skip
+    return {"name": "dimension-relative-check", "duration": f"{duration_s:g}s", "metric_interval": "50ms", "nodes": nodes,
+            "policies": {"relative": pol}, "links": links, "flows": flows, "workloads": workloads}  # fmt: skip
+
+
+def check(d: Dimensioning, duration_s: float) -> dict[str, Any]:
+    """Run :func:`check_scenario`; each customer's delivered rate (IP bytes)
+    against 90 % of r_i, and the Relative queue's mean sojourn against the
+    bound."""
+    import polars as pl
+
+    from . import columns as col
+    from .engine import simulate
+    from .scenario import load_scenario
+
+    if duration_s <= CHECK_WARMUP_S:
+        raise DimensionError(f"--duration: must be longer than the {CHECK_WARMUP_S:g} s warm-up")
+    results = simulate(load_scenario(check_scenario(d, duration_s)), command="alphaqos dimension relative --check")
+    w0, w1 = CHECK_WARMUP_S, duration_s
+    interval = results.scenario.metric_interval / 1e9
+    lines, ok, rates = [f"check: {duration_s:g} s run, measured after {w0:g} s"], True, {}
+    for c in d.customers:
+        rows = results.workload.filter((pl.col(col.WORKLOAD) == f"rel-{c.name}") & (pl.col(col.TIME) > w0))
+        got = float(rows[col.DELIVERED_BPS].sum()) * interval / (w1 - w0) * (REL_MSS + 52) / REL_MSS
+        met = got >= 0.9 * c.rate_bps
+        ok &= met
+        rates[c.name] = got
+        lines.append(f"  {c.name}: {units.fmt_rate(got)} of {units.fmt_rate(c.rate_bps)} contracted "
+                     f"({got / c.rate_bps:.0%}): {'met' if met else 'NOT met'}")  # fmt: skip
+    queue = results.queue.filter((pl.col(col.QUEUE) == "PE->P1/relative") & (pl.col(col.TIME) > w0))
+    mean_pkts = float(queue[col.LEN_PKTS].mean())
+    summary_row = results.queue_summary.filter(pl.col(col.QUEUE) == "PE->P1/relative").row(0, named=True)
+    delay = summary_row[col.SOJOURN_MEAN] or 0.0
+    within = delay <= d.delay_bound_s
+    ok &= within
+    lines.append(f"  Relative queue: mean {mean_pkts:.1f} packets, mean delay {delay * 1e3:.1f} ms against the bound "
+                 f"{d.delay_bound_s * 1e3:.0f} ms: {'within' if within else 'NOT within'}")  # fmt: skip
+    return {"ok": ok, "rates_bps": rates, "queue_mean_pkts": mean_pkts, "delay_mean_s": delay, "lines": lines}
