@@ -96,6 +96,7 @@ COMPLETED = "completed"
 SIZE_BYTES = "size_bytes"
 START = "start"  # s
 END = "end"  # s, null while unfinished
+RECEIVER_END = "receiver_end"  # s: the receiver held the whole file (all blocks, any stream)
 FCT = "fct"  # completion time, s, null while unfinished
 IDEAL_FCT = "ideal_fct"  # the time alone on an idle path, s
 MEAN_RATE_BPS = "mean_rate_bps"
@@ -150,12 +151,12 @@ TABLES: dict[str, tuple[str, ...]] = {
     ),
     "workload": (WORKLOAD, TIME, ACTIVE_CONNS, OFFERED_BPS, DELIVERED_BPS, STARTED, COMPLETED),
     "transfers": (
-        WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
+        WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, RECEIVER_END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
         BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
     ),
     "transfer_streams": (
         WORKLOAD, TRANSFER, STREAM, SRC_PORT, SIZE_BYTES, START, END, FCT, MEAN_RATE_BPS,
-        BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
+        BYTES_ACKED, RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, TIMEOUTS, FAILED,
     ),
 }  # fmt: skip
 
@@ -163,8 +164,8 @@ TABLES: dict[str, tuple[str, ...]] = {
 TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({
-    TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, FCT, IDEAL_FCT,
-    SOJOURN_MEAN, SOJOURN_P99,
+    TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, RECEIVER_END, FCT,
+    IDEAL_FCT, SOJOURN_MEAN, SOJOURN_P99,
 })  # fmt: skip
 
 # Fields of summary.json beyond the column names above.
