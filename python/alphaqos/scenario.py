@@ -65,6 +65,8 @@ from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
+from .deadline import DeadlineTransfer, check_deadline_transfers
+from .deadline import expand as _expand_deadline_transfers
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
 from .source import Source, read_source
 
@@ -625,6 +627,9 @@ class Scenario(_Model):
     flows: list[Flow] = []
     #: Traffic that opens connections at run time.
     workloads: list[Workload] = []
+    #: Files due by a deadline, over a base and an additional connection
+    #: (:mod:`alphaqos.deadline`).
+    deadline_transfers: list[DeadlineTransfer] = []
 
     def resolved(self) -> Scenario:
         """The same scenario with router addresses assigned and every flow's
@@ -673,7 +678,7 @@ def load_scenario(
         issues += _pydantic_issues(exc, source, seed, data=data)
     if issues:
         raise ScenarioError(_sorted(issues))
-    problems = _cross_checks(scenario) or _engine_checks(scenario)
+    problems = _cross_checks(scenario) or _engine_checks(scenario) or _deadline_checks(scenario)
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message) for loc, message in problems]))
     if duration is None:
@@ -710,6 +715,18 @@ def _engine_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         issue = engine_issue(str(exc))
         return [(issue.loc, issue.message)]
     return []
+
+
+def _deadline_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
+    """Deadlines no path could meet (the engine estimates the earliest
+    completion; without a built engine this is left to the run)."""
+    try:
+        from . import _core  # noqa: F401
+    except ImportError:
+        return []
+    from .deadline import check_feasible
+
+    return list(check_feasible(scenario))
 
 
 def _with_policy_files(source: Source) -> tuple[dict[str, Any], list[Issue]]:
@@ -964,6 +981,7 @@ def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         *_check_links(scenario),
         *_check_flows(scenario),
         *_check_workloads(scenario),
+        *check_deadline_transfers(scenario, _Routes(scenario)),
         *_check_run(scenario),
     ]
 
@@ -1259,7 +1277,7 @@ def _assign_router_addresses(nodes: dict[str, Node]) -> dict[str, str]:
 def resolve(scenario: Scenario) -> dict[str, Any]:
     """The engine configuration of ``docs/engine-config.md``: plain JSON
     types, integers in base units (ns, bit/s, bytes), all defaults filled."""
-    scenario = scenario.resolved()
+    scenario = _expand_deadline_transfers(scenario.resolved())
     return {
         "name": scenario.name,
         "seed": scenario.seed,
