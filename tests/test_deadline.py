@@ -125,7 +125,7 @@ def _write(tmp_path: Path, d: dict) -> Path:
         (lambda t: t.update(block="30MB"), "deadline_transfers[0].block", "larger than the file"),
         (lambda t: t.update(deadline="0.5s"), "deadline_transfers[0].deadline", "arrives 8"),
         (lambda t: t["reservation"].update(edge="C2"), "deadline_transfers[0].reservation.edge", "not a router"),
-        (lambda t: t.update(method="proposed"), "deadline_transfers[0].reservation.dynamic", "deadline_reservation agent"),
+        (lambda t: t["reservation"].update(dynamic=True), "deadline_transfers[0].reservation.dynamic", "binary or fixed window"),
     ],
 )
 def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, edit, where, what):
@@ -137,3 +137,47 @@ def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, ed
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and where in lines[0] and what in lines[0], done.stderr
     assert not out.exists()
+
+
+def test_the_proposed_method_recomputes_the_reservation_from_bytes_left_and_time_left():
+    """Every interval the agent sets R = (bytes left) x 8 / (time to the
+    deadline) x margin, the deadline taken one interval early, capped at the
+    path's payload rate; stepped from outside, each update is checked
+    against the bytes left just before it."""
+    d = doc()
+    d["deadline_transfers"][0].update(method="proposed", start="0.2s", reservation={"edge": "E", "margin": 1.1, "interval": "100ms"})
+    scenario = alphaqos.load_scenario(d)
+    agents = alphaqos.resolve(scenario)["control"]
+    assert agents == [{"deadline_reservation": {
+        "name": "backup-reservation", "transfer": "backup", "deadline_ns": 2_000_000_000, "margin": 1.1,
+        "interval_ns": 100_000_000, "policer": "E/backup-base"}}]  # fmt: skip
+    sim = alphaqos.Simulation(scenario)
+    start, interval, due = 200_000_000 + 1_000, 100_000_000, 200_000_000 + 2_000_000_000 - 100_000_000
+    cap = 200e6 * 1448 / 1500  # the 200 Mbit/s bottleneck's payload rate
+    expected = []
+    at = start
+    while at < sim.duration:
+        sim.advance(at)  # every event before `at`; the agent acts first at `at`
+        if at > start and sim.get("backup#0", "done") == 1:
+            break
+        if at > start:
+            # The previous reservation is the base connection's whole CTR
+            # (the additional connection, NewReno, has none).
+            assert sim.get("backup#0", "ctr_bps") == expected[-1][1]
+        left = sim.get("backup#0", "bytes_left") if at > start else 20_000_000
+        r = min(left * 8 / ((due - at) / 1e9) * 1.1, cap) if at < due else cap
+        expected.append((at, max(round(r), 1000)))
+        at += interval
+    res = sim.run()
+    got = [(round(t * 1e9), r) for t, r in res.reservation.select(col.TIME, col.RESERVATION_BPS).iter_rows()]
+    assert got == expected
+    # The first, by hand: 20 MB over 1.9 s - 1 us, x 1.1.
+    assert got[0][1] == round(20e6 * 8 / (1.9 - 1e-6) * 1.1) == 92_631_628
+    # Each one reached the base connection's target rate and the edge policer (x 1500 / 1448).
+    changes = res.control
+    ctr = changes.filter(changes[col.KNOB] == "ctr_bps")[col.NEW_VALUE].to_list()
+    policer = changes.filter(changes[col.KNOB] == "rate_bps")[col.NEW_VALUE].to_list()
+    assert ctr == [r for _, r in got]
+    assert policer == [round(r * 1500 / 1448) for _, r in got]
+    (t,) = res.transfers.iter_rows(named=True)
+    assert t[col.END] - t[col.START] <= 2.0, "the deadline is met"

@@ -16,8 +16,9 @@ from .engine import simulate
 from .errors import ScenarioError
 from .results import Results
 from .scenario import Scenario, load_scenario, resolve
+from .simulation import Simulation
 
-__all__ = ["Results", "Scenario", "ScenarioError", "__version__", "load_scenario", "resolve", "run"]
+__all__ = ["Results", "Scenario", "ScenarioError", "Simulation", "__version__", "load_scenario", "resolve", "run"]
 
 
 def run(

@@ -103,6 +103,20 @@ MEAN_RATE_BPS = "mean_rate_bps"
 SRC_PORT = "src_port"
 FAILED = "failed"  # 1 if a connection gave up (SYN retries exhausted)
 
+# The control plane: every change of a knob, and the agents' reports.
+AGENT = "agent"
+HANDLE = "handle"
+KNOB = "knob"
+OLD_VALUE = "old_value"
+NEW_VALUE = "new_value"
+TRANSFER_HANDLE = "transfer_handle"
+RESERVATION_BPS = "reservation_bps"
+DEADLINE = "deadline"  # s
+MET = "met"  # 1 if the transfer completed by its deadline
+RESERVED_BITS = "reserved_bits"  # integral of the reservation over the transfer
+MEAN_RESERVATION_BPS = "mean_reservation_bps"
+ADMITTED = "admitted"
+
 # The run table (engine only; folded into the summary).
 EVENTS = "events"
 SIM_TIME = "sim_time"
@@ -158,14 +172,22 @@ TABLES: dict[str, tuple[str, ...]] = {
         WORKLOAD, TRANSFER, STREAM, SRC_PORT, SIZE_BYTES, START, END, FCT, MEAN_RATE_BPS,
         BYTES_ACKED, RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, TIMEOUTS, FAILED,
     ),
+    "control": (TIME, AGENT, HANDLE, KNOB, OLD_VALUE, NEW_VALUE),
+    "reservation": (AGENT, TIME, TRANSFER_HANDLE, RESERVATION_BPS),
+    "reservation_summary": (
+        AGENT, TRANSFER_HANDLE, START, DEADLINE, END, MET, RESERVED_BITS, MEAN_RESERVATION_BPS,
+    ),
+    "admission": (AGENT, TIME, SIZE_BYTES, RATE_BPS, END, ADMITTED, TRANSFER_HANDLE),
 }  # fmt: skip
 
 #: Columns of text; every other column not in SECONDS is an integer count.
-TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD})
+TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD, AGENT, HANDLE, KNOB, TRANSFER_HANDLE})
+#: Columns of floats (knob values, in the knob's base unit).
+FLOATS = frozenset({OLD_VALUE, NEW_VALUE, RESERVATION_BPS, RESERVED_BITS})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({
     TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, RECEIVER_END, FCT,
-    IDEAL_FCT, SOJOURN_MEAN, SOJOURN_P99,
+    IDEAL_FCT, SOJOURN_MEAN, SOJOURN_P99, DEADLINE,
 })  # fmt: skip
 
 # Fields of summary.json beyond the column names above.

@@ -65,9 +65,10 @@ profile: loss priority high, i.e. red) and one marking the additional
 connection red; and, for a dynamic reservation, a ``deadline_reservation``
 agent.
 
-**Pending**: the dynamic reservation needs the control plane's
-``deadline_reservation`` agent, not in this build; a transfer that asks
-for it is refused with that reason instead of running as if it had it.
+The dynamic reservation is the control plane's ``deadline_reservation``
+agent (``crates/alphaqos-sim/src/control/deadline.rs``): every ``interval``
+it sets the transfer's ``ctr_bps`` (its base_flow stream's CTR) and the
+edge term's policer rate (raised by the headers' share, as here).
 """
 
 from __future__ import annotations
@@ -87,10 +88,6 @@ __all__ = ["DeadlineTransfer", "METHODS", "expand", "check_deadline_transfers", 
 
 NS_PER_S = 10**9
 TCP_HEADER_BYTES = 52  # IP 20 + TCP 20 + timestamps 12, as the engine counts a segment
-DYNAMIC_PENDING = (
-    "a dynamic reservation needs the control plane's deadline_reservation agent, which this build does not have "
-    "yet; give reservation: {dynamic: false} (a static reservation) for now"
-)
 
 #: Each method's (base window, additional connection, dynamic reservation).
 METHODS: dict[str, tuple[str, bool, bool]] = {
@@ -249,8 +246,8 @@ def check_deadline_transfers(scenario: Scenario, routes) -> Any:
                 validate_cc_params(extra.cc, extra.cc_params)
             except ValueError as exc:
                 yield (*loc, "additional", "cc_params"), str(exc)
-        if t.dynamic:
-            yield (*loc, "reservation", "dynamic"), DYNAMIC_PENDING
+        if t.dynamic and t.window == "newreno":
+            yield (*loc, "reservation", "dynamic"), "a dynamic reservation steers the base connection's target rate: give it the binary or fixed window"
 
 
 def earliest_completion(scenario: Scenario, index: int) -> int:
@@ -303,7 +300,10 @@ def expand(scenario: Scenario) -> Scenario:
     from .policy import Policy
     from .scenario import Workload
 
+    from .agents import ControlAgent
+
     workloads = list(scenario.workloads)
+    control = list(scenario.control)
     terms: dict[str, list[dict[str, Any]]] = {}
     for t in scenario.deadline_transfers:
         rate = static_rate(t)
@@ -334,6 +334,12 @@ def expand(scenario: Scenario) -> Scenario:
         if extra is not None:
             mine.append({"name": f"{t.name}-additional", "from": {**match, "dscp": extra.dscp}, "then": {"loss_priority": "high"}})
         terms.setdefault(t.reservation.edge, []).extend(mine)
+        if t.dynamic:
+            control.append(ControlAgent.model_validate({"deadline_reservation": {
+                "name": f"{t.name}-reservation", "transfer": t.name, "deadline": fmt_time_ns(t.deadline, exact=True),
+                "margin": t.reservation.margin, "interval": fmt_time_ns(t.reservation.interval, exact=True),
+                "policer": f"{t.reservation.edge}/{t.name}-base",
+            }}))  # fmt: skip
     nodes = dict(scenario.nodes)
     policies = dict(scenario.policies)
     for edge, new in terms.items():
@@ -345,4 +351,5 @@ def expand(scenario: Scenario) -> Scenario:
         name = f"{node.policy or 'edge'}+deadline@{edge}"
         policies[name] = Policy.model_validate({**base, "filter": new + base.get("filter", [])})
         nodes[edge] = node.model_copy(update={"policy": name})
-    return scenario.model_copy(update={"workloads": workloads, "nodes": nodes, "policies": policies, "deadline_transfers": []})
+    update = {"workloads": workloads, "nodes": nodes, "policies": policies, "control": control, "deadline_transfers": []}
+    return scenario.model_copy(update=update)

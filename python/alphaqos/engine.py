@@ -43,7 +43,7 @@ def _core() -> ModuleType:
         ) from exc
 
 
-_ENGINE_PATH = re.compile(r"^(flows|workloads|links|nodes)\[(\d+)\]:? ?(.*)$", re.S)
+_ENGINE_PATH = re.compile(r"^(flows|workloads|links|nodes|control)\[(\d+)\]:? ?(.*)$", re.S)
 
 
 def engine_issue(message: str) -> Issue:
@@ -53,7 +53,7 @@ def engine_issue(message: str) -> Issue:
     m = _ENGINE_PATH.match(message)
     if m is None:
         return Issue(loc=(), message=f"the engine rejected the scenario: {message}")
-    return Issue(loc=(m[1], int(m[2])), message=m[3])
+    return Issue(loc=(m[1], int(m[2])), message=m[3].lstrip("."))
 
 
 def engine_version() -> str:

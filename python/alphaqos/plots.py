@@ -14,6 +14,10 @@ file                   what it shows
                        idle path, median and 99th percentile by size bucket
 =====================  =========================================================
 
+Every plot against time carries a short vertical tick at the top edge at
+each instant a knob changed (the ``control`` table: an agent's or a Python
+caller's change), so that a step in a series can be read against its cause.
+
 A plot with nothing to show (no TCP flow, say) is not written. Figures are
 drawn with matplotlib's object API on the Agg canvas: no pyplot state, no
 display needed.
@@ -34,7 +38,7 @@ from . import columns as col
 if TYPE_CHECKING:
     from .results import Results
 
-__all__ = ["PLOT_FILES", "plot_pings", "write_plots"]
+__all__ = ["PLOT_FILES", "mark_changes", "plot_pings", "write_plots"]
 
 GIGA = 1e9
 MEGA = 1e6
@@ -54,6 +58,7 @@ def write_plots(results: Results, directory: str | Path) -> list[Path]:
         if not draw(results, axes):
             continue
         axes.set_xlabel("simulated time (s)")
+        mark_changes(axes, results.control)
         axes.set_xlim(0, results.scenario.duration / GIGA)
         axes.grid(True, alpha=0.3)
         if axes.get_legend_handles_labels()[0]:
@@ -74,6 +79,14 @@ def write_plots(results: Results, directory: str | Path) -> list[Path]:
         figure.savefig(path, dpi=DPI)
         written.append(path)
     return written
+
+
+def mark_changes(axes: Axes, control: pl.DataFrame) -> int:
+    """Ticks along the top edge at the times knobs changed; their number."""
+    times = control[col.TIME].unique().sort().to_list() if control.height else []
+    if times:
+        axes.vlines(times, 0.94, 1.0, transform=axes.get_xaxis_transform(), colors="0.25", linewidth=0.7, label="knob changed")
+    return len(times)
 
 
 def _workload_rate(results: Results, axes: Axes) -> bool:

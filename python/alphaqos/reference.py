@@ -117,6 +117,10 @@ EXAMPLES: dict[str, str] = {
     "LinkShare": "{share: 0.5, link: [R1, R2]}",
     "Transfer": "{from: DTN1, to: DTN2, size: 100GB}",
     "WorkloadTcp": "{cc: cubic, rwnd: 64MiB, quickack: 16}",
+    "ControlAgent": "{wred_rtt_tuning: {class: R->S/relative, traffic: [web], interval: 50ms, max_p: 0.2}}",
+    "WredRttTuning": "{class: R->S/relative, traffic: [web, bulk], interval: 50ms}",
+    "DeadlineReservation": "{transfer: gridftp#0, deadline: 60s, margin: 1.05, policer: ER/reserved}",
+    "CallAdmission": "{workload: requests, rate: 500Mbps, duration: 30s, edge: ER}",
     "StreamOptions": "{cc: base_flow, cc_params: {ctr: 500Mbps}, dscp: af11}",
     "Link": """
         between: [WR, W1]

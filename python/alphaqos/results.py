@@ -7,6 +7,7 @@ under the name without the suffix (see :mod:`alphaqos.columns`) and computes
 
     tcp.parquet udp.parquet ping.parquet queue.parquet
     queue_summary.parquet filter.parquet flow_summary.parquet
+    control.parquet  every change of a knob: time, agent, handle, knob, old, new
     summary.json    headline figures per flow and per queue
     scenario.yaml   the scenario as run: defaults filled in, human units
     manifest.json   versions, seed, wall time, command
@@ -56,6 +57,12 @@ class Results:
     workload: pl.DataFrame = field(default_factory=lambda: _frame("workload", None))
     transfers: pl.DataFrame = field(default_factory=lambda: _frame("transfers", None))
     transfer_streams: pl.DataFrame = field(default_factory=lambda: _frame("transfer_streams", None))
+    #: The control plane: every change of a knob (``control.parquet``) and
+    #: the agents' reports.
+    control: pl.DataFrame = field(default_factory=lambda: _frame("control", None))
+    reservation: pl.DataFrame = field(default_factory=lambda: _frame("reservation", None))
+    reservation_summary: pl.DataFrame = field(default_factory=lambda: _frame("reservation_summary", None))
+    admission: pl.DataFrame = field(default_factory=lambda: _frame("admission", None))
     #: How the run was made (versions, wall time, command); not deterministic.
     manifest: dict[str, Any] = field(default_factory=dict)
 
@@ -132,6 +139,8 @@ def _series(name: str, values: list, *, seconds: bool) -> pl.Series:
     """Text, float seconds (from integer ns) or integer counts."""
     if name in col.TEXT:
         return pl.Series(name, values, dtype=pl.String)
+    if name in col.FLOATS:
+        return pl.Series(name, values, dtype=pl.Float64)
     if seconds:
         ns = pl.Series(name, values, dtype=pl.Int64).cast(pl.Float64)
         # Element-wise division is correctly rounded; polars turns division

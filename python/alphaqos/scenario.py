@@ -64,6 +64,7 @@ from .fields import Dscp, Flag, Name, Port, PositiveRate, PositiveSize, Positive
 from .fields import fmt_threshold as _fmt_threshold
 from .fields import Model as _Model
 from .policy import Policy, check_policy, resolve_egress, resolve_filter
+from .agents import ControlAgent, resolve_agent
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .deadline import DeadlineTransfer, check_deadline_transfers
 from .deadline import expand as _expand_deadline_transfers
@@ -627,6 +628,8 @@ class Scenario(_Model):
     flows: list[Flow] = []
     #: Traffic that opens connections at run time.
     workloads: list[Workload] = []
+    #: Control agents (see :mod:`alphaqos.agents`).
+    control: list[ControlAgent] = []
     #: Files due by a deadline, over a base and an additional connection
     #: (:mod:`alphaqos.deadline`).
     deadline_transfers: list[DeadlineTransfer] = []
@@ -1295,6 +1298,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         "links": [_resolve_link(link, scenario.policies) for link in scenario.links],
         "flows": [_resolve_flow(flow) for flow in scenario.flows],
         "workloads": [_resolve_workload(wl, scenario) for wl in scenario.workloads],
+        "control": [resolve_agent(a) for a in scenario.control],
     }
 
 

@@ -41,6 +41,23 @@ impl Simulation {
         py.detach(|| inner.advance(SimTime(until_ns)));
     }
 
+    /// Run every event before `until_ns` (capped at the duration); a
+    /// caller acting then acts as an agent woken at `until_ns` would.
+    fn advance_before(&mut self, py: Python<'_>, until_ns: u64) {
+        let inner = &mut self.inner;
+        py.detach(|| inner.advance_before(SimTime(until_ns)));
+    }
+
+    /// A measurement or knob of the component `handle` names (base units).
+    fn get(&mut self, handle: &str, what: &str) -> PyResult<f64> {
+        self.inner.get_by_name(handle, what).map_err(PyValueError::new_err)
+    }
+
+    /// Change a knob as `agent`; logged in the control table. The old value.
+    fn set(&mut self, agent: &str, handle: &str, knob: &str, value: f64) -> PyResult<f64> {
+        self.inner.set_by_name(agent, handle, knob, value).map_err(PyValueError::new_err)
+    }
+
     /// The results tables: {table: {column: list}}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
@@ -75,6 +92,12 @@ fn cc_params(name: &str, params_json: &str) -> PyResult<String> {
     Ok(out.to_string())
 }
 
+/// Every knob: (name, unit, what it does).
+#[pyfunction]
+fn knobs() -> Vec<(&'static str, &'static str, &'static str)> {
+    alphaqos_sim::control::knob::KNOBS.iter().map(|k| (k.name, k.unit.as_str(), k.doc)).collect()
+}
+
 /// Version of the engine crate.
 #[pyfunction]
 fn version() -> &'static str {
@@ -87,5 +110,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(cc_params, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs, m)?)?;
     Ok(())
 }

@@ -23,6 +23,9 @@ pub struct Config {
     /// Traffic that opens connections at run time (see `workload/`).
     #[serde(default)]
     pub workloads: Vec<WorkloadConfig>,
+    /// Control agents (see `control/`).
+    #[serde(default)]
+    pub control: Vec<AgentConfig>,
 }
 
 fn default_seed() -> u64 {
@@ -799,4 +802,110 @@ impl SizeDistConfig {
             | SizeDistConfig::Empirical { max_bytes, .. } => *max_bytes,
         }
     }
+}
+
+/// A control agent (exactly one key), see `control/`. Handles are the
+/// names of `control/mod.rs`: "A->B" (interface), "A->B/class", "node/term",
+/// a flow, a workload, "workload#k" (its k-th transfer, from 0).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum AgentConfig {
+    WredRttTuning(WredRttConfig),
+    DeadlineReservation(DeadlineConfig),
+    CallAdmission(AdmissionConfig),
+}
+
+/// Bouras & Sevasti's RTT-tuned WRED (see `control/wred_rtt.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WredRttConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The class (or RED interface) whose drop profile is tuned.
+    pub class: String,
+    /// Flows and workloads whose TCP round-trip times are the class's.
+    pub traffic: Vec<String>,
+    #[serde(default = "default_agent_interval")]
+    pub interval_ns: u64,
+    /// max_p set on every colour's curve (the document's 0.2).
+    #[serde(default = "default_wred_max_p")]
+    pub max_p: f64,
+    /// min_th = min_fraction x max_th (the document's 0.15).
+    #[serde(default = "default_min_fraction")]
+    pub min_fraction: f64,
+    /// The class's service rate r; default its transmit rate, else the link's.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// Default: the link's MTU.
+    #[serde(default)]
+    pub mtu_bytes: Option<u32>,
+}
+
+/// A deadline transfer's reservation (see `control/deadline.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadlineConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The transfer: "workload#k", or a workload's name for its first one.
+    pub transfer: String,
+    /// Time from the transfer's start to its deadline.
+    pub deadline_ns: u64,
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    #[serde(default = "default_agent_interval")]
+    pub interval_ns: u64,
+    /// The edge policer ("node/term") set to the reservation.
+    #[serde(default)]
+    pub policer: Option<String>,
+}
+
+/// Call admission over time-sliced link bookings (see `control/admission.rs`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The workload whose transfers ask for admission.
+    pub workload: String,
+    /// Requested rate; with `duration_ns` the interval, else size / rate.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    #[serde(default)]
+    pub duration_ns: Option<u64>,
+    /// Requested completion time after arrival: rate = size x 8 / deadline x margin.
+    #[serde(default)]
+    pub deadline_ns: Option<u64>,
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// Share of each link's rate that may be booked.
+    #[serde(default = "default_capacity_fraction")]
+    pub capacity_fraction: f64,
+    /// Router that polices each admitted transfer at its rate (a term per
+    /// transfer ahead of its filter); none: no policer.
+    #[serde(default)]
+    pub edge: Option<String>,
+    #[serde(default)]
+    pub burst_bytes: Option<u64>,
+    /// Give each admitted transfer with a deadline its reservation agent.
+    #[serde(default)]
+    pub reservation: bool,
+    #[serde(default = "default_agent_interval")]
+    pub interval_ns: u64,
+}
+
+fn default_agent_interval() -> u64 {
+    50_000_000
+}
+fn default_wred_max_p() -> f64 {
+    0.2
+}
+fn default_min_fraction() -> f64 {
+    0.15
+}
+fn default_margin() -> f64 {
+    1.05
+}
+fn default_capacity_fraction() -> f64 {
+    1.0
 }

@@ -22,6 +22,8 @@ pub enum Event {
     Workload(u32, u32),
     /// Record a row of every metric series.
     Sample,
+    /// A control agent's timer (its index): see `control/`.
+    Agent(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +97,7 @@ impl Event {
                 kind(3) | (w as u64 & GEN_MASK) << GEN_SHIFT | arg as u64
             }
             Event::Sample => kind(4),
+            Event::Agent(a) => kind(5) | a as u64,
         }
     }
 
@@ -106,7 +109,8 @@ impl Event {
             1 => Event::Deliver(low),
             2 => Event::Conn(ConnId::new(low, mid), TIMERS[((code >> TIMER_SHIFT) & 0x1f) as usize]),
             3 => Event::Workload(mid, low),
-            _ => Event::Sample,
+            4 => Event::Sample,
+            _ => Event::Agent(low),
         }
     }
 }
@@ -123,7 +127,11 @@ impl Entry {
 /// `std::collections::BinaryHeap`, whose push writes the new entry and reads
 /// it back at once; here the entry moving up or down stays in registers and
 /// is written once, where it lands.
-#[derive(Debug, Default)]
+/// Sequence numbers of ordinary events start here; those below are the
+/// ranks of [`EventQueue::schedule_first`].
+const FIRST_SEQ: u64 = 1 << 32;
+
+#[derive(Debug)]
 pub struct EventQueue {
     heap: Vec<Entry>,
     next_seq: u64,
@@ -131,14 +139,28 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn new() -> Self {
-        Self::default()
+        EventQueue { heap: Vec::new(), next_seq: FIRST_SEQ }
     }
 
     #[inline]
     pub fn schedule(&mut self, time: SimTime, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let e = Entry { time, seq, code: event.encode() };
+        self.push(Entry { time, seq, code: event.encode() });
+    }
+
+    /// Schedule `event` ahead of every event scheduled with [`Self::schedule`]
+    /// at the same instant, in the order of `rank` (< 2^32) among these:
+    /// a control agent acts at `t` before anything else happens at `t`, as
+    /// a caller stepping the run from outside acts between the events
+    /// before `t` and those at `t`.
+    pub fn schedule_first(&mut self, time: SimTime, event: Event, rank: u32) {
+        self.push(Entry { time, seq: rank as u64, code: event.encode() });
+    }
+
+    #[inline(always)]
+    fn push(&mut self, e: Entry) {
+        let (time, seq) = (e.time, e.seq);
         let h = &mut self.heap;
         let mut i = h.len();
         h.push(Entry { time, seq, code: 0 });
@@ -232,8 +254,20 @@ mod tests {
     }
 
     #[test]
+    fn ranked_events_come_first_at_their_instant() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(5), Event::TxDone(1));
+        q.schedule(SimTime(4), Event::TxDone(2));
+        q.schedule_first(SimTime(5), Event::Agent(1), 1);
+        q.schedule_first(SimTime(5), Event::Agent(0), 0);
+        q.schedule_first(SimTime(6), Event::Agent(0), 0);
+        let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, [Event::TxDone(2), Event::Agent(0), Event::Agent(1), Event::TxDone(1), Event::Agent(0)]);
+    }
+
+    #[test]
     fn every_event_survives_its_encoding() {
-        let mut all = vec![Event::TxDone(u32::MAX), Event::Deliver(7), Event::Sample, Event::Workload((1 << GEN_BITS) - 1, u32::MAX)];
+        let mut all = vec![Event::TxDone(u32::MAX), Event::Deliver(7), Event::Sample, Event::Agent(0), Event::Agent(u32::MAX), Event::Workload((1 << GEN_BITS) - 1, u32::MAX)];
         for t in TIMERS {
             all.push(Event::Conn(ConnId::new(u32::MAX, (1 << GEN_BITS) - 1), t));
             all.push(Event::Conn(ConnId::new(3, 0), t));

@@ -10,6 +10,7 @@ pub mod apps;
 pub mod builder;
 pub mod config;
 pub mod conn;
+pub mod control;
 pub mod event;
 pub mod metrics;
 pub mod network;

@@ -11,6 +11,7 @@ use crate::apps::bulk::{AppWriter, BulkTcp};
 use crate::apps::App;
 use crate::builder::{build_flow, build_net, check_path, host_id};
 use crate::config::Config;
+use crate::control::{Agent, Change, Handles};
 use crate::conn::{ConnId, Slab};
 use crate::event::{Event, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
@@ -41,8 +42,8 @@ pub struct Conn {
 }
 
 /// A scenario flow's name, series key and active window.
-struct FlowMeta {
-    name: String,
+pub(crate) struct FlowMeta {
+    pub(crate) name: String,
     key: u32,
     start: u64,
     stop: u64,
@@ -99,19 +100,29 @@ pub struct StreamRec {
 
 pub struct Simulation {
     pub net: Net,
-    conns: Slab<Conn>,
-    flows: Vec<FlowMeta>,
-    workloads: Vec<Workload>,
+    pub(crate) conns: Slab<Conn>,
+    pub(crate) flows: Vec<FlowMeta>,
+    pub(crate) workloads: Vec<Workload>,
     pub transfers: Vec<TransferRec>,
     pub streams: Vec<StreamRec>,
     /// Next ephemeral port per host (Linux's range 32768..60999).
     ports: Vec<u16>,
     paths: HashMap<(u32, u32), PathInfo>,
-    duration: SimTime,
+    pub(crate) duration: SimTime,
     interval: Duration,
     events_done: u64,
     conns_opened: u64,
     rec: Recorder,
+    /// The control plane (`control/`): handles, the log of changes, the
+    /// agents, the admission agent of each workload (if any), whether each
+    /// scenario flow is on, and the RTT totals of each workload's closed
+    /// connections (samples, sum ns).
+    pub(crate) handles: Handles,
+    pub(crate) log: Vec<Change>,
+    pub(crate) agents: Vec<Option<Box<dyn Agent>>>,
+    pub(crate) admission: Vec<Option<u32>>,
+    pub(crate) flow_active: Vec<bool>,
+    pub(crate) rtt_done: Vec<(u64, u64)>,
 }
 
 fn at(i: usize, field: &str) -> impl Fn(String) -> String + '_ {
@@ -189,15 +200,23 @@ impl Simulation {
             events_done: 0,
             conns_opened: 0,
             rec,
+            handles: Handles::default(),
+            log: Vec::new(),
+            agents: Vec::new(),
+            admission: vec![None; cfg.workloads.len()],
+            flow_active: vec![false; cfg.flows.len()],
+            rtt_done: vec![(0, 0); cfg.workloads.len()],
         };
         for w in 0..sim.workloads.len() {
             sim.schedule_first(w);
         }
+        sim.build_handles();
+        sim.build_agents(cfg)?;
         Ok(sim)
     }
 
     /// The first event of workload `w`.
-    fn schedule_first(&mut self, w: usize) {
+    pub(crate) fn schedule_first(&mut self, w: usize) {
         let wl = &mut self.workloads[w];
         let start = wl.start;
         match &mut wl.kind {
@@ -245,6 +264,24 @@ impl Simulation {
         self.net.now = self.net.now.max(until);
     }
 
+    /// Process every event before `until` (capped at the duration), so
+    /// that a caller acting at `until` acts before the events at `until`,
+    /// as an agent woken then does. Stepping a run in chunks of any size
+    /// this way, then [`Simulation::run`], gives the run of one call.
+    pub fn advance_before(&mut self, until: SimTime) {
+        let until = until.min(self.duration);
+        while let Some(t) = self.net.events.peek_time() {
+            if t >= until {
+                break;
+            }
+            let (t, ev) = self.net.events.pop().expect("peeked");
+            self.net.now = t;
+            self.events_done += 1;
+            self.dispatch(ev);
+        }
+        self.net.now = self.net.now.max(until);
+    }
+
     pub fn run(&mut self) {
         self.advance(self.duration);
     }
@@ -270,6 +307,9 @@ impl Simulation {
             }
             Event::Conn(id, t) => {
                 if let Some(c) = self.conns.get_mut(id) {
+                    if let (FlowTimer::Start | FlowTimer::Stop, Owner::Flow(i)) = (t, c.owner) {
+                        self.flow_active[i as usize] = t == FlowTimer::Start;
+                    }
                     let mut io = FlowIo::new(&mut self.net, id, c.ends);
                     c.app.on_timer(t, &mut io);
                     self.after(id);
@@ -277,6 +317,7 @@ impl Simulation {
             }
             Event::Workload(w, arg) => self.on_workload(w as usize, arg),
             Event::Sample => self.sample(),
+            Event::Agent(a) => self.on_agent(a),
         }
     }
 
@@ -383,7 +424,16 @@ impl Simulation {
                 (h.node, peer, size)
             }
         };
-        self.start_transfer(w, src, dst, size, arg);
+        let req = self.admit(w as u32, src, dst, size);
+        if req.as_ref().is_some_and(|r| !r.admitted) {
+            // Refused: an ON/OFF host goes on as if it had completed.
+            self.host_next(w, arg);
+            return;
+        }
+        let t = self.start_transfer(w, src, dst, size, arg);
+        if let Some(r) = req {
+            self.admitted(w as u32, &r, t);
+        }
     }
 
     /// What the path from `src` to `dst` offers one transfer alone.
@@ -417,7 +467,7 @@ impl Simulation {
     }
 
     /// Open the `streams` connections of a new transfer of workload `w`.
-    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32) {
+    fn start_transfer(&mut self, w: usize, src: u32, dst: u32, size: u64, host: u32) -> u32 {
         let now = self.net.now;
         let (mss, iw, handshake, block) = {
             let wl = &self.workloads[w];
@@ -509,6 +559,7 @@ impl Simulation {
                 }
             }
         }
+        t
     }
 
     /// Stream `s` (connection `id`) finished or gave up: record it, free its
@@ -528,12 +579,15 @@ impl Simulation {
         r.spurious = tcp.receiver.stats.spurious_retransmits;
         r.timeouts = tcp.sender.stats.timeouts;
         r.failed = tcp.failed;
+        let (n, sum) = tcp.sender.rtt_totals();
         let delivered = tcp.receiver.delivered();
         r.delivered = delivered;
         let t = &mut self.transfers[r.transfer as usize];
         t.failed |= r.failed;
         t.open -= 1;
         let w = t.workload as usize;
+        self.rtt_done[w].0 += n;
+        self.rtt_done[w].1 += sum;
         let wl = &mut self.workloads[w];
         wl.active_conns -= 1;
         wl.delivered_done += delivered;
@@ -542,11 +596,18 @@ impl Simulation {
         }
         t.end = Some(now);
         wl.completed += 1;
+        let host = t.host;
+        self.host_next(w, host);
+    }
+
+    /// An ON/OFF host's transfer completed (or was refused): it goes idle,
+    /// then starts its next one.
+    fn host_next(&mut self, w: usize, host: u32) {
+        let now = self.net.now;
+        let wl = &mut self.workloads[w];
         if now >= wl.stop {
             return;
         }
-        // An ON/OFF host goes idle, then starts its next transfer.
-        let host = t.host;
         if let Kind::OnOff { hosts, mean_gap_ns, think, .. } = &mut wl.kind {
             let h = &mut hosts[host as usize];
             let at = if *think { h.next_due.max(now) } else { now + Duration(h.rng.exponential(*mean_gap_ns).round() as u64) };
@@ -612,6 +673,8 @@ impl Simulation {
         out.insert("flow_summary".into(), self.flow_summary());
         out.insert("transfers".into(), self.transfer_table());
         out.insert("transfer_streams".into(), self.stream_table());
+        out.insert("control".into(), self.control_table());
+        self.agent_tables(&mut out);
         out.insert(
             "run".into(),
             Table::default()

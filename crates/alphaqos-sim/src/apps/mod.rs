@@ -42,6 +42,7 @@ pub trait App: Send {
     fn tcp(&self) -> Option<&bulk::BulkTcp> {
         None
     }
+    /// The TCP connection, for the control plane's knobs.
     fn tcp_mut(&mut self) -> Option<&mut bulk::BulkTcp> {
         None
     }

@@ -131,7 +131,29 @@ impl Filter {
     }
 }
 
+/// The control plane's access (`control/`): a term's policer, and terms
+/// added and removed at run time (a call-admission agent's per-transfer
+/// policers, placed before the configured terms).
+impl Filter {
+    /// Insert a term built from `cfg` at position `at`.
+    pub fn insert_term(&mut self, at: usize, cfg: &FilterTermConfig) -> Result<(), String> {
+        let t = Term::new(cfg)?;
+        self.terms.insert(at.min(self.terms.len()), t);
+        Ok(())
+    }
+    /// Remove the term named `name`, if any.
+    pub fn remove_term(&mut self, name: &str) -> Option<Term> {
+        let i = self.terms.iter().position(|t| t.name == name)?;
+        Some(self.terms.remove(i))
+    }
+}
+
 impl Term {
+    /// The term's policer, for its knobs.
+    pub fn policer_mut(&mut self) -> Option<&mut Policer> {
+        self.policer.as_mut()
+    }
+
     fn new(c: &FilterTermConfig) -> Result<Term, String> {
         let prefix = |p: &Option<String>| p.as_deref().map(Prefix::parse).transpose();
         let policer = c.policer.as_ref().map(build_policer).transpose().map_err(|e| format!("policer: {e}"))?;

@@ -12,6 +12,7 @@
 //! conservation checks of `tests/engine.rs`.
 
 use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::packet::Packet;
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -152,6 +153,12 @@ impl Qdisc for Fifo {
     }
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         f("", &self.q.counters, self.q.backlog())
+    }
+    fn knob(&mut self, class: &str, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        match &mut self.profile {
+            Some(p) if class.is_empty() => p.knob(name, op),
+            _ => Err(KnobError::Unknown),
+        }
     }
 }
 

@@ -50,6 +50,7 @@ pub mod meter;
 pub mod sched;
 
 use crate::config::QueueConfig;
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -178,6 +179,11 @@ pub trait Qdisc: Send {
     /// Visit the counters of every queue: `class` is "" for a classless
     /// discipline, else the class name.
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
+    /// Read or change knob `name` of class `class` ("" for the discipline
+    /// itself), see `control/knob.rs`. Default: no knobs.
+    fn knob(&mut self, _class: &str, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        Err(KnobError::Unknown)
+    }
 }
 
 /// An early-drop decision made as a packet arrives at a queue (RED, WRED,
@@ -195,6 +201,11 @@ pub trait DropProfile: Send {
     /// `pkt` left at `now`; the queue now holds `held` (empty: an idle
     /// period starts, for the idle-time correction of an average).
     fn on_dequeue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {}
+    /// Read or change a knob (thresholds, `max_p`) or read a measurement
+    /// (`avg`), see `control/knob.rs`. Default: none.
+    fn knob(&mut self, _name: &str, _op: KnobOp) -> KnobResult {
+        Err(KnobError::Unknown)
+    }
 }
 
 /// Makes a class's child discipline for the class's buffer (its limit).

@@ -30,6 +30,9 @@ pub struct RttEstimator {
     max_rto: u64,
     style: RtoStyle,
     backoff: u32,
+    /// Samples so far and their sum, ns.
+    samples: u64,
+    sum_ns: u64,
 }
 
 /// Clock granularity G of RFC 6298: a nanosecond clock.
@@ -37,10 +40,12 @@ const G_NS: u64 = 1;
 
 impl RttEstimator {
     pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration, style: RtoStyle) -> Self {
-        RttEstimator { srtt: None, rttvar: 0, min_rtt: None, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, style, backoff: 0 }
+        RttEstimator { srtt: None, rttvar: 0, min_rtt: None, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, style, backoff: 0, samples: 0, sum_ns: 0 }
     }
     pub fn sample(&mut self, r: Duration) {
         let r = r.0;
+        self.samples += 1;
+        self.sum_ns = self.sum_ns.saturating_add(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         match self.srtt {
             None => {
@@ -69,6 +74,10 @@ impl RttEstimator {
     /// The smallest sample so far.
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min_rtt.map(Duration)
+    }
+    /// Samples so far and their sum, ns.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.samples, self.sum_ns)
     }
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt.map(Duration)

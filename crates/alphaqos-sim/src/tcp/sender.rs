@@ -123,6 +123,8 @@ pub struct TcpSender {
     rtt: RttEstimator,
     rto: LazyTimer,
     max_pacing_rate: Option<DataRate>,
+    /// Upper bound of cwnd (u64::MAX: none), a control-plane knob.
+    cwnd_clamp: u64,
     internal_pacing: bool,
     pace_next: SimTime,
     pace: LazyTimer,
@@ -178,6 +180,7 @@ impl TcpSender {
             ),
             rto: LazyTimer::default(),
             max_pacing_rate: cfg.max_pacing_rate_bps.map(DataRate),
+            cwnd_clamp: u64::MAX,
             internal_pacing: cfg.pacing,
             pace_next: SimTime::ZERO,
             pace: LazyTimer::default(),
@@ -212,6 +215,31 @@ impl TcpSender {
     }
     pub fn recovery(&self) -> Recovery {
         self.recovery
+    }
+
+    /// The congestion controller, for its knobs (`ctr_bps`).
+    pub fn controller_mut(&mut self) -> &mut dyn Controller {
+        self.cc.as_mut()
+    }
+    /// RTT samples so far and their sum, ns (for means over an interval).
+    pub fn rtt_totals(&self) -> (u64, u64) {
+        self.rtt.totals()
+    }
+    /// The maximum pacing rate (SO_MAX_PACING_RATE); None: unpaced unless
+    /// internal pacing is on. Returns the previous one.
+    pub fn set_max_pacing_rate(&mut self, rate: Option<DataRate>) -> Option<DataRate> {
+        std::mem::replace(&mut self.max_pacing_rate, rate)
+    }
+    pub fn max_pacing_rate(&self) -> Option<DataRate> {
+        self.max_pacing_rate
+    }
+    /// Bound the window the sender uses by `bytes` (u64::MAX: no bound), as
+    /// Linux's `snd_cwnd_clamp` bounds cwnd. Returns the previous bound.
+    pub fn set_cwnd_clamp(&mut self, bytes: u64) -> u64 {
+        std::mem::replace(&mut self.cwnd_clamp, bytes.max(self.mss))
+    }
+    pub fn cwnd_clamp(&self) -> u64 {
+        self.cwnd_clamp
     }
 
     pub fn start(&mut self, w: &mut impl Wire) {
@@ -383,7 +411,7 @@ impl TcpSender {
             // Limited transmit: one segment beyond cwnd per duplicate ACK, at most two.
             let allowance = if self.limited_transmit && !self.in_recovery { self.dupacks.min(2) as u64 * self.mss } else { 0 };
             let flight = (self.snd_nxt - self.snd_una) - self.nxt_cur.below();
-            if flight + len > self.st.cwnd + allowance {
+            if flight + len > self.st.cwnd.min(self.cwnd_clamp) + allowance {
                 return None;
             }
         }
@@ -403,7 +431,7 @@ impl TcpSender {
             let sack_recovery = self.in_recovery && self.recovery == Recovery::Sack;
             let seg = if sack_recovery {
                 let now = w.now();
-                if self.pipe(now) + self.mss > self.st.cwnd {
+                if self.pipe(now) + self.mss > self.st.cwnd.min(self.cwnd_clamp) {
                     return;
                 }
                 match self.pop_lost_retransmission() {

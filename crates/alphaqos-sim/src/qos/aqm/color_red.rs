@@ -32,6 +32,7 @@
 //! settings; GRED's shared average; colour-blind RED against RIO in
 //! `rio.rs`.
 
+use crate::control::knob::{red_curves_knob, KnobError, KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
 use crate::packet::Packet;
@@ -164,6 +165,16 @@ impl DropProfile for ColorRed {
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
         if held.pkts == 0 {
             self.avg.idle(now);
+        }
+    }
+    fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
+        match (name, op) {
+            ("avg", KnobOp::Get) => Ok(self.avg.avg),
+            ("avg", KnobOp::Set(_)) => Err(KnobError::Invalid("avg is a measurement, not a knob".into())),
+            _ => {
+                let [g, y, r] = &mut self.curves;
+                red_curves_knob(&mut [g.as_mut(), y.as_mut(), r.as_mut()], name, op)
+            }
         }
     }
 }

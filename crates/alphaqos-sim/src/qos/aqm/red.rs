@@ -25,6 +25,7 @@
 //! idle decay and the no-drop rule at a near-empty queue; `tests/aqm.rs`:
 //! two TCP flows never stall over 20 seeds (issue 9, defect 0).
 
+use crate::control::knob::{red_curves_knob, KnobError, KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use crate::config::RedConfig;
 use crate::packet::Packet;
@@ -170,6 +171,13 @@ impl DropProfile for RedProfile {
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
         if held.pkts == 0 {
             self.avg.idle(now);
+        }
+    }
+    fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
+        match (name, op) {
+            ("avg", KnobOp::Get) => Ok(self.avg.avg),
+            ("avg", KnobOp::Set(_)) => Err(KnobError::Invalid("avg is a measurement, not a knob".into())),
+            _ => red_curves_knob(&mut [Some(&mut self.params), None, None], name.trim_end_matches(".green"), op),
         }
     }
 }

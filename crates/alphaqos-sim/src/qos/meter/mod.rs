@@ -59,6 +59,7 @@ pub mod single_rate;
 pub mod srtcm;
 pub mod trtcm;
 
+use crate::control::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::{Color, Packet};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -71,6 +72,24 @@ pub trait Meter: Send {
     fn meter(&mut self, now: SimTime, bytes: u32, pre: Color) -> Color;
     /// Packets and bytes marked with each colour so far.
     fn counters(&self) -> &MeterCounters;
+    /// Read or change a rate or bucket size at `now` (see
+    /// `control/knob.rs`); `tokens` reads the (first) bucket. A change
+    /// credits the tokens earned at the old rate up to `now` first; the
+    /// fraction of a byte earned since the last whole byte carries over
+    /// to the new rate's grid, rounded down; a smaller bucket drops the
+    /// tokens above its new size. Default: none.
+    fn knob(&mut self, _name: &str, _op: KnobOp, _now: SimTime) -> KnobResult {
+        Err(KnobError::Unknown)
+    }
+}
+
+/// A knob value as a whole number of bit/s or bytes, or why not.
+pub(crate) fn whole(name: &str, v: f64) -> Result<u64, KnobError> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
+        Ok(v as u64)
+    } else {
+        Err(KnobError::Invalid(format!("{name} = {v}: must be a whole, non-negative number")))
+    }
 }
 
 /// Colour-blind or colour-aware operation (RFC 2697/2698 Section 2).
@@ -160,6 +179,13 @@ impl TokenClock {
     /// the remainder carried to the next call. Exact: the bytes earned over
     /// any sequence of calls sum to `floor(rate * (now - start) / 8e9)`.
     /// Nothing is earned if `now` is not after the last call.
+    /// The rate changes from `old` to `new` (after an `advance` to the
+    /// moment of change): the fraction of a byte carried, `carry / old
+    /// period`, becomes `floor(carry new_period / old_period) / new period`.
+    pub fn rebase(&mut self, old: &TokenRate, new: &TokenRate) {
+        self.carry = (self.carry as u128 * new.period_ns as u128 / old.period_ns as u128) as u64;
+    }
+
     pub fn advance(&mut self, rate: &TokenRate, now: SimTime) -> u128 {
         if now <= self.last {
             return 0;
@@ -247,6 +273,10 @@ impl Policer {
     }
     pub fn counters(&self) -> &MeterCounters {
         self.meter.counters()
+    }
+    /// The meter's knobs (see [`Meter::knob`]).
+    pub fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        self.meter.knob(name, op, now)
     }
     /// Packets and bytes discarded by the policer.
     pub fn discarded(&self) -> (u64, u64) {

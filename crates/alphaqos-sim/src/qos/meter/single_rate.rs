@@ -37,7 +37,8 @@
 //! gap; random trains: tokens never exceed the bucket and green bytes never
 //! exceed `burst_size + rate t / 8`.
 
-use super::{fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::control::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -123,6 +124,30 @@ impl Meter for SingleRate {
     fn counters(&self) -> &MeterCounters {
         &self.counters
     }
+    /// `rate_bps`, `burst_bytes`; `tokens` (read only).
+    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        let old = match name {
+            "rate_bps" => self.profile.rate.rate().as_bps(),
+            "burst_bytes" => self.profile.burst_size,
+            "tokens" => self.tokens,
+            _ => return Err(KnobError::Unknown),
+        } as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        let mut p = SingleRateParams { rate: self.profile.rate.rate(), burst_size: self.profile.burst_size };
+        match name {
+            "rate_bps" => p.rate = DataRate(whole(name, v)?),
+            "burst_bytes" => p.burst_size = whole(name, v)?,
+            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
+        }
+        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        // Tokens earned at the old rate up to the change.
+        let credit = self.clock.advance(&self.profile.rate, now);
+        fill(&mut self.tokens, self.profile.burst_size, credit);
+        self.clock.rebase(&self.profile.rate, &new.rate);
+        self.profile = new;
+        self.tokens = self.tokens.min(new.burst_size);
+        Ok(old)
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +204,37 @@ mod tests {
             assert_eq!(m.meter(SimTime(t), size, Color::Green), color, "packet {i}");
             assert_eq!(m.tokens(), tokens, "tokens after packet {i}");
         }
+    }
+
+    #[test]
+    fn a_rate_change_credits_the_old_rate_up_to_the_moment_of_change() {
+        use crate::control::knob::{KnobError, KnobOp};
+        // 1 Mbit/s: a byte every 8 us; bucket 3000 B, emptied at t = 0.
+        let mut m = meter(DataRate::mbps(1), 3000, ColorMode::Blind);
+        assert_eq!(m.meter(SimTime(0), 3000, Color::Green), Color::Green);
+        assert_eq!(m.knob("rate_bps", KnobOp::Get, SimTime(0)), Ok(1e6));
+        // Change to 2 Mbit/s at 4.003 ms: 4_003_000 / 8000 = 500 bytes earned
+        // at the old rate, 3000/8000 of a byte carried, which on the new grid
+        // (a byte every 4 us) is 1500/4000.
+        assert_eq!(m.knob("rate_bps", KnobOp::Set(2e6), SimTime(4_003_000)), Ok(1e6));
+        assert_eq!(m.tokens(), 500);
+        // 2.5 us later the carried 1500 + 2500 ns make the next byte.
+        assert_eq!(m.meter(SimTime(4_005_499), 501, Color::Green), Color::Red);
+        assert_eq!(m.meter(SimTime(4_005_500), 501, Color::Green), Color::Green);
+        assert_eq!(m.tokens(), 0);
+        // 100 bytes every 400 us at the new rate.
+        assert_eq!(m.meter(SimTime(4_405_500), 100, Color::Green), Color::Green);
+        assert_eq!(m.tokens(), 0);
+        // A smaller bucket drops what no longer fits, after crediting.
+        assert_eq!(m.knob("burst_bytes", KnobOp::Set(100.0), SimTime(5_405_500)), Ok(3000.0));
+        assert_eq!(m.tokens(), 100, "250 earned, 100 kept");
+        // Out of range: nothing changes, the error names the knob.
+        for (knob, v) in [("rate_bps", -1.0), ("rate_bps", 0.0), ("burst_bytes", 0.0), ("rate_bps", 1.5)] {
+            let Err(KnobError::Invalid(e)) = m.knob(knob, KnobOp::Set(v), SimTime(6_000_000)) else { panic!("{knob} = {v} accepted") };
+            assert!(e.contains(knob), "{e}");
+        }
+        assert_eq!(m.knob("rate_bps", KnobOp::Get, SimTime(6_000_000)), Ok(2e6));
+        assert_eq!(m.knob("cir_bps", KnobOp::Get, SimTime(6_000_000)), Err(KnobError::Unknown));
     }
 
     #[test]

@@ -40,7 +40,8 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= CBS + EBS + CIR t / 8`, and a colour-aware meter never promotes.
 
-use super::{fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -142,6 +143,34 @@ impl Meter for Srtcm {
     }
     fn counters(&self) -> &MeterCounters {
         &self.counters
+    }
+    /// `cir_bps`, `cbs_bytes`, `ebs_bytes`; `tokens` (Tc, read only).
+    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        let pr = &self.profile;
+        let old = match name {
+            "cir_bps" => pr.cir.rate().as_bps(),
+            "cbs_bytes" => pr.cbs,
+            "ebs_bytes" => pr.ebs,
+            "tokens" => self.tc,
+            _ => return Err(KnobError::Unknown),
+        } as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        let mut p = SrtcmParams { cir: pr.cir.rate(), cbs: pr.cbs, ebs: pr.ebs };
+        match name {
+            "cir_bps" => p.cir = DataRate(whole(name, v)?),
+            "cbs_bytes" => p.cbs = whole(name, v)?,
+            "ebs_bytes" => p.ebs = whole(name, v)?,
+            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
+        }
+        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        let credit = self.clock.advance(&self.profile.cir, now);
+        let overflow = fill(&mut self.tc, self.profile.cbs, credit);
+        fill(&mut self.te, self.profile.ebs, overflow);
+        self.clock.rebase(&self.profile.cir, &new.cir);
+        self.profile = new;
+        self.tc = self.tc.min(new.cbs);
+        self.te = self.te.min(new.ebs);
+        Ok(old)
     }
 }
 

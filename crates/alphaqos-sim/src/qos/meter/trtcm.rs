@@ -34,7 +34,8 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= PBS + PIR t / 8`, and a colour-aware meter never promotes.
 
-use super::{fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -159,6 +160,38 @@ impl Meter for Trtcm {
     }
     fn counters(&self) -> &MeterCounters {
         &self.counters
+    }
+    /// `pir_bps`, `pbs_bytes`, `cir_bps`, `cbs_bytes`; `tokens` (Tc, read only).
+    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        let pr = &self.profile;
+        let old = match name {
+            "pir_bps" => pr.pir.rate().as_bps(),
+            "pbs_bytes" => pr.pbs,
+            "cir_bps" => pr.cir.rate().as_bps(),
+            "cbs_bytes" => pr.cbs,
+            "tokens" => self.tc,
+            _ => return Err(KnobError::Unknown),
+        } as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        let mut p = TrtcmParams { pir: pr.pir.rate(), pbs: pr.pbs, cir: pr.cir.rate(), cbs: pr.cbs };
+        match name {
+            "pir_bps" => p.pir = DataRate(whole(name, v)?),
+            "pbs_bytes" => p.pbs = whole(name, v)?,
+            "cir_bps" => p.cir = DataRate(whole(name, v)?),
+            "cbs_bytes" => p.cbs = whole(name, v)?,
+            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
+        }
+        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        let c = self.p_clock.advance(&self.profile.pir, now);
+        fill(&mut self.tp, self.profile.pbs, c);
+        let c = self.c_clock.advance(&self.profile.cir, now);
+        fill(&mut self.tc, self.profile.cbs, c);
+        self.p_clock.rebase(&self.profile.pir, &new.pir);
+        self.c_clock.rebase(&self.profile.cir, &new.cir);
+        self.profile = new;
+        self.tp = self.tp.min(new.pbs);
+        self.tc = self.tc.min(new.cbs);
+        Ok(old)
     }
 }
 

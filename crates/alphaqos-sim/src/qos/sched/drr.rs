@@ -33,6 +33,7 @@
 //! `tests/sched.rs`: long-run byte shares equal `Q_i / sum(Q)` within 2%
 //! with random packet sizes, and work conservation.
 
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -218,6 +219,20 @@ impl Scheduler for Drr {
     }
     fn on_empty(&mut self, class: usize, _now: SimTime) {
         self.ring.on_empty(class);
+    }
+    /// `quantum_bytes`: the class's quantum from its next turn on.
+    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        if name != "quantum_bytes" {
+            return Err(KnobError::Unknown);
+        }
+        let old = self.ring.quanta[class] as f64;
+        if let KnobOp::Set(v) = op {
+            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
+                return Err(KnobError::Invalid(format!("quantum_bytes = {v}: must be a whole number of bytes in 1..=4294967295")));
+            }
+            self.ring.quanta[class] = v as _;
+        }
+        Ok(old)
     }
 }
 

@@ -92,6 +92,7 @@
 //! conservation without exact queues; the reordering of the document's
 //! Table I explanation with (49,50,1) versus (10,30,60).
 
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{next_cyclic, BufferSize, ClassQueue, ClassSpec, Pick, Scheduled, Scheduler};
 use crate::qos::fifo::Limit;
 use crate::qos::Child;
@@ -319,6 +320,26 @@ impl Scheduler for Junos {
         if self.tokens[class] > 0 {
             self.tokens[class] -= bytes as i128 * UNITS_PER_BYTE;
         }
+    }
+    /// `transmit_rate_bps`: the queue's transmit rate, as an absolute rate
+    /// from now on (its meter is credited at the old rate up to now).
+    fn knob(&mut self, class: usize, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        if name != "transmit_rate_bps" {
+            return Err(KnobError::Unknown);
+        }
+        self.update(ctx.now, ctx.link_rate);
+        let old = self.rates[class] as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        if !(v >= 0.0 && v <= ctx.link_rate.as_bps() as f64) {
+            return Err(KnobError::Invalid(format!("transmit_rate_bps = {v}: must be in [0, the link rate {}]", ctx.link_rate)));
+        }
+        if self.params[class].exact && v < 1.0 {
+            return Err(KnobError::Invalid("transmit_rate_bps = 0: an exact queue with a zero rate never sends".into()));
+        }
+        self.params[class].transmit_rate = TransmitRate::Rate(DataRate(v as u64));
+        self.resolved_for = None;
+        self.update(ctx.now, ctx.link_rate);
+        Ok(old)
     }
 }
 

@@ -76,6 +76,7 @@ pub mod prio;
 pub mod wrr;
 
 use super::fifo::Limit;
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{Backlog, Child, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
@@ -195,6 +196,11 @@ pub trait Scheduler: Send {
     fn on_arrival(&mut self, _class: usize, _now: SimTime) {}
     /// `class` has just sent its last packet.
     fn on_empty(&mut self, _class: usize, _now: SimTime) {}
+    /// Read or change a knob of `class` (its rate, weight, quantum), see
+    /// `control/knob.rs`. Default: none.
+    fn knob(&mut self, _class: usize, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        Err(KnobError::Unknown)
+    }
 }
 
 impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
@@ -212,6 +218,9 @@ impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
     }
     fn on_empty(&mut self, class: usize, now: SimTime) {
         (**self).on_empty(class, now)
+    }
+    fn knob(&mut self, class: usize, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        (**self).knob(class, name, op, ctx)
     }
 }
 
@@ -355,6 +364,13 @@ impl<S: Scheduler> Qdisc for Scheduled<S> {
         self.classes.iter().find(|c| !c.is_empty()).and_then(|c| c.head_size())
     }
 
+    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        let i = self.class_index(class).ok_or(KnobError::Unknown)?;
+        match self.sched.knob(i, name, op, ctx) {
+            Err(KnobError::Unknown) => self.classes[i].child.knob("", name, op, ctx),
+            r => r,
+        }
+    }
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for c in &self.classes {
             c.child.for_each_queue(&mut |sub, counters, b| {

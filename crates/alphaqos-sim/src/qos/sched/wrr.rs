@@ -20,6 +20,7 @@
 //! equal `w_i / sum(w)` within 2% with every class backlogged, and work
 //! conservation under random arrivals.
 
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{next_cyclic, ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -67,6 +68,20 @@ impl Scheduler for Wrr {
         if class == self.cur {
             self.left = 0;
         }
+    }
+    /// `weight`: packets per round, from the class's next turn on.
+    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        if name != "weight" {
+            return Err(KnobError::Unknown);
+        }
+        let old = self.weights[class] as f64;
+        if let KnobOp::Set(v) = op {
+            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
+                return Err(KnobError::Invalid(format!("weight = {v}: must be a whole number of packets, at least 1")));
+            }
+            self.weights[class] = v as u32;
+        }
+        Ok(old)
     }
 }
 

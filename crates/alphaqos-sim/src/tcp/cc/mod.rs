@@ -60,6 +60,11 @@ pub trait Controller: Send {
     }
     /// Loss recovery ended (the recovery point was acknowledged).
     fn on_recovery_exit(&mut self, _s: &mut CcState, _now: SimTime) {}
+    /// Read or change the committed target rate, bit/s (`base_flow`'s
+    /// CTR; the knob `ctr_bps`). Default: the controller has none.
+    fn target_rate(&mut self, _op: crate::control::knob::KnobOp) -> crate::control::knob::KnobResult {
+        Err(crate::control::knob::KnobError::Unknown)
+    }
 }
 
 /// The controllers known by name.

@@ -1,0 +1,319 @@
+//! Call admission over time-sliced link bookings: the admission control of
+//! an advance-reservation circuit service (OSCARS-like), as the third
+//! source document's deadline-driven transfers use it.
+//!
+//! A transfer arrives (from a workload) asking for a rate over an
+//! interval: `rate_bps` for `duration_ns` (default: its size at that
+//! rate), or, with `deadline_ns`, `size x 8 / deadline x margin` until the
+//! deadline. Every link of its path keeps its bookings as a step function
+//! of time ([`Bookings`]); the request is admitted if, on every link, the
+//! largest booking over its interval plus its rate stays within
+//! `capacity_fraction` of the link's rate, and booked for that whole
+//! interval; else it is refused (a call loss) and opens no connection. An
+//! admitted transfer is policed at its rate at the `edge` router, by a
+//! term placed ahead of the router's filter for its connections (and
+//! removed when it completes), and with `reservation` gets its own
+//! deadline reservation agent (`deadline.rs`).
+//!
+//! Bookings are whole bit/s; a booking holds on `[start, end)`.
+//!
+//! Tests (below): random request sequences never book a link above its
+//! capacity at any instant, and the decisions equal a brute-force check of
+//! every earlier admitted request; `tests/control.rs` end to end.
+
+use super::deadline::Deadline;
+use super::{Agent, Control, Handle, Target};
+use crate::config::{AdmissionConfig, ColorAction, FilterTermConfig, PolicerConfig};
+use crate::metrics::{Column, Table};
+use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
+use crate::sim::Simulation;
+use crate::time::{Duration, SimTime};
+use std::collections::{BTreeMap, HashMap};
+
+/// Rate booked on each link as a step function: at each time, the change.
+#[derive(Clone, Debug, Default)]
+pub struct Bookings {
+    links: HashMap<u32, BTreeMap<u64, i128>>,
+}
+
+impl Bookings {
+    /// The most booked on `link` at any instant of `[start, end)`.
+    pub fn peak(&self, link: u32, start: u64, end: u64) -> u64 {
+        let Some(steps) = self.links.get(&link) else { return 0 };
+        let mut level: i128 = steps.range(..=start).map(|(_, d)| d).sum();
+        let mut peak = level;
+        for (_, d) in steps.range(start + 1..end) {
+            level += d;
+            peak = peak.max(level);
+        }
+        peak as u64
+    }
+    /// Does `rate` fit on every `(link, capacity)` over `[start, end)`?
+    pub fn fits(&self, links: &[(u32, u64)], start: u64, end: u64, rate: u64) -> bool {
+        links.iter().all(|&(l, cap)| self.peak(l, start, end) as u128 + rate as u128 <= cap as u128)
+    }
+    pub fn book(&mut self, links: &[(u32, u64)], start: u64, end: u64, rate: u64) {
+        for &(l, _) in links {
+            let s = self.links.entry(l).or_default();
+            *s.entry(start).or_default() += rate as i128;
+            *s.entry(end).or_default() -= rate as i128;
+        }
+    }
+}
+
+/// One request for admission.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub workload: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    pub time: SimTime,
+    pub rate_bps: u64,
+    pub end: SimTime,
+    pub admitted: bool,
+    /// The transfer's handle, once admitted.
+    pub transfer: Option<String>,
+    pub agent: String,
+}
+
+impl Request {
+    pub fn new(workload: u32, src: u32, dst: u32, size: u64, time: SimTime) -> Request {
+        Request { workload, src, dst, size, time, rate_bps: 0, end: time, admitted: false, transfer: None, agent: String::new() }
+    }
+}
+
+pub struct Admission {
+    name: String,
+    rate_bps: Option<u64>,
+    duration: Option<Duration>,
+    deadline: Option<Duration>,
+    margin: f64,
+    fraction: f64,
+    edge: Option<u32>,
+    burst_bytes: u64,
+    wire_factor: f64,
+    reservation: bool,
+    interval: Duration,
+    start: SimTime,
+    bookings: Bookings,
+    requests: Vec<Request>,
+    /// Policing terms of admitted transfers: (router, term, transfer).
+    terms: Vec<(u32, String, Handle)>,
+    admitted: u64,
+}
+
+impl Admission {
+    pub fn build(c: &AdmissionConfig, i: usize, sim: &mut Simulation) -> Result<(Admission, u32), String> {
+        let h = sim.handles.resolve(&c.workload).map_err(|e| format!("workload: {e}"))?;
+        let Target::Workload(w) = *sim.handles.target(h) else {
+            return Err(format!("workload: '{}' is not a workload", c.workload));
+        };
+        match (c.rate_bps, c.duration_ns, c.deadline_ns) {
+            (Some(0), _, _) => return Err("rate_bps: must be positive".into()),
+            (_, _, Some(0)) => return Err("deadline_ns: must be positive".into()),
+            (_, Some(0), _) => return Err("duration_ns: must be positive".into()),
+            (Some(_), _, None) | (None, None, Some(_)) => {}
+            _ => return Err("give rate_bps (and optionally duration_ns), or deadline_ns".into()),
+        }
+        if !(c.margin >= 1.0 && c.margin.is_finite()) {
+            return Err(format!("margin: must be at least 1, got {}", c.margin));
+        }
+        if !(c.capacity_fraction > 0.0 && c.capacity_fraction <= 1.0) {
+            return Err(format!("capacity_fraction: must be in (0, 1], got {}", c.capacity_fraction));
+        }
+        if c.interval_ns == 0 {
+            return Err("interval_ns: must be positive".into());
+        }
+        let edge = match &c.edge {
+            None => None,
+            Some(n) => {
+                let id = sim.net.nodes.iter().position(|x| &x.name == n).ok_or_else(|| format!("edge: unknown node '{n}'"))?;
+                if !sim.net.nodes[id].router {
+                    return Err(format!("edge: '{n}' is a host; policers run on routers"));
+                }
+                Some(id as u32)
+            }
+        };
+        if c.reservation && c.deadline_ns.is_none() {
+            return Err("reservation: needs deadline_ns".into());
+        }
+        let wl = &sim.workloads[w as usize];
+        if c.reservation && wl.tcp.cc != "base_flow" {
+            return Err(format!("reservation: the reservation sets ctr_bps, which needs the base_flow congestion control (the workload uses {})", wl.tcp.cc));
+        }
+        let mss = wl.tcp.mss_bytes as f64;
+        let a = Admission {
+            name: c.name.clone().unwrap_or_else(|| format!("call_admission[{i}]")),
+            rate_bps: c.rate_bps,
+            duration: c.duration_ns.map(Duration),
+            deadline: c.deadline_ns.map(Duration),
+            margin: c.margin,
+            fraction: c.capacity_fraction,
+            edge,
+            burst_bytes: c.burst_bytes.unwrap_or(64 * 1024),
+            wire_factor: (mss + TCP_HEADER_BYTES as f64) / mss,
+            reservation: c.reservation,
+            interval: Duration(c.interval_ns),
+            start: wl.start,
+            bookings: Bookings::default(),
+            requests: Vec::new(),
+            terms: Vec::new(),
+            admitted: 0,
+        };
+        Ok((a, w))
+    }
+
+    /// The rate and interval end a request asks for.
+    fn ask(&self, size: u64, now: SimTime) -> (u64, SimTime) {
+        match (self.deadline, self.rate_bps) {
+            (Some(d), _) => ((size as f64 * 8e9 / d.as_nanos() as f64 * self.margin).ceil() as u64, now + d),
+            (None, Some(r)) => {
+                let d = self.duration.unwrap_or_else(|| Duration((size as u128 * 8_000_000_000).div_ceil(r as u128) as u64));
+                (r, now + d)
+            }
+            (None, None) => unreachable!("checked when built"),
+        }
+    }
+}
+
+impl Agent for Admission {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn first_wake(&self) -> Option<SimTime> {
+        self.edge.map(|_| self.start + self.interval)
+    }
+    /// Remove the policing terms of completed transfers.
+    fn on_timer(&mut self, now: SimTime, ctl: &mut Control) -> Option<SimTime> {
+        let mut keep = Vec::new();
+        for (node, term, h) in std::mem::take(&mut self.terms) {
+            if ctl.get(h, "done").unwrap_or(0.0) == 1.0 {
+                ctl.remove_term(node, &term);
+            } else {
+                keep.push((node, term, h));
+            }
+        }
+        self.terms = keep;
+        Some(now + self.interval)
+    }
+    fn on_request(&mut self, req: &mut Request, ctl: &mut Control) -> bool {
+        let (rate, end) = self.ask(req.size, req.time);
+        let links: Vec<(u32, u64)> = ctl.path_rates(req.src, req.dst).into_iter().map(|(l, r)| (l, (r as f64 * self.fraction).floor() as u64)).collect();
+        let ok = self.bookings.fits(&links, req.time.as_nanos(), end.as_nanos(), rate);
+        if ok {
+            self.bookings.book(&links, req.time.as_nanos(), end.as_nanos(), rate);
+        }
+        req.rate_bps = rate;
+        req.end = end;
+        req.admitted = ok;
+        req.agent = self.name.clone();
+        self.requests.push(req.clone());
+        ok
+    }
+    fn on_admitted(&mut self, req: &Request, h: Handle, ctl: &mut Control) {
+        let name = ctl.handle_name(h).to_string();
+        if let Some(r) = self.requests.last_mut() {
+            r.transfer = Some(name.clone());
+        }
+        let k = self.admitted;
+        self.admitted += 1;
+        let mut policer = None;
+        if let Some(node) = self.edge {
+            let ports = ctl.transfer_ports(h);
+            let ip = |n: u32| {
+                let a = ctl.node_addr(n);
+                format!("{}.{}.{}.{}/32", a >> 24, a >> 16 & 255, a >> 8 & 255, a & 255)
+            };
+            let term = format!("{}-{k}", self.name);
+            let cfg = FilterTermConfig {
+                name: term.clone(),
+                src: Some(ip(req.src)),
+                dst: Some(ip(req.dst)),
+                proto: Some(PROTO_TCP),
+                src_port: Some((*ports.iter().min().unwrap_or(&0), *ports.iter().max().unwrap_or(&u16::MAX))),
+                dst_port: None,
+                dscp: None,
+                loss_priority: None,
+                fclass: None,
+                policer: Some(PolicerConfig {
+                    rate_bps: Some((req.rate_bps as f64 * self.wire_factor).ceil() as u64),
+                    burst_bytes: Some(self.burst_bytes),
+                    out_of_profile: Some(ColorAction::Discard),
+                    ..Default::default()
+                }),
+                discard: false,
+            };
+            ctl.add_policer_term(node, &cfg).expect("a valid policing term");
+            let th = ctl.handle(&format!("{}/{term}", ctl.node_name(node))).expect("just added");
+            self.terms.push((node, term, h));
+            policer = Some(th);
+        }
+        if self.reservation {
+            let d = self.deadline.expect("checked when built");
+            let agent = Deadline::new(format!("{}/{name}", self.name), h, d, self.margin, self.interval, policer, self.wire_factor, ctl);
+            ctl.spawn(Box::new(agent), req.time + Duration(1_000));
+        }
+    }
+    fn report(&self, out: &mut super::Reports) {
+        out.admission.extend(self.requests.iter().cloned());
+    }
+}
+
+/// The `admission` table: one row per request.
+pub fn request_table(r: &[Request]) -> Table {
+    Table::default()
+        .with("agent", Column::Str(r.iter().map(|x| x.agent.clone()).collect()))
+        .with("time_ns", Column::U64(r.iter().map(|x| x.time.as_nanos()).collect()))
+        .with("size_bytes", Column::U64(r.iter().map(|x| x.size).collect()))
+        .with("rate_bps", Column::U64(r.iter().map(|x| x.rate_bps).collect()))
+        .with("end_ns", Column::U64(r.iter().map(|x| x.end.as_nanos()).collect()))
+        .with("admitted", Column::U64(r.iter().map(|x| x.admitted as u64).collect()))
+        .with("transfer_handle", Column::Str(r.iter().map(|x| x.transfer.clone().unwrap_or_default()).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn bookings_never_exceed_capacity_and_refuse_exactly_what_does_not_fit() {
+        let mut rng = Rng::stream(5, "admission-prop");
+        for case in 0..300 {
+            let caps: Vec<(u32, u64)> = (0..4).map(|l| (l, 1 + rng.next_u64() % 10_000)).collect();
+            let mut b = Bookings::default();
+            let mut admitted: Vec<(Vec<(u32, u64)>, u64, u64, u64)> = Vec::new();
+            for _ in 0..60 {
+                // A random path (a non-empty subset of the links), interval, rate.
+                let path: Vec<(u32, u64)> = caps.iter().copied().filter(|_| rng.uniform() < 0.6).collect();
+                let path = if path.is_empty() { vec![caps[0]] } else { path };
+                let start = rng.next_u64() % 1000;
+                let end = start + 1 + rng.next_u64() % 300;
+                let rate = 1 + rng.next_u64() % 5_000;
+                // Brute force: the booked rate at every integer instant of the interval.
+                let fits = path.iter().all(|&(l, cap)| {
+                    (start..end).all(|t| {
+                        let used: u64 = admitted
+                            .iter()
+                            .filter(|(p, s, e, _)| p.iter().any(|x| x.0 == l) && *s <= t && t < *e)
+                            .map(|x| x.3)
+                            .sum();
+                        used + rate <= cap
+                    })
+                });
+                assert_eq!(b.fits(&path, start, end, rate), fits, "case {case}");
+                if fits {
+                    b.book(&path, start, end, rate);
+                    admitted.push((path, start, end, rate));
+                }
+            }
+            // Never above capacity at any instant.
+            for &(l, cap) in &caps {
+                for t in 0..1400 {
+                    assert!(b.peak(l, t, t + 1) <= cap, "case {case}: link {l} at {t}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Knobs: typed setters on components, the vocabulary every component of
+//! the control plane speaks.
+//!
+//! A component answers [`KnobOp::Get`] with the knob's value and
+//! [`KnobOp::Set`] with the value it replaced, in the knob's unit (the
+//! catalogue [`KNOBS`]: bit/s, bytes, packets, nanoseconds, a probability
+//! or a switch). A knob it does not have is [`KnobError::Unknown`]; a value
+//! out of range is [`KnobError::Invalid`] with the reason, and the
+//! component is left as it was. Changes apply at `now`: a token bucket is
+//! credited at its old rate up to `now` first, as a router that updates a
+//! profile does.
+
+use crate::qos::aqm::red::RedParams;
+use crate::time::SimTime;
+use crate::units::DataRate;
+
+/// Read a knob, or write it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KnobOp {
+    Get,
+    Set(f64),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum KnobError {
+    /// The component has no such knob (or measurement).
+    Unknown,
+    /// The value is out of range: why.
+    Invalid(String),
+}
+
+/// `Get`: the value; `Set`: the value replaced.
+pub type KnobResult = Result<f64, KnobError>;
+
+/// What a component may look at when a knob changes.
+#[derive(Clone, Copy, Debug)]
+pub struct KnobCtx {
+    pub now: SimTime,
+    /// The rate of the link the component feeds (queues only).
+    pub link_rate: DataRate,
+}
+
+/// The unit of a knob's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// bit/s (scenario: "500Mbps").
+    Rate,
+    /// bytes (scenario: "31KB").
+    Bytes,
+    /// packets, fractional for average-queue thresholds.
+    Packets,
+    /// nanoseconds (scenario: "20ms").
+    Time,
+    /// a probability in [0, 1].
+    Probability,
+    /// a count or weight without unit.
+    Count,
+    /// 1 on, 0 off.
+    Switch,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Rate => "rate",
+            Unit::Bytes => "bytes",
+            Unit::Packets => "packets",
+            Unit::Time => "time",
+            Unit::Probability => "probability",
+            Unit::Count => "count",
+            Unit::Switch => "switch",
+        }
+    }
+}
+
+/// One knob of the catalogue.
+#[derive(Clone, Copy, Debug)]
+pub struct KnobSpec {
+    pub name: &'static str,
+    pub unit: Unit,
+    /// Which components have it, and what it does.
+    pub doc: &'static str,
+}
+
+const fn k(name: &'static str, unit: Unit, doc: &'static str) -> KnobSpec {
+    KnobSpec { name, unit, doc }
+}
+
+/// Every knob, by name. A colour suffix (`min_th.green`, `.yellow`, `.red`)
+/// addresses one colour's curve of a drop profile; without it the change
+/// applies to every colour the profile has.
+pub const KNOBS: &[KnobSpec] = &[
+    k("rate_bps", Unit::Rate, "policer (single-rate): token rate; HTB class: guaranteed rate"),
+    k("burst_bytes", Unit::Bytes, "policer (single-rate): bucket size"),
+    k("cir_bps", Unit::Rate, "policer (srTCM, trTCM): committed information rate"),
+    k("cbs_bytes", Unit::Bytes, "policer (srTCM, trTCM): committed burst size"),
+    k("ebs_bytes", Unit::Bytes, "policer (srTCM): excess burst size"),
+    k("pir_bps", Unit::Rate, "policer (trTCM): peak information rate"),
+    k("pbs_bytes", Unit::Bytes, "policer (trTCM): peak burst size"),
+    k("min_th", Unit::Packets, "drop profile (RED, GRED, Cisco WRED, RIO): minimum threshold, in the profile's unit (packets, or bytes with thresholds_in_bytes)"),
+    k("max_th", Unit::Packets, "drop profile: maximum threshold, same unit as min_th"),
+    k("max_p", Unit::Probability, "drop profile: drop probability at max_th, in (0, 1]"),
+    k("transmit_rate_bps", Unit::Rate, "Junos class: transmit rate (the queue's guaranteed rate)"),
+    k("weight", Unit::Count, "WRR class: packets per round"),
+    k("quantum_bytes", Unit::Bytes, "DRR class: bytes per round"),
+    k("ceil_bps", Unit::Rate, "HTB class: the rate it may reach by borrowing"),
+    k("ctr_bps", Unit::Rate, "TCP connection with base_flow: committed target rate (flow, transfer: every stream gets ctr / streams)"),
+    k("pacing_rate_bps", Unit::Rate, "TCP connection: maximum pacing rate (SO_MAX_PACING_RATE), 0 for none (transfer: split over its streams)"),
+    k("cwnd_clamp_bytes", Unit::Bytes, "TCP connection: upper bound of the congestion window (Linux snd_cwnd_clamp), 0 for none"),
+    k("active", Unit::Switch, "flow: 1 starts it, 0 stops it; workload: 0 stops its arrivals, 1 resumes them"),
+];
+
+/// The spec of knob `name` (a colour suffix is ignored).
+pub fn spec(name: &str) -> Option<&'static KnobSpec> {
+    let base = name.split_once('.').map_or(name, |(b, _)| b);
+    KNOBS.iter().find(|s| s.name == base)
+}
+
+/// Names of the three colours, indexed by `Color as usize`.
+pub const COLORS: [&str; 3] = ["green", "yellow", "red"];
+
+/// The drop-profile knobs (`min_th`, `max_th`, `max_p`, each also with a
+/// colour suffix) on a profile's RED curves, indexed by colour. A `Set`
+/// that leaves any curve invalid (min_th above max_th, max_p out of (0, 1])
+/// changes nothing.
+pub fn red_curves_knob(curves: &mut [Option<&mut RedParams>; 3], name: &str, op: KnobOp) -> KnobResult {
+    let (base, color) = match name.split_once('.') {
+        Some((b, c)) => (b, Some(COLORS.iter().position(|&x| x == c).ok_or(KnobError::Unknown)?)),
+        None => (name, None),
+    };
+    let read = |p: &RedParams| match base {
+        "min_th" => Some(p.min_th),
+        "max_th" => Some(p.max_th),
+        "max_p" => Some(p.max_p),
+        _ => None,
+    };
+    let chosen: Vec<usize> = (0..3).filter(|&i| curves[i].is_some() && color.is_none_or(|c| c == i)).collect();
+    let first = *chosen.first().ok_or(KnobError::Unknown)?;
+    let old = read(curves[first].as_deref().expect("chosen")).ok_or(KnobError::Unknown)?;
+    let KnobOp::Set(v) = op else { return Ok(old) };
+    let saved: Vec<RedParams> = chosen.iter().map(|&i| curves[i].as_deref().expect("chosen").clone()).collect();
+    for &i in &chosen {
+        let p = curves[i].as_deref_mut().expect("chosen");
+        match base {
+            "min_th" => p.min_th = v,
+            "max_th" => p.max_th = v,
+            _ => p.max_p = v,
+        }
+    }
+    for &i in &chosen {
+        if let Err(e) = curves[i].as_deref().expect("chosen").validate() {
+            for (&j, s) in chosen.iter().zip(&saved) {
+                *curves[j].as_deref_mut().expect("chosen") = s.clone();
+            }
+            return Err(KnobError::Invalid(format!("{name} = {v}: {}", e.trim_start_matches("red: "))));
+        }
+    }
+    Ok(old)
+}

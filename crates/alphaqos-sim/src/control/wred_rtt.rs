@@ -1,0 +1,142 @@
+//! RTT-tuned WRED: the fifth source document's control loop.
+//!
+//! C. Bouras, A. Sevasti, "Performance enhancement of an AF service using
+//! TCP-friendly marking and RTT-based WRED" (seed 004), Section 4: the
+//! maximum threshold of the class's WRED is the bandwidth-delay product of
+//! the class,
+//!
+//! ```text
+//! max_th = r x RTT / (MTU x 8)        (equation 2, packets)
+//! ```
+//!
+//! with `r` the class's service rate (bit/s) and RTT the mean round-trip
+//! time of the class's TCP traffic, re-computed every 50 ms; `min_th =
+//! 0.15 max_th` and `max_p = 0.2` (Section 5.1). Equation 3 says the mean
+//! queue should then stay within 0.2-0.25 of `r RTT / (MTU 8)`.
+//!
+//! Here RTT is the mean of the RTT samples the class's TCP senders took
+//! over the last interval (the difference of their `rtt_sum_ns` over the
+//! difference of their `rtt_samples`); an interval without a sample leaves
+//! the thresholds as they are. Thresholds are set so that `min_th <
+//! max_th` holds after each change (the larger one first when growing).
+//!
+//! Parameters: `class` (handle of a class or RED interface), `traffic`
+//! (flows and workloads), `interval_ns` (50 ms), `max_p` (0.2),
+//! `min_fraction` (0.15), `rate_bps` (default the class's transmit rate,
+//! else the link's), `mtu_bytes` (default the link's).
+//!
+//! Tests: `tests/control.rs` (the thresholds against equation 2 by hand,
+//! the mean queue on the document's first set-up), and the Python
+//! controller that reproduces this agent bit for bit
+//! (`tests/test_control.py`).
+
+use super::{Agent, Control, Handle, Target};
+use crate::config::WredRttConfig;
+use crate::sim::Simulation;
+use crate::time::{Duration, SimTime};
+
+pub struct WredRtt {
+    name: String,
+    class: Handle,
+    traffic: Vec<Handle>,
+    interval: Duration,
+    max_p: f64,
+    min_fraction: f64,
+    rate_bps: f64,
+    mtu_bytes: f64,
+    /// RTT samples and their sum at the last wake.
+    prev: (u64, u64),
+    started: bool,
+}
+
+impl WredRtt {
+    pub fn build(c: &WredRttConfig, i: usize, sim: &mut Simulation) -> Result<WredRtt, String> {
+        if c.interval_ns == 0 {
+            return Err("interval_ns: must be positive".into());
+        }
+        if !(c.max_p > 0.0 && c.max_p <= 1.0) {
+            return Err(format!("max_p: must be in (0, 1], got {}", c.max_p));
+        }
+        if !(0.0..1.0).contains(&c.min_fraction) {
+            return Err(format!("min_fraction: must be in [0, 1), got {}", c.min_fraction));
+        }
+        let class = sim.handles.resolve(&c.class).map_err(|e| format!("class: {e}"))?;
+        let iface = match *sim.handles.target(class) {
+            Target::Iface(i) | Target::Class(i, _) => i,
+            _ => return Err(format!("class: '{}' is not a class or an interface", c.class)),
+        };
+        for k in ["min_th", "max_th", "max_p"] {
+            sim.check_knob(class, k).map_err(|e| format!("class: {e}"))?;
+        }
+        if c.traffic.is_empty() {
+            return Err("traffic: name at least one flow or workload".into());
+        }
+        let mut traffic = Vec::new();
+        for (j, t) in c.traffic.iter().enumerate() {
+            let h = sim.handles.resolve(t).map_err(|e| format!("traffic[{j}]: {e}"))?;
+            if !matches!(sim.handles.target(h), Target::Flow(_) | Target::Workload(_)) {
+                return Err(format!("traffic[{j}]: '{t}' is not a flow or a workload"));
+            }
+            sim.check_knob(h, "rtt_samples").map_err(|e| format!("traffic[{j}]: {e} (only TCP traffic has RTT samples)"))?;
+            traffic.push(h);
+        }
+        let ifc = &sim.net.ifaces[iface as usize];
+        let (link_rate, link_mtu) = (ifc.rate.as_bps(), ifc.mtu);
+        let rate_bps = match c.rate_bps {
+            Some(0) => return Err("rate_bps: must be positive".into()),
+            Some(r) => r as f64,
+            None => sim.get(class, "transmit_rate_bps").unwrap_or(link_rate as f64),
+        };
+        let name = c.name.clone().unwrap_or_else(|| format!("wred_rtt_tuning[{i}]"));
+        Ok(WredRtt {
+            name,
+            class,
+            traffic,
+            interval: Duration(c.interval_ns),
+            max_p: c.max_p,
+            min_fraction: c.min_fraction,
+            rate_bps,
+            mtu_bytes: c.mtu_bytes.unwrap_or(link_mtu) as f64,
+            prev: (0, 0),
+            started: false,
+        })
+    }
+}
+
+impl Agent for WredRtt {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn first_wake(&self) -> Option<SimTime> {
+        Some(SimTime::ZERO + self.interval)
+    }
+    fn on_timer(&mut self, now: SimTime, ctl: &mut Control) -> Option<SimTime> {
+        let set = |ctl: &mut Control, knob: &str, v: f64| ctl.set(self.class, knob, v).expect("checked when built");
+        if !self.started {
+            self.started = true;
+            set(ctl, "max_p", self.max_p);
+        }
+        let (mut n, mut sum) = (0u64, 0u64);
+        for &h in &self.traffic {
+            n += ctl.get(h, "rtt_samples").expect("checked when built") as u64;
+            sum += ctl.get(h, "rtt_sum_ns").expect("checked when built") as u64;
+        }
+        let (dn, ds) = (n - self.prev.0, sum - self.prev.1);
+        self.prev = (n, sum);
+        if dn > 0 {
+            // Equation 2: max_th = r x RTT / (MTU x 8), RTT in seconds.
+            let rtt_s = ds as f64 / dn as f64 / 1e9;
+            let max_th = self.rate_bps * rtt_s / (self.mtu_bytes * 8.0);
+            let min_th = self.min_fraction * max_th;
+            let old_max = ctl.get(self.class, "max_th").expect("checked when built");
+            if max_th > old_max {
+                set(ctl, "max_th", max_th);
+                set(ctl, "min_th", min_th);
+            } else {
+                set(ctl, "min_th", min_th);
+                set(ctl, "max_th", max_th);
+            }
+        }
+        Some(now + self.interval)
+    }
+}
