@@ -515,11 +515,14 @@ impl Simulation {
     fn transfer_knob(&mut self, t: u32, what: &str, op: KnobOp) -> KnobResult {
         let rec = &self.transfers[t as usize];
         let (size, start, end, done) = (rec.size, rec.start, rec.end, rec.end.is_some());
-        let ids: Vec<(ConnId, u64, u64)> = self.streams.iter().filter(|s| s.transfer == t).map(|s| (s.id, s.size, s.acked)).collect();
+        let ids: Vec<(ConnId, u64)> = self.streams.iter().filter(|s| s.transfer == t).map(|s| (s.id, s.acked)).collect();
         let mut acked = 0;
-        for &(id, sz, fin) in &ids {
+        for &(id, fin) in &ids {
+            // A live stream's share of a dynamically striped file is what
+            // it has been fed so far (its record's size is final only once
+            // it ends): acknowledged bytes up to what was written.
             acked += match self.conns.get(id).and_then(|c| c.app.tcp()) {
-                Some(tcp) => tcp.sender.bytes_acked().min(sz),
+                Some(tcp) => tcp.sender.bytes_acked().min(tcp.sender.written()),
                 None => fin,
             };
         }
