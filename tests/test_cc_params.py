@@ -99,7 +99,7 @@ def test_unknown_parameter_names_it_and_the_controller():
         ("base_flow", {"ctr": 500_000_000}, ["'ctr'", "base_flow", "a rate like '10Gbps'"]),
         ("base_flow", {"ctr": "500MB"}, ["'ctr'", "base_flow", "unknown rate unit"]),
         ("base_flow", {"ctr": "0Mbps"}, ["'ctr'", "base_flow", "greater than 0"]),
-        ("base_flow", {"ctr": "1Gbps", "rtt_filter": "mean"}, ["'rtt_filter'", "base_flow", "'latest' or 'min'"]),
+        ("base_flow", {"ctr": "1Gbps", "rtt_filter": "mean"}, ["'rtt_filter'", "base_flow", "'latest', 'min' or 'base'"]),
         ("base_flow", {"ctr": "1Gbps", "rtt_samples": 0}, ["'rtt_samples'", "base_flow"]),
         ("base_flow", {"ctr": "1Gbps", "min_increment_segments": 0}, ["'min_increment_segments'", "base_flow"]),
         ("base_flow", {"ctr": "1Gbps", "min_increment_segments": 8, "max_increment_segments": 4},

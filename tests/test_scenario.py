@@ -395,7 +395,7 @@ def test_every_problem_of_a_file_is_reported_with_its_line_up_to_a_limit(tmp_pat
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         f"alphaqos: error: {path}:3: metric_intreval: unknown key 'metric_intreval': did you mean 'metric_interval'? "
-        "(expected one of: name, description, duration, seed, metric_interval, nodes, policies, links, flows, workloads, control)",
+        "(expected one of: name, description, duration, seed, metric_interval, nodes, policies, links, flows, workloads, control, deadline_transfers)",
         f"alphaqos: error: {path}:{_line_of(text, 'rate: 0bps')}: flows[0].udp.rate: must be greater than 0bps, got 0bps",
         f"alphaqos: error: {path}:{_line_of(text, 'colour')}: flows[1].ping.colour: unknown key 'colour' "
         "(expected one of: from, to, interval, size)",

@@ -30,7 +30,7 @@ bic         max_increment (16 segments), low_window (14 segments), beta (0.8),
             2004, Linux
 highspeed   low_window (38 segments), high_window (83000 segments),
             high_decrease (0.1) -- RFC 3649
-base_flow   ctr (required, a rate), rtt_filter ("latest" or "min"),
+base_flow   ctr (required, a rate), rtt_filter ("latest", "min", "base"),
             rtt_samples (8), min_increment_segments (1),
             max_increment_segments (64), alpha_segments (2) -- source
             document 003 (deadline-driven transfer over DiffServ AF)
@@ -187,8 +187,10 @@ class BaseFlowParams(_Params):
 
     ctr: PositiveRate
     """The committed target rate, e.g. ``"500Mbps"`` (required)."""
-    rtt_filter: Literal["latest", "min"] = "latest"
-    """The RTT of CTR x RTT: the latest sample, or the min of the last rtt_samples."""
+    rtt_filter: Literal["latest", "min", "base"] = "latest"
+    """The RTT of CTR x RTT: the latest sample, the min of the last
+    rtt_samples, or the smallest since the connection began ("base": a fixed
+    window, the slides' "fixed max cwnd" method)."""
     rtt_samples: Annotated[int, Strict(), Field(ge=1, le=MAX_RTT_SAMPLES)] = 8
     min_increment_segments: PositiveSegments = 1
     max_increment_segments: PositiveSegments = 64

@@ -217,6 +217,10 @@ def _parser() -> argparse.ArgumentParser:
     from .emulate import add_emulate_command
 
     add_emulate_command(commands)
+
+    from .plan import add_plan_command
+
+    add_plan_command(commands)
     return parser
 
 

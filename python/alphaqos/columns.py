@@ -100,6 +100,7 @@ COMPLETED = "completed"
 SIZE_BYTES = "size_bytes"
 START = "start"  # s
 END = "end"  # s, null while unfinished
+RECEIVER_END = "receiver_end"  # s: the receiver held the whole file (all blocks, any stream)
 FCT = "fct"  # completion time, s, null while unfinished
 IDEAL_FCT = "ideal_fct"  # the time alone on an idle path, s
 MEAN_RATE_BPS = "mean_rate_bps"
@@ -195,12 +196,12 @@ TABLES: dict[str, tuple[str, ...]] = {
     ),
     "workload": (WORKLOAD, TIME, ACTIVE_CONNS, OFFERED_BPS, DELIVERED_BPS, STARTED, COMPLETED),
     "transfers": (
-        WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
+        WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, RECEIVER_END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
         BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
     ),
     "transfer_streams": (
         WORKLOAD, TRANSFER, STREAM, SRC_PORT, SIZE_BYTES, START, END, FCT, MEAN_RATE_BPS,
-        BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,
+        BYTES_ACKED, RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, TIMEOUTS, FAILED,
     ),
     "control": (TIME, AGENT, HANDLE, KNOB, OLD_VALUE, NEW_VALUE),
     "reservation": (AGENT, TIME, TRANSFER_HANDLE, RESERVATION_BPS),
@@ -227,8 +228,8 @@ TEXT = frozenset({FLOW, KIND, SRC, DST, QUEUE, LINK, NODE, TERM, WORKLOAD, AGENT
 FLOATS = frozenset({OLD_VALUE, NEW_VALUE, RESERVATION_BPS, RESERVED_BITS, SLOW_FLOWS_MEAN})
 #: Columns in float seconds, converted from the engine's integer ns.
 SECONDS = frozenset({
-    TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, FCT, IDEAL_FCT,
-    SOJOURN_MEAN, SOJOURN_P99, DEADLINE,
+    TIME, SRTT, RTO, RTT, DELAY_MEAN, DELAY_STD, DELAY_MIN, DELAY_P50, DELAY_P99, DELAY_MAX, START, END, RECEIVER_END, FCT,
+    IDEAL_FCT, SOJOURN_MEAN, SOJOURN_P99, DEADLINE,
 })  # fmt: skip
 
 # Fields of summary.json beyond the column names above.

@@ -96,6 +96,18 @@ EXAMPLES: dict[str, str] = {
         pairs: {from: [S1, S2], to: [D1, D2]}
         size: {pareto: {shape: 1.5, mean: 1MB}, max: 10GB}
         """,
+    "DeadlineTransfer": """
+        name: backup
+        from: DTN1
+        to: DTN2
+        size: 20GB
+        deadline: 10min
+        method: two-connections
+        base: {dscp: af11}
+        additional: {cc: newreno, dscp: af13}
+        block: 4MB
+        reservation: {edge: R1, margin: 1.05}
+        """,
     "OnOff": "{hosts: [C1, C2, C3], peers: [S], mean_rate: 100kbps, size: {pareto: {shape: 1.2, mean: 8KB}}}",
     "SizeDist": "{empirical: [[1KB, 0.5], [100KB, 0.9], [10MB, 1.0]]}",
     "Pairs": "{all: [H1, H2, H3]}",

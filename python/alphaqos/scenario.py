@@ -66,6 +66,8 @@ from .fields import Model as _Model
 from .policy import Child, FqCodel, Policy, Sfq, Yaqs, resolve_yaqs, check_policy, child_config, fq_codel_config, resolve_egress, resolve_filter, sfq_config
 from .agents import ControlAgent, resolve_agent
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
+from .deadline import DeadlineTransfer, check_deadline_transfers
+from .deadline import expand as _expand_deadline_transfers
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
 from .source import Source, read_source
 
@@ -724,6 +726,9 @@ class Scenario(_Model):
     workloads: list[Workload] = []
     #: Control agents (see :mod:`alphaqos.agents`).
     control: list[ControlAgent] = []
+    #: Files due by a deadline, over a base and an additional connection
+    #: (:mod:`alphaqos.deadline`).
+    deadline_transfers: list[DeadlineTransfer] = []
 
     def resolved(self) -> Scenario:
         """The same scenario with router addresses assigned and every flow's
@@ -772,7 +777,7 @@ def load_scenario(
         issues += _pydantic_issues(exc, source, seed, data=data)
     if issues:
         raise ScenarioError(_sorted(issues))
-    problems = _cross_checks(scenario) or _engine_checks(scenario)
+    problems = _cross_checks(scenario) or _engine_checks(scenario) or _deadline_checks(scenario)
     if problems:
         raise ScenarioError(_sorted([source.issue(loc, message) for loc, message in problems]))
     if duration is None:
@@ -809,6 +814,18 @@ def _engine_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         issue = engine_issue(str(exc))
         return [(issue.loc, issue.message)]
     return []
+
+
+def _deadline_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
+    """Deadlines no path could meet (the engine estimates the earliest
+    completion; without a built engine this is left to the run)."""
+    try:
+        from . import _core  # noqa: F401
+    except ImportError:
+        return []
+    from .deadline import check_feasible
+
+    return list(check_feasible(scenario))
 
 
 def _with_policy_files(source: Source) -> tuple[dict[str, Any], list[Issue]]:
@@ -1063,6 +1080,7 @@ def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         *_check_links(scenario),
         *_check_flows(scenario),
         *_check_workloads(scenario),
+        *check_deadline_transfers(scenario, _Routes(scenario)),
         *_check_run(scenario),
     ]
 
@@ -1369,7 +1387,7 @@ def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[st
     """The engine configuration of ``docs/engine-config.md``: plain JSON
     types, integers in base units (ns, bit/s, bytes), all defaults filled.
     Link taps are written into ``tap_dir``; without it nothing is captured."""
-    scenario = scenario.resolved()
+    scenario = _expand_deadline_transfers(scenario.resolved())
     return {
         "tap_dir": None if tap_dir is None else str(tap_dir),
         "name": scenario.name,

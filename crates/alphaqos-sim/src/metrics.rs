@@ -72,6 +72,7 @@ pub mod col {
     pub const COMPLETED: &str = "completed";
     pub const START_NS: &str = "start_ns";
     pub const END_NS: &str = "end_ns";
+    pub const RECEIVER_END_NS: &str = "receiver_end_ns";
     pub const SIZE_BYTES: &str = "size_bytes";
     pub const FCT_NS: &str = "fct_ns";
     pub const IDEAL_FCT_NS: &str = "ideal_fct_ns";

@@ -60,6 +60,9 @@ pub struct TransferRec {
     pub size: u64,
     pub start: SimTime,
     pub end: Option<SimTime>,
+    /// When the receiver held the whole file in order, whichever streams
+    /// carried its blocks (the sender learns it a one-way trip later).
+    pub receiver_end: Option<SimTime>,
     pub streams: u32,
     /// Streams still open.
     pub open: u32,
@@ -87,7 +90,12 @@ pub struct StreamRec {
     pub start: SimTime,
     pub end: Option<SimTime>,
     pub acked: u64,
+    /// Bytes its receiver delivered in order (final once it ended).
+    pub delivered: u64,
     pub retransmits: u64,
+    /// Payload bytes sent again, and segments its receiver already had.
+    pub resent: u64,
+    pub spurious: u64,
     pub timeouts: u64,
     pub failed: bool,
 }
@@ -337,6 +345,9 @@ impl Simulation {
         if self.transfers[t].block.is_some() && self.transfers[t].assigned < self.transfers[t].size {
             self.feed(id, t);
         }
+        if self.transfers[t].receiver_end.is_none() {
+            self.note_receiver(t);
+        }
         let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
         // An HTTP server answers once it holds the whole request.
         let answer = self.transfers[t].awaiting_response && tcp.receiver.delivered() >= self.transfers[t].size;
@@ -358,6 +369,28 @@ impl Simulation {
         let size = sizes.sample(&mut sessions[host as usize].rng);
         let server = *server;
         self.start_transfer(w, server, client, size, host, false);
+    }
+
+    /// The bytes the receiver of transfer `t` holds in order, summed over
+    /// its streams (each stream's in-order bytes: its blocks are whole).
+    pub fn transfer_delivered(&self, t: usize) -> u64 {
+        let tr = &self.transfers[t];
+        let first = tr.first_stream as usize;
+        self.streams[first..first + tr.streams as usize]
+            .iter()
+            .map(|r| match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
+                Some(tcp) if r.end.is_none() => tcp.receiver.delivered(),
+                _ => r.delivered,
+            })
+            .sum()
+    }
+
+    /// The receiver of transfer `t` merges its streams' blocks: the file is
+    /// complete the moment their in-order bytes add up to its size.
+    fn note_receiver(&mut self, t: usize) {
+        if self.transfer_delivered(t) >= self.transfers[t].size {
+            self.transfers[t].receiver_end = Some(self.net.now);
+        }
     }
 
     /// Dynamic striping: hand stream `id` of transfer `t` blocks while its
@@ -497,6 +530,7 @@ impl Simulation {
             size,
             start: now,
             end: None,
+            receiver_end: None,
             streams: k,
             open: k,
             ideal: ideal_fct(size, k, iw, mss, path, handshake),
@@ -553,7 +587,10 @@ impl Simulation {
                 start: now,
                 end: None,
                 acked: 0,
+                delivered: 0,
                 retransmits: 0,
+                resent: 0,
+                spurious: 0,
                 timeouts: 0,
                 failed: false,
             });
@@ -585,10 +622,13 @@ impl Simulation {
         }
         r.acked = tcp.sender.bytes_acked().min(r.size);
         r.retransmits = tcp.sender.stats.retransmits;
+        r.resent = tcp.sender.stats.retransmitted_bytes;
+        r.spurious = tcp.receiver.stats.spurious_retransmits;
         r.timeouts = tcp.sender.stats.timeouts;
         r.failed = tcp.failed;
         let (n, sum) = tcp.sender.rtt_totals();
         let delivered = tcp.receiver.delivered();
+        r.delivered = delivered;
         let t = &mut self.transfers[r.transfer as usize];
         t.failed |= r.failed;
         t.open -= 1;
@@ -857,6 +897,15 @@ impl Simulation {
         }
     }
 
+    /// A stream's payload bytes sent again, and the segments its receiver
+    /// got twice, so far.
+    fn stream_resent(&self, r: &StreamRec) -> (u64, u64) {
+        match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
+            Some(tcp) if r.end.is_none() => (tcp.sender.stats.retransmitted_bytes, tcp.receiver.stats.spurious_retransmits),
+            _ => (r.resent, r.spurious),
+        }
+    }
+
     fn transfer_table(&self) -> Table {
         let n = self.transfers.len();
         let node = |i: u32| self.net.nodes[i as usize].name.clone();
@@ -879,6 +928,7 @@ impl Simulation {
             .with(col::STREAMS, Column::U64(t.iter().map(|x| x.streams as u64).collect()))
             .with(col::START_NS, Column::U64(t.iter().map(|x| x.start.as_nanos()).collect()))
             .with(col::END_NS, Column::OptU64(t.iter().map(|x| x.end.map(|e| e.as_nanos())).collect()))
+            .with(col::RECEIVER_END_NS, Column::OptU64(t.iter().map(|x| x.receiver_end.map(|e| e.as_nanos())).collect()))
             .with(col::FCT_NS, Column::OptU64(t.iter().map(fct).collect()))
             .with(col::IDEAL_FCT_NS, Column::U64(t.iter().map(|x| x.ideal.as_nanos()).collect()))
             .with(col::MEAN_RATE_BPS, Column::OptU64(t.iter().map(|x| fct(x).map(|f| rate(x.size, f))).collect()))
@@ -905,6 +955,8 @@ impl Simulation {
             .with(col::MEAN_RATE_BPS, Column::OptU64(s.iter().map(|r| fct(r).map(|f| rate(r.size, f))).collect()))
             .with(col::BYTES_ACKED, Column::U64(now.iter().map(|p| p.0).collect()))
             .with(col::RETRANSMITS, Column::U64(now.iter().map(|p| p.1).collect()))
+            .with(col::RETRANSMITTED_BYTES, Column::U64(s.iter().map(|r| self.stream_resent(r).0).collect()))
+            .with(col::SPURIOUS_RETRANSMITS, Column::U64(s.iter().map(|r| self.stream_resent(r).1).collect()))
             .with(col::TIMEOUTS, Column::U64(now.iter().map(|p| p.2).collect()))
             .with(col::FAILED, Column::U64(s.iter().map(|r| r.failed as u64).collect()))
     }

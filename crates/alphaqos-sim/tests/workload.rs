@@ -229,3 +229,75 @@ fn a_file_smaller_than_its_blocks_opens_only_the_streams_it_needs() {
     assert_eq!(r.col("transfer_streams", "size_bytes"), [200_000, 100_000]);
     assert_eq!(r.col("transfers", "bytes_acked")[0], 300_000);
 }
+
+/// A base connection (base_flow) and an additional one (NewReno) sharing
+/// a file block by block over a lossy bottleneck, stepped event by event:
+/// `(size, simulation)` after the run, with the receiver's completion
+/// checked at every step.
+fn stepped_two_connection_transfer(loss: f64) -> (u64, alphaqos_sim::Simulation, alphaqos_sim::SimTime) {
+    let size = 6_000_000u64;
+    let opts = json!({"striping": "dynamic", "block_bytes": 100_000, "stream_options": [
+        {"cc": "base_flow", "cc_params": {"ctr_bps": 40 * MBPS}, "dscp": 10},
+        {"cc": "newreno", "dscp": 14}]});
+    let cfg = Cfg::new(20 * S, 100 * MS)
+        .host("H1")
+        .host("H2")
+        .router("R")
+        .link_q("H1", "R", 10 * GBPS, 10 * US, 0, fifo(Some(10_000), None), fifo(Some(10_000), None))
+        .link_q("R", "H2", 100 * MBPS, 5 * MS, 0, fifo(Some(10_000), None), fifo(Some(10_000), None))
+        .impair_last(loss, 0.0, 0)
+        .workload(transfer("d", size, 2, opts));
+    let mut sim = cfg.build().expect("valid");
+    let mut complete = None;
+    while let Some(t) = sim.net.events.peek_time() {
+        if t > sim.duration() {
+            break;
+        }
+        sim.advance(t);
+        if sim.transfers.is_empty() {
+            continue;
+        }
+        let have = sim.transfer_delivered(0);
+        match (sim.transfers[0].receiver_end, complete) {
+            (None, _) => assert!(have < size, "{have} B held at {t} and not complete"),
+            // Complete in the very step where the last block arrived.
+            (Some(end), None) => {
+                assert_eq!((end, have), (t, size), "completion noted late or early");
+                complete = Some(end);
+            }
+            (Some(end), Some(first)) => assert_eq!(end, first, "completion is noted once"),
+        }
+    }
+    (size, sim, complete.expect("the file arrived"))
+}
+
+#[test]
+fn the_receiver_completes_when_every_block_has_arrived_whichever_stream_carried_it() {
+    for loss in [0.0, 0.01] {
+        let (size, sim, at) = stepped_two_connection_transfer(loss);
+        let r = Res(sim.results());
+        let shares = r.col("transfer_streams", "size_bytes");
+        // Each block went to exactly one stream: the shares are whole blocks
+        // (but for the file's last) and add up to the file; both carried some.
+        assert_eq!(shares.iter().sum::<u64>(), size, "loss {loss}");
+        assert_eq!(shares.iter().map(|s| s % 100_000).sum::<u64>(), 0);
+        assert!(shares.iter().all(|&s| s > 0), "{shares:?}");
+        // The sender learns of it at the last ACK, a one-way trip (5 ms) later at least.
+        let end = r.col_opt("transfers", "end_ns")[0].expect("finished");
+        assert_eq!(r.col_opt("transfers", "receiver_end_ns")[0], Some(at.as_nanos()));
+        assert!(end >= at.as_nanos() + 5 * MS, "sender done {end}, receiver {at}");
+        // Nothing is sent twice unless lost: without loss nothing is resent
+        // and the receiver gets nothing twice; with loss every resend but
+        // those the receiver got twice (the sender's recovery guessing
+        // wrong) replaced a lost segment of the same stream.
+        let resent = r.col("transfer_streams", "retransmitted_bytes").iter().sum::<u64>();
+        let twice = r.col("transfer_streams", "spurious_retransmits").iter().sum::<u64>();
+        let lost = r.queue("R->H2", "link_loss_pkts") + r.queue("R->H2", "drop_pkts");
+        if loss == 0.0 {
+            assert_eq!((resent, twice, lost), (0, 0, 0));
+        } else {
+            assert!(lost > 0 && resent > 0, "lost {lost}, resent {resent}");
+            assert!(resent.div_ceil(1448) <= lost + twice, "{resent} B resent for {lost} lost, {twice} received twice");
+        }
+    }
+}

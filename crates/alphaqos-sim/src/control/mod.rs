@@ -336,8 +336,11 @@ impl Simulation {
             if !ok {
                 return Err(self.knob_error(h, knob, KnobError::Unknown));
             }
-            if knob == "ctr_bps" && self.workloads[w as usize].tcp.cc != "base_flow" {
-                return Err(format!("{}: ctr_bps needs the base_flow congestion control (the workload uses {})", self.handles.name(h), self.workloads[w as usize].tcp.cc));
+            let wl = &self.workloads[w as usize];
+            // A transfer's target rate goes to its base_flow streams (a
+            // deadline transfer's base connection, not its additional one).
+            if knob == "ctr_bps" && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
+                return Err(format!("{}: ctr_bps needs the base_flow congestion control on one of its streams (the workload uses {})", self.handles.name(h), wl.tcp.cc));
             }
             return Ok(());
         }
@@ -512,11 +515,14 @@ impl Simulation {
     fn transfer_knob(&mut self, t: u32, what: &str, op: KnobOp) -> KnobResult {
         let rec = &self.transfers[t as usize];
         let (size, start, end, done) = (rec.size, rec.start, rec.end, rec.end.is_some());
-        let ids: Vec<(ConnId, u64, u64)> = self.streams.iter().filter(|s| s.transfer == t).map(|s| (s.id, s.size, s.acked)).collect();
+        let ids: Vec<(ConnId, u64)> = self.streams.iter().filter(|s| s.transfer == t).map(|s| (s.id, s.acked)).collect();
         let mut acked = 0;
-        for &(id, sz, fin) in &ids {
+        for &(id, fin) in &ids {
+            // A live stream's share of a dynamically striped file is what
+            // it has been fed so far (its record's size is final only once
+            // it ends): acknowledged bytes up to what was written.
             acked += match self.conns.get(id).and_then(|c| c.app.tcp()) {
-                Some(tcp) => tcp.sender.bytes_acked().min(sz),
+                Some(tcp) => tcp.sender.bytes_acked().min(tcp.sender.written()),
                 None => fin,
             };
         }
@@ -531,8 +537,12 @@ impl Simulation {
                 if !TRANSFER_KNOBS.contains(&what) {
                     return Err(KnobError::Unknown);
                 }
-                // Summed over the open streams; a change is split evenly.
-                let live: Vec<ConnId> = ids.iter().map(|x| x.0).filter(|&id| self.conns.get(id).is_some()).collect();
+                // Summed over the open streams; a change is split evenly. The
+                // target rate: over the streams that have one (base_flow).
+                let mut live: Vec<ConnId> = ids.iter().map(|x| x.0).filter(|&id| self.conns.get(id).is_some()).collect();
+                if what == "ctr_bps" {
+                    live.retain(|&id| self.conns.get_mut(id).and_then(|c| c.app.tcp_mut()).is_some_and(|tcp| tcp_knob(tcp, what, KnobOp::Get).is_ok()));
+                }
                 let k = live.len().max(1) as f64;
                 let op = match op {
                     KnobOp::Set(v) if what == "cwnd_clamp_bytes" || what == "pacing_rate_bps" || what == "ctr_bps" => KnobOp::Set((v / k).floor().max(if v > 0.0 { 1.0 } else { 0.0 })),

@@ -15,8 +15,12 @@
 //!   bit/s x s / 8), at least 2 SMSS. RTT is, by `rtt_filter`, the latest
 //!   sample (`"latest"`, the default: the slides react to every change) or
 //!   the smallest of the last `rtt_samples` samples (`"min"`: steadier
-//!   against ACK-timing noise, slower to see a rise). Samples come from every
-//!   ACK of new data, also during loss recovery.
+//!   against ACK-timing noise, slower to see a rise), or the smallest sample
+//!   since the connection began (`"base"`: the path's propagation round
+//!   trip, so a window fixed at CTR x base RTT whatever the queues do: the
+//!   slides' "fixed max cwnd" method, which the binary increase is compared
+//!   with). Samples come from every ACK of new data, also during loss
+//!   recovery.
 //! - cwnd above cwnd_max (the RTT fell, so cwnd_max fell): cwnd drops to
 //!   cwnd_max at once (slides: "decreases the cwnd immediately").
 //! - cwnd below cwnd_max (the RTT rose, so cwnd_max rose): binary search
@@ -48,13 +52,14 @@
 //!
 //! Parameters (`cc_params`):
 //! - `ctr_bps` (required): the committed target rate, bit/s, > 0.
-//! - `rtt_filter` (`"latest"`): `"latest"` or `"min"`.
+//! - `rtt_filter` (`"latest"`): `"latest"`, `"min"` or `"base"`.
 //! - `rtt_samples` (8): N for `"min"`, 1..=65536 samples.
 //! - `min_increment_segments` (1), `max_increment_segments` (64): the bounds
 //!   of the per-RTT step, segments, 1 <= min <= max.
 //! - `alpha_segments` (2): the snap distance, segments (0: never snap).
 //!
-//! Tests (below): slow start stops at CTR x RTT; a rise of the RTT is
+//! Tests (below): slow start stops at CTR x RTT; the base filter holds the
+//! window when the RTT rises; a rise of the RTT is
 //! followed by halving steps (capped by max_increment) up to the new
 //! CTR x RTT; a fall drops cwnd at once; the min filter ignores a single
 //! high sample; losses keep the reserved window; pathological inputs.
@@ -78,6 +83,9 @@ pub enum RttFilter {
     Latest,
     /// The smallest of the last `rtt_samples` samples.
     Min,
+    /// The smallest sample since the connection began: a constant window
+    /// (the slides' "fixed max cwnd").
+    Base,
 }
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
@@ -166,7 +174,7 @@ pub struct BaseFlow {
 impl BaseFlow {
     pub fn new(p: &Params, mss: u64) -> Self {
         let keep = match p.rtt_filter {
-            RttFilter::Latest => 1,
+            RttFilter::Latest | RttFilter::Base => 1,
             RttFilter::Min => p.rtt_samples as usize,
         };
         BaseFlow {
@@ -187,7 +195,7 @@ impl BaseFlow {
     /// The filtered RTT.
     fn rtt(&self) -> Option<Duration> {
         match self.filter {
-            RttFilter::Latest => self.samples.back().copied(),
+            RttFilter::Latest | RttFilter::Base => self.samples.back().copied(),
             RttFilter::Min => self.samples.iter().min().copied(),
         }
     }
@@ -238,6 +246,12 @@ impl Controller for BaseFlow {
 
     fn on_measure(&mut self, _s: &CcState, ack: &Ack) {
         if let Some(rtt) = ack.rtt {
+            if self.filter == RttFilter::Base {
+                // Keep only the smallest sample ever seen.
+                if self.samples.back().is_some_and(|&b| b <= rtt) {
+                    return;
+                }
+            }
             if self.samples.len() == self.keep {
                 self.samples.pop_front();
             }
@@ -407,6 +421,21 @@ mod tests {
         assert_eq!(cc.cwnd_max(MSS), Some(window(40)), "four samples of 40 ms");
         one(&mut cc, &mut s, 10);
         assert_eq!(s.cwnd, window(10), "a lower sample is the minimum at once");
+    }
+
+    #[test]
+    fn base_filter_holds_the_window_when_the_rtt_rises() {
+        // Fixed max cwnd: CTR x the smallest RTT seen, whatever follows.
+        let mut cc = base_flow(Params { rtt_filter: RttFilter::Base, ..Params::with_ctr(CTR) });
+        let (mut s, mut clock) = converged(&mut cc, 20);
+        clock.rtt = Duration::from_millis(25);
+        for _ in 0..20 {
+            clock.round(&mut cc, &mut s);
+        }
+        assert_eq!((cc.cwnd_max(MSS), s.cwnd), (Some(window(20)), window(20)), "no increase on a longer RTT");
+        clock.rtt = Duration::from_millis(10);
+        clock.round(&mut cc, &mut s);
+        assert_eq!(s.cwnd, window(10), "a smaller RTT is the new base at once");
     }
 
     #[test]
