@@ -29,10 +29,10 @@ mod link;
 mod sock;
 mod wire;
 
+use alphaqos_sim::summary;
 use alphaqos_sim::config::{FilterTermConfig, QueueConfig};
 use alphaqos_sim::metrics::{col, Column, Histogram, Table};
 use alphaqos_sim::qos::classify::Filter;
-use alphaqos_sim::qos::DropReason;
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, Duration, SimTime};
 use link::{Direction, Hop, Why};
@@ -497,72 +497,12 @@ impl Emulator {
     }
 
     fn queue_summary(&self) -> Table {
-        let mut names = vec![];
-        let mut links = vec![];
-        let mut u: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        let (mut sm, mut sp) = (vec![], vec![]);
-        let reason_cols: Vec<String> = DropReason::ALL.iter().map(|r| col::drop_reason(r.as_str())).collect();
-        for h in self.dirs.iter().flat_map(|d| &d.hops) {
-            h.qdisc.for_each_queue(&mut |class, c, b| {
-                names.push(if class.is_empty() { h.name.clone() } else { format!("{}/{class}", h.name) });
-                links.push(h.name.clone());
-                let mut put = |k: &str, v: u64| u.entry(k.to_string()).or_default().push(v);
-                put(col::ENQ_PKTS, c.enq_pkts);
-                put(col::ENQ_BYTES, c.enq_bytes);
-                put(col::DEQ_PKTS, c.deq_pkts);
-                put(col::DEQ_BYTES, c.deq_bytes);
-                put(col::DROP_PKTS, c.drop_pkts);
-                put(col::DROP_BYTES, c.drop_bytes);
-                for (k, r) in reason_cols.iter().zip(DropReason::ALL) {
-                    put(k, c.drop_reason_pkts[r as usize]);
-                }
-                put(col::BACKLOG_PKTS, b.pkts);
-                put(col::BACKLOG_BYTES, b.bytes);
-                put(col::RATE_BPS, h.rate.as_bps());
-                put(col::LINK_LOSS_PKTS, 0);
-                put(col::DROP_QUEUED_PKTS, c.drop_queued_pkts);
-                put(col::DROP_QUEUED_BYTES, c.drop_queued_bytes);
-                sm.push(c.sojourn.mean().map(|m| m.round() as u64));
-                sp.push(c.sojourn.quantile(0.99));
-            });
-        }
-        let mut t = Table::default().with(col::QUEUE, Column::Str(names)).with(col::LINK, Column::Str(links));
-        let order = [col::ENQ_PKTS, col::ENQ_BYTES, col::DEQ_PKTS, col::DEQ_BYTES, col::DROP_PKTS, col::DROP_BYTES]
-            .into_iter()
-            .map(String::from)
-            .chain(reason_cols.iter().cloned())
-            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS, col::DROP_QUEUED_PKTS, col::DROP_QUEUED_BYTES].map(String::from));
-        for k in order {
-            t = t.with(&k, Column::U64(u.remove(&k).unwrap_or_default()));
-        }
-        t.with(col::SOJOURN_MEAN_NS, Column::OptU64(sm)).with(col::SOJOURN_P99_NS, Column::OptU64(sp))
+        let hops = self.dirs.iter().flat_map(|d| &d.hops);
+        summary::queue_summary(hops.map(|h| summary::QueueSource { link: &h.name, rate: h.rate, link_loss_pkts: 0, qdisc: h.qdisc.as_ref() }))
     }
 
     fn filter_table(&self) -> Table {
-        let (mut node, mut term) = (vec![], vec![]);
-        let mut u: [Vec<u64>; 7] = Default::default();
-        for (f, name) in self.filters.iter().zip(&self.filter_nodes) {
-            for t in &f.terms {
-                node.push(name.clone());
-                term.push(t.name.clone());
-                let c = &t.counters;
-                let [g, y, r] = t.color_pkts();
-                for (col, v) in u.iter_mut().zip([c.matched_pkts, c.matched_bytes, c.out_of_profile_pkts, c.discarded_pkts, g, y, r]) {
-                    col.push(v);
-                }
-            }
-        }
-        let [mp, mb, oop, disc, g, y, r] = u;
-        Table::default()
-            .with(col::NODE, Column::Str(node))
-            .with(col::TERM, Column::Str(term))
-            .with(col::MATCHED_PKTS, Column::U64(mp))
-            .with(col::MATCHED_BYTES, Column::U64(mb))
-            .with(col::OUT_OF_PROFILE_PKTS, Column::U64(oop))
-            .with(col::DISCARDED_PKTS, Column::U64(disc))
-            .with(col::GREEN_PKTS, Column::U64(g))
-            .with(col::YELLOW_PKTS, Column::U64(y))
-            .with(col::RED_PKTS, Column::U64(r))
+        summary::filter_table(self.filters.iter().zip(&self.filter_nodes).map(|(f, n)| (n.as_str(), f)))
     }
 }
 

@@ -19,6 +19,7 @@ pub mod packet;
 pub mod qos;
 pub mod recorder;
 pub mod rng;
+pub mod summary;
 pub mod sim;
 pub mod tap;
 pub mod tcp;

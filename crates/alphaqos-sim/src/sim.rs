@@ -17,7 +17,6 @@ use crate::event::{Event, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
 use crate::network::{Ends, FlowIo, Net};
 use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
-use crate::qos::DropReason;
 use crate::recorder::{Recorder, Sampling};
 use crate::time::{Duration, SimTime};
 use crate::workload::{ideal_fct, Kind, PathInfo, Workload};
@@ -748,30 +747,7 @@ impl Simulation {
     }
 
     fn filter_table(&self) -> Table {
-        let (mut node, mut term) = (vec![], vec![]);
-        let mut u: [Vec<u64>; 7] = Default::default();
-        for (n, f) in self.net.filters.iter().enumerate() {
-            for t in f.iter().flat_map(|f| &f.terms) {
-                node.push(self.net.nodes[n].name.clone());
-                term.push(t.name.clone());
-                let c = &t.counters;
-                let [green, yellow, red] = t.color_pkts();
-                for (col, v) in u.iter_mut().zip([c.matched_pkts, c.matched_bytes, c.out_of_profile_pkts, c.discarded_pkts, green, yellow, red]) {
-                    col.push(v);
-                }
-            }
-        }
-        let [matched_pkts, matched_bytes, oop, discarded, green, yellow, red] = u;
-        Table::default()
-            .with(col::NODE, Column::Str(node))
-            .with(col::TERM, Column::Str(term))
-            .with(col::MATCHED_PKTS, Column::U64(matched_pkts))
-            .with(col::MATCHED_BYTES, Column::U64(matched_bytes))
-            .with(col::OUT_OF_PROFILE_PKTS, Column::U64(oop))
-            .with(col::DISCARDED_PKTS, Column::U64(discarded))
-            .with(col::GREEN_PKTS, Column::U64(green))
-            .with(col::YELLOW_PKTS, Column::U64(yellow))
-            .with(col::RED_PKTS, Column::U64(red))
+        crate::summary::filter_table(self.net.filters.iter().enumerate().filter_map(|(n, f)| f.as_ref().map(|f| (self.net.nodes[n].name.as_str(), f))))
     }
 
     fn ping_table(&self) -> Table {
@@ -795,45 +771,7 @@ impl Simulation {
     }
 
     fn queue_summary(&self) -> Table {
-        let mut names = vec![];
-        let mut links = vec![];
-        let mut u: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        let reason_cols: Vec<String> = DropReason::ALL.iter().map(|r| col::drop_reason(r.as_str())).collect();
-        let (mut sojourn_mean, mut sojourn_p99) = (vec![], vec![]);
-        for ifc in &self.net.ifaces {
-            ifc.qdisc.for_each_queue(&mut |class, c, b| {
-                names.push(queue_name(&ifc.name, class));
-                links.push(ifc.name.clone());
-                let mut put = |k: &str, v: u64| u.entry(k.to_string()).or_default().push(v);
-                put(col::ENQ_PKTS, c.enq_pkts);
-                put(col::ENQ_BYTES, c.enq_bytes);
-                put(col::DEQ_PKTS, c.deq_pkts);
-                put(col::DEQ_BYTES, c.deq_bytes);
-                put(col::DROP_PKTS, c.drop_pkts);
-                put(col::DROP_BYTES, c.drop_bytes);
-                for (k, r) in reason_cols.iter().zip(DropReason::ALL) {
-                    put(k, c.drop_reason_pkts[r as usize]);
-                }
-                put(col::BACKLOG_PKTS, b.pkts);
-                put(col::BACKLOG_BYTES, b.bytes);
-                put(col::RATE_BPS, ifc.rate.as_bps());
-                put(col::LINK_LOSS_PKTS, ifc.lost_pkts);
-                put(col::DROP_QUEUED_PKTS, c.drop_queued_pkts);
-                put(col::DROP_QUEUED_BYTES, c.drop_queued_bytes);
-                sojourn_mean.push(c.sojourn.mean().map(|m| m.round() as u64));
-                sojourn_p99.push(c.sojourn.quantile(0.99));
-            });
-        }
-        let mut t = Table::default().with(col::QUEUE, Column::Str(names)).with(col::LINK, Column::Str(links));
-        let order = [col::ENQ_PKTS, col::ENQ_BYTES, col::DEQ_PKTS, col::DEQ_BYTES, col::DROP_PKTS, col::DROP_BYTES]
-            .into_iter()
-            .map(String::from)
-            .chain(reason_cols.iter().cloned())
-            .chain([col::BACKLOG_PKTS, col::BACKLOG_BYTES, col::RATE_BPS, col::LINK_LOSS_PKTS, col::DROP_QUEUED_PKTS, col::DROP_QUEUED_BYTES].map(String::from));
-        for k in order {
-            t = t.with(&k, Column::U64(u.remove(&k).unwrap_or_default()));
-        }
-        t.with(col::SOJOURN_MEAN_NS, Column::OptU64(sojourn_mean)).with(col::SOJOURN_P99_NS, Column::OptU64(sojourn_p99))
+        crate::summary::queue_summary(self.net.ifaces.iter().map(|ifc| crate::summary::QueueSource { link: &ifc.name, rate: ifc.rate, link_loss_pkts: ifc.lost_pkts, qdisc: ifc.qdisc.as_ref() }))
     }
 
     fn flow_summary(&self) -> Table {
@@ -966,10 +904,4 @@ fn rate(bytes: u64, ns: u64) -> u64 {
     (bytes as u128 * 8_000_000_000 / ns.max(1) as u128) as u64
 }
 
-pub(crate) fn queue_name(iface: &str, class: &str) -> String {
-    if class.is_empty() {
-        iface.to_string()
-    } else {
-        format!("{iface}/{class}")
-    }
-}
+pub(crate) use crate::summary::queue_name;
