@@ -102,7 +102,7 @@ pub const KNOBS: &[KnobSpec] = &[
     k("max_p", Unit::Probability, "drop profile: drop probability at max_th, in (0, 1]"),
     k("transmit_rate_bps", Unit::Rate, "Junos class: transmit rate (the queue's guaranteed rate)"),
     k("weight", Unit::Count, "WRR class: packets per round"),
-    k("quantum_bytes", Unit::Bytes, "DRR class: bytes per round"),
+    k("quantum_bytes", Unit::Bytes, "DRR or MDRR class: bytes per round (MDRR: Cisco weight w is MTU + (w - 1) 512 B)"),
     k("ceil_bps", Unit::Rate, "HTB class: the rate it may reach by borrowing"),
     k("ctr_bps", Unit::Rate, "TCP connection with base_flow: committed target rate (flow, transfer: every stream gets ctr / streams)"),
     k("pacing_rate_bps", Unit::Rate, "TCP connection: maximum pacing rate (SO_MAX_PACING_RATE), 0 for none (transfer: split over its streams)"),

@@ -93,6 +93,7 @@ use super::classify::Prefix;
 use super::fifo::{Fifo, Limit, PacketQueue};
 use super::meter::{TokenClock, TokenRate};
 use super::{Backlog, ChildBuilder, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
@@ -467,6 +468,39 @@ impl Htb {
         Some(self.classes[self.class_index(name)?].quantum as u64)
     }
 
+    /// `rate_bps` / `ceil_bps` of class `name` (`tc class change ... rate
+    /// R ceil C`): both buckets are credited at the old rates up to `now`
+    /// first; the fraction of a byte earned carries over to the new rate's
+    /// grid (as a policer's change does, `meter::TokenClock::rebase`); the
+    /// class keeps its burst, cburst and quantum. The rate may not exceed
+    /// the ceil, nor the ceil fall below the rate.
+    pub fn set_rate_knob(&mut self, name: &str, knob: &str, op: KnobOp, now: SimTime) -> KnobResult {
+        let i = self.class_index(name).ok_or(KnobError::Unknown)?;
+        let old = match knob {
+            "rate_bps" => self.classes[i].rate.rate().as_bps(),
+            "ceil_bps" => self.classes[i].ceil.rate().as_bps(),
+            _ => return Err(KnobError::Unknown),
+        } as f64;
+        let KnobOp::Set(v) = op else { return Ok(old) };
+        if !(v >= 1.0 && v <= u64::MAX as f64 && v.fract() == 0.0) {
+            return Err(KnobError::Invalid(format!("{knob} = {v}: must be a whole positive rate in bit/s")));
+        }
+        let new = DataRate(v as u64);
+        let c = &self.classes[i];
+        let (rate, ceil) = if knob == "rate_bps" { (new, c.ceil.rate()) } else { (c.rate.rate(), new) };
+        if rate > ceil {
+            return Err(KnobError::Invalid(format!("{knob} = {v}: the rate ({rate}) may not exceed the ceil ({ceil})")));
+        }
+        self.sync(now);
+        let c = &mut self.classes[i];
+        let (new_rate, new_ceil) = (TokenRate::new(rate).expect("positive"), TokenRate::new(ceil).expect("positive"));
+        c.clock.rebase(&c.rate, &new_rate);
+        c.cclock.rebase(&c.ceil, &new_ceil);
+        c.rate = new_rate;
+        c.ceil = new_ceil;
+        Ok(old)
+    }
+
     /// Credit every bucket up to `now`, exactly, capped at burst/cburst.
     fn sync(&mut self, now: SimTime) {
         if now <= self.synced {
@@ -576,6 +610,21 @@ impl Htb {
     }
 }
 
+impl Htb {
+    fn knob_impl(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        match name {
+            "rate_bps" | "ceil_bps" => self.set_rate_knob(class, name, op, ctx.now),
+            _ => {
+                let i = self.class_index(class).ok_or(KnobError::Unknown)?;
+                match self.classes[i].leaf.as_mut() {
+                    Some(l) => l.child.knob("", name, op, ctx),
+                    None => Err(KnobError::Unknown),
+                }
+            }
+        }
+    }
+}
+
 impl Qdisc for Htb {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         self.sync(ctx.now);
@@ -677,6 +726,9 @@ impl Qdisc for Htb {
     /// The leaves in declaration order, then the direct queue (named
     /// [`DIRECT`]) when there is no default class. Inner classes hold no
     /// packets: see [`Htb::class_stats`].
+    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        self.knob_impl(class, name, op, ctx)
+    }
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for &l in &self.leaves {
             let name = &self.classes[l].name;
@@ -701,6 +753,34 @@ mod tests {
 
     fn ctx_at(rng: &mut Rng, t: u64) -> QueueCtx<'_> {
         QueueCtx::new(SimTime(t), DataRate::gbps(10), rng)
+    }
+
+    #[test]
+    fn a_rate_change_credits_at_the_old_rate_then_the_new() {
+        // 8 Mbit/s = 1 byte/us, burst 100 kB; send 60 kB at t = 0 (tokens 40 kB),
+        // at 10 ms switch to 16 Mbit/s: +10 kB at the old rate; 10 ms later
+        // +20 kB at the new one.
+        let spec = HtbClassSpec::new("1:1", None, DataRate::mbps(8)).ceil(DataRate::mbps(100)).burst(100_000).cburst(100_000);
+        let mut q = Htb::new(HtbParams::new(vec![spec]).default_class("1:1")).unwrap();
+        let mut rng = Rng::stream(1, "htb-knob");
+        for _ in 0..40 {
+            q.enqueue(Packet::test(0, 1500), &mut ctx_at(&mut rng, 0)).unwrap();
+        }
+        for _ in 0..40 {
+            assert!(matches!(q.dequeue(&mut ctx_at(&mut rng, 0)), Dequeued::Packet(_)));
+        }
+        assert_eq!(q.tokens("1:1").unwrap().0, 100_000 - 60_000);
+        let ctx = KnobCtx { now: SimTime(10_000_000), link_rate: DataRate::gbps(10) };
+        assert_eq!(q.knob("1:1", "rate_bps", KnobOp::Set(16e6), ctx), Ok(8e6));
+        assert_eq!(q.tokens("1:1").unwrap().0, 40_000 + 10_000);
+        assert_eq!(q.knob("1:1", "rate_bps", KnobOp::Get, ctx), Ok(16e6));
+        q.sync(SimTime(20_000_000));
+        assert_eq!(q.tokens("1:1").unwrap().0, 50_000 + 20_000);
+        // The rate may not pass the ceil, nor the ceil fall under the rate.
+        assert!(matches!(q.knob("1:1", "rate_bps", KnobOp::Set(2e8), ctx), Err(KnobError::Invalid(_))));
+        assert!(matches!(q.knob("1:1", "ceil_bps", KnobOp::Set(1e6), ctx), Err(KnobError::Invalid(_))));
+        assert_eq!(q.knob("1:1", "ceil_bps", KnobOp::Set(5e7), ctx), Ok(1e8));
+        assert_eq!(q.knob("1:9", "rate_bps", KnobOp::Get, ctx), Err(KnobError::Unknown));
     }
 
     #[test]

@@ -50,7 +50,7 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub(crate) struct DeficitRing {
     /// `Quantum_i` in bytes (0 for a class that never joins the ring).
-    quanta: Vec<i64>,
+    pub(crate) quanta: Vec<i64>,
     /// `DeficitCounter_i` in bytes.
     deficit: Vec<i64>,
     /// Backlogged classes; the head is the one whose turn it is.

@@ -58,6 +58,7 @@
 //! alternate mode interleaving turn by turn
 //! with a 50/50 split at equal quanta, and work conservation.
 
+use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::drr::{DeficitRing, Step};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
@@ -236,6 +237,27 @@ impl Scheduler for Mdrr {
             self.phase = Phase::Llq;
         }
     }
+    /// `quantum_bytes`: a normal class's quantum from its next turn on
+    /// (Cisco's weight w is the quantum MTU + (w - 1) 512 bytes); the
+    /// low-latency queue's in alternate mode.
+    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+        if name != "quantum_bytes" {
+            return Err(KnobError::Unknown);
+        }
+        let is_llq = self.llq.is_some_and(|l| l.class == class);
+        let old = if is_llq { self.llq_quantum as f64 } else { self.ring.quanta[class] as f64 };
+        if let KnobOp::Set(v) = op {
+            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
+                return Err(KnobError::Invalid(format!("quantum_bytes = {v}: must be a whole number of bytes in 1..=4294967295")));
+            }
+            if is_llq {
+                self.llq_quantum = v as i64;
+            } else {
+                self.ring.quanta[class] = v as _;
+            }
+        }
+        Ok(old)
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +288,21 @@ mod tests {
             _ => None,
         })
         .collect()
+    }
+
+    #[test]
+    fn the_quantum_knob_changes_the_shares() {
+        // Equal quanta, then class 0's tripled: 3 packets of class 0 per 1 of class 1.
+        let mut q = queue(2, Mdrr::new(vec![1500, 1500], None).unwrap());
+        let mut rng = Rng::stream(1, "mdrr-knob");
+        let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
+        let kctx = KnobCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1) };
+        assert_eq!(q.knob("q0", "quantum_bytes", KnobOp::Set(4500.0), kctx), Ok(1500.0));
+        assert!(matches!(q.knob("q0", "quantum_bytes", KnobOp::Set(0.0), kctx), Err(KnobError::Invalid(_))));
+        load(&mut q, &mut ctx, 0, &[1500; 9]);
+        load(&mut q, &mut ctx, 1, &[1500; 3]);
+        let order = drain(&mut q, &mut ctx);
+        assert_eq!(&order[..8], &[0, 0, 0, 1, 0, 0, 0, 1]);
     }
 
     #[test]
