@@ -42,6 +42,14 @@ CASES = {
         "wred-rtt-10g.yaml",
         "red-10g with wred_rtt_tuning every 50 ms (control plane cost)",
     ),
+    "yaqs": (
+        "reference-yaqs-10g.yaml",
+        "the reference case with a YAQS bottleneck (c_f 16.5 kB, r 0.5): YAQS's per-packet cost",
+    ),
+    "fqcodel": (
+        "reference-fqcodel-10g.yaml",
+        "the reference case with an FQ-CoDel bottleneck (Linux defaults): FQ-CoDel's per-packet cost",
+    ),
     "manyflows": (
         "manyflows-10g.yaml",
         "10 Gbps at 80% load of Poisson transfers (Pareto, mean 1 MB) + two CUBIC alpha flows, 20 ms RTT, 10 s",
@@ -81,6 +89,10 @@ def check(name: str, tables: dict) -> str:
         assert util >= 0.8, f"{name}: utilization {util:.3f} < 0.8"
         assert (changes > 300) == (name == "wred-10g"), f"{name}: {changes} knob changes"
         return f"bottleneck utilization {util:.1%} after 3 s, {changes} knob changes"
+    if name in ("yaqs", "fqcodel"):
+        util = _mean_after(tcp, "tcp", 3e9) / MAX_GOODPUT_10G
+        assert util >= 0.3, f"{name}: utilization {util:.3f} < 0.3"
+        return f"bottleneck utilization {util:.1%} after 3 s"
     if name == "manyflows":
         t = tables["transfers"]
         started = len(t["fct_ns"])
@@ -147,6 +159,7 @@ def main(argv: list[str]) -> int:
         )
         print(f"{'':<14} {CASES[name][1]}; {r['events']:,} events in {r['wall_s']:.2f} s;"
               f" RSS before the run {r['rss_before_mb']:.0f} MB")
+        ns_per_event[name] = r["wall_s"] / r["events"] * 1e9
         if r["conns"]:
             print(f"{'':<14} {r['conns']:,} connections completed: {r['conns'] / r['wall_s']:,.0f} per wall second")
     if "red-10g" in speed and "wred-10g" in speed:
@@ -158,6 +171,13 @@ def main(argv: list[str]) -> int:
               f" {per_sim_s:+.1%} per simulated second on a 10 Gbps run (target under 5%)")
     print("control: with no agent declared, compare the reference case with the same case on a build"
           " without the control plane (target: within 2%); `make bench` on main gives that figure")
+    # The queue disciplines' cost per event against the FIFO reference (the
+    # same topology and flow: the events are nearly all packet hops).
+    if "reference" in ns_per_event:
+        for name in ("yaqs", "fqcodel"):
+            if name in ns_per_event:
+                ratio = ns_per_event[name] / ns_per_event["reference"]
+                print(f"{name}: {ns_per_event[name]:.0f} ns per event, {ratio:.2f} x the FIFO reference's {ns_per_event['reference']:.0f}")
     return 0
 
 

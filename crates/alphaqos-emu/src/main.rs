@@ -153,7 +153,7 @@ struct Emulator {
     flows: HashMap<(usize, FlowKey), u32>,
     flow_keys: Vec<(FlowKey, FlowStats)>,
     /// Series.
-    queue_rows: Vec<(String, u64, u64, u64, u64)>,
+    queue_rows: Vec<(String, u64, u64, u64, u64, [u64; 3])>,
     flow_rows: Vec<(u32, u64, u64)>,
     flow_last_sampled: Vec<u64>,
     /// Timing per direction.
@@ -413,7 +413,7 @@ impl Emulator {
             for h in &d.hops {
                 h.qdisc.for_each_queue(&mut |class, c, b| {
                     let name = if class.is_empty() { h.name.clone() } else { format!("{}/{class}", h.name) };
-                    self.queue_rows.push((name, t, b.pkts, b.bytes, c.deq_bytes));
+                    self.queue_rows.push((name, t, b.pkts, b.bytes, c.deq_bytes, c.held_by_color));
                 });
             }
         }
@@ -435,7 +435,10 @@ impl Emulator {
                 .with(col::TIME_NS, Column::U64(q.iter().map(|r| r.1).collect()))
                 .with(col::LEN_PKTS, Column::U64(q.iter().map(|r| r.2).collect()))
                 .with(col::LEN_BYTES, Column::U64(q.iter().map(|r| r.3).collect()))
-                .with(col::TX_BYTES, Column::U64(q.iter().map(|r| r.4).collect())),
+                .with(col::TX_BYTES, Column::U64(q.iter().map(|r| r.4).collect()))
+                .with(col::LEN_GREEN_PKTS, Column::U64(q.iter().map(|r| r.5[0]).collect()))
+                .with(col::LEN_YELLOW_PKTS, Column::U64(q.iter().map(|r| r.5[1]).collect()))
+                .with(col::LEN_RED_PKTS, Column::U64(q.iter().map(|r| r.5[2]).collect())),
         );
         out.insert("queue_summary".into(), self.queue_summary());
         out.insert("filter".into(), self.filter_table());
