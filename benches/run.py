@@ -144,6 +144,7 @@ def main(argv: list[str]) -> int:
         print(f"bench: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}", file=sys.stderr)
         return 2
     print(f"{'case':<14} {'sim s/wall s':>12} {'events/s':>12} {'peak MB':>8}  outcome")
+    ns_per_event: dict[str, float] = {}
     speed = {}
     for name in names:
         out = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True)
