@@ -263,19 +263,23 @@ fn bucket_low(b: usize) -> u64 {
 
 impl<const BITS: u32> Histogram<BITS> {
     #[inline]
+    #[inline]
     pub fn record(&mut self, v: u64) {
-        if self.n == 0 {
-            self.min = v;
-            self.max = v;
-        }
+        // The first sample sets min and max (n == 0 leaves min at 0).
+        self.min = if self.n == 0 { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
         self.n += 1;
         self.sum += v as u128;
-        self.min = self.min.min(v);
-        self.max = self.max.max(v);
         let b = bucket_of_bits(v, BITS);
-        if b >= self.buckets.len() {
-            self.buckets.resize(b + 1, 0);
+        match self.buckets.get_mut(b) {
+            Some(c) => *c += 1,
+            None => self.grow(b),
         }
+    }
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, b: usize) {
+        self.buckets.resize(b + 1, 0);
         self.buckets[b] += 1;
     }
     pub fn count(&self) -> u64 {
