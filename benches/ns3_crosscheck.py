@@ -34,7 +34,15 @@ The dumbbell, the same in both simulators::
 
 Cases: NewReno and CUBIC (ns-3: TcpNewReno, TcpCubic with its default
 HyStart), one flow and four flows; for four flows also Jain's fairness
-index of the per-flow goodputs. A case whose congestion control alphaqos
+index of the per-flow goodputs. Case ``fqcodel-2rtt`` (issue 9) changes the
+dumbbell: 100 Mbps bottleneck, 1 Gbps access links, two NewReno flows of 20
+and 80 ms propagation RTT (the second flow's access links add 15 ms each
+way), and a bottleneck queue of FQ-CoDel with Linux's defaults (limit 10240
+packets, 1024 flows, quantum 1514 B, target 5 ms, interval 100 ms; ns-3:
+``FqCoDelQueueDisc`` on R1's bottleneck device over a one-packet device
+queue; alphaqos: ``queue: {fq_codel: {}}``). It adds a table of the
+per-flow goodputs and of the bottleneck's mean sojourn in both simulators
+with their ratios (see ``report_split``). A case whose congestion control alphaqos
 does not implement yet (``alphaqos.scenario.CONGESTION_CONTROLS``) is
 skipped, with a note.
 
@@ -56,7 +64,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -66,15 +74,6 @@ NS3_SCRIPT = HERE / "ns3_dumbbell.py"
 # ns-3 3.44 is published on PyPI only as the post-release 3.44.post0
 # (packaging fixes), which `ns3==3.44` does not match.
 NS3_VERSION = "3.44.post0"
-
-# case name -> (congestion control, number of flows)
-CASES = {
-    "newreno-1": ("newreno", 1),
-    "newreno-4": ("newreno", 4),
-    "cubic-1": ("cubic", 1),
-    "cubic-4": ("cubic", 4),
-}
-
 
 @dataclass(frozen=True)
 class Dumbbell:
@@ -97,6 +96,20 @@ class Dumbbell:
     interval_ms: int = 100
     duration_s: float = 20.0
     measure_from_s: float = 5.0
+    # Per-flow one-way access delay (both access links of flow i), when the
+    # flows' RTTs differ; None: access_delay_us for every flow.
+    access_delays_us: tuple[int, ...] | None = None
+    # The bottleneck queue: "drop-tail" (buffer_pkts) or "fq_codel" (Linux
+    # defaults: limit 10240 packets, 1024 flows, quantum 1514 B, target
+    # 5 ms, interval 100 ms).
+    queue: str = "drop-tail"
+
+    def flow_access_delay_us(self, i: int) -> int:
+        return self.access_delays_us[i] if self.access_delays_us else self.access_delay_us
+
+    def flow_rtt_us(self, i: int) -> int:
+        """Flow i's propagation round trip."""
+        return 2 * (self.bottleneck_delay_us + 2 * self.flow_access_delay_us(i))
 
     @property
     def access_bps(self) -> int:
@@ -109,13 +122,33 @@ class Dumbbell:
 
     @property
     def buffer_pkts(self) -> int:
-        """One bandwidth-delay product of MTU-sized packets."""
+        """One bandwidth-delay product of MTU-sized packets (drop-tail), or
+        FQ-CoDel's limit."""
+        if self.queue == "fq_codel":
+            return FQ_CODEL_LIMIT
         return self.bottleneck_bps * self.rtt_us // 1_000_000 // 8 // self.mtu
 
     @property
     def max_goodput_bps(self) -> float:
         """Payload rate of a saturated bottleneck: MSS bytes per MTU + framing."""
         return self.bottleneck_bps * self.mss / (self.mtu + self.overhead)
+
+
+# Linux's fq_codel default limit, packets (net/sched/sch_fq_codel.c).
+FQ_CODEL_LIMIT = 10240
+
+# case name -> (congestion control, number of flows, dumbbell)
+CASES: dict[str, tuple[str, int, Dumbbell]] = {
+    "newreno-1": ("newreno", 1, Dumbbell()),
+    "newreno-4": ("newreno", 4, Dumbbell()),
+    "cubic-1": ("cubic", 1, Dumbbell()),
+    "cubic-4": ("cubic", 4, Dumbbell()),
+    # FQ-CoDel (issue 9): two NewReno flows of 20 and 80 ms RTT through a
+    # 100 Mbps bottleneck whose queue is FQ-CoDel with Linux's defaults;
+    # the 80 ms flow's access links add 15 ms each way on both sides.
+    "fqcodel-2rtt": ("newreno", 2, Dumbbell(bottleneck_bps=100_000_000, access_delays_us=(1, 15_001),
+                                            queue="fq_codel")),
+}
 
 
 # --- ns-3 ----------------------------------------------------------------------
@@ -155,8 +188,9 @@ def run_ns3(python: Path, d: Dumbbell, cc: str, flows: int, sack: bool) -> dict:
         "--bottleneck", f"{d.bottleneck_bps}bps",
         "--access", f"{d.access_bps}bps",
         "--bottleneck-delay", f"{d.bottleneck_delay_us}us",
-        "--access-delay", f"{d.access_delay_us}us",
+        "--access-delays", ",".join(f"{d.flow_access_delay_us(i)}us" for i in range(flows)),
         "--buffer", str(d.buffer_pkts),
+        "--qdisc", "fq_codel" if d.queue == "fq_codel" else "none",
         "--mss", str(d.mss),
         "--init-cwnd", str(d.init_cwnd),
         "--buffers", str(d.socket_buffers),
@@ -177,8 +211,15 @@ def ns3_measures(result: dict, d: Dumbbell) -> dict:
     first, last = _index(times, d.measure_from_s), _index(times, d.duration_s)
     span = d.duration_s - d.measure_from_s
     flows = result["flows"]
+    total, count = result["sojourn_sum_s"], result["sojourn_count"]
+    window = count[last] - count[first]
     return {
         "goodput_bps": [(f["rx_bytes"][last] - f["rx_bytes"][first]) * 8 / span for f in flows],
+        # The queue disc's mean sojourn, over the whole run and over the
+        # measurement window (None without a queue disc).
+        "sojourn_mean_s": total[-1] / count[-1] if count and count[-1] else None,
+        "sojourn_window_s": (total[last] - total[first]) / window if window else None,
+        "backlog_delay_s": backlog_delay(result["backlog_bytes"][first:last + 1], d),
         "recoveries": sum(f["recoveries"] for f in flows),
         "timeouts": sum(f["timeouts"] for f in flows),
         "retransmits": sum(f["retransmits"] for f in flows),
@@ -209,19 +250,22 @@ def alphaqos_scenario(d: Dumbbell, cc: str, flows: int, sack: bool) -> dict:
     from alphaqos.scenario import Tcp
 
     supported = Tcp.model_fields
-    access = {"rate": f"{d.access_bps}bps", "delay": f"{d.access_delay_us}us", "mtu": f"{d.mtu}B",
+    access = {"rate": f"{d.access_bps}bps", "mtu": f"{d.mtu}B",
               "overhead": f"{d.overhead}B", "queue": {"fifo": {"limit": "unlimited"}}}
+    # FQ-CoDel with every parameter at its (Linux) default.
+    queue = {"fq_codel": {}} if d.queue == "fq_codel" else {"fifo": {"limit": d.buffer_pkts}}
     nodes: dict = {"R1": {"router": True}, "R2": {"router": True}}
     links: list = [{
         "between": ["R1", "R2"], "rate": f"{d.bottleneck_bps}bps", "delay": f"{d.bottleneck_delay_us}us",
-        "mtu": f"{d.mtu}B", "overhead": f"{d.overhead}B", "queue": {"fifo": {"limit": d.buffer_pkts}},
+        "mtu": f"{d.mtu}B", "overhead": f"{d.overhead}B", "queue": queue,
     }]
     tcp_flows: list = []
     for i in range(flows):
         nodes[f"S{i}"] = {"address": f"10.1.{i}.1"}
         nodes[f"D{i}"] = {"address": f"10.2.{i}.1"}
-        links.append({"between": [f"S{i}", "R1"], **access})
-        links.append({"between": ["R2", f"D{i}"], **access})
+        delay = f"{d.flow_access_delay_us(i)}us"
+        links.append({"between": [f"S{i}", "R1"], "delay": delay, **access})
+        links.append({"between": ["R2", f"D{i}"], "delay": delay, **access})
         tcp = {
             "from": f"S{i}", "to": f"D{i}", "cc": cc,
             "mss": f"{d.mss}B", "init_cwnd": d.init_cwnd, "rwnd": f"{d.socket_buffers}B",
@@ -274,15 +318,27 @@ def run_alphaqos(d: Dumbbell, cc: str, flows: int, sack: bool) -> dict:
             "bytes_acked": acked,
         }
     bottleneck = res.queue_summary.filter(pl.col("queue") == "R1->R2")
+    queue = res.queue.filter(pl.col("queue") == "R1->R2").sort("time")
+    first, last = _index(queue["time"].to_list(), d.measure_from_s), _index(queue["time"].to_list(), d.duration_s)
     return {
         "goodput_bps": goodputs,
         "recoveries": fast_retransmits,
         "timeouts": timeouts,
         "retransmits": retransmits,
         "drops": int(bottleneck["drop_pkts"].sum()),
+        # Whole run: the engine's summary has no windowed sojourn.
+        "sojourn_mean_s": bottleneck["sojourn_mean"][0] if "sojourn_mean" in bottleneck.columns else None,
+        "backlog_delay_s": backlog_delay(queue["len_bytes"].to_list()[first:last + 1], d),
         "wall_s": res.manifest.get("wall_time_s"),
         "series": series,
     }
+
+
+def backlog_delay(samples: list, d: Dumbbell) -> float | None:
+    """The queueing delay the sampled backlog implies: its mean (bytes at
+    every interval boundary of the window) over the bottleneck rate."""
+    values = [v for v in samples if v is not None]
+    return sum(values) / len(values) * 8 / d.bottleneck_bps if values else None
 
 
 def unsupported(cc: str, sack: bool) -> str | None:
@@ -320,6 +376,34 @@ def report_case(name: str, ns3: dict, aq: dict) -> None:
               + (f"; per flow Mbps: {flows}" if flows else ""))
 
 
+def report_split(name: str, d: Dumbbell, ns3: dict, aq: dict) -> None:
+    """Per-flow goodput and the bottleneck's mean sojourn, side by side.
+
+    Sojourn: from the packet's entry into the bottleneck queue to its
+    dequeue for transmission, averaged over every packet of the whole run
+    (alphaqos: the queue summary's sojourn_mean; ns-3: the FqCoDelQueueDisc's
+    SojournTime trace, which fires when the queue disc hands a packet to
+    the device; the device's one-packet queue then holds it for at most one
+    transmission time, 120 us at 100 Mbps, which neither side counts).
+    """
+    print(f"{name}: per flow and bottleneck sojourn (ratio = alphaqos / ns-3)")
+    print(f"  {'':<28} {'ns-3':>10} {'alphaqos':>10} {'ratio':>7}")
+
+    def row(label: str, n3: float | None, a: float | None, unit: str, scale: float) -> None:
+        ratio = f"{a / n3:>7.3f}" if n3 and a is not None else f"{'-':>7}"
+        show = lambda v: f"{v * scale:>10.2f}" if v is not None else f"{'-':>10}"  # noqa: E731
+        print(f"  {label:<28} {show(n3)} {show(a)} {ratio}  {unit}")
+
+    for i, (g3, ga) in enumerate(zip(ns3["goodput_bps"], aq["goodput_bps"])):
+        row(f"tcp{i} goodput (RTT {d.flow_rtt_us(i) / 1000:g} ms)", g3, ga, "Mbps", 1e-6)
+    row("total goodput", sum(ns3["goodput_bps"]), sum(aq["goodput_bps"]), "Mbps", 1e-6)
+    row("Jain's index", jain(ns3["goodput_bps"]), jain(aq["goodput_bps"]), "", 1)
+    row("mean sojourn, whole run", ns3["sojourn_mean_s"], aq["sojourn_mean_s"], "ms", 1e3)
+    row("mean sojourn, after warm-up", ns3["sojourn_window_s"], None, "ms (ns-3 only)", 1e3)
+    row("backlog / rate, after warm-up", ns3["backlog_delay_s"], aq["backlog_delay_s"], "ms", 1e3)
+    row("bottleneck drops", ns3["drops"], aq["drops"], "packets", 1)
+
+
 def save_case(directory: Path, name: str, ns3: dict, aq: dict, mss: int) -> None:
     """Both runs' series as JSON and the congestion windows as a PNG."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -354,11 +438,11 @@ def main(argv: list[str]) -> int:
         p.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
     if args.duration <= Dumbbell.measure_from_s:
         p.error(f"--duration must exceed the {Dumbbell.measure_from_s:g} s warm-up")
-    d = Dumbbell(duration_s=args.duration)
+    dumbbells = {name: replace(CASES[name][2], duration_s=args.duration) for name in CASES}
 
     runnable = []
     for name in args.cases or list(CASES):
-        cc, flows = CASES[name]
+        cc, flows, _ = CASES[name]
         reason = unsupported(cc, args.sack)
         if reason:
             print(f"ns3-crosscheck: skipping {name}: {reason}", file=sys.stderr)
@@ -372,14 +456,19 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         pending: dict[str, Future] = {
-            name: pool.submit(run_ns3, python, d, *CASES[name], args.sack) for name in runnable
+            name: pool.submit(run_ns3, python, dumbbells[name], *CASES[name][:2], args.sack) for name in runnable
         }
-        aq = {name: run_alphaqos(d, *CASES[name], args.sack) for name in runnable}
-        ns3 = {name: ns3_measures(future.result(), d) for name, future in pending.items()}
+        aq = {name: run_alphaqos(dumbbells[name], *CASES[name][:2], args.sack) for name in runnable}
+        ns3 = {name: ns3_measures(future.result(), dumbbells[name]) for name, future in pending.items()}
 
-    print(f"ns-3 {NS3_VERSION} vs alphaqos: {d.bottleneck_bps / 1e9:g} Gbps dumbbell, RTT {d.rtt_us / 1000:g} ms, "
-          f"buffer {d.buffer_pkts} packets, SACK {'on' if args.sack else 'off'}, "
-          f"goodput over {d.measure_from_s:g}-{d.duration_s:g} s (max {d.max_goodput_bps / 1e6:.1f} Mbps)")
+    for d in {dumbbells[name] for name in runnable}:
+        rtts = sorted({d.flow_rtt_us(i) / 1000 for name in runnable if dumbbells[name] == d
+                       for i in range(CASES[name][1])})
+        print(f"ns-3 {NS3_VERSION} vs alphaqos: {d.bottleneck_bps / 1e9:g} Gbps dumbbell, "
+              f"RTT {'/'.join(f'{r:g}' for r in rtts)} ms, {d.queue} {d.buffer_pkts} packets, "
+              f"SACK {'on' if args.sack else 'off'}, goodput over {d.measure_from_s:g}-{d.duration_s:g} s "
+              f"(max {d.max_goodput_bps / 1e6:.1f} Mbps): "
+              + ", ".join(name for name in runnable if dumbbells[name] == d))
     print("diff = (alphaqos - ns-3) / ns-3 of the total goodput; Jain's index of the per-flow goodputs; "
           "wall = wall time of the simulation itself")
     print(f"{'case':<10} {'ns-3':>9} {'alphaqos':>9} {'diff':>8} {'Jain ns-3/aq':>15} {'ns-3 wall':>8} {'aq wall':>8}")
@@ -387,7 +476,10 @@ def main(argv: list[str]) -> int:
     for name in runnable:
         report_case(name, ns3[name], aq[name])
         if args.save:
-            save_case(args.save, name, ns3[name], aq[name], d.mss)
+            save_case(args.save, name, ns3[name], aq[name], dumbbells[name].mss)
+    for name in runnable:
+        if dumbbells[name].queue == "fq_codel":
+            report_split(name, dumbbells[name], ns3[name], aq[name])
     print(f"total wall time {time.perf_counter() - started:.0f} s (ns-3 jobs: {args.jobs})")
     return 0
 

@@ -16,7 +16,12 @@ default; it is removed), so each device's own drop-tail queue is the only
 queue: R1's device queue towards R2 is the bottleneck buffer, limited to
 ``--buffer`` packets (when it is full the device stops its transmit queue
 and the traffic-control layer drops what arrives: drop-tail). Every other
-device queue is large enough never to fill.
+device queue is large enough never to fill. With ``--qdisc fq_codel`` the
+bottleneck's queue is instead an FqCoDelQueueDisc (limit ``--buffer``
+packets) over a one-packet device queue; the script then also records the
+queue disc's sojourn times (SojournTime trace: sum and count) and its
+backlog in bytes at every step. ``--access-delays`` gives each flow its own
+access delay (both of its access links), hence its own RTT.
 
 The run is advanced in steps of ``--interval``; at every step boundary the
 script records, per flow, the bytes the sink has received and the sender's
@@ -131,6 +136,40 @@ uint64_t Dropped(ns3::Ptr<ns3::NetDevice> device)
 {
     return bottleneckDrops + ns3::DynamicCast<ns3::PointToPointNetDevice>(device)->GetQueue()->GetTotalDroppedPackets();
 }
+
+// The bottleneck's queue disc (FqCoDel), when it has one: the sum and count
+// of the sojourn times of the packets it hands to the device (its
+// SojournTime trace: dequeue time minus the time the packet entered the
+// queue disc), and its drops.
+double sojournSum = 0;
+uint64_t sojournCount = 0;
+
+void Sojourn(ns3::Time t)
+{
+    sojournSum += t.GetSeconds();
+    sojournCount++;
+}
+
+// The quantum is no attribute of FqCoDelQueueDisc; it is set here, before
+// the simulation starts (left at 0, it would become the device MTU).
+ns3::Ptr<ns3::QueueDisc> TraceQueueDisc(ns3::Ptr<ns3::NetDevice> device, uint32_t quantum)
+{
+    ns3::Ptr<ns3::QueueDisc> disc =
+        device->GetNode()->GetObject<ns3::TrafficControlLayer>()->GetRootQueueDiscOnDevice(device);
+    ns3::DynamicCast<ns3::FqCoDelQueueDisc>(disc)->SetQuantum(quantum);
+    disc->TraceConnectWithoutContext("SojournTime", ns3::MakeCallback(&Sojourn));
+    return disc;
+}
+
+uint32_t Backlog(ns3::Ptr<ns3::QueueDisc> disc)
+{
+    return disc->GetNBytes();
+}
+
+uint64_t QueueDiscDrops(ns3::Ptr<ns3::QueueDisc> disc)
+{
+    return disc->GetStats().nTotalDroppedPackets;
+}
 } // namespace xcheck
 """
 
@@ -146,7 +185,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--access", default="10Gbps", help="access link rate (ns-3 DataRate)")
     p.add_argument("--bottleneck-delay", default="9.998ms")
     p.add_argument("--access-delay", default="1us")
+    p.add_argument("--access-delays", help="per-flow access delays, comma-separated (overrides --access-delay)")
     p.add_argument("--buffer", type=int, required=True, help="bottleneck buffer, packets")
+    p.add_argument("--qdisc", choices=["none", "fq_codel"], default="none",
+                   help="bottleneck queue: none (the device's drop-tail queue of --buffer packets) or fq_codel "
+                        "(FqCoDelQueueDisc with --buffer as its limit, over a 1-packet device queue)")
+    p.add_argument("--fq-quantum", type=int, default=1514, help="FqCoDel quantum, bytes")
     p.add_argument("--mss", type=int, default=1448)
     p.add_argument("--init-cwnd", type=int, default=10, help="segments")
     p.add_argument("--buffers", type=int, default=64 * 2**20, help="socket send and receive buffers, bytes")
@@ -223,12 +267,32 @@ def run(args: argparse.Namespace) -> dict:
         no_qdisc.Uninstall(devices)
         return interfaces
 
-    bottleneck = link(ns, r1, r2, args.bottleneck, args.bottleneck_delay, args.buffer)
+    fq_codel = args.qdisc == "fq_codel"
+    # With a queue disc the device queue is one packet (the one waiting for
+    # the wire), so that the queue disc holds the backlog, as a Linux qdisc
+    # over a NIC with byte queue limits does.
+    bottleneck = link(ns, r1, r2, args.bottleneck, args.bottleneck_delay, 1 if fq_codel else args.buffer)
     connect(bottleneck, "10.255.0.0")
+    disc = None
+    if fq_codel:
+        tch = ns.TrafficControlHelper()
+        tch.SetRootQueueDisc(
+            "ns3::FqCoDelQueueDisc",
+            "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{args.buffer}p")),
+            "Flows", ns.StringValue("1024"),
+            "Target", ns.StringValue("5ms"),
+            "Interval", ns.StringValue("100ms"),
+            "DropBatchSize", ns.StringValue("64"),
+        )
+        tch.Install(bottleneck.Get(0))
+        disc = xcheck.TraceQueueDisc(bottleneck.Get(0), args.fq_quantum)
+    delays = args.access_delays.split(",") if args.access_delays else [args.access_delay] * n
+    if len(delays) != n:
+        raise SystemExit(f"ns3_dumbbell: --access-delays has {len(delays)} values for {n} flows")
     sink_addresses = []
     for i in range(n):
-        connect(link(ns, senders.Get(i), r1, args.access, args.access_delay, big), f"10.1.{i}.0")
-        interfaces = connect(link(ns, r2, receivers.Get(i), args.access, args.access_delay, big), f"10.2.{i}.0")
+        connect(link(ns, senders.Get(i), r1, args.access, delays[i], big), f"10.1.{i}.0")
+        interfaces = connect(link(ns, r2, receivers.Get(i), args.access, delays[i], big), f"10.2.{i}.0")
         sink_addresses.append(interfaces.GetAddress(1))
     ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
     # R1's only device that can fill is the bottleneck's: the others have
@@ -257,12 +321,17 @@ def run(args: argparse.Namespace) -> dict:
     steps = round(args.duration * 1e9 / step_ns)
     times = []
     series = [{"rx_bytes": [], "cwnd_bytes": [], "ssthresh_bytes": []} for _ in range(n)]
+    sojourn_sum, sojourn_count = [], []  # cumulative, at every step
+    backlog_bytes = []  # the queue disc's bytes at every step
     run_start = time.perf_counter()
     for k in range(1, steps + 1):
         target = k * step_ns
         ns.Simulator.Stop(ns.NanoSeconds(target - ns.Simulator.Now().GetNanoSeconds()))
         ns.Simulator.Run()
         times.append(target / 1e9)
+        sojourn_sum.append(float(xcheck.sojournSum))
+        sojourn_count.append(int(xcheck.sojournCount))
+        backlog_bytes.append(int(xcheck.Backlog(disc)) if disc is not None else None)
         if target % 1_000_000_000 == 0:  # progress, once per simulated second
             print(f"ns3_dumbbell: {target / 1e9:g} s simulated, {time.perf_counter() - run_start:.0f} s wall",
                   file=sys.stderr, flush=True)
@@ -287,11 +356,16 @@ def run(args: argparse.Namespace) -> dict:
         for i in range(n)
     ]
     drops = int(xcheck.Dropped(bottleneck.Get(0)))
+    if disc is not None:
+        drops += int(xcheck.QueueDiscDrops(disc))
     ns.Simulator.Destroy()
     return {
         "times": times,
         "flows": flows,
         "bottleneck_drops": drops,
+        "sojourn_sum_s": sojourn_sum,
+        "sojourn_count": sojourn_count,
+        "backlog_bytes": backlog_bytes,
         "setup_wall_s": setup_wall,
         "wall_s": run_wall,
     }
