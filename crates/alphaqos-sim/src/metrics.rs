@@ -263,7 +263,6 @@ fn bucket_low(b: usize) -> u64 {
 
 impl<const BITS: u32> Histogram<BITS> {
     #[inline]
-    #[inline]
     pub fn record(&mut self, v: u64) {
         // The first sample sets min and max (n == 0 leaves min at 0).
         self.min = if self.n == 0 { v } else { self.min.min(v) };
