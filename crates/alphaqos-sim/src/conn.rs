@@ -92,11 +92,6 @@ impl<T> Slab<T> {
         Some(v)
     }
 
-    /// The current generation of slot `idx` (whoever holds it).
-    pub fn gen_of(&self, idx: u32) -> Option<u32> {
-        self.slots.get(idx as usize).map(|s| s.gen)
-    }
-
     /// Connections alive now.
     pub fn len(&self) -> usize {
         self.live

@@ -188,6 +188,21 @@ impl Net {
         }
     }
 
+    /// `size` bytes of connection `id`'s data left its sending host's queue
+    /// (sent or dropped there): a sender held back by TSQ is woken once
+    /// its share has drained to half the limit (hysteresis: not once per
+    /// packet).
+    #[inline]
+    fn tsq_left(&mut self, id: ConnId, size: u64) {
+        if let Some(s) = self.conns.get_mut(id.idx as usize).filter(|s| s.gen == id.gen) {
+            s.tsq.queued -= size;
+            if s.tsq.blocked && s.tsq.queued <= TSQ_BYTES / 2 {
+                s.tsq.blocked = false;
+                self.events.schedule(self.now, Event::Conn(id, FlowTimer::Wake));
+            }
+        }
+    }
+
     /// Packets a discipline at `node` dropped after admitting them (CoDel at
     /// dequeue, FQ-CoDel's overflow): lost, and no longer queued at their
     /// source, whose sender may wait for them (TSQ).
@@ -196,13 +211,8 @@ impl Net {
         let mut dropped = std::mem::take(&mut self.dropped);
         for p in dropped.drain(..) {
             self.count_drop(&p);
-            let uncharge = node == p.src && p.is_forward();
-            if let Some(s) = self.conns.get_mut(p.flow as usize).filter(|s| s.gen == p.gen && uncharge) {
-                s.tsq.queued -= p.size as u64;
-                if s.tsq.blocked && s.tsq.queued <= TSQ_BYTES / 2 {
-                    s.tsq.blocked = false;
-                    self.events.schedule(self.now, Event::Conn(ConnId::new(p.flow, p.gen), FlowTimer::Wake));
-                }
+            if node == p.src && p.is_forward() {
+                self.tsq_left(ConnId::new(p.flow, p.gen), p.size as u64);
             }
         }
         self.dropped = dropped;
@@ -259,14 +269,7 @@ impl Net {
                     self.count_drop(&p);
                 }
                 if uncharge {
-                    if let Some(s) = self.conns.get_mut(key.0 as usize).filter(|s| s.gen == key.1) {
-                        s.tsq.queued -= size;
-                        // Hysteresis: wake at half the limit, not once per packet.
-                        if s.tsq.blocked && s.tsq.queued <= TSQ_BYTES / 2 {
-                            s.tsq.blocked = false;
-                            self.events.schedule(now, Event::Conn(ConnId::new(key.0, key.1), FlowTimer::Wake));
-                        }
-                    }
+                    self.tsq_left(ConnId::new(key.0, key.1), size);
                 }
             }
             Dequeued::Empty => {}

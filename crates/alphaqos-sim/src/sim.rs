@@ -78,6 +78,13 @@ pub struct TransferRec {
     pub first_stream: u32,
 }
 
+impl TransferRec {
+    /// The rows of its streams in the stream records.
+    pub fn stream_rows(&self) -> std::ops::Range<usize> {
+        self.first_stream as usize..(self.first_stream + self.streams) as usize
+    }
+}
+
 /// One connection (stream) of a transfer.
 #[derive(Clone, Debug)]
 pub struct StreamRec {
@@ -245,24 +252,10 @@ impl Simulation {
     pub fn events(&self) -> u64 {
         self.events_done
     }
-    /// Connections open now.
-    pub fn live_connections(&self) -> usize {
-        self.conns.len()
-    }
 
     /// Process every event up to and including `until` (capped at the duration).
     pub fn advance(&mut self, until: SimTime) {
-        let until = until.min(self.duration);
-        while let Some(t) = self.net.events.peek_time() {
-            if t > until {
-                break;
-            }
-            let (t, code) = self.net.events.pop_code().expect("peeked");
-            self.net.now = t;
-            self.events_done += 1;
-            self.dispatch(code);
-        }
-        self.net.now = self.net.now.max(until);
+        self.run_events(until, true);
     }
 
     /// Process every event before `until` (capped at the duration), so
@@ -270,9 +263,15 @@ impl Simulation {
     /// as an agent woken then does. Stepping a run in chunks of any size
     /// this way, then [`Simulation::run`], gives the run of one call.
     pub fn advance_before(&mut self, until: SimTime) {
+        self.run_events(until, false);
+    }
+
+    /// The event loop: every event before `until`, and those at `until`
+    /// too if `inclusive`; at the end of the run the taps are written out.
+    fn run_events(&mut self, until: SimTime, inclusive: bool) {
         let until = until.min(self.duration);
         while let Some(t) = self.net.events.peek_time() {
-            if t >= until {
+            if t > until || (t == until && !inclusive) {
                 break;
             }
             let (t, code) = self.net.events.pop_code().expect("peeked");
@@ -344,7 +343,11 @@ impl Simulation {
         if self.transfers[t].block.is_some() && self.transfers[t].assigned < self.transfers[t].size {
             self.feed(id, t);
         }
-        if self.transfers[t].receiver_end.is_none() {
+        let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
+        // The file is whole at the receiver only once this stream, whose
+        // event may have completed it, holds all it was fed: only then is
+        // it worth summing the transfer's streams (not on every packet).
+        if self.transfers[t].receiver_end.is_none() && tcp.receiver.delivered() >= tcp.sender.written() {
             self.note_receiver(t);
         }
         let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
@@ -373,9 +376,7 @@ impl Simulation {
     /// The bytes the receiver of transfer `t` holds in order, summed over
     /// its streams (each stream's in-order bytes: its blocks are whole).
     pub fn transfer_delivered(&self, t: usize) -> u64 {
-        let tr = &self.transfers[t];
-        let first = tr.first_stream as usize;
-        self.streams[first..first + tr.streams as usize]
+        self.streams[self.transfers[t].stream_rows()]
             .iter()
             .map(|r| match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
                 Some(tcp) if r.end.is_none() => tcp.receiver.delivered(),
@@ -412,15 +413,9 @@ impl Simulation {
             tcp.feed(n, &mut io.fwd());
         }
         // The last block is out: seal every stream of the transfer.
-        let now = self.net.now;
-        let (first, k) = (tr.first_stream as usize, tr.streams as usize);
-        for r in first..first + k {
-            let sid = self.streams[r].id;
-            if let Some(tcp) = self.conns.get_mut(sid).and_then(|c| c.app.tcp_mut()) {
-                tcp.seal(now);
-            }
-        }
-        for r in first..first + k {
+        let rows = tr.stream_rows();
+        self.seal_streams(rows.clone());
+        for r in rows {
             let sid = self.streams[r].id;
             if sid != id && self.conns.get(sid).and_then(|c| c.app.tcp()).is_some_and(|tcp| tcp.is_finished()) {
                 self.close_stream(sid, r);
@@ -598,14 +593,20 @@ impl Simulation {
         // A file that fits the first blocks: every stream is sealed now.
         let tr = &self.transfers[t as usize];
         if tr.block.is_some() && tr.assigned >= tr.size {
-            for r in tr.first_stream as usize..(tr.first_stream + tr.streams) as usize {
-                let sid = self.streams[r].id;
-                if let Some(tcp) = self.conns.get_mut(sid).and_then(|c| c.app.tcp_mut()) {
-                    tcp.seal(now);
-                }
-            }
+            self.seal_streams(tr.stream_rows());
         }
         t
+    }
+
+    /// No more blocks: the streams of these rows are done once what they
+    /// were fed is acknowledged.
+    fn seal_streams(&mut self, rows: std::ops::Range<usize>) {
+        let now = self.net.now;
+        for r in rows {
+            if let Some(tcp) = self.conns.get_mut(self.streams[r].id).and_then(|c| c.app.tcp_mut()) {
+                tcp.seal(now);
+            }
+        }
     }
 
     /// Stream `s` (connection `id`) finished or gave up: record it, free its
@@ -828,7 +829,7 @@ impl Simulation {
     }
 
     /// A stream's counters now: final if it ended, else read from its live connection.
-    fn stream_now(&self, r: &StreamRec) -> (u64, u64, u64) {
+    pub(crate) fn stream_now(&self, r: &StreamRec) -> (u64, u64, u64) {
         match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
             Some(tcp) if r.end.is_none() => (tcp.sender.bytes_acked().min(tcp.sender.written()), tcp.sender.stats.retransmits, tcp.sender.stats.timeouts),
             _ => (r.acked, r.retransmits, r.timeouts),

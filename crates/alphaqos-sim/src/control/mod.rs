@@ -233,7 +233,7 @@ impl Control<'_> {
     /// The source ports of a transfer's connections.
     pub fn transfer_ports(&self, h: Handle) -> Vec<u16> {
         match self.sim.transfer_of(h) {
-            Some(t) => self.sim.streams.iter().filter(|s| s.transfer == t).map(|s| s.src_port).collect(),
+            Some(t) => self.sim.streams[self.sim.transfers[t as usize].stream_rows()].iter().map(|s| s.src_port).collect(),
             None => Vec::new(),
         }
     }
@@ -515,17 +515,9 @@ impl Simulation {
     fn transfer_knob(&mut self, t: u32, what: &str, op: KnobOp) -> KnobResult {
         let rec = &self.transfers[t as usize];
         let (size, start, end, done) = (rec.size, rec.start, rec.end, rec.end.is_some());
-        let ids: Vec<(ConnId, u64)> = self.streams.iter().filter(|s| s.transfer == t).map(|s| (s.id, s.acked)).collect();
-        let mut acked = 0;
-        for &(id, fin) in &ids {
-            // A live stream's share of a dynamically striped file is what
-            // it has been fed so far (its record's size is final only once
-            // it ends): acknowledged bytes up to what was written.
-            acked += match self.conns.get(id).and_then(|c| c.app.tcp()) {
-                Some(tcp) => tcp.sender.bytes_acked().min(tcp.sender.written()),
-                None => fin,
-            };
-        }
+        // A live stream's share of a dynamically striped file is what it
+        // has been fed so far: its acknowledged bytes up to what was written.
+        let acked: u64 = self.streams[rec.stream_rows()].iter().map(|r| self.stream_now(r).0).sum();
         let v = match what {
             "size_bytes" => size,
             "bytes_acked" => acked,
@@ -539,7 +531,8 @@ impl Simulation {
                 }
                 // Summed over the open streams; a change is split evenly. The
                 // target rate: over the streams that have one (base_flow).
-                let mut live: Vec<ConnId> = ids.iter().map(|x| x.0).filter(|&id| self.conns.get(id).is_some()).collect();
+                let rows = self.transfers[t as usize].stream_rows();
+                let mut live: Vec<ConnId> = self.streams[rows].iter().map(|r| r.id).filter(|&id| self.conns.get(id).is_some()).collect();
                 if what == "ctr_bps" {
                     live.retain(|&id| self.conns.get_mut(id).and_then(|c| c.app.tcp_mut()).is_some_and(|tcp| tcp_knob(tcp, what, KnobOp::Get).is_ok()));
                 }
