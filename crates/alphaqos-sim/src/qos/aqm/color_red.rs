@@ -32,7 +32,7 @@
 //! settings; GRED's shared average; colour-blind RED against RIO in
 //! `rio.rs`.
 
-use crate::control::knob::{red_curves_knob, KnobError, KnobOp, KnobResult};
+use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
 use crate::packet::Packet;
@@ -163,19 +163,14 @@ impl DropProfile for ColorRed {
         self.avg.busy();
     }
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
-        if held.pkts == 0 {
-            self.avg.idle(now);
-        }
+        self.avg.on_departure(held, now);
     }
     fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        match (name, op) {
-            ("avg", KnobOp::Get) => Ok(self.avg.avg),
-            ("avg", KnobOp::Set(_)) => Err(KnobError::Invalid("avg is a measurement, not a knob".into())),
-            _ => {
-                let [g, y, r] = &mut self.curves;
-                red_curves_knob(&mut [g.as_mut(), y.as_mut(), r.as_mut()], name, op)
-            }
+        if let Some(r) = self.avg.avg_knob(name, op) {
+            return r;
         }
+        let [g, y, r] = &mut self.curves;
+        red_curves_knob(&mut [g.as_mut(), y.as_mut(), r.as_mut()], name, op)
     }
 }
 

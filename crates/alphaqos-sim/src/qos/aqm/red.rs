@@ -25,7 +25,7 @@
 //! idle decay and the no-drop rule at a near-empty queue; `tests/aqm.rs`:
 //! two TCP flows never stall over 20 seeds (issue 9, defect 0).
 
-use crate::control::knob::{red_curves_knob, KnobError, KnobOp, KnobResult};
+use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use crate::config::RedConfig;
 use crate::packet::Packet;
@@ -169,16 +169,10 @@ impl DropProfile for RedProfile {
         self.avg.busy();
     }
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
-        if held.pkts == 0 {
-            self.avg.idle(now);
-        }
+        self.avg.on_departure(held, now);
     }
     fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        match (name, op) {
-            ("avg", KnobOp::Get) => Ok(self.avg.avg),
-            ("avg", KnobOp::Set(_)) => Err(KnobError::Invalid("avg is a measurement, not a knob".into())),
-            _ => red_curves_knob(&mut [Some(&mut self.params), None, None], name.trim_end_matches(".green"), op),
-        }
+        self.avg.avg_knob(name, op).unwrap_or_else(|| red_curves_knob(&mut [Some(&mut self.params), None, None], name.trim_end_matches(".green"), op))
     }
 }
 

@@ -22,7 +22,7 @@
 //! RIO against colour-blind RED on an overloaded queue: Out packets are
 //! dropped and In packets are not.
 
-use crate::control::knob::{red_curves_knob, KnobError, KnobOp, KnobResult};
+use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
 use crate::packet::{Color, Packet};
@@ -116,22 +116,17 @@ impl DropProfile for Rio {
             self.in_backlog.pkts -= 1;
             self.in_backlog.bytes -= pkt.size as u64;
         }
-        if held.pkts == 0 {
-            self.avg_in.idle(now);
-            self.avg_total.idle(now);
-        }
+        self.avg_in.on_departure(held, now);
+        self.avg_total.on_departure(held, now);
     }
     /// Knobs: `min_th.green` etc. change the In curve, `.yellow` or `.red`
     /// the Out curve, no suffix both; `avg` reads the total average.
     fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        match (name, op) {
-            ("avg", KnobOp::Get) => Ok(self.avg_total.avg),
-            ("avg", KnobOp::Set(_)) => Err(KnobError::Invalid("avg is a measurement, not a knob".into())),
-            _ => {
-                let name = name.replace(".red", ".yellow");
-                red_curves_knob(&mut [Some(&mut self.p.in_profile), Some(&mut self.p.out_profile), None], &name, op)
-            }
+        if let Some(r) = self.avg_total.avg_knob(name, op) {
+            return r;
         }
+        let name = name.replace(".red", ".yellow");
+        red_curves_knob(&mut [Some(&mut self.p.in_profile), Some(&mut self.p.out_profile), None], &name, op)
     }
 }
 
