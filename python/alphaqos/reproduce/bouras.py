@@ -72,7 +72,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +81,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, DIRECTION_ONLY, FAILS, HOLDS, MARKS, Cell, Finding, fmt_cell
+from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, markdown_table, report_head
 
 TITLE = (
     "Bouras, Sevasti: Performance analysis for a DiffServ-enabled network: "
@@ -679,11 +678,11 @@ def relative_rate(weight_rel: int, weight_be: int, hp_bps: float, link_bps: floa
     return (link_bps - hp_bps) * q_rel / (q_rel + q_be)
 
 
-def _markdown_table(rows: list[dict[str, Any]]) -> str:
-    heads = list(rows[0])
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
-    lines += ["| " + " | ".join(str(row[h]) for h in heads) + " |" for row in rows]
-    return "\n".join(lines)
+GRADING = (
+    f"Each finding holds if the model shows its direction and every number of the document it rests on is within a "
+    f"factor of {DEFAULT_FACTOR:g} (unless the finding states its own tolerance); cells read \"model vs paper "
+    "(×ratio)\", † outside the factor."
+)
 
 
 def report(
@@ -692,22 +691,11 @@ def report(
     found = findings(measured)
     printable = tables(measured)
     cpu = sum(m["wall_time_s"] for m in measured.values())
-    md = [f"# Reproduction: {TITLE}", ""]
-    md.append(
-        f"Mode: **{'quick (shortened timelines, one seed)' if quick else 'full (HP traffic at 300 s, three seeds per Section 5.2 case)'}**; "
-        f"{len(measured)} runs, {wall_time_s:.0f} s wall time ({cpu:.0f} s of run time over the workers). "
-        "Every run's scenario is in `scenarios/`, to be rerun with `alphaqos run`."
-    )
-    grades = Counter(f.grade for f in found)
-    summary = ", ".join(f"{grades[g]} {g}" for g in (HOLDS, DIRECTION_ONLY, FAILS) if grades[g])
-    md += ["", "## Findings", "", f"{len(found)} findings: {summary}.", ""]
-    md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
-    md += ["", "### How findings are graded", "",
-           f"Each finding holds if the model shows its direction and every number of the document it rests on is within a "
-           f"factor of {DEFAULT_FACTOR:g} (unless the finding states its own tolerance); cells read \"model vs paper "
-           "(×ratio)\", † outside the factor."]  # fmt: skip
+    mode = "quick (shortened timelines, one seed)" if quick else "full (HP traffic at 300 s, three seeds per Section 5.2 case)"
+    md = report_head(TITLE, mode, measured, wall_time_s)
+    md += findings_markdown(found, GRADING)
     for title, rows in printable.items():
-        md += ["", f"## {title}", "", _markdown_table(rows)]
+        md += ["", f"## {title}", "", markdown_table(rows)]
     md += ["", "## Plots", "", "![Fig. 3](fig3_max_th.png)", "", "![Fig. 4](fig4_static_dynamic.png)", "",
            "![Fig. 6](fig6_relative_queue.png)", "",
            DISCUSSION, "", "## Parameters the document leaves open", "", OPEN_PARAMETERS]  # fmt: skip

@@ -30,10 +30,11 @@ A reproduction's exit status follows: 0 if every finding holds, 1 otherwise
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "HOLDS", "Cell", "Finding", "exit_status", "grade"]
+__all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "HOLDS", "Cell", "Finding", "exit_status", "findings_markdown", "grade", "markdown_table", "report_head"]
 
 #: A model number "matches" the document's within this factor either way.
 DEFAULT_FACTOR = 2.0
@@ -171,3 +172,35 @@ def fmt_cell(model: str, paper: str, cell: Cell, factor: float = DEFAULT_FACTOR)
 
 def _json_ratio(ratio: float | None) -> float | str | None:
     return "inf" if ratio is not None and math.isinf(ratio) else ratio
+
+
+# --- the parts every reproduction's report.md shares ------------------------------
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """Rows of equal keys as a markdown table, the keys as its head."""
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
+    lines += ["| " + " | ".join(str(row[h]) for h in heads) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report_head(title: str, mode: str, measured: dict[str, dict[str, Any]], wall_time_s: float) -> list[str]:
+    """The title and the line on how the runs were made (``mode``: what
+    kind of run it was); each run's ``wall_time_s`` adds up to the run time."""
+    cpu = sum(m["wall_time_s"] for m in measured.values())
+    return [
+        f"# Reproduction: {title}", "",
+        f"Mode: **{mode}**; {len(measured)} runs, {wall_time_s:.0f} s wall time ({cpu:.0f} s of run time over the "
+        "workers). Every run's scenario is in `scenarios/`, to be rerun with `alphaqos run`.",
+    ]  # fmt: skip
+
+
+def findings_markdown(found: list[Finding], grading: str) -> list[str]:
+    """The findings section: how many of each grade, one line per finding
+    (claim, evidence, sizes), then ``grading``, how they are graded."""
+    grades = Counter(f.grade for f in found)
+    summary = ", ".join(f"{grades[g]} {g}" for g in (HOLDS, DIRECTION_ONLY, FAILS) if grades[g])
+    md = ["", "## Findings", "", f"{len(found)} findings: {summary}.", ""]
+    md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
+    return md + ["", "### How findings are graded", "", grading]

@@ -28,7 +28,6 @@ Findings are graded by direction and size (:mod:`.grading`).
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,8 @@ import polars as pl
 
 from .. import columns as col
 from ..results import Results
-from ..scenario import Queue
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, DIRECTION_ONLY, FAILS, HOLDS, MARKS, Cell, Finding, fmt_ratio
+from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_ratio, markdown_table, report_head
 
 TITLE = 'Liberatore, "Local Flow Separation" (YAQS)'
 
@@ -66,11 +64,6 @@ TABLE1_MBPS = {1: 131.3, 2: 23.9, 3: 93.9, 4: 80.8, 5: 123.4, 6: 11.9, 7: 44.7, 
 DISCIPLINES = ("yaqs", "fifo", "red", "fq_codel")
 BOTTLENECK = "L->R"
 C_F = "16500B"
-
-
-def has_fq_codel() -> bool:
-    """Whether this build's scenario schema knows FQ-CoDel."""
-    return "fq_codel" in Queue.model_fields
 
 
 def bottleneck_queue(kind: str) -> dict[str, Any]:
@@ -163,7 +156,7 @@ def oc3_trace_scenario(trace: int, *, duration: str, hosts: int | None = None, s
 
 
 def plan(*, quick: bool) -> list[RunSpec]:
-    kinds = [k for k in DISCIPLINES if k != "fq_codel" or has_fq_codel()]
+    kinds = DISCIPLINES
     ns = (1,) if quick else (1, 2, 4)
     duration = "4s" if quick else "8s"
     specs = []
@@ -306,6 +299,12 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         evidence=(f"n = 1, bottleneck seen by arrivals: YAQS fast max {y['qmax_bytes'] / 1e3:.0f} KB, p90 {y['q90_bytes'] / 1e3:.1f} KB; "
                   f"FIFO max {f['qmax_bytes'] / 1e3:.0f} KB, p90 {f['q90_bytes'] / 1e3:.1f} KB; "
                   f"RED max {r['qmax_bytes'] / 1e3:.0f} KB, p90 {r['q90_bytes'] / 1e3:.1f} KB"),
+        # Its size: the document's YAQS mean fast queue ranged 8-21 KB over
+        # the traces (Fig. 6); each trace's mean is set beside the nearer
+        # end of that range (ratio 1 inside it).
+        cells=[Cell(f"trace {t['trace']} YAQS mean fast queue (KB)", t["yaqs_cs0"]["qmean_bytes"] / 1e3,
+                    min(max(t["yaqs_cs0"]["qmean_bytes"] / 1e3, PAPER["yaqs_mean_kb"][0]), PAPER["yaqs_mean_kb"][1]))
+               for t in traces],
     ))  # fmt: skip
     # CCDF decays faster: compare tail probabilities beyond 50 KB, traces and simulation.
     tail_y = [_ccdf_at(t["yaqs_cs0"]["ccdf"], 50.0) for t in traces]
@@ -362,7 +361,8 @@ def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]
             "n": m["n"], "discipline": m["kind"],
             "queue max / mean / p90 (KB)": f"{m['qmax_bytes'] / 1e3:.0f} / {m['qmean_bytes'] / 1e3:.1f} / {m['q90_bytes'] / 1e3:.1f}",
             "aggressive goodput (Mbit/s)": ", ".join(f"{x / 1e6:.1f}" for x in m["goodput_bps"])
-            + (f" vs {paper:g} ({fmt_ratio(g / paper)})" if paper else ""),
+            + (f" vs {paper:g} ({fmt_ratio(g / paper)})" if paper else "")
+            + (" (document: {:g} to {:g} each)".format(*PAPER["goodput_n4_mbps"]) if m["n"] == 4 and m["kind"] == "yaqs" else ""),
             "slow flows max": m.get("slow_flows_max", "-"),
             "reordered": m["reordered"],
             "web FCT p50 / p99 (s)": _fct(m),
@@ -376,7 +376,8 @@ def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]
                 "packets": m["packets"], "queue": name,
                 "max / mean / p90 (KB)": f"{d['qmax_bytes'] / 1e3:.0f} / {d['qmean_bytes'] / 1e3:.1f} / {d['q90_bytes'] / 1e3:.1f}",
                 "slow flows max / mean": f"{d['slow_flows_max']} / {d['slow_flows_mean']:.2f}" if "slow_flows_max" in d else "-",
-                "slow / nop share (%)": f"{100 * d['slow_share']:.1f} / {100 * d['nop_share']:.1f}" if "slow_share" in d else "-",
+                f"slow / nop share (%) [document: {PAPER['slow_share_pct']:g} / {PAPER['nop_share_pct']:g}]":
+                    f"{100 * d['slow_share']:.1f} / {100 * d['nop_share']:.1f}" if "slow_share" in d else "-",
                 "false pos. / strict (%)": f"{d['false_positive_pct']:.4f} / {d['strict_false_positive_pct']:.3f}" if "slow_share" in d else "-",
             })  # fmt: skip
     return {"Simulations (Fig. 2 dumbbell, bottleneck L->R)": rows, "Trace study (beta = 1.15, r = 0.1)": trows}
@@ -388,18 +389,8 @@ def _fct(m: dict[str, Any]) -> str:
     return f"{m['web_fct_p50']:.3f} / {m['web_fct_p99']:.2f} ({m['web_done']})"
 
 
-def _markdown_table(rows: list[dict[str, Any]]) -> str:
-    heads = list(rows[0])
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
-    lines += ["| " + " | ".join(str(row[h]) for h in heads) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _fq_codel_paragraph(measured: dict[str, dict[str, Any]]) -> str:
     sims = _sims(measured)
-    if "fq_codel" not in sims:
-        return ("**FQ-CoDel** is not in this build's scenario schema (the `fq_codel` queue kind comes with "
-                "another branch); the comparison runs as soon as it is: the plan adds it by itself.")  # fmt: skip
     y, q = sims["yaqs"], sims["fq_codel"]
     return (
         f"**YAQS against FQ-CoDel** (n = 1): queue seen by arrivals max {y['qmax_bytes'] / 1e3:.0f} KB (YAQS fast) vs "
@@ -412,21 +403,21 @@ def _fq_codel_paragraph(measured: dict[str, dict[str, Any]]) -> str:
     )
 
 
+GRADING = (
+    f"A finding holds if its direction holds and each number of the document it rests on is within its factor "
+    f"(default {DEFAULT_FACTOR:g}, the false positives 10) of the model's."
+)
+
+
 def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float) -> Reproduction:
     found = findings(measured)
     printable = tables(measured)
     cpu = sum(m["wall_time_s"] for m in measured.values())
-    md = [f"# Reproduction: {TITLE}", ""]
-    md.append(f"Mode: **{'quick' if quick else 'full'}**; {len(measured)} runs, {wall_time_s:.0f} s wall time "
-              f"({cpu:.0f} s of run time). Every run's scenario is in `scenarios/`.")  # fmt: skip
-    grades = Counter(f.grade for f in found)
-    md += ["", "## Findings", "", f"{len(found)} findings: " + ", ".join(f"{grades[g]} {g}" for g in (HOLDS, DIRECTION_ONLY, FAILS) if grades[g]) + ".", ""]
-    md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
-    md += ["", f"A finding holds if its direction holds and each number of the document it rests on is within its factor "
-           f"(default {DEFAULT_FACTOR:g}, the false positives 10) of the model's."]  # fmt: skip
+    md = report_head(TITLE, "quick" if quick else "full", measured, wall_time_s)
+    md += findings_markdown(found, GRADING)
     for title, rows in printable.items():
         if rows:
-            md += ["", f"## {title}", "", _markdown_table(rows)]
+            md += ["", f"## {title}", "", markdown_table(rows)]
     md += ["", "## Plots", "", "![Fast queue](fig8_queue.png)", "", "![CCDF](fig4_ccdf.png)", "", "## Discussion", "", _fq_codel_paragraph(measured), "", DISCUSSION]
     return Reproduction(
         name="liberatore-yaqs", quick=quick, measured=measured, scenarios=scenarios, findings=found,

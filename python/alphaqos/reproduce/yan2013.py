@@ -30,7 +30,6 @@ experiment 2 at 0, 1 and 3 Gbps only); the findings must hold there too.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, DIRECTION_ONLY, FAILS, HOLDS, MARKS, Cell, Finding, fmt_cell, fmt_ratio
+from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, fmt_ratio, markdown_table, report_head
 
 TITLE = "Yan, Veeraraghavan, Tracy, Guok: On How to Provision QoS for Large Dataset Transfers (CTRQ 2013)"
 GIGA = 1e9
@@ -487,13 +486,6 @@ def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]
     }
 
 
-def _markdown_table(rows: list[dict[str, Any]]) -> str:
-    heads = list(rows[0])
-    lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
-    lines += ["| " + " | ".join(str(row[h]) for h in heads) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 GRADING = f"""A finding **holds** if the model shows its direction (the comparison
 the finding makes) and every number of the document it rests on comes out
 within a factor of {DEFAULT_FACTOR:g} (model / paper between {1 / DEFAULT_FACTOR:g} and
@@ -517,19 +509,10 @@ def report(
     found = findings(measured)
     printable = tables(measured)
     cpu = sum(m["wall_time_s"] for m in measured.values())
-    md = [f"# Reproduction: {TITLE}", ""]
-    md.append(
-        f"Mode: **{'quick (shortened timelines)' if quick else 'full (the document timelines)'}**; "
-        f"{len(measured)} runs, {wall_time_s:.0f} s wall time ({cpu:.0f} s of run time over the workers). "
-        "Every run's scenario is in `scenarios/`, to be rerun with `alphaqos run`."
-    )
-    grades = Counter(f.grade for f in found)
-    summary = ", ".join(f"{grades[g]} {g}" for g in (HOLDS, DIRECTION_ONLY, FAILS) if grades[g])
-    md += ["", "## Findings", "", f"{len(found)} findings: {summary}.", ""]
-    md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
-    md += ["", "### How findings are graded", "", GRADING]
+    md = report_head(TITLE, "quick (shortened timelines)" if quick else "full (the document timelines)", measured, wall_time_s)
+    md += findings_markdown(found, GRADING)
     for title, rows in printable.items():
-        md += ["", f"## {title}", "", _markdown_table(rows)]
+        md += ["", f"## {title}", "", markdown_table(rows)]
     md += ["", "## Plots", "", "![Experiment 1](fig3_exp1.png)", "", "![Experiment 2](fig4_exp2.png)", "",
            "![Experiment 3](fig5_exp3.png)", "", DISCUSSION]  # fmt: skip
     return Reproduction(
