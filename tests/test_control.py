@@ -7,8 +7,6 @@ tests/control.rs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +16,7 @@ import yaml
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
+from _cli import cli  # noqa: E402
 from alphaqos import columns as col  # noqa: E402
 from alphaqos.plots import mark_changes  # noqa: E402
 
@@ -44,10 +43,6 @@ control:
   - wred_rtt_tuning: {name: tune, class: "R->H2", traffic: [w0, w1, w2, w3, w4, w5], interval: 50ms, mtu: 1500B}
 """
 TABLES = ("queue", "tcp", "transfers", "transfer_streams", "workload", "queue_summary")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "alphaqos", *args], capture_output=True, text=True)
 
 
 def scenario(agent: bool = True) -> dict:

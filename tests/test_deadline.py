@@ -6,8 +6,6 @@ and bad input (one line naming the field, exit 2, nothing written)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import yaml
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
+from _cli import cli  # noqa: E402
 from alphaqos import columns as col  # noqa: E402
 
 SCENARIO = """\
@@ -50,10 +49,6 @@ deadline_transfers:
 
 def doc() -> dict:
     return yaml.safe_load(SCENARIO)
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "alphaqos", *args], capture_output=True, text=True)
 
 
 def resolved(d: dict) -> dict:

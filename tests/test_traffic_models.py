@@ -7,8 +7,6 @@ parameters over long runs."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +16,7 @@ import yaml
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
+from _cli import refused  # noqa: E402
 from alphaqos import columns as col  # noqa: E402
 from alphaqos import load_scenario, resolve  # noqa: E402
 
@@ -41,10 +40,6 @@ workloads:
   - name: web
     http: {server: W, clients: [C], sessions: 4, think: 500ms}
 """
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "alphaqos", *args], capture_output=True, text=True)
 
 
 def test_the_models_resolve_with_their_documented_defaults():
@@ -88,11 +83,5 @@ def test_sources_report_as_udp_flows_and_pages_as_request_response_pairs():
 def test_bad_models_are_refused_before_anything_runs(tmp_path: Path, edit, where, what):
     doc = yaml.safe_load(SCENARIO)
     edit(doc)
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    out = tmp_path / "run"
-    done = cli("run", str(path), "--out", str(out), "--quiet")
-    assert done.returncode == 2, done.stderr
-    first = done.stderr.splitlines()[0]
-    assert "bad.yaml:" in first and where in first and what in first, done.stderr
-    assert not out.exists()
+    first = refused(tmp_path, doc)
+    assert "bad.yaml:" in first and where in first and what in first, first
