@@ -50,7 +50,7 @@ pub struct Hop {
     pub name: String,
     /// The firewall filter of the router forwarding onto this hop.
     pub filter: Option<usize>,
-    pub qdisc: Box<dyn Qdisc>,
+    pub qdisc: alphaqos_sim::qos::LinkQdisc,
     pub rng: Rng,
     pub rate: DataRate,
     pub delay: Duration,
@@ -68,7 +68,7 @@ pub struct Hop {
 }
 
 impl Hop {
-    pub fn new(name: String, filter: Option<usize>, qdisc: Box<dyn Qdisc>, rng: Rng, rate: DataRate, delay: Duration, mtu: u32, overhead: u32) -> Hop {
+    pub fn new(name: String, filter: Option<usize>, qdisc: alphaqos_sim::qos::LinkQdisc, rng: Rng, rate: DataRate, delay: Duration, mtu: u32, overhead: u32) -> Hop {
         Hop { name, filter, qdisc, rng, rate, delay, mtu, overhead, tx_free: SimTime::ZERO, hold: SimTime::ZERO, pipe: VecDeque::new(), tx_pkts: 0, tx_bytes: 0, mtu_drops: 0 }
     }
 
@@ -207,7 +207,7 @@ mod tests {
     use alphaqos_sim::qos::fifo::{Fifo, Limit};
 
     fn hop(rate_mbps: u64, delay_us: u64, limit_pkts: u64) -> Hop {
-        let q = Box::new(Fifo::new(Limit::from_opts(Some(limit_pkts), None)));
+        let q = alphaqos_sim::qos::LinkQdisc::Fifo(Fifo::new(Limit::from_opts(Some(limit_pkts), None)));
         Hop::new("a->b".into(), None, q, Rng::stream(1, "t"), DataRate::mbps(rate_mbps), Duration(delay_us * 1000), 1500, 0)
     }
 

@@ -32,6 +32,7 @@ mod wire;
 use alphaqos_sim::summary;
 use alphaqos_sim::config::{FilterTermConfig, QueueConfig};
 use alphaqos_sim::metrics::{col, Column, Histogram, Table};
+use alphaqos_sim::qos::Qdisc;
 use alphaqos_sim::qos::classify::Filter;
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, Duration, SimTime};
@@ -501,7 +502,7 @@ impl Emulator {
 
     fn queue_summary(&self) -> Table {
         let hops = self.dirs.iter().flat_map(|d| &d.hops);
-        summary::queue_summary(hops.map(|h| summary::QueueSource { link: &h.name, rate: h.rate, link_loss_pkts: 0, qdisc: h.qdisc.as_ref() }))
+        summary::queue_summary(hops.map(|h| summary::QueueSource { link: &h.name, rate: h.rate, link_loss_pkts: 0, qdisc: h.qdisc.as_dyn() }))
     }
 
     fn filter_table(&self) -> Table {

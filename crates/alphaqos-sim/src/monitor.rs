@@ -15,6 +15,7 @@
 //!   maximum, mean, percentiles, CCDF), the same measure for every
 //!   discipline (YAQS keeps its fast queue's in its own counters).
 
+use crate::qos::Qdisc;
 use crate::metrics::Histogram;
 use crate::packet::{Packet, Payload};
 use std::collections::HashMap;

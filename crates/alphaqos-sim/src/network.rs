@@ -17,6 +17,7 @@
 //! counters: the bytes of a connection's data waiting in its sending host's
 //! interface queue.
 
+use crate::qos::Qdisc;
 use crate::conn::ConnId;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::DelayStats;

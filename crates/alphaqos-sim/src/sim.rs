@@ -7,6 +7,7 @@
 //! transmission ending, a packet arriving, a connection's timer, a
 //! workload's timer, or a sample of the series.
 
+use crate::qos::Qdisc;
 use crate::apps::bulk::{AppWriter, BulkTcp};
 use crate::apps::App;
 use crate::builder::{build_flow, build_net, check_path, host_id};
@@ -772,7 +773,7 @@ impl Simulation {
     }
 
     fn queue_summary(&self) -> Table {
-        crate::summary::queue_summary(self.net.ifaces.iter().map(|ifc| crate::summary::QueueSource { link: &ifc.name, rate: ifc.rate, link_loss_pkts: ifc.lost_pkts, qdisc: ifc.qdisc.as_ref() }))
+        crate::summary::queue_summary(self.net.ifaces.iter().map(|ifc| crate::summary::QueueSource { link: &ifc.name, rate: ifc.rate, link_loss_pkts: ifc.lost_pkts, qdisc: ifc.qdisc.as_dyn() }))
     }
 
     fn flow_summary(&self) -> Table {

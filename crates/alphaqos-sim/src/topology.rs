@@ -8,7 +8,6 @@
 
 use crate::config::Impairment;
 use crate::packet::Packet;
-use crate::qos::Qdisc;
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
@@ -34,7 +33,7 @@ pub struct Iface {
     pub mtu: u32,
     /// Bytes added to every packet on the wire (framing, preamble, gap).
     pub overhead: u32,
-    pub qdisc: Box<dyn Qdisc>,
+    pub qdisc: crate::qos::LinkQdisc,
     /// The discipline's random stream ("queue:<name>").
     pub rng: Rng,
     /// The wire impairments' own stream ("impair:<name>").

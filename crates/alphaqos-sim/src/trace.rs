@@ -21,6 +21,7 @@
 //! (for YAQS, its fast queue; its own counters carry the rest), and a
 //! series every `interval`.
 
+use crate::qos::Qdisc;
 use crate::metrics::{col, Column, Histogram, Table};
 use crate::packet::{Packet, PROTO_TCP, PROTO_UDP};
 use crate::qos::{self, Dequeued, QueueCtx};
@@ -221,10 +222,10 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
         s_fast.push(fast);
         s_slow_flows.push(flows);
     };
-    let send_until = |q: &mut Box<dyn qos::Qdisc>, until: u64, free_at: &mut u64, sent: &mut u64, rng: &mut Rng, sample: &mut dyn FnMut(&dyn qos::Qdisc, u64), next_sample: &mut u64| {
+    let send_until = |q: &mut qos::LinkQdisc, until: u64, free_at: &mut u64, sent: &mut u64, rng: &mut Rng, sample: &mut dyn FnMut(&dyn qos::Qdisc, u64), next_sample: &mut u64| {
         while q.backlog().pkts > 0 && *free_at <= until {
             while *next_sample <= *free_at {
-                sample(q.as_ref(), *next_sample);
+                sample(q.as_dyn(), *next_sample);
                 *next_sample += interval_ns;
             }
             let mut ctx = QueueCtx::new(SimTime(*free_at), rate, rng);
@@ -241,7 +242,7 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
     for tp in &trace.packets {
         send_until(&mut q, tp.time_ns, &mut free_at, &mut sent, &mut rng, &mut sample, &mut next_sample);
         while next_sample <= tp.time_ns {
-            sample(q.as_ref(), next_sample);
+            sample(q.as_dyn(), next_sample);
             next_sample += interval_ns;
         }
         if q.backlog().pkts == 0 {

@@ -56,6 +56,7 @@ pub mod deadline;
 pub mod knob;
 pub mod wred_rtt;
 
+use crate::qos::Qdisc;
 use crate::config::{AgentConfig, Config};
 use crate::conn::ConnId;
 use crate::event::{Event, FlowTimer};

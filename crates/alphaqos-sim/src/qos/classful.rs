@@ -184,7 +184,7 @@ mod tests {
 
     fn queue(v: serde_json::Value) -> Result<Box<dyn Qdisc>, String> {
         let cfg: QueueConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        crate::qos::build(&cfg, 1500)
+        crate::qos::build(&cfg, 1500).map(|q| Box::new(q) as Box<dyn Qdisc>)
     }
 
     fn drain(q: &mut dyn Qdisc, load: &[(u8, u32)]) -> Vec<u8> {

@@ -117,6 +117,7 @@ impl Fifo {
 }
 
 impl Qdisc for Fifo {
+    #[inline]
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         let held = self.q.backlog();
         let Some(profile) = &mut self.profile else {
@@ -142,6 +143,7 @@ impl Qdisc for Fifo {
         self.q.counters.on_drop(pkt.size, reason);
         Err((pkt, reason))
     }
+    #[inline]
     fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
         let Some(d) = &mut self.profile else {
             // The plain FIFO: the packet goes from the ring to the caller.
@@ -158,6 +160,7 @@ impl Qdisc for Fifo {
             None => Dequeued::Empty,
         }
     }
+    #[inline]
     fn backlog(&self) -> Backlog {
         self.q.backlog()
     }

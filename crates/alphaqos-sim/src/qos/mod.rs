@@ -272,13 +272,77 @@ impl Child {
     }
 }
 
+/// An interface's discipline. The FIFO (plain, or with a drop profile:
+/// RED) is held by value, so that the per-packet calls of the commonest
+/// queue are direct and inlined; every other discipline behind the trait.
+/// Measured on the single-flow reference case of `make bench`.
+pub enum LinkQdisc {
+    Fifo(fifo::Fifo),
+    Dyn(Box<dyn Qdisc>),
+}
+
+impl Qdisc for LinkQdisc {
+    #[inline(always)]
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
+        match self {
+            LinkQdisc::Fifo(q) => q.enqueue(pkt, ctx),
+            LinkQdisc::Dyn(q) => q.enqueue(pkt, ctx),
+        }
+    }
+    #[inline(always)]
+    fn dequeue(&mut self, ctx: &mut QueueCtx) -> Dequeued {
+        match self {
+            LinkQdisc::Fifo(q) => q.dequeue(ctx),
+            LinkQdisc::Dyn(q) => q.dequeue(ctx),
+        }
+    }
+    #[inline(always)]
+    fn backlog(&self) -> Backlog {
+        match self {
+            LinkQdisc::Fifo(q) => q.backlog(),
+            LinkQdisc::Dyn(q) => q.backlog(),
+        }
+    }
+    fn head_size(&self) -> Option<u32> {
+        self.as_dyn().head_size()
+    }
+    fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
+        self.as_dyn().for_each_queue(f)
+    }
+    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+        match self {
+            LinkQdisc::Fifo(q) => q.knob(class, name, op, ctx),
+            LinkQdisc::Dyn(q) => q.knob(class, name, op, ctx),
+        }
+    }
+    fn for_each_yaqs(&self, f: &mut dyn FnMut(&str, &yaqs::Yaqs)) {
+        self.as_dyn().for_each_yaqs(f)
+    }
+    #[inline(always)]
+    fn last_band(&self) -> u8 {
+        match self {
+            LinkQdisc::Fifo(_) => 0,
+            LinkQdisc::Dyn(q) => q.last_band(),
+        }
+    }
+}
+
+impl LinkQdisc {
+    pub fn as_dyn(&self) -> &dyn Qdisc {
+        match self {
+            LinkQdisc::Fifo(q) => q,
+            LinkQdisc::Dyn(q) => q.as_ref(),
+        }
+    }
+}
+
 /// Build a discipline from its configuration, for an interface whose MTU
 /// is `mtu` bytes (MDRR derives its quanta from it).
-pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
+pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<LinkQdisc, String> {
     use crate::config::QueueConfig::*;
-    Ok(match cfg {
-        Fifo(c) => Box::new(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes))),
-        Red(c) => Box::new(aqm::red::queue(aqm::red::RedParams::from_config(c)?)),
+    Ok(LinkQdisc::Dyn(match cfg {
+        Fifo(c) => return Ok(LinkQdisc::Fifo(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)))),
+        Red(c) => return Ok(LinkQdisc::Fifo(aqm::red::queue(aqm::red::RedParams::from_config(c)?))),
         Junos(c) => Box::new(build_junos(c, mtu)?),
         Htb(c) => Box::new(build_htb(c, mtu)?),
         StrictPriority(c) => Box::new(classful::build(c, classful::Kind::StrictPriority, mtu)?),
@@ -288,7 +352,7 @@ pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<Box<dyn Qdisc>, String> {
         FqCodel(c) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(c, None, mtu))?),
         Sfq(c) => Box::new(fq::sfq::Sfq::new(sfq_params(c, None, mtu))?),
         Yaqs(c) => Box::new(yaqs::params_from_config(c, fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)).and_then(yaqs::Yaqs::new).map_err(|e| format!("yaqs: {e}"))?),
-    })
+    }))
 }
 
 /// Linux's default quantum and CoDel MTU on a link of IP MTU `mtu`: the
