@@ -54,10 +54,21 @@ VARIANTS: dict[str, tuple[list, dict[str, Any]]] = {
     "meter_window 10us": ([_classes(meter_window="10us")], {}),
     "meter_window 100us": ([_classes(meter_window="100us")], {}),
     "meter_window 1ms": ([_classes(meter_window="1ms")], {}),
+    "meter_window 10ms": ([_classes(meter_window="10ms")], {}),
+    "meter_window 100ms": ([_classes(meter_window="100ms")], {}),
     "buffer temporal 100ms": ([_classes(buffer_size={"temporal": "100ms"})], {}),
     "buffer temporal 10ms": ([_classes(buffer_size={"temporal": "10ms"})], {}),
     "proportional + window 100us": ([_policy(excess="proportional"), _classes(meter_window="100us")], {}),
     "proportional + linux-2.6.33": ([_policy(excess="proportional")], {"host_profile": "linux-2.6.33"}),
+    # What Juniper documents for Trio: proportional excess, 100 ms of
+    # guaranteed-rate credit ("Traffic Burst Management on MIC and MPC
+    # Interfaces Overview"), 100 ms delay buffers (equal to the percent
+    # buffers here).
+    "trio documented": ([_policy(excess="proportional"), _classes(meter_window="100ms")], {}),
+    "trio documented + linux-2.6.33": ([_policy(excess="proportional"), _classes(meter_window="100ms")], {"host_profile": "linux-2.6.33"}),
+    "linux-2.6.33": ([], {"host_profile": "linux-2.6.33"}),
+    "window 100us + linux-2.6.33": ([_classes(meter_window="100us")], {"host_profile": "linux-2.6.33"}),
+    "window 1ms + linux-2.6.33": ([_classes(meter_window="1ms")], {"host_profile": "linux-2.6.33"}),
 }
 
 
