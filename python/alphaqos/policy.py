@@ -43,7 +43,10 @@ partitioned) and takes only the parameters its scheduler uses; any other
 is an error naming the class and the field:
 
 - ``junos`` (default): ``transmit_rate`` (required), ``priority``
-  (default ``low``), ``exact``, ``burst``, as above;
+  (default ``low``), ``exact``, ``burst`` or ``meter_window``, as above;
+  ``excess_priority`` and ``excess_rate`` (see below); a ``buffer_size``
+  may be ``{temporal: 100ms}``, Junos's ``buffer-size temporal``: the
+  bytes the class's transmit rate sends in that time;
 - ``strict-priority``: ``priority``, the Junos level names ordered
   ``strict-high`` > ``high`` > ``medium-high`` > ``medium-low`` > ``low``
   (default ``low``); the highest backlogged level is always served first,
@@ -69,6 +72,29 @@ is an error naming the class and the field:
           be:    {weight: 1, buffer_size: 50%}
           af:    {weight: 3, buffer_size: 30%}
           voice: {weight: 1, buffer_size: 20%, low_latency: strict-priority}
+
+The MX Series Trio scheduler
+---------------------------
+``junos`` models by default the description of the first source document
+(excess bandwidth by priority). What the MX80's Trio chipset does where
+Juniper documents it (``crates/alphaqos-sim/src/qos/sched/junos.rs``):
+``excess: proportional`` on the policy gives a queue above its transmit
+rate the excess at its excess priority, excess high (``strict-high`` and
+``high`` queues, or ``excess_priority: high``/``medium-high``) before
+excess low, shared in proportion to ``excess_rate`` (a percentage,
+default the transmit rate); ``excess_priority: none`` keeps the queue at
+its priority above its rate. The in/out-of-profile meter's depth is
+undocumented: ``burst`` (bytes, default 1500B) or ``meter_window`` (the
+transmit rate times that time)::
+
+    policies:
+      trio:
+        excess: proportional
+        buffer: 125MB
+        classes:
+          beta:  {transmit_rate: 50%, buffer_size: 50%, priority: medium-low}
+          alpha: {transmit_rate: 49%, buffer_size: {temporal: 100ms}, priority: medium-high, meter_window: 1ms}
+          scavenger: {transmit_rate: 1%, buffer_size: 1%, priority: low, excess_rate: 1%}
 
 Three-colour policers
 ---------------------
@@ -135,6 +161,7 @@ scenario (``queues: {R: {fq_codel: {}}}``) and HTB leaves' ``child``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import ipaddress
 from typing import Annotated, Any, Literal
 
@@ -144,7 +171,7 @@ from . import units
 from .errors import FieldError
 from .fields import Dscp, Flag, Model, Name, PortRange, PositiveRate, PositiveSize, PositiveTime, QueueLimit, Size, ThresholdField
 
-__all__ = ["Child", "FqCodel", "Policy", "Sfq", "check_policy", "child_config", "fq_codel_config", "resolve_egress", "resolve_filter", "sfq_config"]
+__all__ = ["Child", "FqCodel", "Policy", "Sfq", "Temporal", "check_policy", "child_config", "fq_codel_config", "resolve_egress", "resolve_filter", "sfq_config"]
 
 #: A positive count.
 Count = Annotated[int, Strict(), Field(ge=1)]
@@ -182,6 +209,38 @@ def _fmt_percent(p: float) -> str:
 
 
 Percent = Annotated[float, PlainValidator(_percent), PlainSerializer(_fmt_percent, when_used="json")]
+
+
+@dataclass(frozen=True)
+class Temporal:
+    """Junos ``buffer-size temporal``: the bytes the queue's transmit rate
+    sends in ``ns`` nanoseconds."""
+
+    ns: int
+
+
+def _buffer_size(value: object) -> float | Temporal:
+    """'40%' -> 40.0 (percent of the policy's buffer); {temporal: 100ms} -> Temporal."""
+    if isinstance(value, dict):
+        if set(value) != {"temporal"}:
+            raise ValueError(f"expected a percentage like '40%' or {{temporal: 100ms}}, got {value!r}")
+        try:
+            ns = units.parse_time(value["temporal"])
+        except ValueError as exc:
+            raise ValueError(f"temporal: {exc}") from None
+        if ns <= 0:
+            raise ValueError("temporal: must be greater than 0s")
+        return Temporal(ns)
+    return _percent(value)
+
+
+def _fmt_buffer_size(value: float | Temporal) -> str | dict[str, str]:
+    if isinstance(value, Temporal):
+        return {"temporal": units.fmt_time_ns(value.ns, exact=True)}
+    return _fmt_percent(value)
+
+
+BufferSize = Annotated[float | Temporal, PlainValidator(_buffer_size), PlainSerializer(_fmt_buffer_size, when_used="json")]
 
 
 def _transmit_rate(value: object) -> float | int | str:
@@ -431,7 +490,7 @@ PRIORITIES = ("strict-high", "high", "medium-high", "medium-low", "low")
 
 #: The class parameters each scheduler uses (all others must be left unset).
 SCHEDULER_FIELDS: dict[str, tuple[str, ...]] = {
-    "junos": ("transmit_rate", "priority", "exact", "burst"),
+    "junos": ("transmit_rate", "priority", "exact", "burst", "meter_window", "excess_rate", "excess_priority"),
     "strict-priority": ("priority",),
     "wrr": ("weight",),
     "drr": ("quantum",),
@@ -456,12 +515,20 @@ class ForwardingClass(Model):
     scheduler; the other parameters to the schedulers listed in the module
     doc."""
 
-    buffer_size: Percent
+    #: A share of the policy's buffer, or (junos) ``{temporal: 100ms}``:
+    #: the bytes the transmit rate sends in that time.
+    buffer_size: BufferSize
     transmit_rate: TransmitRate | None = None
     priority: Literal["strict-high", "high", "medium-high", "medium-low", "low"] | None = None
     exact: Flag = False
     #: Depth of the meter that decides in/out of profile (default 1500B).
     burst: PositiveSize | None = None
+    #: ... or that depth as the bytes the transmit rate allows in a window.
+    meter_window: PositiveTime | None = None
+    #: Junos ``excess-rate percent``: weight in the excess (``excess: proportional``).
+    excess_rate: Percent | None = None
+    #: Junos ``excess-priority``.
+    excess_priority: Literal["high", "medium-high", "medium-low", "low", "none"] | None = None
     weight: Annotated[int, Strict(), Field(ge=1, le=U32_MAX)] | None = None
     quantum: Annotated[PositiveSize, Field(le=U32_MAX)] | None = None
     low_latency: Literal["strict-priority", "alternate-priority"] | None = None
@@ -473,11 +540,14 @@ class ForwardingClass(Model):
     def _profile_or_child(self) -> ForwardingClass:
         if self.drop_profile is not None and self.child is not None:
             raise ValueError("give drop_profile (a FIFO with that profile) or child, not both")
+        if self.burst is not None and self.meter_window is not None:
+            raise ValueError("give burst (the meter depth) or meter_window (the depth as a time at the transmit rate), not both")
         return self
 
     def scheduler_fields(self) -> list[str]:
         """The scheduler parameters this class sets (not left at their default)."""
-        names = [name for name in ("transmit_rate", "priority", "burst", "weight", "quantum", "low_latency")
+        names = [name for name in ("transmit_rate", "priority", "burst", "meter_window", "excess_rate", "excess_priority",
+                                   "weight", "quantum", "low_latency")
                  if getattr(self, name) is not None]  # fmt: skip
         return names + (["exact"] if self.exact else [])
 
@@ -586,13 +656,18 @@ class Term(Model):
 
 class Policy(Model):
     scheduler: Literal["junos", "strict-priority", "wrr", "drr", "mdrr"] = "junos"
+    #: junos: what queues above their transmit rates get of the excess:
+    #: ``priority`` (default; by priority, the document's description) or
+    #: ``proportional`` (MX Trio: excess high then low, in proportion to
+    #: ``excess_rate``, by default the transmit rates).
+    excess: Literal["priority", "proportional"] | None = None
     buffer: QueueLimit = units.QueueLimit(pkts=1000)
     classes: Annotated[dict[Name, ForwardingClass], Field(min_length=1)]
     filter: list[Term] = []
 
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
-        shares = sum(c.buffer_size for c in self.classes.values())
+        shares = sum(c.buffer_size for c in self.classes.values() if isinstance(c.buffer_size, float))
         if shares > 100 + 1e-9:
             raise ValueError(f"buffer_size shares add up to {shares:g}%, more than 100%")
         rates = sum(c.transmit_rate for c in self.classes.values() if isinstance(c.transmit_rate, float))
@@ -618,7 +693,17 @@ def check_policy(policy: Policy):
     """What the model cannot check field by field: each class's parameters
     against the scheduler. Yields (path below the policy, message)."""
     used, required = SCHEDULER_FIELDS[policy.scheduler], SCHEDULER_REQUIRED[policy.scheduler]
+    if policy.excess is not None and policy.scheduler != "junos":
+        yield ("excess",), f"excess is a junos scheduler parameter (this policy's scheduler: {policy.scheduler})"
     for name, c in policy.classes.items():
+        if isinstance(c.buffer_size, Temporal) and policy.scheduler != "junos":
+            yield ("classes", name, "buffer_size"), (
+                f"class {name!r}: a temporal buffer_size needs the junos scheduler's transmit_rate (use a percentage)"
+            )
+        if c.excess_rate is not None and policy.excess != "proportional" and "excess_rate" in used:
+            yield ("classes", name, "excess_rate"), (
+                f"class {name!r}: excess_rate is a weight of the proportional excess sharing (set the policy's excess: proportional)"
+            )
         for field in c.scheduler_fields():
             if field not in used:
                 yield ("classes", name, field), (
@@ -766,6 +851,9 @@ def _class_parameters(policy: Policy, c: ForwardingClass) -> dict[str, Any]:
             "priority": c.priority or "low",
             "exact": c.exact,
             "burst_bytes": c.burst,
+            "meter_window_ns": c.meter_window,
+            "excess_rate_percent": c.excess_rate,
+            "excess_priority": c.excess_priority,
         }
     if policy.scheduler == "strict-priority":
         return {"priority": STRICT_LEVELS[c.priority or "low"]}
@@ -782,10 +870,18 @@ def resolve_egress(policy: Policy) -> dict[str, Any]:
     ``strict_priority``, ``wrr``, ``drr``, ``mdrr``."""
     classes = [
         {
-            "name": name, **_class_parameters(policy, c), "buffer_percent": c.buffer_size,
+            "name": name, **_class_parameters(policy, c), **_buffer(c.buffer_size),
             "drop_profile": _drop_profile(c.drop_profile), **child_config(c.child),
         }
         for name, c in policy.classes.items()
     ]
     kind = policy.scheduler.replace("-", "_")
-    return {kind: {"buffer_pkts": policy.buffer.pkts, "buffer_bytes": policy.buffer.bytes, "classes": classes}}
+    excess = {"excess": policy.excess} if policy.excess is not None else {}
+    return {kind: {"buffer_pkts": policy.buffer.pkts, "buffer_bytes": policy.buffer.bytes, **excess, "classes": classes}}
+
+
+def _buffer(size: float | Temporal) -> dict[str, Any]:
+    """A class's ``buffer_percent``, or (junos) ``buffer_temporal_ns``."""
+    if isinstance(size, Temporal):
+        return {"buffer_temporal_ns": size.ns}
+    return {"buffer_percent": size}

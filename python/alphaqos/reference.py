@@ -57,6 +57,7 @@ VALUE_TYPES: dict[str, tuple[str, Any]] = {
     "_parse_threshold": ("packet count or size (both thresholds of one kind)", 30),
     "_percent": ("percentage", "40%"),
     "_transmit_rate": ("percentage, rate or `remainder`", "60%"),
+    "_buffer_size": ("percentage, or `{temporal: TIME}` (junos)", "40%"),
 }
 
 #: Conditions that validators add, by the validator's qualified name.
@@ -241,7 +242,11 @@ DESCRIPTIONS: dict[str, str] = {
     "buffer": "Interface buffer the classes share, strictly partitioned by buffer_size.",
     "classes": "Forwarding classes in queue order; the first is the default class.",
     "filter": "Firewall filter terms, first match wins.",
-    "buffer_size": "Share of the policy's buffer.",
+    "buffer_size": "Share of the policy's buffer; junos also {temporal: T}: the bytes transmit_rate sends in T.",
+    "excess": "junos: excess bandwidth above the transmit rates by priority (default) or proportional (MX Trio).",
+    "meter_window": "junos: in/out-of-profile meter depth as transmit_rate x this time (instead of burst).",
+    "excess_rate": "junos, excess proportional: weight in the excess; unset: the transmit rate.",
+    "excess_priority": "junos: level above the transmit rate (Trio: high, medium-high excess high, others low); none: not demoted.",
     "transmit_rate": "junos: WFQ share (percentage of the line rate, a rate, or what is left).",
     "priority": "junos: priority of in-profile service; strict-priority: the level.",
     "exact": "junos: never exceed transmit_rate (shaped), even when the link is idle.",
@@ -330,7 +335,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "mark_prob_denominator": 10, "source": "10.0.2.0/24", "destination": "10.0.1.1/32", "src": "10.0.2.0/24",
     "dst": "10.0.1.0/24", "ceil": "900Mbps", "HtbClass.rate": "600Mbps", "Udp.rate": "3Gbps",
     "Poisson.rate": "500Mbps", "Link.rate": "10Gbps", "limit": "125MB", "buffer": "125MB", "min_th": 30,
-    "max_th": 90, "ctr": "500Mbps", "beta": 0.7, "c": 0.4,
+    "max_th": 90, "ctr": "500Mbps", "beta": 0.7, "c": 0.4, "meter_window": "1ms", "excess_rate": "10%",
+    "excess": "proportional", "excess_priority": "low",
 }  # fmt: skip
 
 

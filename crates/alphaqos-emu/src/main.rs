@@ -196,15 +196,15 @@ impl Emulator {
                 let hop_name = hv.get("name").and_then(Value::as_str).unwrap_or("").to_string();
                 let queue: QueueConfig = serde_json::from_value(hv.get("queue").cloned().unwrap_or(Value::Null)).map_err(|e| format!("{at}.queue: {e}"))?;
                 let mtu = hv.get("mtu_bytes").and_then(Value::as_u64).unwrap_or(1500) as u32;
-                let qdisc = alphaqos_sim::qos::build(&queue, mtu).map_err(|e| format!("{at} ({hop_name}).queue: {e}"))?;
-                let filter = match hv.get("filter") {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.filter: not a filter index"))? as usize),
-                };
                 let rate = u64_at(hv, "rate_bps", &at)?;
                 if rate == 0 {
                     return Err(format!("{at}.rate_bps: must be positive"));
                 }
+                let qdisc = alphaqos_sim::qos::build_on(&queue, mtu, Some(alphaqos_sim::DataRate(rate))).map_err(|e| format!("{at} ({hop_name}).queue: {e}"))?;
+                let filter = match hv.get("filter") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.filter: not a filter index"))? as usize),
+                };
                 let rng = Rng::stream(seed, &format!("queue:{hop_name}"));
                 let overhead = hv.get("overhead_bytes").and_then(Value::as_u64).unwrap_or(0) as u32;
                 hops.push(Hop::new(hop_name, filter, qdisc, rng, DataRate(rate), Duration(u64_at(hv, "delay_ns", &at)?), mtu, overhead));

@@ -66,7 +66,7 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
             for (from, to, q, key, imp, monitor, tap) in dirs {
                 imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
-                let qdisc = qos::build(q, l.mtu_bytes).map_err(|e| format!("links[{i}].{key}: {e}"))?;
+                let qdisc = qos::build_on(q, l.mtu_bytes, Some(DataRate(l.rate_bps))).map_err(|e| format!("links[{i}].{key}: {e}"))?;
                 let tap = match tap {
                     Some(file) => {
                         let path = cfg.tap_dir.as_deref().map_or_else(|| std::path::PathBuf::from(file), |d| std::path::Path::new(d).join(file));

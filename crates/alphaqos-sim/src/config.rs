@@ -356,6 +356,10 @@ pub struct ClassfulConfig<C = ClassfulClassConfig> {
     pub buffer_pkts: Option<u64>,
     #[serde(default)]
     pub buffer_bytes: Option<u64>,
+    /// Junos only: how queues above their transmit rates share the excess,
+    /// `priority` (default) or `proportional` (MX Trio).
+    #[serde(default)]
+    pub excess: Option<String>,
     pub classes: Vec<C>,
 }
 
@@ -533,10 +537,23 @@ pub struct JunosClassConfig {
     pub priority: String,
     #[serde(default)]
     pub exact: bool,
-    /// Percent of the interface buffer (strictly partitioned).
-    pub buffer_percent: f64,
+    /// Percent of the interface buffer (strictly partitioned), or
+    /// `buffer_temporal_ns`: the bytes the transmit rate sends in that time.
+    #[serde(default)]
+    pub buffer_percent: Option<f64>,
+    #[serde(default)]
+    pub buffer_temporal_ns: Option<u64>,
+    /// Meter depth: bytes, or the transmit rate times a window.
     #[serde(default)]
     pub burst_bytes: Option<u64>,
+    #[serde(default)]
+    pub meter_window_ns: Option<u64>,
+    /// `excess-rate percent` (needs `excess: proportional`) and
+    /// `excess-priority` (high, medium-high, medium-low, low, none).
+    #[serde(default)]
+    pub excess_rate_percent: Option<f64>,
+    #[serde(default)]
+    pub excess_priority: Option<String>,
     /// Drop curves per loss priority: (fill %, drop %) points, interpolated,
     /// on the queue's instantaneous fill in bytes (Junos drop profiles).
     #[serde(default)]

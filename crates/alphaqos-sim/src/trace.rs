@@ -199,7 +199,7 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
     if rate.as_bps() == 0 {
         return Err("the downstream rate must be positive".into());
     }
-    let mut q = qos::build(queue, 65535)?;
+    let mut q = qos::build_on(queue, 65535, Some(rate))?;
     let mut rng = Rng::stream(seed, "queue:replay");
     let mut measured: Histogram<6> = Histogram::default();
     let (mut s_time, mut s_len, mut s_fast, mut s_slow_flows) = (vec![], vec![], vec![], vec![]);

@@ -11,20 +11,22 @@
 //! What is measured: long-run shares against weights, quanta and transmit
 //! rates (within 2%); work conservation under random arrivals; strict
 //! priority and MDRR's low-latency queue; the Junos in/out-of-profile rules
-//! and `exact`; per-class conservation and the partitioned buffer; the
-//! reordering story of the Juniper document's Table I.
+//! and `exact`; MX Trio's proportional excess and `excess-priority`
+//! against Juniper's example tables; per-class conservation, the
+//! partitioned buffer and temporal buffers; the reordering story of the
+//! Juniper document's Table I, and how a meter window changes it.
 
 use alphaqos_sim::packet::Packet;
 use alphaqos_sim::qos::fifo::Limit;
 use alphaqos_sim::qos::sched::drr::Drr;
-use alphaqos_sim::qos::sched::junos::{self, Junos, JunosClass, Priority, QueueParams, TransmitRate};
+use alphaqos_sim::qos::sched::junos::{self, ExcessPriority, ExcessSharing, Junos, JunosClass, Priority, QueueParams, TransmitRate};
 use alphaqos_sim::qos::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
 use alphaqos_sim::qos::sched::prio::StrictPriority;
 use alphaqos_sim::qos::sched::wrr::Wrr;
 use alphaqos_sim::qos::sched::{BufferSize, ClassSpec, Scheduled, Scheduler};
 use alphaqos_sim::qos::{Child, Dequeued, DropReason, Qdisc, QueueCtx};
 use alphaqos_sim::rng::Rng;
-use alphaqos_sim::{DataRate, SimTime};
+use alphaqos_sim::{DataRate, Duration, SimTime};
 
 const LINK: DataRate = DataRate::gbps(10);
 /// 1500 B at 10 Gbps.
@@ -391,6 +393,96 @@ fn junos_all_out_of_profile_falls_back_to_priority_order() {
     assert_shares(&shares(&st.sent_bytes), &[0.45, 0.45, 0.1], "excess by round robin");
 }
 
+fn trio_queue(params: Vec<QueueParams>) -> Scheduled<Junos> {
+    Scheduled::new(classes(params.len(), Limit::UNLIMITED), Junos::new(params).unwrap().excess(ExcessSharing::Proportional).unwrap()).unwrap()
+}
+
+/// Throughput of each class over the run, bit/s.
+fn rates_bps(st: &Stats) -> Vec<f64> {
+    st.sent_bytes.iter().map(|&b| b as f64 * 8e9 / st.end as f64).collect()
+}
+
+fn assert_rates(got: &[f64], want_bps: &[f64], what: &str) {
+    eprintln!("{what}: got {:.0?} Mbps", got.iter().map(|g| g / 1e6).collect::<Vec<_>>());
+    for (i, (g, w)) in got.iter().zip(want_bps).enumerate() {
+        assert!((g - w).abs() <= 0.02 * w, "{what}: class {i} got {:.1} Mbps, want {:.1}", g / 1e6, w / 1e6);
+    }
+}
+
+#[test]
+fn junos_proportional_excess_follows_the_transmit_rates() {
+    // Two low queues of 10 % and 30 %, both backlogged: the 60 % nobody is
+    // guaranteed goes 1:3 on MX Trio (10 + 15, 30 + 45), evenly by round
+    // robin in the document's priority model (10 + 30, 30 + 30).
+    let p = || vec![pct(10.0, Priority::Low), pct(30.0, Priority::Low)];
+    let st = drive(&mut trio_queue(p()), &mut saturating(2, (1500, 1500)), RUN_NS, &mut no_hook());
+    assert_shares(&shares(&st.sent_bytes), &[0.25, 0.75], "proportional excess");
+    let st = drive(&mut junos_queue(p()), &mut saturating(2, (1500, 1500)), RUN_NS, &mut no_hook());
+    assert_shares(&shares(&st.sent_bytes), &[0.4, 0.6], "excess by round robin");
+    // excess-rate percent replaces the transmit rate as the weight: 3:1.
+    let p = vec![pct(10.0, Priority::Low).excess_rate(60.0), pct(30.0, Priority::Low).excess_rate(20.0)];
+    let mut q = trio_queue(p);
+    let st = drive(&mut q, &mut saturating(2, (64, 1500)), RUN_NS, &mut no_hook());
+    assert_shares(&shares(&st.sent_bytes), &[0.55, 0.45], "excess-rate 60:20");
+    check_conservation(&q, &st);
+    // It is a weight of the proportional sharing only.
+    assert!(Junos::new(vec![pct(10.0, Priority::Low).excess_rate(5.0)]).unwrap().excess(ExcessSharing::Priority).is_err());
+}
+
+/// Juniper, "Excess Rate and Excess Priority Configuration Examples"
+/// (Junos OS Class of Service guide), Tables 1 and 2, on a 10 Gbps link
+/// (the tables' 1 Gbps port, every rate x 10).
+#[test]
+fn junos_proportional_excess_reproduces_junipers_example_tables() {
+    let cbr = |class: u8, gbps: f64| Source::fixed(class, Arrivals::Cbr((1500.0 * 8.0 / gbps).round() as u64), 1500);
+    let run = RUN_NS / 4;
+    // Table 1: Q0 20 % high, Q1 10 % high, Q2 10 % low, Q3 5 % low offered
+    // 6, 5, 5, 5: "200 + 366.67", "100 + 183.33", "100 + 0", "50 + 0".
+    let t1 = || vec![pct(20.0, Priority::High), pct(10.0, Priority::High), pct(10.0, Priority::Low), pct(5.0, Priority::Low)];
+    let offered = |a| vec![cbr(0, a), cbr(1, 5.0), cbr(2, 5.0), cbr(3, 5.0)];
+    let st = drive(&mut trio_queue(t1()), &mut offered(6.0), run, &mut no_hook());
+    assert_rates(&rates_bps(&st), &[5.6667e9, 2.8333e9, 1e9, 0.5e9], "Juniper Table 1");
+    // The document's model gives Q0 and Q1 the same excess.
+    let st = drive(&mut junos_queue(t1()), &mut offered(6.0), run, &mut no_hook());
+    assert_rates(&rates_bps(&st), &[4.75e9, 3.75e9, 1e9, 0.5e9], "Table 1 load, excess by round robin");
+    // Table 2: the same rates, all high, each offered 5: "200 + 244.44",
+    // "100 + 122.22", "100 + 122.22", "50 + 61.11".
+    let t2 = vec![pct(20.0, Priority::High), pct(10.0, Priority::High), pct(10.0, Priority::High), pct(5.0, Priority::High)];
+    let st = drive(&mut trio_queue(t2), &mut offered(5.0), run, &mut no_hook());
+    assert_rates(&rates_bps(&st), &[4.4444e9, 2.2222e9, 2.2222e9, 1.1111e9], "Juniper Table 2");
+}
+
+#[test]
+fn junos_excess_priority_levels_and_none() {
+    // Trio: a low queue with excess-priority high (EH) takes the excess
+    // before a high queue with excess-priority low (EL).
+    let st = drive(
+        &mut trio_queue(vec![pct(10.0, Priority::Low).excess_priority(ExcessPriority::High), pct(10.0, Priority::High).excess_priority(ExcessPriority::Low)]),
+        &mut saturating(2, (1500, 1500)),
+        RUN_NS,
+        &mut no_hook(),
+    );
+    assert_shares(&shares(&st.sent_bytes), &[0.9, 0.1], "EH before EL");
+    // Default levels: high is EH, medium-high EL.
+    let st = drive(&mut trio_queue(vec![pct(10.0, Priority::MediumHigh), pct(10.0, Priority::High)]), &mut saturating(2, (1500, 1500)), RUN_NS, &mut no_hook());
+    assert_shares(&shares(&st.sent_bytes), &[0.1, 0.9], "high EH, medium-high EL");
+    // In the priority model, excess-priority replaces the priority.
+    let st = drive(
+        &mut junos_queue(vec![pct(10.0, Priority::High).excess_priority(ExcessPriority::Low), pct(10.0, Priority::MediumLow)]),
+        &mut saturating(2, (1500, 1500)),
+        RUN_NS,
+        &mut no_hook(),
+    );
+    assert_shares(&shares(&st.sent_bytes), &[0.1, 0.9], "excess at excess-priority low");
+    // excess-priority none: never demoted. A 10 % medium-high queue keeps
+    // its priority above its rate; the high queue gets only its 50 %.
+    for (sharing, q) in [("trio", trio_queue as fn(Vec<QueueParams>) -> Scheduled<Junos>), ("priority", junos_queue)] {
+        let mut q = q(vec![pct(10.0, Priority::MediumHigh).excess_priority(ExcessPriority::None), pct(50.0, Priority::High)]);
+        let st = drive(&mut q, &mut saturating(2, (1500, 1500)), RUN_NS, &mut no_hook());
+        assert_shares(&shares(&st.sent_bytes), &[0.5, 0.5], &format!("{sharing}: excess-priority none"));
+    }
+}
+
 #[test]
 fn junos_strict_high_is_always_first() {
     // Strict-high with a 5% transmit rate carrying 30%: served whenever it
@@ -557,6 +649,31 @@ fn buffer_shares_are_strictly_partitioned() {
     assert_eq!(names, vec![("be".to_string(), 5), ("alpha".to_string(), 1)]);
 }
 
+#[test]
+fn temporal_buffer_holds_the_bytes_its_rate_sends_in_that_time() {
+    // buffer-size temporal 1 ms on a 10 % queue of 10 Gbps: 125,000 B,
+    // whatever the interface buffer; the 90 % queue keeps its percent.
+    let buf = Limit::from_opts(Some(40), None);
+    let c = |name: &str, p: f64, b| JunosClass {
+        name: name.into(),
+        scheduler: QueueParams::new(TransmitRate::Percent(p), Priority::Low),
+        buffer_size: b,
+        child: Child::Fifo(None),
+    };
+    let classes = || vec![c("t", 10.0, BufferSize::Temporal(Duration::from_millis(1))), c("p", 90.0, BufferSize::Percent(50.0))];
+    assert!(junos::scheduled(classes(), buf).is_err(), "temporal needs the link rate");
+    let mut q = junos::scheduled_on(classes(), buf, Some(LINK), ExcessSharing::Priority).unwrap();
+    assert_eq!(q.classes()[0].limit(), Limit { pkts: u64::MAX, bytes: 125_000 });
+    assert_eq!(q.classes()[1].limit().pkts, 20);
+    let mut rng = Rng::stream(1, "temporal");
+    let mut ctx = QueueCtx::new(SimTime::ZERO, LINK, &mut rng);
+    let mut held = 0;
+    while q.enqueue({ let mut p = Packet::test(0, 1000); p.fclass = 0; p }, &mut ctx).is_ok() {
+        held += 1;
+    }
+    assert_eq!(held, 125);
+}
+
 // ------------------------------------------- the document's Table I story
 
 /// Yan et al., CTRQ 2013, Section III-C, explanation of Table I: a burst of
@@ -569,9 +686,13 @@ fn buffer_shares_are_strictly_partitioned() {
 /// the flow's packets leave out of order.
 #[test]
 fn junos_reproduces_the_reordering_the_document_explains() {
-    let order = |alloc: [f64; 3]| -> Vec<u64> {
+    let order = |alloc: [f64; 3], window: Option<Duration>| -> Vec<u64> {
         let prios = [Priority::MediumHigh, Priority::MediumLow, Priority::Low];
-        let mut q = junos_queue((0..3).map(|i| pct(alloc[i], prios[i])).collect());
+        let with = |q: QueueParams| match window {
+            Some(w) => q.meter_window(w),
+            None => q,
+        };
+        let mut q = junos_queue((0..3).map(|i| with(pct(alloc[i], prios[i]))).collect());
         let mut rng = Rng::stream(1, "table1");
         let mut ctx = QueueCtx::new(SimTime::ZERO, LINK, &mut rng);
         let mut put = |class: u8, flow: u32, seq: u64, ctx: &mut QueueCtx| {
@@ -605,8 +726,15 @@ fn junos_reproduces_the_reordering_the_document_explains() {
         }
         tcp
     };
-    assert_eq!(order([49.0, 50.0, 1.0]), (0..10).collect::<Vec<u64>>());
-    let reordered = order([10.0, 30.0, 60.0]);
+    assert_eq!(order([49.0, 50.0, 1.0], None), (0..10).collect::<Vec<u64>>());
+    let reordered = order([10.0, 30.0, 60.0], None);
     assert_ne!(reordered, (0..10).collect::<Vec<u64>>(), "{reordered:?}");
     eprintln!("(10,30,60) departure order of the TCP flow: {reordered:?}");
+    // A 12 us meter window gives the 10 % alpha queue 1 Gbps x 12 us =
+    // 1500 B, one packet as by default (the other queues get deeper
+    // buckets, 4,500 and 9,000 B): still out of order; with 100 us
+    // (12,500 B) the whole burst of 5 leaves in profile, in order.
+    let short = order([10.0, 30.0, 60.0], Some(Duration::from_micros(12)));
+    assert_ne!(short, (0..10).collect::<Vec<u64>>(), "{short:?}");
+    assert_eq!(order([10.0, 30.0, 60.0], Some(Duration::from_micros(100))), (0..10).collect::<Vec<u64>>());
 }

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
-from ..policy import PRIORITIES, ClassRef, DropProfile, Policy, Term, check_policy
+from ..policy import PRIORITIES, ClassRef, DropProfile, Policy, Temporal, Term, check_policy
 from ..scenario import load_policy_file
 
 __all__ = [
@@ -210,6 +210,11 @@ class Plan:
         out = []
         if klass.burst is not None and burst_reason is not None:
             out.append(self.note(target, f"class {c.name!r}: burst {klass.burst}B", burst_reason))
+        if klass.meter_window is not None and burst_reason is not None:
+            out.append(self.note(target, f"class {c.name!r}: meter_window {klass.meter_window}ns", burst_reason))
+        for field in ("excess_rate", "excess_priority"):
+            if getattr(klass, field) is not None:
+                out.append(self.note(target, f"class {c.name!r}: {field} {getattr(klass, field)}", "not rendered yet"))
         if klass.low_latency == "alternate-priority":
             out.append(self.note(target, f"class {c.name!r}: MDRR low_latency alternate-priority", alternate_reason))
         return out
@@ -230,10 +235,17 @@ def load_policy(path: str | Path | None) -> Policy:
         return Policy.model_validate(DEFAULT_POLICY)
     data, document = load_policy_file(path)
     policy = Policy.model_validate(data)
-    problems = [document.issue(loc, message) for loc, message in check_policy(policy)]
+    problems = [document.issue(loc, message) for loc, message in [*check_policy(policy), *_unrendered(policy)]]
     if problems:
         raise ScenarioError(problems)
     return policy
+
+
+def _unrendered(policy: Policy):
+    """The policy parameters no provisioning target renders yet."""
+    for name, c in policy.classes.items():
+        if isinstance(c.buffer_size, Temporal):
+            yield ("classes", name, "buffer_size"), f"class {name!r}: provisioning renders buffer_size percentages only, not temporal"
 
 
 #: The MTU MDRR quanta are rendered for.

@@ -80,6 +80,9 @@ fn fields_set(k: &ClassfulClassConfig) -> Vec<&'static str> {
 
 /// The queue of `c` behind a `kind` scheduler on an interface of MTU `mtu`.
 pub fn build(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Scheduled, String> {
+    if c.excess.is_some() {
+        return Err(format!("excess: only the junos scheduler shares an excess (not {})", kind.as_str()));
+    }
     let buffer = Limit::from_opts(c.buffer_pkts, c.buffer_bytes);
     let mut specs = Vec::with_capacity(c.classes.len());
     let mut llq: Option<Llq> = None;

@@ -339,11 +339,17 @@ impl LinkQdisc {
 /// Build a discipline from its configuration, for an interface whose MTU
 /// is `mtu` bytes (MDRR derives its quanta from it).
 pub fn build(cfg: &QueueConfig, mtu: u32) -> Result<LinkQdisc, String> {
+    build_on(cfg, mtu, None)
+}
+
+/// As [`build`], on a link of `rate` if known (a Junos temporal buffer
+/// needs it).
+pub fn build_on(cfg: &QueueConfig, mtu: u32, rate: Option<DataRate>) -> Result<LinkQdisc, String> {
     use crate::config::QueueConfig::*;
     Ok(LinkQdisc::Dyn(match cfg {
         Fifo(c) => return Ok(LinkQdisc::Fifo(fifo::Fifo::new(fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)))),
         Red(c) => return Ok(LinkQdisc::Fifo(aqm::red::queue(aqm::red::RedParams::from_config(c)?))),
-        Junos(c) => Box::new(build_junos(c, mtu)?),
+        Junos(c) => Box::new(build_junos(c, mtu, rate)?),
         Htb(c) => Box::new(build_htb(c, mtu)?),
         StrictPriority(c) => Box::new(classful::build(c, classful::Kind::StrictPriority, mtu)?),
         Wrr(c) => Box::new(classful::build(c, classful::Kind::Wrr, mtu)?),
@@ -477,9 +483,9 @@ fn build_htb(c: &crate::config::HtbConfig, mtu: u32) -> Result<htb::Htb, String>
     htb::Htb::new(params)
 }
 
-fn build_junos(c: &crate::config::JunosConfig, mtu: u32) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
+fn build_junos(c: &crate::config::JunosConfig, mtu: u32, link_rate: Option<DataRate>) -> Result<sched::Scheduled<sched::junos::Junos>, String> {
     use aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
-    use sched::junos::{JunosClass, Priority, QueueParams, TransmitRate};
+    use sched::junos::{ExcessPriority, ExcessSharing, JunosClass, Priority, QueueParams, TransmitRate};
     let mut classes = Vec::with_capacity(c.classes.len());
     for (i, k) in c.classes.iter().enumerate() {
         let at = |e: String| format!("classes[{i}] ({}): {e}", k.name);
@@ -493,9 +499,23 @@ fn build_junos(c: &crate::config::JunosConfig, mtu: u32) -> Result<sched::Schedu
         if k.exact {
             params = params.exact();
         }
-        if let Some(b) = k.burst_bytes {
-            params = params.burst_bytes(b);
+        match (k.burst_bytes, k.meter_window_ns) {
+            (Some(_), Some(_)) => return Err(at("give burst_bytes or meter_window_ns, not both".into())),
+            (Some(b), None) => params = params.burst_bytes(b),
+            (None, Some(w)) => params = params.meter_window(crate::time::Duration(w)),
+            (None, None) => {}
         }
+        if let Some(x) = k.excess_rate_percent {
+            params = params.excess_rate(x);
+        }
+        if let Some(p) = &k.excess_priority {
+            params = params.excess_priority(ExcessPriority::parse(p).map_err(at)?);
+        }
+        let buffer_size = match (k.buffer_percent, k.buffer_temporal_ns) {
+            (Some(p), None) => sched::BufferSize::Percent(p),
+            (None, Some(t)) => sched::BufferSize::Temporal(crate::time::Duration(t)),
+            _ => return Err(at("give exactly one buffer size: buffer_percent or buffer_temporal_ns".into())),
+        };
         let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::junos).transpose();
         let curves = [curve(&k.drop_green).map_err(at)?, None, curve(&k.drop_red).map_err(at)?];
         let drop_profile: Option<Box<dyn DropProfile>> = match (&k.drop_profile, curves.iter().any(Option::is_some)) {
@@ -510,9 +530,10 @@ fn build_junos(c: &crate::config::JunosConfig, mtu: u32) -> Result<sched::Schedu
         classes.push(JunosClass {
             name: k.name.clone(),
             scheduler: params,
-            buffer_size: sched::BufferSize::Percent(k.buffer_percent),
+            buffer_size,
             child: class_child(drop_profile, k.child.as_ref(), mtu).map_err(at)?,
         });
     }
-    sched::junos::scheduled(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes))
+    let sharing = c.excess.as_deref().map(ExcessSharing::parse).transpose()?.unwrap_or_default();
+    sched::junos::scheduled_on(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes), link_rate, sharing)
 }

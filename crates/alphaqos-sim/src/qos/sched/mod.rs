@@ -91,14 +91,28 @@ pub enum BufferSize {
     Percent(f64),
     /// An absolute limit, independent of the interface buffer.
     Absolute(Limit),
+    /// Junos `buffer-size temporal t`: the bytes the class's transmit rate
+    /// sends in `t` (see `junos.rs`), no packet limit.
+    Temporal(Duration),
 }
 
 impl BufferSize {
     /// The class limit this share gives on an interface whose whole buffer
-    /// is `interface`.
+    /// is `interface` (a temporal size needs [`BufferSize::resolve_at`]).
     pub fn resolve(&self, interface: Limit) -> Result<Limit, String> {
+        self.resolve_at(interface, None)
+    }
+
+    /// As [`BufferSize::resolve`], for a class served at `rate` (needed by
+    /// a temporal size): `floor(rate * t / 8)` bytes.
+    pub fn resolve_at(&self, interface: Limit, rate: Option<DataRate>) -> Result<Limit, String> {
         match *self {
             BufferSize::Absolute(l) => Ok(l),
+            BufferSize::Temporal(t) => {
+                let rate = rate.ok_or("buffer-size temporal: needs the queue's transmit rate (the link rate is not known here)")?;
+                let bytes = rate.as_bps() as u128 * t.as_nanos() as u128 / 8_000_000_000;
+                Ok(Limit { pkts: u64::MAX, bytes: bytes.min(u64::MAX as u128) as u64 })
+            }
             BufferSize::Percent(p) => {
                 if !(0.0..=100.0).contains(&p) {
                     return Err(format!("buffer-size: percent must be in [0, 100], got {p}"));
@@ -430,6 +444,11 @@ mod tests {
         assert!(BufferSize::Percent(101.0).resolve(buf).is_err());
         let abs = Limit::from_opts(Some(7), None);
         assert_eq!(BufferSize::Absolute(abs).resolve(buf).unwrap(), abs);
+        // Temporal: rate x time, bytes only; without a rate, an error.
+        let t = BufferSize::Temporal(Duration::from_millis(100));
+        assert_eq!(t.resolve_at(buf, Some(DataRate::gbps(10))).unwrap(), Limit { pkts: u64::MAX, bytes: 125_000_000 });
+        assert_eq!(BufferSize::Temporal(Duration::from_micros(1)).resolve_at(buf, Some(DataRate::mbps(100))).unwrap().bytes, 12);
+        assert!(t.resolve(buf).is_err());
     }
 
     #[test]
