@@ -58,7 +58,11 @@ class DeadlineReservation(Model):
 
 
 class CallAdmission(Model):
-    """Admit a workload's transfers on time-sliced link bookings."""
+    """Admit a workload's transfers on time-sliced link bookings; an admitted
+    transfer's first stream (its base connection) is policed at ``edge``,
+    green within its rate and red beyond, its other streams marked red; a
+    booking is released when its transfer completes and, with
+    ``reservation``, follows the transfer's reservation agent."""
 
     name: str | None = None
     workload: Handle

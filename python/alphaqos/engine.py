@@ -14,11 +14,12 @@ import platform
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from . import units
 from ._version import __version__
@@ -62,13 +63,22 @@ def engine_version() -> str:
 
 
 def simulate(
-    scenario: Scenario, *, progress: bool = False, command: str | None = None, tap_dir: str | Path | None = None
+    scenario: Scenario,
+    *,
+    progress: bool = False,
+    command: str | None = None,
+    tap_dir: str | Path | None = None,
+    stops: Sequence[int] = (),
+    at_stop: Callable[[int, Any], None] | None = None,
 ) -> Results:
     """Run ``scenario`` to its end and return its results.
 
     ``progress`` shows a progress bar on stderr; ``command`` is recorded in
     the manifest (default: this process's command line); the links' taps
-    are written into ``tap_dir`` (none without it).
+    are written into ``tap_dir`` (none without it); ``at_stop(t, engine)``
+    is called once every event before each time ``t`` of ``stops`` (ns) has
+    run, to read the results so far (a mid-run snapshot; the run is the same
+    with or without it).
     Raises :class:`ScenarioError` if the engine rejects the configuration.
     """
     core = _core()
@@ -80,9 +90,15 @@ def simulate(
     wall_start = time.perf_counter()
     with _progress_display(scenario, enabled=progress) as report:
         step = max(1, sim.duration_ns // CHUNKS)
+        pending = sorted(t for t in stops if 0 < t < sim.duration_ns)
         target = 0
         while target < sim.duration_ns:
             target = min(target + step, sim.duration_ns)
+            while pending and pending[0] <= target:
+                stop = pending.pop(0)
+                sim.advance_before(stop)
+                if at_stop is not None:
+                    at_stop(stop, sim)
             sim.advance(target)
             report(sim.now_ns, sim.events)
     wall_time = time.perf_counter() - wall_start

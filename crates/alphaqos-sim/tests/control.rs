@@ -187,11 +187,16 @@ fn call_admission_refuses_what_does_not_fit() {
     let a = r.table("admission");
     let (t, end, ok) = (a.u64s("time_ns"), a.u64s("end_ns"), a.u64s("admitted"));
     assert!(ok.iter().any(|&x| x == 0) && ok.iter().any(|&x| x == 1), "{ok:?}");
+    // Transfer k is the k-th admitted request; unfinished ones hold to the end.
+    let done: Vec<u64> = r.col_opt("transfers", "end_ns").into_iter().map(|e| e.unwrap_or(u64::MAX / 2)).collect();
+    let done_rank = |j: usize| ok[..j].iter().filter(|&&x| x == 1).count();
     // Brute force: a request is admitted iff fewer than two admitted ones overlap it.
     for i in 0..t.len() {
         let overlapping = (0..i).filter(|&j| ok[j] == 1 && t[j] < end[i] && t[i] < end[j]).count();
         let _ = overlapping;
-        let busy_at = |x: u64| (0..i).filter(|&j| ok[j] == 1 && t[j] <= x && x < end[j]).count();
+        // A booking holds until its end or its release after the transfer completed.
+        let until = |j: usize| end[j].min(released(done[done_rank(j)]));
+        let busy_at = |x: u64| (0..i).filter(|&j| ok[j] == 1 && t[j] <= x && x < until(j)).count();
         let mut points: Vec<u64> = vec![t[i]];
         points.extend((0..i).filter(|&j| ok[j] == 1 && t[j] > t[i] && t[j] < end[i]).map(|j| t[j]));
         let fits = points.iter().all(|&x| busy_at(x) < 2);
@@ -199,6 +204,74 @@ fn call_admission_refuses_what_does_not_fit() {
     }
     // Only admitted transfers opened connections, each policed at R.
     assert_eq!(r.col("transfers", "size_bytes").len() as u64, ok.iter().sum::<u64>());
+}
+
+/// When the admission agent (timer every 50 ms from 0) releases the
+/// booking of a transfer that ended at `end`.
+fn released(end: u64) -> u64 {
+    (end / (50 * MS) + 1) * 50 * MS
+}
+
+/// A two-connection transfer (base + additional) admitted on an idle path.
+fn two_connection_calls(cfg: Cfg, rate_per_s: f64, size: u64) -> Cfg {
+    cfg.workload(json!({"name": "calls", "tcp": {"mss_bytes": 1448}, "streams": 2, "striping": "dynamic", "block_bytes": 1_000_000u64,
+        "stream_options": [{"dscp": 10}, {"dscp": 14}],
+        "poisson": {"rate_per_s": rate_per_s, "pairs": {"list": [["H1", "H2"]]}, "size": {"fixed": {"bytes": size}}}}))
+}
+
+#[test]
+fn call_admission_polices_only_the_base_connection_and_marks_the_excess_red() {
+    // One 20 MB transfer over a base and an additional connection, granted
+    // 100 Mbps, alone on a 1 Gbps path: the base connection's excess is
+    // marked red (forwarded: nothing is congested) and the additional one
+    // is not policed, so the file moves far faster than its reservation.
+    let mut cfg = two_connection_calls(path(GBPS, 1 * MS, fifo(Some(5000), None), 2 * S), 0.6, 20_000_000);
+    control(&mut cfg, json!([{"call_admission": {"workload": "calls", "rate_bps": 100_000_000u64, "edge": "R"}}]));
+    let r = cfg.run();
+    assert_eq!(r.col("admission", "admitted")[0], 1);
+    let fct = r.col_opt("transfers", "fct_ns")[0].expect("completed") as f64 / 1e9;
+    let rate = 20e6 * 8.0 / fct;
+    assert!(rate > 3.0 * 100e6, "{:.0} Mbps: policed down to the reservation", rate / 1e6);
+    let sizes = r.col("transfer_streams", "size_bytes");
+    assert!(sizes[0] as f64 * 8.0 / fct > 1.5 * 100e6, "the base connection's excess (red) went through: {sizes:?}");
+    assert!(sizes[1] > 0, "the additional connection carried blocks");
+    // No packet of the transfer was dropped by a policer.
+    assert_eq!(r.queue("R->H2", "drop_policer_pkts"), 0);
+}
+
+#[test]
+fn call_admission_releases_a_booking_when_its_transfer_completes() {
+    // 600 Mbps for 2 s each on a 1 Gbps path: one booking at a time. The
+    // 10 MB transfers finish in a fraction of a second; their bookings go
+    // then, so a request arriving within 2 s of an admitted one is admitted
+    // once that one has completed (and refused while it runs).
+    let mut cfg = two_connection_calls(path(GBPS, 1 * MS, fifo(Some(5000), None), 8 * S), 2.0, 10_000_000);
+    control(&mut cfg, json!([{"call_admission": {"workload": "calls", "rate_bps": 600_000_000u64, "duration_ns": 2 * S, "edge": "R"}}]));
+    let r = cfg.run();
+    let a = r.table("admission");
+    let (t, ok) = (a.u64s("time_ns"), a.u64s("admitted"));
+    let ends: Vec<u64> = r.col_opt("transfers", "end_ns").into_iter().map(|e| e.expect("completed")).collect();
+    let mut admitted_ends: Vec<(u64, u64)> = Vec::new();
+    let mut within = 0;
+    for i in 0..t.len() {
+        // The last admitted transfer before this request, and when it ended.
+        // Released at the agent's first timer (every 50 ms) after the end.
+        if let Some(&(start, end)) = admitted_ends.last() {
+            let free = (start + 2 * S).min(released(end));
+            if t[i] < end.min(free) {
+                assert_eq!(ok[i], 0, "request {i} admitted while another booking ran");
+            } else if t[i] >= free {
+                assert_eq!(ok[i], 1, "request {i} refused after the booking was released");
+            }
+        }
+        if ok[i] == 1 {
+            if admitted_ends.last().is_some_and(|&(start, _)| t[i] < start + 2 * S) {
+                within += 1;
+            }
+            admitted_ends.push((t[i], ends[admitted_ends.len()]));
+        }
+    }
+    assert!(within >= 2, "{within} requests admitted within 2 s of an earlier one: bookings not released ({ok:?})");
 }
 
 #[test]

@@ -44,6 +44,7 @@ REPRODUCTIONS = {
     "yan2013": f"{__name__}.yan2013",
     "liberatore-yaqs": f"{__name__}.liberatore",
     "bouras-relative": f"{__name__}.bouras",
+    "deadline-af": f"{__name__}.deadline_af",
 }
 
 
@@ -120,8 +121,19 @@ def _execute(module_name: str, spec: RunSpec) -> dict[str, Any]:
     # which its measure() reads (the trace study) and which goes afterwards.
     with tempfile.TemporaryDirectory(prefix="alphaqos-taps-") as taps:
         tap_dir = taps if spec.measure.get("tap") else None
-        results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})", tap_dir=tap_dir)
-        params = {**spec.measure, "tap_dir": tap_dir} if tap_dir else spec.measure
+        # A run that asks for mid-run snapshots of its transfers' streams
+        # (``stream_snapshots``: times in ns) gets each stream's
+        # acknowledged bytes at each, as ``stream_bytes`` {time: [bytes]}.
+        snapshots: dict[int, list[int]] = {}
+
+        def snapshot(t: int, engine: Any) -> None:
+            snapshots[t] = list(engine.results()["transfer_streams"]["bytes_acked"])
+
+        results = simulate(load_scenario(spec.scenario), command=f"alphaqos reproduce ({spec.key})", tap_dir=tap_dir,
+                           stops=spec.measure.get("stream_snapshots", ()), at_stop=snapshot)  # fmt: skip
+        params = {**spec.measure, "tap_dir": tap_dir} if tap_dir else dict(spec.measure)
+        if snapshots:
+            params["stream_bytes"] = snapshots
         measured = importlib.import_module(module_name).measure(results, params)
     measured["events"] = results.manifest["events"]
     measured["sim_time_s"] = results.scenario.duration / 1e9

@@ -10,10 +10,22 @@
 //! largest booking over its interval plus its rate stays within
 //! `capacity_fraction` of the link's rate, and booked for that whole
 //! interval; else it is refused (a call loss) and opens no connection. An
-//! admitted transfer is policed at its rate at the `edge` router, by a
-//! term placed ahead of the router's filter for its connections (and
-//! removed when it completes), and with `reservation` gets its own
-//! deadline reservation agent (`deadline.rs`).
+//! admitted transfer is policed at its rate at the `edge` router, as the
+//! third document's edge router marks a reservation: its base connection
+//! (the transfer's first stream) by a policing term placed ahead of the
+//! router's filter, green within the rate and red (loss priority high)
+//! beyond it, and its other connections (the additional ones, without a
+//! reservation) red by a marking term each; the terms go when it completes.
+//! With `reservation` it gets its own deadline reservation agent
+//! (`deadline.rs`).
+//!
+//! A booking follows the reservation it stands for: when the transfer
+//! completes, what is left of it is released (from then to its end); with
+//! `reservation`, every `interval_ns` it is set, from then on, to the rate
+//! the transfer's agent reserves now (its base connection's target rate),
+//! so that a dynamic reservation's falling rate frees capacity for later
+//! requests. A later rise may book a link above its capacity (the deadline
+//! agent must finish its transfer); new requests are refused while it is.
 //!
 //! Bookings are whole bit/s; a booking holds on `[start, end)`.
 //!
@@ -53,10 +65,17 @@ impl Bookings {
         links.iter().all(|&(l, cap)| self.peak(l, start, end) as u128 + rate as u128 <= cap as u128)
     }
     pub fn book(&mut self, links: &[(u32, u64)], start: u64, end: u64, rate: u64) {
+        self.change(links, start, end, rate as i128);
+    }
+    /// Add `delta` (negative: release) to the booking over `[start, end)`.
+    pub fn change(&mut self, links: &[(u32, u64)], start: u64, end: u64, delta: i128) {
+        if start >= end || delta == 0 {
+            return;
+        }
         for &(l, _) in links {
             let s = self.links.entry(l).or_default();
-            *s.entry(start).or_default() += rate as i128;
-            *s.entry(end).or_default() -= rate as i128;
+            *s.entry(start).or_default() += delta;
+            *s.entry(end).or_default() -= delta;
         }
     }
 }
@@ -98,9 +117,19 @@ pub struct Admission {
     start: SimTime,
     bookings: Bookings,
     requests: Vec<Request>,
-    /// Policing terms of admitted transfers: (router, term, transfer).
+    /// Policing and marking terms of admitted transfers: (router, term, transfer).
     terms: Vec<(u32, String, Handle)>,
+    /// Admitted transfers still running: their booking's links, end and rate now.
+    live: Vec<Booked>,
     admitted: u64,
+}
+
+/// An admitted transfer's booking, as it stands.
+struct Booked {
+    transfer: Handle,
+    links: Vec<(u32, u64)>,
+    end: SimTime,
+    rate_bps: u64,
 }
 
 impl Admission {
@@ -139,8 +168,11 @@ impl Admission {
             return Err("reservation: needs deadline_ns".into());
         }
         let wl = &sim.workloads[w as usize];
-        if c.reservation && wl.tcp.cc != "base_flow" {
-            return Err(format!("reservation: the reservation sets ctr_bps, which needs the base_flow congestion control (the workload uses {})", wl.tcp.cc));
+        let base_cc = &wl.stream(0).0.cc;
+        if c.reservation && base_cc != "base_flow" {
+            return Err(format!(
+                "reservation: the reservation sets ctr_bps, which needs the base_flow congestion control on the first stream (it uses {base_cc})"
+            ));
         }
         let mss = wl.tcp.mss_bytes as f64;
         let a = Admission {
@@ -159,6 +191,7 @@ impl Admission {
             bookings: Bookings::default(),
             requests: Vec::new(),
             terms: Vec::new(),
+            live: Vec::new(),
             admitted: 0,
         };
         Ok((a, w))
@@ -182,10 +215,26 @@ impl Agent for Admission {
         &self.name
     }
     fn first_wake(&self) -> Option<SimTime> {
-        self.edge.map(|_| self.start + self.interval)
+        Some(self.start + self.interval)
     }
-    /// Remove the policing terms of completed transfers.
+    /// Release the bookings of completed transfers, follow the reservations
+    /// of running ones, and remove the terms of completed transfers.
     fn on_timer(&mut self, now: SimTime, ctl: &mut Control) -> Option<SimTime> {
+        let t = now.as_nanos();
+        for b in std::mem::take(&mut self.live) {
+            let done = ctl.get(b.transfer, "done").unwrap_or(0.0) == 1.0;
+            let rate = if done {
+                0
+            } else if self.reservation {
+                ctl.get(b.transfer, "ctr_bps").map_or(b.rate_bps, |r| r.round() as u64)
+            } else {
+                b.rate_bps
+            };
+            self.bookings.change(&b.links, t, b.end.as_nanos(), rate as i128 - b.rate_bps as i128);
+            if !done && t < b.end.as_nanos() {
+                self.live.push(Booked { rate_bps: rate, ..b });
+            }
+        }
         let mut keep = Vec::new();
         for (node, term, h) in std::mem::take(&mut self.terms) {
             if ctl.get(h, "done").unwrap_or(0.0) == 1.0 {
@@ -203,6 +252,7 @@ impl Agent for Admission {
         let ok = self.bookings.fits(&links, req.time.as_nanos(), end.as_nanos(), rate);
         if ok {
             self.bookings.book(&links, req.time.as_nanos(), end.as_nanos(), rate);
+            self.live.push(Booked { transfer: Handle::MAX, links, end, rate_bps: rate });
         }
         req.rate_bps = rate;
         req.end = end;
@@ -216,6 +266,9 @@ impl Agent for Admission {
         if let Some(r) = self.requests.last_mut() {
             r.transfer = Some(name.clone());
         }
+        if let Some(b) = self.live.last_mut().filter(|b| b.transfer == Handle::MAX) {
+            b.transfer = h;
+        }
         let k = self.admitted;
         self.admitted += 1;
         let mut policer = None;
@@ -226,12 +279,14 @@ impl Agent for Admission {
                 format!("{}.{}.{}.{}/32", a >> 24, a >> 16 & 255, a >> 8 & 255, a & 255)
             };
             let term = format!("{}-{k}", self.name);
-            let cfg = FilterTermConfig {
+            // The base connection (the first stream): green within the
+            // reservation, red beyond it.
+            let base = FilterTermConfig {
                 name: term.clone(),
                 src: Some(ip(req.src)),
                 dst: Some(ip(req.dst)),
                 proto: Some(PROTO_TCP),
-                src_port: Some((*ports.iter().min().unwrap_or(&0), *ports.iter().max().unwrap_or(&u16::MAX))),
+                src_port: ports.first().map(|&p| (p, p)),
                 dst_port: None,
                 dscp: None,
                 loss_priority: None,
@@ -239,14 +294,23 @@ impl Agent for Admission {
                 policer: Some(PolicerConfig {
                     rate_bps: Some((req.rate_bps as f64 * self.wire_factor).ceil() as u64),
                     burst_bytes: Some(self.burst_bytes),
-                    out_of_profile: Some(ColorAction::Discard),
+                    out_of_profile: Some(ColorAction::LossPriorityHigh),
                     ..Default::default()
                 }),
                 discard: false,
             };
-            ctl.add_policer_term(node, &cfg).expect("a valid policing term");
+            // Every other connection has no reservation: red.
+            let extra: Vec<FilterTermConfig> = ports
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(s, &p)| FilterTermConfig { name: format!("{term}-s{s}"), src_port: Some((p, p)), policer: None, loss_priority: Some("high".into()), ..base.clone() })
+                .collect();
+            for cfg in extra.iter().chain(std::iter::once(&base)) {
+                ctl.add_policer_term(node, cfg).expect("a valid policing term");
+                self.terms.push((node, cfg.name.clone(), h));
+            }
             let th = ctl.handle(&format!("{}/{term}", ctl.node_name(node))).expect("just added");
-            self.terms.push((node, term, h));
             policer = Some(th);
         }
         if self.reservation {
