@@ -27,7 +27,6 @@ Findings are graded by direction and size (:mod:`.grading`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ import polars as pl
 
 from .. import columns as col
 from ..results import Results
+from ..trace import TraceInfo, ccdf, replay, replay_summary, trace_info
 from . import Reproduction, RunSpec
 from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_ratio, markdown_table, report_head
 
@@ -179,17 +179,6 @@ def measure(results: Results, params: dict[str, Any]) -> dict[str, Any]:
     return _measure_trace(params)
 
 
-def _ccdf(hist: pl.DataFrame) -> list[tuple[float, float]]:
-    """(length in KB, P[length > x]) from a histogram's (low_bytes, count)."""
-    hist = hist.sort(col.LOW_BYTES)
-    total = float(hist[col.COUNT].sum())
-    out, above = [], total
-    for low, count in zip(hist[col.LOW_BYTES], hist[col.COUNT]):
-        above -= count
-        out.append((low / 1000, above / total if total else 0.0))
-    return out
-
-
 def _measure_sim(results: Results, params: dict[str, Any]) -> dict[str, Any]:
     kind = params["kind"]
     transfers = results.transfers
@@ -224,17 +213,8 @@ def _measure_sim(results: Results, params: dict[str, Any]) -> dict[str, Any]:
         "reordered": m[col.REORDERED_PKTS], "data_pkts": m[col.DATA_PKTS],
         "web_fct_p50": q(during[col.FCT], 0.5), "web_fct_p99": q(during[col.FCT], 0.99), "web_done": during.height,
         "queue_series": {"time": series[col.TIME].to_list(), "bytes": lengths, "slow_flows": slow_flows},
-        "ccdf": _ccdf(hist), **extra,
+        "ccdf": ccdf(hist), **extra,
     }  # fmt: skip
-
-
-def replay(trace: Path, queue: dict[str, Any], *, beta: float = 1.15) -> dict[str, pl.DataFrame]:
-    """Replay ``trace`` into a link of ``beta`` x its mean rate under the
-    engine queue configuration ``queue``: the tables as DataFrames."""
-    from .. import _core
-
-    tables = _core.trace_replay(str(trace), beta, json.dumps(queue), 10_000_000, 1)
-    return {name: pl.DataFrame(t) for name, t in tables.items()}
 
 
 def trace_yaqs(c_s: int) -> dict[str, Any]:
@@ -242,28 +222,17 @@ def trace_yaqs(c_s: int) -> dict[str, Any]:
 
 
 def _measure_trace(params: dict[str, Any]) -> dict[str, Any]:
-    from .. import _core
+    info = trace_info(Path(params["tap_dir"]) / "oc3.pcap")
+    return _replay_trace(info, params["trace"])
 
-    path = Path(params["tap_dir"]) / "oc3.pcap"
-    packets, mean_bps, span_ns, _ = _core.trace_info(str(path))
-    out: dict[str, Any] = {"trace": params["trace"], "packets": packets, "mean_mbps": mean_bps / 1e6, "span_s": span_ns / 1e9}
+
+def _replay_trace(info: TraceInfo, trace: int | str) -> dict[str, Any]:
+    """The trace study's three replays of one trace (FIFO, YAQS with c_s =
+    16 500 B, YAQS with c_s = 0)."""
+    out: dict[str, Any] = {"trace": trace, "packets": info.packets, "mean_mbps": info.mean_rate_bps / 1e6, "span_s": info.span_s}
     for name, queue in (("fifo", {"fifo": {}}), ("yaqs_cs16500", trace_yaqs(16500)), ("yaqs_cs0", trace_yaqs(0))):
-        t = replay(path, queue)
-        r = t["replay"].row(0, named=True)
-        m = {"qmax_bytes": r[col.QLEN_MAX_BYTES], "qmean_bytes": r[col.QLEN_MEAN_BYTES], "q90_bytes": r[col.QLEN_P90_BYTES]}
-        if "yaqs" in t:
-            y = t["yaqs"].row(0, named=True)
-            m |= {
-                "slow_flows_max": y[col.SLOW_FLOWS_MAX], "slow_flows_mean": y[col.SLOW_FLOWS_MEAN],
-                "slow_share": y[col.SLOW_BYTES] / max(y[col.ENQ_BYTES], 1),
-                "nop_share": y[col.NOP_BYTES] / max(y[col.SLOW_BYTES], 1),
-                "nop_into_empty_share": y[col.NOP_BYTES_INTO_EMPTY] / max(y[col.NOP_BYTES], 1),
-                "false_positive_pct": 100 * y[col.FALSE_POSITIVES] / max(y[col.ARRIVALS], 1),
-                "strict_false_positive_pct": 100 * y[col.STRICT_FALSE_POSITIVES] / max(y[col.ARRIVALS], 1),
-            }  # fmt: skip
-        hist = t["qlen_hist"]
-        m["ccdf"] = _ccdf(hist)
-        out[name] = m
+        tables = replay(info.path, queue)
+        out[name] = {**replay_summary(tables), "ccdf": ccdf(tables["qlen_hist"])}
     return out
 
 
@@ -480,4 +449,4 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
     return paths
 
 
-__all__ = ["PAPER", "TABLE1_MBPS", "dumbbell", "findings", "measure", "oc3_trace_scenario", "plan", "replay", "report"]
+__all__ = ["PAPER", "TABLE1_MBPS", "dumbbell", "findings", "measure", "oc3_trace_scenario", "plan", "report"]
