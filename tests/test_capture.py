@@ -22,7 +22,7 @@ PREFIX = "aqtest"
 
 
 def _ours_left(prefix: str, path: Path) -> list[str]:
-    """Namespaces of ``prefix`` and processes naming ``path`` or this module still there."""
+    """Namespaces of ``prefix`` and processes naming ``path`` or the capture script still there."""
     left = [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
             if line.startswith(f"{prefix}-")]  # fmt: skip
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -30,7 +30,7 @@ def _ours_left(prefix: str, path: Path) -> list[str]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if str(path) in cmdline or ("-m alphaqos.capture" in cmdline and int(pid) != os.getpid()):
+        if str(path) in cmdline or str(Path(C.__file__).resolve()) in cmdline:
             left.append(f"process {pid}: {cmdline}")
     return left
 

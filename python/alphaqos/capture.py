@@ -19,8 +19,8 @@ The bench (:func:`capture_trace`)
     snapshots, the headers) writes the pcap, whose IP total lengths keep
     each packet's real size.
 
-The traffic (this module run as ``python -m alphaqos.capture send|serve``
-in the namespaces)
+The traffic (this file run as a script, ``send`` and ``serve``, in the
+namespaces)
     Open-loop transfers: starts form a Poisson process, each a new TCP
     connection (a new source port: a new flow) to one of ``ports`` ports,
     of a Pareto size of shape 1.2 and mean 8 KB (the document's web
@@ -234,7 +234,8 @@ def capture_trace(
             )  # fmt: skip
             procs.append(dump)
             _wait_line(dump, dump.stderr, "listening on", 10, "tcpdump")
-            module = [sys.executable, "-m", __name__]
+            # This file run as a script: the two ends need nothing but the standard library.
+            module = [sys.executable, str(Path(__file__).resolve())]
             serve = subprocess.Popen(["ip", "netns", "exec", b, *module, "serve", RECEIVER_IP, str(BASE_PORT), str(ports)],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
             procs.append(serve)
@@ -433,7 +434,7 @@ def _main(argv: list[str]) -> None:
     elif argv[0] == "send":
         _send(json.loads(argv[1]))
     else:
-        raise SystemExit(f"usage: python -m {__name__} serve ADDRESS BASE_PORT PORTS | send PLAN_JSON")
+        raise SystemExit("usage: capture.py serve ADDRESS BASE_PORT PORTS | send PLAN_JSON")
 
 
 if __name__ == "__main__":
