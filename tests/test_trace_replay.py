@@ -144,6 +144,13 @@ def test_run_directory_tables_and_plot(run):
     assert not list(out.parent.glob(".*partial*"))
 
 
+def test_one_fifo_alone_keeps_the_table_types(tmp_path, csv_trace):
+    out = tmp_path / "run"
+    assert cli.main(["trace-replay", str(csv_trace), "--queue", "fifo", "--quiet", "--out", str(out)]) == 0
+    schema = pl.read_parquet(out / "replay.parquet").schema
+    assert schema["slow_flows_max"] == pl.Int64 and schema["slow_share"] == pl.Float64 and schema["qmax_bytes"] == pl.Int64
+
+
 def test_pcap_and_csv_of_the_same_packets_agree(tmp_path, packets):
     pcap = write_pcap(tmp_path / "t.pcap", packets)
     spec = T.parse_queue("yaqs")

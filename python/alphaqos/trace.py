@@ -337,6 +337,10 @@ SUMMARY_COLUMNS = (
 )  # fmt: skip
 
 
+FLOAT_COLUMNS = frozenset({"slow_flows_mean", "slow_share", "nop_share", "nop_into_empty_share", "false_positive_pct",
+                           "strict_false_positive_pct"})  # fmt: skip
+
+
 def run_all(info: TraceInfo, specs: list[QueueSpec], beta: float) -> dict[str, Any]:
     """Replay the trace under every spec: per label, its summary, tables and CCDF."""
     out = {}
@@ -353,8 +357,7 @@ def write_run(directory: Path, info: TraceInfo, beta: float, runs: dict[str, Any
     label = lambda name, frame: frame.select(pl.lit(name).alias(col.QUEUE), pl.all())  # noqa: E731
     summary = pl.DataFrame(
         [{col.QUEUE: name, col.KIND: r["spec"].kind, **{c: r["summary"].get(c) for c in SUMMARY_COLUMNS}} for name, r in runs.items()],
-        schema_overrides={c: pl.Float64 for c in ("slow_flows_mean", "slow_share", "nop_share", "nop_into_empty_share",
-                                                  "false_positive_pct", "strict_false_positive_pct")},
+        schema_overrides={c: pl.Float64 if c in FLOAT_COLUMNS else pl.Int64 for c in SUMMARY_COLUMNS},
     )  # fmt: skip
     summary.write_parquet(directory / "replay.parquet")
     series = [
