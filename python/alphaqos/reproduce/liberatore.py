@@ -38,7 +38,7 @@ import polars as pl
 
 from .. import columns as col
 from ..results import Results
-from ..trace import TraceInfo, ccdf, replay, replay_summary, trace_info
+from ..trace import TraceError, TraceInfo, ccdf, replay, replay_summary, trace_info
 from . import Reproduction, RunSpec
 from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_ratio, markdown_table, report_head
 
@@ -312,10 +312,11 @@ def local_runs(*, quick: bool) -> dict[str, dict[str, Any]]:
             # A few long transfers (4 MB, as the aggressive senders), one per 10 s.
             captured = capture_trace(Path(scratch) / "ns.pcap", duration_s=duration, load_bps=target * 1e6,
                                      long_flows=max(1, round(duration / 10)))  # fmt: skip
-        except CaptureError as exc:
+            entry |= _replay_trace(trace_info(captured.path), "ns")
+        except (CaptureError, TraceError) as exc:
             return {"trace/ns": {**entry, "skipped": str(exc), "wall_time_s": time.perf_counter() - started}}
-        entry |= _replay_trace(trace_info(captured.path), "ns")
-        entry |= {"flows": len(flow_bytes(captured.path)), "sender": captured.sender, "tcpdump_dropped": captured.dropped}
+        entry |= {"flows": len(flow_bytes(captured.path)), "sender": captured.sender, "tcpdump_dropped": captured.dropped,
+                  "reordered_stamps": captured.reordered}  # fmt: skip
     entry["wall_time_s"] = time.perf_counter() - started
     return {"trace/ns": entry}
 
@@ -468,7 +469,8 @@ def _ns_note(measured: dict[str, dict[str, Any]]) -> str:
         f"two network namespaces over a veth shaped with HTB to 155 Mbit/s, {m['flows']} flows in the capture, "
         f"{m['packets']} packets, mean {m['mean_mbps']:.1f} Mbit/s against the {m['target_mbps']} offered "
         f"({fmt_ratio(m['mean_mbps'] / m['target_mbps'])}; not calibrated: each capture is a new sample of the heavy tail); "
-        f"tcpdump dropped {m['tcpdump_dropped']} packets. Replayed at beta = 1.15 (c_s = 0): YAQS fast queue max / mean / "
+        f"tcpdump dropped {m['tcpdump_dropped']} packets and stamped {m['reordered_stamps']} before the one it had "
+        "written just before (put in time order for the replay). Replayed at beta = 1.15 (c_s = 0): YAQS fast queue max / mean / "
         f"p90 {y['qmax_bytes'] / 1e3:.0f} / {y['qmean_bytes'] / 1e3:.1f} / {y['q90_bytes'] / 1e3:.1f} KB against FIFO's "
         f"{f['qmax_bytes'] / 1e3:.0f} / {f['qmean_bytes'] / 1e3:.1f} / {f['q90_bytes'] / 1e3:.1f} KB, P[queue > 50 KB] "
         f"{_ccdf_at(y['ccdf'], 50):.2g} against {_ccdf_at(f['ccdf'], 50):.2g}, at most {y['slow_flows_max']} flows in the "
