@@ -53,6 +53,12 @@
     Run the scenario's path between two real interfaces in real time with
     the engine's QoS (the ``alphaqos-emu`` binary; see :mod:`alphaqos.emulate`).
 
+``alphaqos trace-replay TRACE --queue SPEC [--queue ...] [--beta 1.15] [--out DIR]``
+    Replay a pcap or CSV packet trace into a link of beta times its mean
+    rate with an unbounded buffer, under each discipline, and write the
+    queue's maximum, mean and 90th percentile (and YAQS's slow flows, nop
+    share and false positives) with a CCDF plot (see :mod:`alphaqos.trace`).
+
 Bad input (an invalid scenario, an existing or unwritable output directory,
 a malformed option) is reported on one line, ``alphaqos: error: ...``, with
 exit status 2.
@@ -221,6 +227,10 @@ def _parser() -> argparse.ArgumentParser:
     from .plan import add_plan_command
 
     add_plan_command(commands)
+
+    from .trace import add_trace_replay_command
+
+    add_trace_replay_command(commands)
     return parser
 
 

@@ -6,7 +6,9 @@ A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
   same dict a YAML scenario file holds) plus what to measure from it; a
   module whose runs depend on earlier ones (an iterative method) also
   defines ``follow_up(measured, quick=...)``, asked for more runs after each
-  batch until it returns none;
+  batch until it returns none; one that also measures on this machine
+  (real traffic, not a simulation) defines ``local_runs(quick=...)``,
+  called once after the runs, returning more measurements by key;
 - measures each finished run (:func:`measure`, called in the worker process,
   so only a small dict of numbers travels back);
 - reports: tables beside the document's, plots, a markdown report and the
@@ -200,6 +202,11 @@ def reproduce(
     while follow_up is not None and (more := follow_up(measured, quick=quick)):
         specs += more
         measured |= run_specs(mod.__name__, more, jobs=jobs, dask=dask, on_done=on_done)
+    # Measurements made on this machine, not simulations (a module's
+    # local_runs: a trace of real traffic between network namespaces).
+    local_runs = getattr(mod, "local_runs", None)
+    if local_runs is not None:
+        measured |= local_runs(quick=quick)
     wall = time.perf_counter() - started
     scenarios = {spec.key: spec.scenario for spec in specs}
     return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)
