@@ -8,6 +8,12 @@ and Table III's two scavenger rows, on the reproduction's quick timelines
 
 writes OUT_DIR/study.json (every run's measurements) and the figures
 docs/img/exp2-study-*.png.
+
+Part 2 (the document's on-off procedure and GRO at the receiver):
+
+    .venv/bin/python docs/yan2013_exp2_study.py onoff OUT_DIR [--full]
+
+writes OUT_DIR/study2.json, run by run.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import sys
 from pathlib import Path
 
 from alphaqos.reproduce import RunSpec, run_specs
@@ -86,5 +93,72 @@ def main() -> None:
     (a.out / "study.json").write_text(json.dumps(measured, indent=1, default=str))
 
 
+
+
+
+# --- part 2: the document's procedure (on-off) and receive coalescing ------------
+
+#: The variants of part 2: the engine's default hosts and the profile, each
+#: with and without GRO at the receiver.
+VARIANTS2: dict[str, dict] = {
+    "default": {},
+    "default + gro": {"gro": True},
+    "linux-2.6.33 - gro": {**PROFILE, "gro": False},
+    "linux-2.6.33 (with gro)": PROFILE,
+    "linux-2.6.33, HZ=1000": {**PROFILE, "ts_tick": "1ms"},
+}
+ONOFF_CONFIGS = ("3q (49,50,1)", "3q (30,50,20)", "3q (10,30,60)")
+ONOFF_RATES = (0.0, 1.0, 3.0)
+
+
+def _alpha(scenario: dict, opts: dict) -> dict:
+    for flow in scenario["flows"]:
+        if flow["name"] == "alpha":
+            flow["tcp"].update({"host_profile": "default", **opts})
+    return scenario
+
+
+def specs2(full: bool = False) -> list[RunSpec]:
+    """On-off runs (one per 3-queue configuration: every Table I cell of it
+    from one transfer), fresh runs of the Table I cells (the previous
+    procedure) for the GRO variants, and Table III's scavenger rows as the
+    reproduction runs them (experiment 3's quick timeline, a fresh transfer
+    at 3 Gbps as in the document)."""
+    quick = not full
+    out = []
+    t2, t3 = y.EXP2_TIMELINE[True], y.EXP3_TIMELINE[True]
+    for variant, opts in VARIANTS2.items():
+        for config in ONOFF_CONFIGS:
+            scenario = _alpha(y.onoff_testbed(f"onoff-{y._slug(config)}", copy.deepcopy(y.EXP2_CONFIGS[config]), ONOFF_RATES, quick), opts)
+            measure = {**y.onoff_measure(ONOFF_RATES, quick), "cwnd_series": True}
+            out.append(RunSpec(f"onoff/{config}/{variant}", scenario, measure))
+        if full:
+            continue
+        if "gro" in variant and "- gro" not in variant:
+            for cell, (config, rate) in CELLS.items():
+                if cell.startswith("T1"):
+                    scenario = _alpha(y.testbed(f"fresh-{y._slug(cell)}", copy.deepcopy(y.EXP2_CONFIGS[config]), rate, t2), opts)
+                    window = (t2.tcp[0] + y.EXP2_SETTLE[True], t2.tcp[1])
+                    out.append(RunSpec(f"fresh/{cell}/{variant}", scenario, {"window": window, "tcp": t2.tcp, "cost": t2.duration}))
+        for config in ("3queues+policing1", "3queues+policing2"):
+            scenario = _alpha(y.testbed(f"t3-{y._slug(config)}", copy.deepcopy(y.EXP3_CONFIGS[config]), 3.0, t3), opts)
+            out.append(RunSpec(f"t3/{config}/{variant}", scenario, {"window": t3.tcp, "tcp": t3.tcp, "series": True, "cwnd_series": True, "cost": t3.duration}))
+    return out
+
+
+def main2() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--full", action="store_true", help="the full on-off pattern (181 s runs) only")
+    a = ap.parse_args(sys.argv[2:])
+    a.out.mkdir(parents=True, exist_ok=True)
+    specs = specs2(a.full)
+    measured = {}
+    for spec in specs:  # one at a time into the file, so a stopped study keeps what it ran
+        measured |= run_specs("alphaqos.reproduce.yan2013", [spec], jobs=1)
+        (a.out / "study2.json").write_text(json.dumps(y.split_steps(measured), indent=1, default=str))
+
+
 if __name__ == "__main__":
-    main()
+    main2() if sys.argv[1:2] == ["onoff"] else main()

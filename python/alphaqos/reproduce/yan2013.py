@@ -216,6 +216,84 @@ EXP1_TIMELINE = {False: Timeline(200, (53, 153)), True: Timeline(30, (8, 22))}
 # settling time, for about the length of one step of the document's Fig. 4.
 EXP2_TIMELINE = {False: Timeline(30, (1, 30), udp_start=0.5, ping=False), True: Timeline(8, (1, 8), udp_start=0.5, ping=False)}
 EXP2_SETTLE = {False: 5.0, True: 2.0}
+
+
+@dataclass(frozen=True)
+class OnOff:
+    """Experiment 2 as the document ran it (Section III-C, Fig. 4): one α
+    transfer for the whole run while the UDP background steps through its
+    rates "in a particular on-off pattern", each rate on for a step and
+    then off, ascending. Fig. 4 gives the pattern only as a graph; the
+    steps here are chosen: the α flow starts at ``start`` alone for
+    ``first_off`` seconds (Table I's 0 Gbps row), then each rate is on for
+    ``on`` seconds and off for ``off``. A step is measured after
+    ``settle`` seconds, to its end, as the document averaged each step."""
+
+    start: float
+    first_off: float
+    on: float
+    off: float
+    settle: float
+
+    def steps(self, rates: tuple[float, ...]) -> list[tuple[float, float, float]]:
+        """(rate, begin, end) of each measured step, 0 Gbps first."""
+        out = [(0.0, self.start, self.start + self.first_off)]
+        t = self.start + self.first_off
+        for rate in (r for r in rates if r > 0):
+            out.append((rate, t, t + self.on))
+            t += self.on + self.off
+        return out
+
+    def udp_schedule(self, rates: tuple[float, ...]) -> list[list[str]]:
+        """The background's ``udp: schedule:`` (time, rate) steps."""
+        out = [["0s", "0Gbps"]]
+        on = self.steps(rates)[1:]
+        for k, (rate, begin, end) in enumerate(on):
+            out.append([f"{begin:g}s", f"{rate:g}Gbps"])
+            if k + 1 < len(on):  # the run ends with the last step
+                out.append([f"{end:g}s", "0Gbps"])
+        return out
+
+    def timeline(self, rates: tuple[float, ...]) -> Timeline:
+        end = self.steps(rates)[-1][2]
+        return Timeline(end, (self.start, end), udp_start=0.0, ping=False)
+
+
+#: Full: 15 s of α alone, then 0.5 ... 3 Gbps each on 15 s and off 15 s (a
+#: 181 s run, as Fig. 4's 200 s); quick: 4 s alone, 1 and 3 Gbps each on
+#: 5 s, off 2 s (a 17 s run). Every on-step starts from the flow as the
+#: off-step left it, as in the document.
+EXP2_ONOFF = {False: OnOff(1.0, 15.0, 15.0, 15.0, 5.0), True: OnOff(1.0, 4.0, 5.0, 2.0, 2.0)}
+
+
+def onoff_testbed(name: str, policy: dict[str, Any] | None, rates: tuple[float, ...], quick: bool) -> dict[str, Any]:
+    """The scenario of one configuration's whole experiment 2 (:class:`OnOff`)."""
+    pattern = EXP2_ONOFF[quick]
+    scenario = testbed(name, policy, 1.0, pattern.timeline(rates))
+    background = next(f for f in scenario["flows"] if f["name"] == "background")
+    del background["udp"]["rate"]
+    background["udp"]["schedule"] = pattern.udp_schedule(rates)
+    return scenario
+
+
+def onoff_measure(rates: tuple[float, ...], quick: bool) -> dict[str, Any]:
+    """measure() parameters of an on-off run: every step's window."""
+    pattern = EXP2_ONOFF[quick]
+    t = pattern.timeline(rates)
+    steps = [(rate, begin + pattern.settle, end) for rate, begin, end in pattern.steps(rates)]
+    return {"steps": steps, "window": (steps[0][1], steps[0][2]), "tcp": t.tcp, "series": True, "cost": t.duration}
+
+
+def split_steps(measured: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An on-off run ``exp2/<config>`` becomes one entry per step,
+    ``exp2/<config>/<rate>``, as the per-rate runs were: the step's
+    throughput and the TCP counters over its window; the egress's losses
+    are counted per run only (``egress_lost`` of a step is its run's)."""
+    out = dict(measured)
+    for key, m in measured.items():
+        for rate, step in m.get("steps", {}).items():
+            out[f"{key}/{rate}"] = {**step, "egress_lost": m["egress_lost"], "run": key}
+    return out
 EXP3_TIMELINE = {False: Timeline(200, (53, 153)), True: Timeline(16, (1, 16))}
 
 
@@ -278,6 +356,12 @@ def measure(results: Results, params: dict[str, Any]) -> dict[str, Any]:
         "egress_drops": {name: q[col.DROP_PKTS] for name, q in queues.items()},
         "egress_enqueued": {name: q[col.ENQ_PKTS] for name, q in queues.items()},
     }
+    if params.get("cwnd_series"):
+        # cwnd and the receiver's counters at every sample (the study's traces).
+        cols = (col.TIME, col.CWND_BYTES, col.OOO_ARRIVALS, col.OOO_EXTENT_3PLUS, col.FAST_RETRANSMITS)
+        out["cwnd_series"] = [list(r) for r in tcp.select(cols).iter_rows()]
+    if params.get("steps"):
+        out["steps"] = {f"{rate:g}": _step(tcp, w0, w1) for rate, w0, w1 in params["steps"]}
     if params.get("series"):
         # Throughput in 1 s bins, as nuttcp reports it.
         edges = np.arange(0.0, results.scenario.duration / GIGA + 0.5, 1.0)
@@ -294,6 +378,27 @@ def measure(results: Results, params: dict[str, Any]) -> dict[str, Any]:
         idle = pings.filter((sent < start) | (sent >= stop + 1))
         out["ping"] = {"idle": _rtt_stats(idle), "active": _rtt_stats(active)}
         out["ping_series"] = [[t, r] for t, r in pings.select(col.TIME, col.RTT).iter_rows()]
+    return out
+
+
+#: Cumulative counters of the TCP series, differenced over a step.
+STEP_COUNTERS = (col.OOO_ARRIVALS, col.OOO_EXTENT_3PLUS, col.RETRANSMITS, col.FAST_RETRANSMITS, col.TIMEOUTS,
+                 col.SPURIOUS_RETRANSMITS)  # fmt: skip
+
+
+def _step(tcp: pl.DataFrame, w0: float, w1: float) -> dict[str, Any]:
+    """One step of an on-off run: throughput over [w0, w1] and what the
+    counters added in it (their values at the last sample before each end)."""
+    times = tcp[col.TIME].to_numpy()
+    acked = tcp[col.BYTES_ACKED].to_numpy().astype(float)
+    i0, i1 = (max(int(np.searchsorted(times, t, side="right")) - 1, 0) for t in (w0, w1))
+    out: dict[str, Any] = {"throughput_bps": float(np.interp(w1, times, acked) - np.interp(w0, times, acked)) * 8 / (w1 - w0)}
+    for name in STEP_COUNTERS:
+        values = tcp[name].to_numpy()
+        out[name] = int(values[i1] - values[i0])
+    # The largest extent is a running maximum: its value at the step's end.
+    out[col.OOO_EXTENT_MAX] = int(tcp[col.OOO_EXTENT_MAX].to_numpy()[i1])
+    out["window"] = (w0, w1)
     return out
 
 
