@@ -62,6 +62,16 @@ VARIANTS |= {f"profile - {k}": {**PROFILE, **v} for k, v in LESS.items()}
 VARIANTS |= {"profile, HZ=1000": {**PROFILE, "ts_tick": "1ms"}}
 
 
+def _alpha(scenario: dict, opts: dict) -> dict:
+    """The α flow's host options: the engine's default hosts (without the
+    reproduction's GRO) and then ``opts``."""
+    for flow in scenario["flows"]:
+        if flow["name"] == "alpha":
+            flow["tcp"].pop("gro", None)
+            flow["tcp"].update({"host_profile": "default", **opts})
+    return scenario
+
+
 def paper(config: str, rate: float) -> float:
     if config in y.PAPER_TABLE1:
         return y._paper1(config, rate)
@@ -75,9 +85,7 @@ def specs() -> list[RunSpec]:
         policy = y.EXP2_CONFIGS.get(config) or y.EXP3_CONFIGS[config]
         for variant, opts in VARIANTS.items():
             scenario = y.testbed(f"study-{y._slug(cell)}-{y._slug(variant)}", copy.deepcopy(policy), rate, t)
-            for flow in scenario["flows"]:
-                if flow["name"] == "alpha":
-                    flow["tcp"].update({"host_profile": "default", **opts})
+            _alpha(scenario, {"gro": False, **opts})  # part 1: no GRO
             window = (t.tcp[0] + y.EXP2_SETTLE[True], t.tcp[1])
             out.append(RunSpec(f"{cell}/{variant}", scenario, {"window": window, "tcp": t.tcp, "series": True, "cost": t.duration}))
     return out
@@ -109,13 +117,6 @@ VARIANTS2: dict[str, dict] = {
 }
 ONOFF_CONFIGS = ("3q (49,50,1)", "3q (30,50,20)", "3q (10,30,60)")
 ONOFF_RATES = (0.0, 1.0, 3.0)
-
-
-def _alpha(scenario: dict, opts: dict) -> dict:
-    for flow in scenario["flows"]:
-        if flow["name"] == "alpha":
-            flow["tcp"].update({"host_profile": "default", **opts})
-    return scenario
 
 
 def specs2(full: bool = False) -> list[RunSpec]:
@@ -157,7 +158,8 @@ def main2() -> None:
     measured = {}
     for spec in specs:  # one at a time into the file, so a stopped study keeps what it ran
         measured |= run_specs("alphaqos.reproduce.yan2013", [spec], jobs=1)
-        (a.out / "study2.json").write_text(json.dumps(y.split_steps(measured), indent=1, default=str))
+        (a.out / "study2.json.tmp").write_text(json.dumps(y.split_steps(measured), indent=1, default=str))
+        (a.out / "study2.json.tmp").replace(a.out / "study2.json")
 
 
 if __name__ == "__main__":

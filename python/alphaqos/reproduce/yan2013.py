@@ -14,10 +14,18 @@ in work-conserving mode (Section III-A).
 - Experiment 2 (III-C, Table I): two queues (50, 50) against three queues
   (α, β, scavenger) with a 1 Gbps, 31 KB single-rate policer sending the α
   flow's out-of-profile packets to the scavenger queue, for UDP backgrounds
-  of 0 to 3 Gbps; α throughput per background rate. The document ran one
-  200 s transfer while the UDP rate stepped through its values; here every
-  (configuration, rate) pair is a run of its own, so the 28 runs can use
-  all cores.
+  of 0 to 3 Gbps; α throughput per background rate. As in the document,
+  one α transfer per configuration while the UDP rate steps through an
+  on-off pattern (:class:`OnOff`), each step measured after a settling
+  time.
+
+The receiving host W1 (Linux 2.6.33, Intel 10 GbE) coalesces in-order
+segments in NAPI polls (GRO, the kernel's and driver's default; the
+engine's ``tcp/gro.rs``) and acknowledges each coalesced packet: the α
+flow's receiver runs with ``gro: true``. The sender is the engine's
+default TCP (H-TCP with RFC 6675 SACK recovery); the study
+``docs/yan2013-exp2-study.md`` shows what the sender half of the
+``linux-2.6.33`` profile does and why it is not adopted.
 - Experiment 3 (III-D, Tables II and III): at 3 Gbps of UDP, no policing
   (60, 40); scavenger queue (59, 40, 1) and (20, 40, 40); and policing with
   out-of-profile packets kept in the α queue as loss priority high, dropped
@@ -59,6 +67,7 @@ PAPER_EXP1 = {
 }
 
 EXP2_RATES = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+EXP2_QUICK_RATES = (0.0, 1.0, 3.0)
 #: Table I: α-flow throughput (Gbps) per UDP rate, per configuration.
 PAPER_TABLE1 = {
     "2q (50,50)": (9.12, 8.92, 8.43, 7.94, 7.44, 6.95, 6.46),
@@ -200,7 +209,9 @@ def testbed(name: str, policy: dict[str, Any] | None, udp_gbps: float, timeline:
         })  # fmt: skip
     flows.append({
         "name": "alpha",
-        "tcp": {"from": "E1", "to": "W1", "cc": "htcp", "rwnd": "48MiB"},
+        # W1 coalesces what it receives (GRO, on by default in Linux 2.6.33
+        # for the ixgbe driver) and acknowledges per coalesced packet.
+        "tcp": {"from": "E1", "to": "W1", "cc": "htcp", "rwnd": "48MiB", "gro": True},
         "start": f"{timeline.tcp[0]:g}s",
         "stop": f"{timeline.tcp[1]:g}s",
     })  # fmt: skip
@@ -211,9 +222,8 @@ def testbed(name: str, policy: dict[str, Any] | None, udp_gbps: float, timeline:
 
 # Timelines: the document's (full) and shortened ones (quick).
 EXP1_TIMELINE = {False: Timeline(200, (53, 153)), True: Timeline(30, (8, 22))}
-# Each background rate of experiment 2 is a run of its own: the α flow
-# starts 1 s in, with the UDP flow already on, and is measured after a
-# settling time, for about the length of one step of the document's Fig. 4.
+# A fresh α transfer into a constant background, measured after a settling
+# time (the study's comparison with the on-off procedure of EXP2_ONOFF).
 EXP2_TIMELINE = {False: Timeline(30, (1, 30), udp_start=0.5, ping=False), True: Timeline(8, (1, 8), udp_start=0.5, ping=False)}
 EXP2_SETTLE = {False: 5.0, True: 2.0}
 
@@ -303,15 +313,13 @@ def _slug(config: str) -> str:
 
 def plan(*, quick: bool) -> list[RunSpec]:
     specs = _with_series("exp1", EXP1_CONFIGS, EXP1_TIMELINE[quick])
-    t2 = EXP2_TIMELINE[quick]
-    rates = (0.0, 1.0, 3.0) if quick else EXP2_RATES
+    rates = EXP2_QUICK_RATES if quick else EXP2_RATES
     for config, policy in EXP2_CONFIGS.items():
-        for rate in rates:
-            specs.append(RunSpec(
-                key=f"exp2/{config}/{rate:g}",
-                scenario=testbed(f"yan2013-exp2-{_slug(config)}-udp{rate:g}g", policy, rate, t2),
-                measure={"window": (t2.tcp[0] + EXP2_SETTLE[quick], t2.tcp[1]), "tcp": t2.tcp, "cost": t2.duration},
-            ))  # fmt: skip
+        specs.append(RunSpec(
+            key=f"exp2/{config}",
+            scenario=onoff_testbed(f"yan2013-exp2-{_slug(config)}", policy, rates, quick),
+            measure=onoff_measure(rates, quick),
+        ))  # fmt: skip
     return specs + _with_series("exp3", EXP3_CONFIGS, EXP3_TIMELINE[quick])
 
 
@@ -430,7 +438,8 @@ def _paper_ms(value: tuple[float, float] | None) -> str:
 
 
 def exp2_rates(measured: dict[str, dict[str, Any]]) -> list[float]:
-    return sorted({float(key.split("/")[2]) for key in measured if key.startswith("exp2/")})
+    """The background rates of experiment 2's cells (``exp2/<config>/<rate>``)."""
+    return sorted({float(key.split("/")[2]) for key in measured if key.startswith("exp2/") and key.count("/") == 2})
 
 
 #: Experiment 1's free parameter: the document does not give its hosts' TCP
@@ -611,10 +620,12 @@ serves every run of experiments 1 to 3."""
 def report(
     measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float
 ) -> Reproduction:
+    runs = measured
+    measured = split_steps(runs)
     found = findings(measured)
     printable = tables(measured)
-    cpu = sum(m["wall_time_s"] for m in measured.values())
-    md = report_head(TITLE, "quick (shortened timelines)" if quick else "full (the document timelines)", measured, wall_time_s)
+    cpu = sum(m["wall_time_s"] for m in runs.values())
+    md = report_head(TITLE, "quick (shortened timelines)" if quick else "full (the document timelines)", runs, wall_time_s)
     md += findings_markdown(found, GRADING)
     for title, rows in printable.items():
         md += ["", f"## {title}", "", markdown_table(rows)]
@@ -740,8 +751,20 @@ def fig4(measured: dict[str, dict[str, Any]]) -> Any:
     one where the collapsed configurations (0.1 Gbps) can be read."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 8), layout="constrained")
-    linear, log = fig.subplots(2, 1, sharex=True)
+    fig = Figure(figsize=(9, 11), layout="constrained")
+    over_time, linear, log = fig.subplots(3, 1)
+    log.sharex(linear)
+    for config in EXP2_CONFIGS:
+        series = np.array(measured[f"exp2/{config}"]["throughput_series"])
+        over_time.plot(series[:, 0], series[:, 1] / GIGA, linewidth=1.2, label=config)
+    steps = [(r, b, e) for r, b, e in _onoff_steps(measured) if r > 0]
+    for rate, begin, end in steps:
+        over_time.axvspan(begin, end, color="0.85", zorder=0)
+        over_time.text((begin + end) / 2, 10.2, f"UDP {rate:g}", ha="center", fontsize="x-small")
+    over_time.set(title="Experiment 2 as run: one α transfer, the UDP background on (shaded) and off (Fig. 4)",
+                  xlabel="time (s)", ylabel="α throughput (Gbit/s)", ylim=(0, 10.8))  # fmt: skip
+    over_time.grid(True, alpha=0.3)
+    over_time.legend(fontsize="small", ncols=2, loc="lower left")
     rates = exp2_rates(measured)
     for axes in (linear, log):
         for config in EXP2_CONFIGS:
@@ -759,6 +782,12 @@ def fig4(measured: dict[str, dict[str, Any]]) -> Any:
     linear.legend(fontsize="small", ncols=2)
     log.set(title="The same on a logarithmic axis", xlabel="UDP background (Gbit/s)", yscale="log", ylim=(0.05, 12))
     return fig
+
+
+def _onoff_steps(measured: dict[str, dict[str, Any]]) -> list[tuple[float, float, float]]:
+    """(rate, begin, end) of the on-off steps, from the 2-queues run's windows."""
+    pattern = EXP2_ONOFF[measured[f"exp2/{next(iter(EXP2_CONFIGS))}"]["sim_time_s"] < 100]
+    return pattern.steps(tuple(exp2_rates(measured)))
 
 
 def fig5(measured: dict[str, dict[str, Any]]) -> Any:
