@@ -164,3 +164,29 @@ def main2() -> None:
 
 if __name__ == "__main__":
     main2() if sys.argv[1:2] == ["onoff"] else main()
+
+
+def traces2(measured: dict, path: Path) -> None:
+    """cwnd and deep overtakes (late packets overtaken by 3 or more
+    segments, per second) of the cells GRO moves most: (49,50,1) through
+    the on-off pattern and Table III's policing1."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    runs = {"onoff/3q (49,50,1)": "(49,50,1), on-off: UDP 1 Gbps at 5-10 s, 3 Gbps at 12-17 s",
+            "t3/3queues+policing1": "Table III policing1 (59,40,1), UDP 3 Gbps"}  # fmt: skip
+    variants = ("default", "default + gro", "linux-2.6.33 (with gro)")
+    fig = Figure(figsize=(12, 7), layout="constrained")
+    axes = fig.subplots(2, len(runs), sharex="col")
+    for j, (run, title) in enumerate(runs.items()):
+        for k, variant in enumerate(variants):
+            s = np.array(measured[f"{run}/{variant}"]["cwnd_series"], dtype=float)
+            t, cwnd, deep = s[:, 0], s[:, 1], s[:, 3]
+            axes[0, j].plot(t, cwnd / 1448, color=f"C{k}", linewidth=0.9, label=variant)
+            axes[1, j].plot(t[1:], np.diff(deep) / np.diff(t), color=f"C{k}", linewidth=0.9, label=variant)
+        axes[0, j].set(title=title, ylabel="cwnd (segments)", yscale="log")
+        axes[1, j].set(xlabel="time (s)", ylabel="overtaken by ≥ 3 (per s)", yscale="symlog", ylim=(0, 3e5))
+        for a in axes[:, j]:
+            a.grid(True, alpha=0.3)
+        axes[0, j].legend(fontsize="small")
+    fig.savefig(path, dpi=100)
