@@ -260,6 +260,18 @@ def test_every_option_resolves():
     assert link["queue_ba"] == {"fifo": {"limit_pkts": None, "limit_bytes": None}}
 
 
+def test_receive_coalescing_options_resolve():
+    flow = {"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno", "gro": True, "napi_interval": "50us"}}
+    config = resolve(load_scenario(_tiny(flows=[flow])))
+    tcp = config["flows"][0]["tcp"]
+    assert (tcp["gro"], tcp["napi_interval_ns"]) == (True, 50_000)
+    # Unset: the host profile decides (the engine's default hosts: off).
+    plain = resolve(load_scenario(_tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno"}}])))
+    assert plain["flows"][0]["tcp"]["gro"] is None
+    with pytest.raises(ScenarioError, match=r"flows\[0\]\.tcp\.napi_interval"):
+        load_scenario(_tiny(flows=[{**flow, "tcp": {**flow["tcp"], "napi_interval": "0us"}}]))
+
+
 def test_red_thresholds_in_packets():
     scenario = _tiny()
     scenario["links"][1]["queue"] = {"red": {"min_th": 5, "max_th": 15.5}}

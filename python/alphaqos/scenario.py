@@ -362,7 +362,8 @@ class TcpOptions(_Model):
     # A bundle of host behaviours (the engine's tcp/linux.rs): "default"
     # (the RFC behaviour above) or "linux-2.6.33" (FACK, the adaptive
     # reordering metric, undo by timestamps and D-SACK, cwnd moderation,
-    # rate-halving, 64 KB TSO frames, quick ACKs after a duplicate). Each
+    # rate-halving, 64 KB TSO frames, quick ACKs after a duplicate, GRO at
+    # the receiver). Each
     # behaviour below, left unset, takes the profile's value.
     host_profile: Literal["default", "linux-2.6.33"] = "default"
     fack: Flag | None = None
@@ -377,6 +378,11 @@ class TcpOptions(_Model):
     quickack_after_dup: Flag | None = None
     # The TCP timestamp clock's tick (Linux: one jiffy, 1/HZ).
     ts_tick: PositiveTime | None = None
+    # The receiving host's NIC coalesces in-order segments (GRO, up to 64
+    # KB) in NAPI polls, one interrupt per napi_interval at most (ixgbe's
+    # bulk-traffic default: 125 µs); TCP sees and ACKs coalesced packets.
+    gro: Flag | None = None
+    napi_interval: PositiveTime | None = None
 
 
 class Tcp(TcpOptions, _Endpoints):
@@ -1537,6 +1543,8 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "tso_max_bytes": tcp.tso,
         "quickack_after_dup": tcp.quickack_after_dup,
         "ts_tick_ns": tcp.ts_tick,
+        "gro": tcp.gro,
+        "napi_interval_ns": tcp.napi_interval,
     }
 
 

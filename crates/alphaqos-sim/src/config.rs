@@ -755,6 +755,14 @@ pub struct TcpConfig {
     /// The TCP timestamp clock's tick, ns (Linux: one jiffy, 1/HZ).
     #[serde(default)]
     pub ts_tick_ns: Option<u64>,
+    /// The receiving host coalesces in-order segments (GRO) in NAPI polls
+    /// (`tcp/gro.rs`).
+    #[serde(default)]
+    pub gro: Option<bool>,
+    /// The receiving NIC's interrupt moderation: at most one interrupt
+    /// (NAPI poll) per this many ns.
+    #[serde(default)]
+    pub napi_interval_ns: Option<u64>,
 }
 
 /// The Linux behaviours of a connection, resolved from
@@ -771,6 +779,8 @@ pub struct HostBehaviour {
     pub tso_max_bytes: u64,
     pub quickack_after_dup: bool,
     pub ts_tick_ns: u64,
+    pub gro: bool,
+    pub napi_interval_ns: u64,
 }
 
 /// Host profiles known by name.
@@ -798,6 +808,11 @@ impl TcpConfig {
             // One jiffy at the kernel's default HZ = 250 (kernel/Kconfig.hz
             // of 2.6.33: `default HZ_250`): 4 ms.
             ts_tick_ns: self.ts_tick_ns.unwrap_or(4_000_000),
+            gro: self.gro.unwrap_or(linux),
+            // ixgbe's dynamic interrupt throttling settles at 8,000
+            // interrupts a second for bulk traffic (`ixgbe_set_itr`,
+            // bulk_latency): 125 µs.
+            napi_interval_ns: self.napi_interval_ns.unwrap_or(125_000),
         })
     }
 }

@@ -46,6 +46,8 @@ pub enum FlowTimer {
     Pace,
     /// RACK's reordering window of a hole has passed.
     Rack,
+    /// The receiving host's NIC interrupt: a NAPI poll (`tcp/gro.rs`).
+    Napi,
 }
 
 /// Events travel the heap packed in one word (see [`Event::encode`]): one
@@ -67,7 +69,7 @@ const GEN_SHIFT: u32 = 32;
 /// slab wraps its generations there (see `conn.rs`).
 pub const GEN_BITS: u32 = 24;
 const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
-const TIMERS: [FlowTimer; 9] = [
+const TIMERS: [FlowTimer; 10] = [
     FlowTimer::Start,
     FlowTimer::Stop,
     FlowTimer::Send,
@@ -77,6 +79,7 @@ const TIMERS: [FlowTimer; 9] = [
     FlowTimer::Wake,
     FlowTimer::Pace,
     FlowTimer::Rack,
+    FlowTimer::Napi,
 ];
 
 impl Event {

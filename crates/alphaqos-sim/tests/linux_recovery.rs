@@ -242,10 +242,12 @@ fn receiver_reports_duplicates_in_a_dsack_and_quick_acks_after() {
 #[test]
 fn host_profile_sets_every_behaviour_and_each_overrides_alone() {
     let h = config(r#", "host_profile": "linux-2.6.33", "undo": false"#).host().unwrap();
-    assert!(h.fack && h.adaptive_reordering && h.dsack && h.moderate_cwnd && h.rate_halving && h.quickack_after_dup);
+    assert!(h.fack && h.adaptive_reordering && h.dsack && h.moderate_cwnd && h.rate_halving && h.quickack_after_dup && h.gro);
     assert!(!h.undo);
-    assert_eq!((h.max_reordering, h.tso_max_bytes, h.ts_tick_ns), (127, 65536, 4_000_000));
+    assert_eq!((h.max_reordering, h.tso_max_bytes, h.ts_tick_ns, h.napi_interval_ns), (127, 65536, 4_000_000, 125_000));
     let d = config("").host().unwrap();
-    assert!(!d.fack && !d.undo && d.tso_max_bytes == 0);
+    assert!(!d.fack && !d.undo && d.tso_max_bytes == 0 && !d.gro);
+    let g = config(r#", "gro": true, "napi_interval_ns": 50000"#).host().unwrap();
+    assert!(g.gro && !g.fack && g.napi_interval_ns == 50_000);
     assert!(config(r#", "host_profile": "linux-9"]"#.trim_end_matches(']')).host().is_err());
 }

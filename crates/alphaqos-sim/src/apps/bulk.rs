@@ -96,6 +96,9 @@ impl BulkTcp {
         let mut receiver = TcpReceiver::new(cfg);
         receiver.set_quickack(cfg.quickack_segments.unwrap_or(0));
         receiver.set_linux(host.dsack, host.quickack_after_dup);
+        if host.gro {
+            receiver.set_gro(Duration(host.napi_interval_ns), host.ts_tick_ns);
+        }
         Ok(BulkTcp {
             sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?),
             receiver,
@@ -231,7 +234,7 @@ impl App for BulkTcp {
             FlowTimer::Send => self.on_write_timer(&mut io.fwd()),
             FlowTimer::Wake => self.sender.on_wake(&mut io.fwd()),
             FlowTimer::Rto | FlowTimer::Pace | FlowTimer::Rack => self.sender.on_timer(t, &mut io.fwd()),
-            FlowTimer::DelAck => self.receiver.on_timer(t, &mut io.rev()),
+            FlowTimer::DelAck | FlowTimer::Napi => self.receiver.on_timer(t, &mut io.rev()),
             FlowTimer::Step => {}
         }
     }

@@ -8,6 +8,7 @@
 //! can be tested alone and reused by any application.
 
 pub mod cc;
+pub mod gro;
 pub mod linux;
 pub mod ranges;
 pub mod receiver;

@@ -25,6 +25,12 @@
 //!   MSS)) of them (`tcp_enter_quickack_mode`, `tcp_incr_quickack`,
 //!   TCP_MAX_QUICKACKS = 16).
 //!
+//! - `gro` (`tcp/gro.rs`): segments reach TCP through the NIC's NAPI
+//!   polls, in-order runs coalesced into one packet of up to 64 KB; the
+//!   receiver then sees (and counts, as a tcpdump on the host would) one
+//!   packet per run, and acknowledges a packet of two or more segments at
+//!   once (`__tcp_ack_snd_check`: more than `rcv_mss` received).
+//!
 //! Reordering extent (RFC 4737, Section 4.2.2, counted in segments of the
 //! late one's size): a segment arriving out of sequence was overtaken by
 //! the data between its end and the highest byte seen. `ooo_extent_max` is
@@ -32,6 +38,7 @@
 //! three or more segments overtook: enough SACKed data above a hole for a
 //! sender with the usual duplicate-ACK threshold to retransmit it.
 
+use super::gro::{Gro, Seg};
 use super::ranges::RangeSet;
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
@@ -77,6 +84,10 @@ pub struct TcpReceiver {
     quick_dup: u32,
     /// The duplicate range to report in the next ACK (RFC 2883).
     dup: Option<(u64, u64)>,
+    /// Receive coalescing in NAPI polls (None: every segment at once).
+    pub gro: Option<Gro>,
+    /// The packets one poll flushed (kept to reuse its allocation).
+    polled: Vec<Seg>,
     pub stats: ReceiverStats,
 }
 
@@ -108,6 +119,8 @@ impl TcpReceiver {
             quickack_after_dup: false,
             quick_dup: (cfg.rwnd_bytes / (2 * cfg.mss_bytes.max(1) as u64)).clamp(2, 16) as u32,
             dup: None,
+            gro: None,
+            polled: Vec::new(),
             stats: ReceiverStats::default(),
         }
     }
@@ -116,6 +129,12 @@ impl TcpReceiver {
     pub fn set_linux(&mut self, dsack: bool, quickack_after_dup: bool) {
         self.dsack = dsack;
         self.quickack_after_dup = quickack_after_dup;
+    }
+
+    /// Segments reach TCP through NAPI polls at most one per `interval`,
+    /// coalesced by GRO (`tcp/gro.rs`).
+    pub fn set_gro(&mut self, interval: Duration, ts_tick_ns: u64) {
+        self.gro = Some(Gro::new(interval, ts_tick_ns));
     }
 
     /// Acknowledge the next `n` in-order segments at once (Linux's
@@ -143,8 +162,18 @@ impl TcpReceiver {
     /// buffer, and Linux's `tcp_cleanup_rbuf` then sends the pending ACK
     /// (ICSK_ACK_PUSHED) instead of waiting for the delayed-ACK timer.
     pub fn on_segment(&mut self, seq: u64, len: u32, ts_val: SimTime, retx: bool, push: bool, w: &mut impl Wire) {
+        let seg = Seg { seq, len: len as u64, segs: 1, ts_val, retx, push };
+        match &mut self.gro {
+            Some(gro) => gro.arrive(seg, w),
+            None => self.on_packet(seg, w),
+        }
+    }
+
+    /// A packet reaches TCP: one segment, or a run GRO coalesced.
+    fn on_packet(&mut self, seg: Seg, w: &mut impl Wire) {
+        let Seg { seq, len, segs, ts_val, retx, push } = seg;
         self.stats.segments += 1;
-        let end = seq + len as u64;
+        let end = seq + len;
         if seq <= self.last_ack_sent && end > self.last_ack_sent {
             self.ts_recent = ts_val;
         }
@@ -153,7 +182,8 @@ impl TcpReceiver {
             self.stats.spurious_retransmits += retx as u64;
         } else if seq < self.highest {
             self.stats.ooo_arrivals += 1;
-            let extent = self.highest.saturating_sub(end).div_ceil(len.max(1) as u64);
+            // In wire segments of the late packet's segment size.
+            let extent = self.highest.saturating_sub(end).div_ceil((len / segs.max(1) as u64).max(1));
             self.stats.ooo_extent_max = self.stats.ooo_extent_max.max(extent);
             self.stats.ooo_extent_3plus += (extent >= 3) as u64;
         }
@@ -187,7 +217,7 @@ impl TcpReceiver {
             self.ooo.remove_below(self.rcv_nxt);
             let rcv_nxt = self.rcv_nxt;
             self.recent.retain(|&(_, e)| e > rcv_nxt);
-            self.unacked_segments += 1;
+            self.unacked_segments += segs;
             let quick = self.quick > 0;
             self.quick = self.quick.saturating_sub(1);
             if filled_hole || quick || push || !self.delayed_ack || self.unacked_segments >= self.ack_every {
@@ -200,6 +230,16 @@ impl TcpReceiver {
     }
 
     pub fn on_timer(&mut self, timer: FlowTimer, w: &mut impl Wire) {
+        if timer == FlowTimer::Napi {
+            let Some(gro) = &mut self.gro else { return };
+            let mut polled = std::mem::take(&mut self.polled);
+            gro.poll(&mut polled, w);
+            for seg in polled.drain(..) {
+                self.on_packet(seg, w);
+            }
+            self.polled = polled;
+            return;
+        }
         if timer == FlowTimer::DelAck && self.delack.fire(FlowTimer::DelAck, w) && self.unacked_segments > 0 {
             self.send_ack(w);
         }
