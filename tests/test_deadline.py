@@ -134,6 +134,26 @@ def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, ed
     assert not out.exists()
 
 
+def test_the_edge_must_be_on_the_engines_path_and_the_path_must_exist(tmp_path: Path):
+    """The engine routes the transfer: an edge router beside the path, and
+    a destination no link reaches, are each named at the transfer's field."""
+    d = doc()
+    d["nodes"]["X"] = {"router": True}
+    d["links"].append({"between": ["E", "X"], "rate": "10Gbps", "delay": "1ms"})
+    d["deadline_transfers"][0]["reservation"]["edge"] = "X"
+    done = cli("validate", str(_write(tmp_path, d)))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("deadline_transfers[0].reservation.edge: router 'X' is not on the path from S to D"), done.stderr
+    d = doc()
+    d["nodes"]["Z"] = {"address": "10.0.3.1"}
+    d["deadline_transfers"][0]["to"] = "Z"
+    done = cli("validate", str(_write(tmp_path, d)))
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        "deadline_transfers[0]: no path from 'S' to 'Z' over the links (only routers forward packets)"
+    ), done.stderr
+
+
 def test_the_proposed_method_recomputes_the_reservation_from_bytes_left_and_time_left():
     """Every interval the agent sets R = (bytes left) x 8 / (time to the
     deadline) x margin, the deadline taken one interval early, capped at the

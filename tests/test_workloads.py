@@ -113,8 +113,34 @@ def test_a_workload_between_unconnected_hosts_is_named_at_its_line(tmp_path: Pat
     done = cli("run", str(path), "--out", str(tmp_path / "run"), "--quiet")
     assert done.returncode == 2
     line = next(i for i, l in enumerate(text.splitlines(), start=1) if "name: lost" in l)
-    assert f"bad.yaml:{line}: workloads[3]: no path from H1 to H4" in done.stderr, done.stderr
+    assert f"bad.yaml:{line}: workloads[3]: no path from 'H1' to 'H4'" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_every_workload_the_engine_refuses_is_reported_at_its_own_line(tmp_path: Path):
+    """Paths and MTUs of workloads are the engine's to check; it reports
+    every bad workload (and flow), not only the first."""
+    doc = yaml.safe_load(SCENARIO)
+    doc["nodes"]["H4"] = {"address": "10.0.0.4"}
+    doc["links"][2]["mtu"] = "1000B"  # H3-R: too small for 1448 B segments
+    doc["workloads"][0]["transfer"]["to"] = "H4"
+    doc["workloads"][2]["onoff"]["hosts"] = ["H1"]
+    doc["workloads"][2]["onoff"]["peers"] = ["H3"]
+    doc["flows"] = [{"name": "late", "tcp": {"from": "H3", "to": "H1", "cc": "cubic"}}]
+    path = tmp_path / "bad.yaml"
+    text = yaml.safe_dump(doc, sort_keys=False)
+    path.write_text(text)
+    done = cli("validate", str(path))
+    assert done.returncode == 2
+    lines = [line.removeprefix(f"alphaqos: error: {tmp_path}/") for line in done.stderr.splitlines()]
+    at = lambda marker, nth=0: [i for i, l in enumerate(text.splitlines(), start=1) if marker in l][nth]  # noqa: E731
+    mtu = "1500B packets do not fit the 1000B MTU of links[2] (H3-R)"
+    assert lines == [
+        f"bad.yaml:{at('name: grid')}: workloads[0]: no path from 'H1' to 'H4' over the links (only routers forward packets)",
+        f"bad.yaml:{at('name: bg')}: workloads[1].tcp.mss: {mtu} on the path from 'H3' to 'H2' (mss + 52B of IP and TCP headers)",
+        f"bad.yaml:{at('name: web')}: workloads[2].tcp.mss: {mtu} on the path from 'H1' to 'H3' (mss + 52B of IP and TCP headers)",
+        f"bad.yaml:{at('name: late') + 1}: flows[0].tcp.mss: {mtu} on the path from 'H3' to 'H1' (mss + 52B of IP and TCP headers)",
+    ], done.stderr
 
 
 def test_dynamic_striping_and_per_stream_options_reach_the_engine():

@@ -28,6 +28,13 @@ class Simulation:
         monitor, qlen_hist."""
 
 def version() -> str: ...
+def check(config_json: str, pairs: list[tuple[str, str]] = []) -> tuple[list[tuple[str, str]], dict]:
+    """Check a configuration without running it (no tap is opened): every
+    problem as (path into the configuration, e.g. ``flows[3].tcp.mss_bytes``,
+    message), and what the engine applies on its own: ``{"addresses": {node:
+    dotted address}, "paths": [link indices from a to b, or None, per pair]}``.
+    A problem of the nodes or links stops the check there; each flow,
+    workload and agent is reported on its own."""
 def cc_names() -> list[str]:
     """The congestion controls the engine implements."""
 def cc_params(name: str, params_json: str) -> str:

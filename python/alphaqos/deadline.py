@@ -84,7 +84,7 @@ from .units import fmt_rate, fmt_size, fmt_time_ns
 if TYPE_CHECKING:
     from .scenario import Scenario
 
-__all__ = ["DeadlineTransfer", "METHODS", "expand", "check_deadline_transfers", "static_rate"]
+__all__ = ["DeadlineTransfer", "METHODS", "expand", "check_deadline_edges", "check_deadline_transfers", "static_rate"]
 
 NS_PER_S = 10**9
 TCP_HEADER_BYTES = 52  # IP 20 + TCP 20 + timestamps 12, as the engine counts a segment
@@ -198,9 +198,10 @@ def wire_rate(t: DeadlineTransfer, payload_bps: int) -> int:
 # --- checks -------------------------------------------------------------------
 
 
-def check_deadline_transfers(scenario: Scenario, routes) -> Any:
-    """Cross-field checks, as (path, message): names, hosts, the edge on the
-    path, unique names among workloads, the dynamic reservation's agent."""
+def check_deadline_transfers(scenario: Scenario) -> Any:
+    """Cross-field checks, as (path, message): names, hosts, the edge a
+    router, unique names among workloads, the dynamic reservation's agent.
+    The edge on the path: :func:`check_deadline_edges`."""
     workloads = {w.name for w in scenario.workloads}
     seen: dict[str, int] = {}
     for index, t in enumerate(scenario.deadline_transfers):
@@ -216,19 +217,11 @@ def check_deadline_transfers(scenario: Scenario, routes) -> Any:
                 yield (*loc, key), f"{host!r} is not a host of this scenario"
         if ends_ok and t.src == t.dst:
             yield (*loc, "to"), f"a transfer needs two different hosts, got {t.src!r} twice"
-            ends_ok = False
         if t.start >= scenario.duration:
             yield (*loc, "start"), f"{fmt_time_ns(t.start)} is not before the end of the run ({fmt_time_ns(scenario.duration)})"
         edge = scenario.nodes.get(t.reservation.edge)
         if edge is None or not edge.router:
             yield (*loc, "reservation", "edge"), f"{t.reservation.edge!r} is not a router of this scenario"
-        elif ends_ok:
-            path = routes.path(t.src, t.dst)
-            on_path = path is not None and any(t.reservation.edge in scenario.links[i].between for i in path)
-            if path is None:
-                yield loc, f"no path from {t.src} to {t.dst}"
-            elif not on_path:
-                yield (*loc, "reservation", "edge"), f"router {t.reservation.edge!r} is not on the path from {t.src} to {t.dst}"
         if t.window in ("binary", "fixed"):
             from .cc import validate_cc_params
 
@@ -248,6 +241,15 @@ def check_deadline_transfers(scenario: Scenario, routes) -> Any:
                 yield (*loc, "additional", "cc_params"), str(exc)
         if t.dynamic and t.window == "newreno":
             yield (*loc, "reservation", "dynamic"), "a dynamic reservation steers the base connection's target rate: give it the binary or fixed window"
+
+
+def check_deadline_edges(scenario: Scenario, paths: list[list[int] | None]) -> Any:
+    """Each transfer's edge router on its path, as (path, message); ``paths``
+    are the links the engine routes each transfer over (None: no path, which
+    the engine reports itself)."""
+    for index, (t, path) in enumerate(zip(scenario.deadline_transfers, paths, strict=True)):
+        if path is not None and not any(t.reservation.edge in scenario.links[i].between for i in path):
+            yield ("deadline_transfers", index, "reservation", "edge"), f"router {t.reservation.edge!r} is not on the path from {t.src} to {t.dst}"
 
 
 def earliest_completion(scenario: Scenario, index: int) -> int:
@@ -293,8 +295,7 @@ def infeasible(t: DeadlineTransfer, earliest_ns: int) -> str:
 def expand(scenario: Scenario) -> Scenario:
     """The scenario with every deadline transfer turned into what the engine
     runs: a workload, the edge routers' marking terms (ahead of their own),
-    and (dynamic reservations) an agent. Router addresses must be assigned
-    (:meth:`Scenario.resolved`)."""
+    and (dynamic reservations) an agent."""
     if not scenario.deadline_transfers:
         return scenario
     from .policy import Policy

@@ -43,7 +43,6 @@ import json
 import difflib
 import ipaddress
 import warnings
-from collections import deque
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -66,7 +65,7 @@ from .fields import Model as _Model
 from .policy import Child, FqCodel, Policy, Sfq, Yaqs, resolve_yaqs, check_policy, child_config, fq_codel_config, resolve_egress, resolve_filter, sfq_config
 from .agents import ControlAgent, resolve_agent
 from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
-from .deadline import DeadlineTransfer, check_deadline_transfers
+from .deadline import DeadlineTransfer, check_deadline_edges, check_deadline_transfers
 from .deadline import expand as _expand_deadline_transfers
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
 from .source import Source, read_source
@@ -95,16 +94,11 @@ __all__ = [
 #: parameters in :mod:`alphaqos.cc`.
 CONGESTION_CONTROLS: tuple[str, ...] = tuple(CC_PARAMS)
 
-#: Routers without an address get one from this network, in declaration
-#: order, skipping addresses already taken.
-ROUTER_ADDRESS_POOL = ipaddress.IPv4Network("10.255.0.0/16")
-
 # Smallest IP packets the apps can send: IPv4 header 20 B + UDP or ICMP
 # header 8 B. Largest: the IPv4 total-length field's 65535 B.
 MIN_PACKET_BYTES = 28
 MAX_PACKET_BYTES = 65535
 MIN_IPV4_MTU_BYTES = 68  # RFC 791: every IPv4 link carries 68-byte packets
-TCP_HEADER_BYTES = 52  # IP 20 + TCP 20 + timestamp option 12, per data segment
 
 NS_PER_S = 10**9
 NS_PER_MS = 10**6
@@ -737,12 +731,18 @@ class Scenario(_Model):
     deadline_transfers: list[DeadlineTransfer] = []
 
     def resolved(self) -> Scenario:
-        """The same scenario with router addresses assigned and every flow's
-        stop time filled in: what :func:`resolve` hands the engine."""
-        addresses = _assign_router_addresses(self.nodes)
-        nodes = {name: node.model_copy(update={"address": addresses[name]}) for name, node in self.nodes.items()}
+        """The same scenario with every flow's stop time filled in and the
+        router addresses the engine assigns (``_core.check``; without a
+        built engine, routers without an address are left without one)."""
+        scenario = self.with_stops()
+        addresses = router_addresses(scenario)
+        nodes = {name: node.model_copy(update={"address": addresses.get(name, node.address)}) for name, node in self.nodes.items()}
+        return scenario.model_copy(update={"nodes": nodes})
+
+    def with_stops(self) -> Scenario:
+        """The same scenario with every flow's stop time filled in."""
         flows = [flow.model_copy(update={"stop": self.stop_of(flow)}) for flow in self.flows]
-        return self.model_copy(update={"nodes": nodes, "flows": flows})
+        return self.model_copy(update={"flows": flows})
 
     def stop_of(self, flow: Flow) -> int:
         """A flow's stop time in ns (the end of the run by default)."""
@@ -804,22 +804,30 @@ def load_scenario(
 
 def _engine_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
     """What the engine itself refuses in the resolved configuration (paths,
-    MTUs, size distributions...), with the path it names, so that it is
-    shown at the line of the item in the user's file. The engine is the one
-    source of truth for what it checks; without a built engine this step is
-    left to the run."""
-    try:
-        from . import _core
-    except ImportError:
-        return []
-    try:
-        _core.Simulation(json.dumps(resolve(scenario)))
-    except ValueError as exc:
-        from .engine import engine_issue
+    MTUs, size distributions...), every problem at the user's field path
+    (:func:`alphaqos.engine.engine_loc`), and the deadline transfers' edge
+    routers off the engine's own routes. The engine is the one source of
+    truth for what it checks; without a built engine this step is left to
+    the run."""
+    from .engine import EngineMissingError, check
 
-        issue = engine_issue(str(exc))
-        return [(issue.loc, issue.message)]
-    return []
+    pairs = [(t.src, t.dst) for t in scenario.deadline_transfers]
+    try:
+        problems, applied = check(scenario, pairs)
+    except EngineMissingError:
+        return []
+    return problems or list(check_deadline_edges(scenario, applied["paths"]))
+
+
+def router_addresses(scenario: Scenario) -> dict[str, str]:
+    """Every node's address as the engine assigns it (a router without one
+    draws from the engine's pool); empty without a built engine."""
+    from .engine import EngineMissingError, check
+
+    try:
+        return check(scenario)[1]["addresses"]
+    except EngineMissingError:
+        return {}
 
 
 def _deadline_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
@@ -1086,7 +1094,7 @@ def _cross_checks(scenario: Scenario) -> list[tuple[tuple, str]]:
         *_check_links(scenario),
         *_check_flows(scenario),
         *_check_workloads(scenario),
-        *check_deadline_transfers(scenario, _Routes(scenario)),
+        *check_deadline_transfers(scenario),
         *_check_run(scenario),
     ]
 
@@ -1201,13 +1209,12 @@ def _check_red(red: Red, loc: tuple):
 
 def _check_flows(scenario: Scenario):
     first_use: dict[str, int] = {}
-    routes = _Routes(scenario)
     for index, flow in enumerate(scenario.flows):
         loc = ("flows", index)
         if flow.name in first_use:
             yield (*loc, "name"), f"duplicate flow name {flow.name!r} (also flows[{first_use[flow.name]}])"
         first_use.setdefault(flow.name, index)
-        yield from _check_endpoints(scenario, flow, loc, routes)
+        yield from _check_endpoints(scenario, flow, loc)
         yield from _check_times(scenario, flow, loc)
         if flow.udp is not None and flow.udp.schedule is not None:
             yield from _check_schedule(scenario, flow.udp.schedule, (*loc, "udp", "schedule"))
@@ -1261,7 +1268,9 @@ def _link_between(scenario: Scenario, a: str, b: str) -> Link | None:
     return next((link for link in scenario.links if set(link.between) == {a, b}), None)
 
 
-def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple, routes: _Routes):
+def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple):
+    """The flow's ends are two hosts of the scenario; whether a path joins
+    them and its packets fit it, the engine checks (:func:`_engine_checks`)."""
     spec, kind = flow.spec, flow.kind
     usable = True
     for key, end in (("from", spec.src), ("to", spec.dst)):
@@ -1272,27 +1281,8 @@ def _check_endpoints(scenario: Scenario, flow: Flow, loc: tuple, routes: _Routes
         elif node.router:
             yield (*loc, kind, key), f"{end!r} is a router; flows run between hosts"
             usable = False
-    if not usable:
-        return
-    if spec.src == spec.dst:
+    if usable and spec.src == spec.dst:
         yield (*loc, kind, "to"), f"a flow needs two different hosts, got {spec.src!r} twice"
-        return
-    path = routes.path(spec.src, spec.dst)
-    if path is None:
-        yield loc, (
-            f"flow {flow.name!r}: no path from {spec.src!r} to {spec.dst!r} over the links "
-            "(only routers forward packets)"
-        )
-        return
-    size_key, size = ("mss", flow.tcp.mss + TCP_HEADER_BYTES) if flow.tcp else ("size", spec.size)
-    for index in path:
-        link = scenario.links[index]
-        if size > link.mtu:
-            yield (*loc, kind, size_key), (
-                f"{size}B packets do not fit the {link.mtu}B MTU of links[{index}] ({'-'.join(link.between)}) on the flow's path"
-                + (f" (mss + {TCP_HEADER_BYTES}B of IP and TCP headers)" if flow.tcp else "")
-            )
-            return
 
 
 def _check_times(scenario: Scenario, flow: Flow, loc: tuple):
@@ -1331,61 +1321,6 @@ def _unknown_node(name: str, scenario: Scenario) -> str:
     return f"unknown node {name!r} (nodes: {', '.join(scenario.nodes)})"
 
 
-class _Routes:
-    """Paths as the engine routes packets (``crates/alphaqos-sim/src/topology.rs``):
-    every node forwards towards a destination through the first hop of a
-    breadth-first search from itself, neighbours taken in link order; only
-    routers forward, so a path never crosses a host."""
-
-    def __init__(self, scenario: Scenario):
-        self._routers = {name for name, node in scenario.nodes.items() if node.router}
-        self._ports: dict[str, list[tuple[str, int]]] = {name: [] for name in scenario.nodes}
-        for index, link in enumerate(scenario.links):
-            a, b = link.between
-            if a in self._ports and b in self._ports and a != b:
-                self._ports[a].append((b, index))
-                self._ports[b].append((a, index))
-        self._first_hops: dict[str, dict[str, tuple[str, int]]] = {}
-
-    def path(self, src: str, dst: str) -> list[int] | None:
-        """Indices of the links from ``src`` to ``dst``, or None if unreachable."""
-        node, links = src, []
-        while node != dst:
-            hop = self._hops_from(node).get(dst)
-            if hop is None:
-                return None
-            node = hop[0]
-            links.append(hop[1])
-        return links
-
-    def _hops_from(self, src: str) -> dict[str, tuple[str, int]]:
-        """For each reachable node: (next node, link index) of the first hop."""
-        if src not in self._first_hops:
-            first: dict[str, tuple[str, int]] = {}
-            frontier: deque[str] = deque()
-            for peer, index in self._ports[src]:
-                if peer != src and peer not in first:
-                    first[peer] = (peer, index)
-                    frontier.append(peer)
-            while frontier:
-                node = frontier.popleft()
-                if node not in self._routers:
-                    continue
-                for peer, _index in self._ports[node]:
-                    if peer != src and peer not in first:
-                        first[peer] = first[node]
-                        frontier.append(peer)
-            self._first_hops[src] = first
-        return self._first_hops[src]
-
-
-def _assign_router_addresses(nodes: dict[str, Node]) -> dict[str, str]:
-    """Every node's address; routers without one draw from the pool."""
-    taken = {node.address for node in nodes.values() if node.address is not None}
-    pool = (str(address) for address in ROUTER_ADDRESS_POOL.hosts() if str(address) not in taken)
-    return {name: node.address if node.address is not None else next(pool) for name, node in nodes.items()}
-
-
 # --- the engine's resolved configuration -----------------------------------
 
 
@@ -1393,7 +1328,7 @@ def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[st
     """The engine configuration of ``docs/engine-config.md``: plain JSON
     types, integers in base units (ns, bit/s, bytes), all defaults filled.
     Link taps are written into ``tap_dir``; without it nothing is captured."""
-    scenario = _expand_deadline_transfers(scenario.resolved())
+    scenario = _expand_deadline_transfers(scenario.with_stops())
     return {
         "tap_dir": None if tap_dir is None else str(tap_dir),
         "name": scenario.name,

@@ -52,7 +52,7 @@ class Simulation:
         try:
             self._sim = core.Simulation(json.dumps(resolve(self.scenario)))
         except ValueError as exc:
-            raise ScenarioError([engine_issue(str(exc))]) from None
+            raise ScenarioError([engine_issue(str(exc), self.scenario)]) from None
         self._units = {name: unit for name, unit, _ in core.knobs()}
         self._started = datetime.now(UTC)
         self._wall = time.perf_counter()

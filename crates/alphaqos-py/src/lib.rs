@@ -110,6 +110,24 @@ fn trace_replay<'py>(py: Python<'py>, path: &str, beta: f64, queue_json: &str, i
     tables_dict(py, tables)
 }
 
+/// Check a configuration without running it: every problem as (path into
+/// the configuration, message), and what the engine applies on its own:
+/// {"addresses": {node: dotted address}, "paths": [links from a to b, or
+/// None, for each (a, b) of `pairs`]}.
+#[pyfunction]
+#[pyo3(signature = (config_json, pairs=Vec::new()))]
+fn check<'py>(py: Python<'py>, config_json: &str, pairs: Vec<(String, String)>) -> PyResult<(Vec<(String, String)>, Bound<'py, PyDict>)> {
+    let checked = py.detach(|| alphaqos_sim::check::check_json(config_json, &pairs));
+    let applied = PyDict::new(py);
+    let addresses = PyDict::new(py);
+    for (name, addr) in checked.applied.addresses {
+        addresses.set_item(name, addr)?;
+    }
+    applied.set_item("addresses", addresses)?;
+    applied.set_item("paths", checked.applied.paths)?;
+    Ok((checked.problems.into_iter().map(|p| (p.path, p.message)).collect(), applied))
+}
+
 /// The congestion controls the engine implements.
 #[pyfunction]
 fn cc_names() -> Vec<&'static str> {
@@ -141,6 +159,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(cc_params, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;

@@ -27,15 +27,12 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
         let mut nodes: Vec<Node> = Vec::new();
         let mut filters = Vec::new();
         let mut index = BTreeMap::new();
+        let addresses = node_addresses(cfg)?;
         for (i, n) in cfg.nodes.iter().enumerate() {
             if index.insert(n.name.clone(), i as u32).is_some() {
                 return Err(format!("nodes[{i}].name: duplicate node '{}'", n.name));
             }
-            let addr = match &n.address {
-                Some(a) => parse_ipv4(a).ok_or_else(|| format!("nodes[{i}].address: '{a}' is not an IPv4 address"))?,
-                None if n.router => 0x0AFF_0000 | (i as u32 + 1), // 10.255.0.0/16
-                None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
-            };
+            let addr = addresses[i];
             if !n.filter.is_empty() && !n.router {
                 return Err(format!("nodes[{i}].filter: only routers filter packets ('{}' is a host)", n.name));
             }
@@ -104,6 +101,45 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
     Ok(Net { now: SimTime::ZERO, events: EventQueue::new(), nodes, ifaces, next_hop, conns: Vec::new(), delay: Vec::new(), filters, stale_pkts: 0, dropped: Vec::new() })
 }
 
+/// The pool of router addresses: 10.255.0.0/16.
+pub const ROUTER_POOL: (u32, u32) = (0x0AFF_0000, 16);
+
+/// Every node's address: its own, or for a router without one the lowest
+/// address of [`ROUTER_POOL`] (network and broadcast addresses excluded)
+/// that no node was given and no earlier router drew, in node order.
+pub fn node_addresses(cfg: &Config) -> Result<Vec<u32>, String> {
+    let mut given = Vec::with_capacity(cfg.nodes.len());
+    for (i, n) in cfg.nodes.iter().enumerate() {
+        given.push(match &n.address {
+            Some(a) => Some(parse_ipv4(a).ok_or_else(|| format!("nodes[{i}].address: '{a}' is not an IPv4 address"))?),
+            None if n.router => None,
+            None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
+        });
+    }
+    let taken: std::collections::HashSet<u32> = given.iter().flatten().copied().collect();
+    let (base, len) = ROUTER_POOL;
+    let mut pool = (base + 1..base + (1 << (32 - len)) - 1).filter(|a| !taken.contains(a));
+    given
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match a {
+            Some(a) => Ok(*a),
+            None => pool.next().ok_or_else(|| format!("nodes[{i}].address: no address of 10.255.0.0/16 is left for router '{}'", cfg.nodes[i].name)),
+        })
+        .collect()
+}
+
+/// Dotted IPv4.
+pub fn fmt_ipv4(a: u32) -> String {
+    let b = a.to_be_bytes();
+    format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+}
+
+/// The link an interface sends on (each link is two interfaces, a->b then b->a).
+pub fn link_of(iface: u32) -> u32 {
+    iface / 2
+}
+
 /// The smallest MTU on the path from `a` to `b`.
 pub fn path_mtu(net: &Net, a: u32, b: u32) -> u32 {
     net.path(a, b).iter().map(|&i| net.ifaces[i as usize].mtu).min().unwrap_or(u32::MAX)
@@ -119,20 +155,47 @@ pub fn host_id(net: &Net, name: &str, key: &str) -> Result<u32, String> {
 }
 
 /// Both directions between `a` and `b` are routed, and `max_size`-byte
-/// packets fit every link of both paths.
-pub fn check_path(net: &Net, a: u32, b: u32, max_size: u32) -> Result<(), String> {
+/// packets fit every link of both paths; an MTU problem names `size_key`
+/// (the field that sets the packets' size; `note` says how it does).
+pub fn check_path(cfg: &Config, net: &Net, a: u32, b: u32, max_size: u32, size_key: &str, note: &str) -> Result<(), String> {
+    let name = |n: u32| &net.nodes[n as usize].name;
     for (x, y) in [(a, b), (b, a)] {
         if net.route(x, y) == NO_ROUTE {
-            return Err(format!("no path from {} to {}", net.nodes[x as usize].name, net.nodes[y as usize].name));
+            return Err(format!("no path from '{}' to '{}' over the links (only routers forward packets)", name(x), name(y)));
         }
+    }
+    for (x, y) in [(a, b), (b, a)] {
         for i in net.path(x, y) {
             let ifc = &net.ifaces[i as usize];
             if max_size > ifc.mtu {
-                return Err(format!("{max_size}-byte packets exceed the {}-byte MTU of {}", ifc.mtu, ifc.name));
+                let l = link_of(i) as usize;
+                let link = &cfg.links[l];
+                return Err(format!(
+                    "{size_key}: {max_size}B packets do not fit the {}B MTU of links[{l}] ({}-{}) on the path from '{}' to '{}'{note}",
+                    ifc.mtu, link.a, link.b, name(x), name(y)
+                ));
             }
         }
     }
     Ok(())
+}
+
+/// How a TCP segment's size follows from the MSS.
+pub const MSS_NOTE: &str = " (mss + 52B of IP and TCP headers)";
+
+/// The field that sets a packet flow's size.
+fn kind_of(f: &FlowConfig) -> &'static str {
+    if f.udp.is_some() {
+        "udp.size_bytes"
+    } else if f.poisson.is_some() {
+        "poisson.size_bytes"
+    } else if f.onoff.is_some() {
+        "onoff.size_bytes"
+    } else if f.video.is_some() {
+        "video.size_bytes"
+    } else {
+        "ping.size_bytes"
+    }
 }
 
 /// A UDP packet must hold the IP and UDP headers.
@@ -156,11 +219,7 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
     if src == dst {
         return Err("a flow needs two different hosts".into());
     }
-    for (a, b) in [(src, dst), (dst, src)] {
-        if net.route(a, b) == NO_ROUTE {
-            return Err(format!("no path from {} to {}", net.nodes[a as usize].name, net.nodes[b as usize].name));
-        }
-    }
+    check_path(cfg, net, src, dst, 0, "", "")?;
     let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some(), f.onoff.is_some(), f.video.is_some()];
     if kinds.iter().filter(|&&k| k).count() != 1 {
         return Err("exactly one of tcp, udp, poisson, ping, onoff, video is needed".into());
@@ -218,7 +277,11 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
         unreachable!("checked above")
     };
     // Packets must fit every link on both paths.
-    check_path(net, src, dst, max_size)?;
+    let (kind, note) = match proto {
+        PROTO_TCP => ("tcp.mss_bytes", MSS_NOTE),
+        _ => (kind_of(f), ""),
+    };
+    check_path(cfg, net, src, dst, max_size, kind, note)?;
     if f.dscp > 63 {
         return Err(format!("dscp: {} is not a DiffServ code point (0..63)", f.dscp));
     }

@@ -8,6 +8,7 @@
 
 pub mod apps;
 pub mod builder;
+pub mod check;
 pub mod config;
 pub mod conn;
 pub mod control;

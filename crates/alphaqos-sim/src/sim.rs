@@ -10,7 +10,7 @@
 use crate::qos::Qdisc;
 use crate::apps::bulk::{AppWriter, BulkTcp};
 use crate::apps::App;
-use crate::builder::{build_flow, build_net, check_path, host_id};
+use crate::builder::{build_flow, build_net, check_path, host_id, MSS_NOTE};
 use crate::config::Config;
 use crate::control::{Agent, Change, Handles};
 use crate::conn::{ConnId, Slab};
@@ -148,13 +148,37 @@ impl Simulation {
     }
 
     pub fn new(cfg: &Config) -> Result<Simulation, String> {
+        let mut problems = Vec::new();
+        match Simulation::build(cfg, &mut problems) {
+            Some(sim) if problems.is_empty() => Ok(sim),
+            _ => Err(problems.into_iter().next().expect("a world not built names its problem")),
+        }
+    }
+
+    /// The world of `cfg`, or None; every problem found goes into
+    /// `problems` ("<path>: <what>", the path into `cfg`). A problem of the
+    /// network (durations, nodes, links) stops the build there; every flow
+    /// and workload is checked on its own, each with its first problem;
+    /// the agents, which name flows and workloads, are checked once those
+    /// are sound, each on its own. The world is returned only without
+    /// problems; [`crate::check`] reports them all.
+    pub(crate) fn build(cfg: &Config, problems: &mut Vec<String>) -> Option<Simulation> {
         if cfg.duration_ns == 0 {
-            return Err("duration_ns: must be positive".into());
+            problems.push("duration_ns: must be positive".into());
         }
         if cfg.metric_interval_ns == 0 {
-            return Err("metric_interval_ns: must be positive".into());
+            problems.push("metric_interval_ns: must be positive".into());
         }
-        let mut net = build_net(cfg)?;
+        if !problems.is_empty() {
+            return None;
+        }
+        let mut net = match build_net(cfg) {
+            Ok(net) => net,
+            Err(e) => {
+                problems.push(e);
+                return None;
+            }
+        };
         let duration = SimTime(cfg.duration_ns);
         let mut rec = Recorder::default();
         let mut conns = Slab::default();
@@ -162,12 +186,20 @@ impl Simulation {
         let mut names = BTreeMap::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             if names.insert(f.name.clone(), i).is_some() {
-                return Err(format!("flows[{i}].name: duplicate flow '{}'", f.name));
+                problems.push(format!("flows[{i}].name: duplicate flow '{}'", f.name));
+                continue;
             }
-            let (ends, app) = build_flow(cfg, i, f, &net).map_err(at(i, "flows"))?;
+            let (ends, app) = match build_flow(cfg, i, f, &net) {
+                Ok(built) => built,
+                Err(e) => {
+                    problems.push(at(i, "flows")(e));
+                    continue;
+                }
+            };
             let stop = f.stop_ns.unwrap_or(cfg.duration_ns);
             if f.start_ns >= stop || stop > cfg.duration_ns {
-                return Err(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
+                problems.push(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
+                continue;
             }
             let id = conns.insert(Conn { ends, app, owner: Owner::Flow(i as u32) });
             net.open_slot(id);
@@ -181,16 +213,25 @@ impl Simulation {
         let mut workloads = Vec::new();
         for (i, w) in cfg.workloads.iter().enumerate() {
             if cfg.workloads[..i].iter().any(|o| o.name == w.name) {
-                return Err(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
+                problems.push(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
+                continue;
             }
             let key = rec.names.intern(&w.name);
-            let wl = Workload::new(w, cfg.seed, duration, key, &mut |name, k| host_id(&net, name, k)).map_err(at(i, "workloads"))?;
-            let max = wl.tcp.mss_bytes + TCP_HEADER_BYTES;
-            for (a, b) in wl.pairs() {
-                check_path(&net, a, b, max).map_err(at(i, "workloads"))?;
+            let built = Workload::new(w, cfg.seed, duration, key, &mut |name, k| host_id(&net, name, k)).and_then(|wl| {
+                let max = wl.tcp.mss_bytes + TCP_HEADER_BYTES;
+                for (a, b) in wl.pairs() {
+                    check_path(cfg, &net, a, b, max, "tcp.mss_bytes", MSS_NOTE)?;
+                }
+                crate::apps::bulk::BulkTcp::new(&wl.tcp).map_err(|e| format!("tcp: {e}"))?;
+                Ok(wl)
+            });
+            match built {
+                Ok(wl) => workloads.push(wl),
+                Err(e) => problems.push(at(i, "workloads")(e)),
             }
-            crate::apps::bulk::BulkTcp::new(&wl.tcp).map_err(|e| format!("workloads[{i}].tcp: {e}"))?;
-            workloads.push(wl);
+        }
+        if !problems.is_empty() {
+            return None;
         }
         let n_nodes = net.nodes.len();
         let interval = Duration(cfg.metric_interval_ns);
@@ -220,8 +261,8 @@ impl Simulation {
             sim.schedule_first(w);
         }
         sim.build_handles();
-        sim.build_agents(cfg)?;
-        Ok(sim)
+        sim.build_agents(cfg, problems);
+        problems.is_empty().then_some(sim)
     }
 
     /// The first event of workload `w`.

@@ -167,7 +167,7 @@ fn bad_workloads_are_refused_with_their_path() {
     // Unconnected hosts.
     let cfg = path(GBPS, MS, 100, S).host("H3");
     let e = cfg.workload(transfer("x", 10, 1, json!({}))).workload(json!({"name": "y", "transfer": {"src": "H1", "dst": "H3", "size_bytes": 10}})).build().err().unwrap();
-    assert!(e.contains("workloads[1]: no path from H1 to H3"), "{e}");
+    assert!(e.contains("workloads[1]: no path from 'H1' to 'H3'"), "{e}");
     let e = err(json!({"name": "x", "streams": 0, "transfer": {"src": "H1", "dst": "H2", "size_bytes": 10}}));
     assert!(e.contains("workloads[0]: streams"), "{e}");
 }

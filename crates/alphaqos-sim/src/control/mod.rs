@@ -585,30 +585,37 @@ impl Simulation {
     }
 
     /// Build the agents of `cfg.control`; errors name `control[i].field`.
-    pub(crate) fn build_agents(&mut self, cfg: &Config) -> Result<(), String> {
+    /// Build every agent of `cfg`; each one's problem goes into `problems`
+    /// and the others are still built.
+    pub(crate) fn build_agents(&mut self, cfg: &Config, problems: &mut Vec<String>) {
         for (i, a) in cfg.control.iter().enumerate() {
-            let at = |e: String| format!("control[{i}].{e}");
-            let agent: Box<dyn Agent> = match a {
-                AgentConfig::WredRttTuning(c) => Box::new(wred_rtt::WredRtt::build(c, i, self).map_err(at)?),
-                AgentConfig::DeadlineReservation(c) => Box::new(deadline::Deadline::build(c, i, self).map_err(at)?),
-                AgentConfig::CallAdmission(c) => {
-                    let (agent, w) = admission::Admission::build(c, i, self).map_err(at)?;
-                    if self.admission[w as usize].is_some() {
-                        return Err(at("workload: another call_admission agent already admits this workload's transfers".into()));
-                    }
-                    self.admission[w as usize] = Some(self.agents.len() as u32);
-                    Box::new(agent)
+            if let Err(e) = self.build_agent(a, i) {
+                problems.push(format!("control[{i}].{e}"));
+            }
+        }
+    }
+
+    fn build_agent(&mut self, a: &AgentConfig, i: usize) -> Result<(), String> {
+        let agent: Box<dyn Agent> = match a {
+            AgentConfig::WredRttTuning(c) => Box::new(wred_rtt::WredRtt::build(c, i, self)?),
+            AgentConfig::DeadlineReservation(c) => Box::new(deadline::Deadline::build(c, i, self)?),
+            AgentConfig::CallAdmission(c) => {
+                let (agent, w) = admission::Admission::build(c, i, self)?;
+                if self.admission[w as usize].is_some() {
+                    return Err("workload: another call_admission agent already admits this workload's transfers".into());
                 }
-            };
-            let name = agent.name().to_string();
-            if self.agents.iter().flatten().any(|a| a.name() == name) {
-                return Err(at(format!("name: duplicate agent name '{name}'")));
+                self.admission[w as usize] = Some(self.agents.len() as u32);
+                Box::new(agent)
             }
-            let first = agent.first_wake();
-            self.agents.push(Some(agent));
-            if let Some(t) = first {
-                self.net.events.schedule_first(t, Event::Agent(self.agents.len() as u32 - 1), self.agents.len() as u32 - 1);
-            }
+        };
+        let name = agent.name().to_string();
+        if self.agents.iter().flatten().any(|a| a.name() == name) {
+            return Err(format!("name: duplicate agent name '{name}'"));
+        }
+        let first = agent.first_wake();
+        self.agents.push(Some(agent));
+        if let Some(t) = first {
+            self.net.events.schedule_first(t, Event::Agent(self.agents.len() as u32 - 1), self.agents.len() as u32 - 1);
         }
         Ok(())
     }

@@ -1,0 +1,217 @@
+//! Checking a configuration without running it: every problem the builder
+//! finds, each with its path into the configuration, and what the engine
+//! decides for the user (router addresses, routes), so that a front end
+//! shows both without re-implementing either.
+//!
+//! The check is the build itself ([`Simulation::build`]): what it accepts
+//! is exactly what `Simulation::new` accepts. Taps are not opened (no file
+//! is written).
+
+use crate::builder::{build_net, fmt_ipv4, link_of, node_addresses};
+use crate::config::Config;
+use crate::network::Net;
+use crate::sim::Simulation;
+
+/// One problem: the path into the configuration (`flows[3].tcp.mss_bytes`,
+/// empty if the problem is the whole configuration's) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl Problem {
+    /// Split a builder error, `"flows[3].tcp: mss_bytes: must be positive"`,
+    /// into its path (`flows[3].tcp.mss_bytes`) and its message: every
+    /// leading `<path>: ` whose text is a path (names, `[index]`, dots).
+    pub fn from_error(error: &str) -> Problem {
+        let is_path = |p: &str| {
+            !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c)) && !p.starts_with(['.', '['])
+        };
+        let mut parts = Vec::new();
+        let mut rest = error;
+        while let Some((head, tail)) = rest.split_once(": ") {
+            if !is_path(head) {
+                break;
+            }
+            parts.push(head);
+            rest = tail;
+        }
+        Problem { path: parts.join("."), message: rest.to_string() }
+    }
+}
+
+/// What the engine applies on its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Every node's address (dotted), in node order: its own, or a
+    /// router's from the engine's pool ([`crate::builder::ROUTER_POOL`]).
+    pub addresses: Vec<(String, String)>,
+    /// For each pair asked, the links (indices into `links`) packets
+    /// take from the first node to the second; None if either is unknown
+    /// or no route joins them.
+    pub paths: Vec<Option<Vec<u32>>>,
+}
+
+/// Every problem of a configuration, and what the engine applies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub problems: Vec<Problem>,
+    pub applied: Applied,
+}
+
+/// Check `cfg` as [`Simulation::new`] would build it, collecting every
+/// problem (see [`Simulation::build`] for which stop the check early), and
+/// the routes between the `pairs` of node names.
+pub fn check(cfg: &Config, pairs: &[(String, String)]) -> Checked {
+    let mut cfg = cfg.clone();
+    cfg.tap_dir = None;
+    for l in &mut cfg.links {
+        l.tap_ab = None;
+        l.tap_ba = None;
+    }
+    let mut errors = Vec::new();
+    Simulation::build(&cfg, &mut errors);
+    let mut applied = Applied::default();
+    if let Ok(addrs) = node_addresses(&cfg) {
+        applied.addresses = cfg.nodes.iter().zip(addrs).map(|(n, a)| (n.name.clone(), fmt_ipv4(a))).collect();
+    }
+    // The network alone, for the routes (also when a flow has problems).
+    if let Ok(net) = build_net(&cfg) {
+        applied.paths = pairs.iter().map(|(a, b)| route(&net, a, b)).collect();
+    } else {
+        applied.paths = vec![None; pairs.len()];
+    }
+    Checked { problems: errors.iter().map(|e| Problem::from_error(e)).collect(), applied }
+}
+
+/// Check the configuration in JSON text; a text that is not a
+/// configuration is one problem.
+pub fn check_json(text: &str, pairs: &[(String, String)]) -> Checked {
+    match serde_json::from_str::<Config>(text) {
+        Ok(cfg) => check(&cfg, pairs),
+        Err(e) => Checked { problems: vec![Problem { path: "config".into(), message: e.to_string() }], applied: Applied::default() },
+    }
+}
+
+/// The links from node `a` to node `b`.
+fn route(net: &Net, a: &str, b: &str) -> Option<Vec<u32>> {
+    let id = |name: &str| net.nodes.iter().position(|n| n.name == name).map(|i| i as u32);
+    let (a, b) = (id(a)?, id(b)?);
+    if a == b {
+        return Some(Vec::new());
+    }
+    let path = net.path(a, b);
+    (!path.is_empty()).then(|| path.into_iter().map(link_of).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A--R--B and a lone host C; R has no address.
+    fn config() -> serde_json::Value {
+        let link = |a: &str, b: &str, mtu: u32| {
+            json!({"a": a, "b": b, "rate_bps": 1_000_000_000u64, "delay_ns": 1_000_000u64, "mtu_bytes": mtu,
+                   "queue_ab": {"fifo": {"limit_pkts": 100}}, "queue_ba": {"fifo": {"limit_pkts": 100}}})
+        };
+        json!({
+            "duration_ns": 1_000_000_000u64,
+            "nodes": [
+                {"name": "A", "address": "10.255.0.1"},
+                {"name": "R", "router": true},
+                {"name": "B", "address": "10.0.0.2"},
+                {"name": "C", "address": "10.0.0.3"},
+            ],
+            "links": [link("A", "R", 1500), link("R", "B", 1400)],
+            "flows": [],
+        })
+    }
+
+    fn checked(cfg: &serde_json::Value, pairs: &[(&str, &str)]) -> Checked {
+        let pairs: Vec<_> = pairs.iter().map(|&(a, b)| (a.to_string(), b.to_string())).collect();
+        check_json(&cfg.to_string(), &pairs)
+    }
+
+    fn udp(name: &str, src: &str, dst: &str, size: u32) -> serde_json::Value {
+        json!({"name": name, "src": src, "dst": dst, "start_ns": 0, "udp": {"size_bytes": size, "schedule": [[0, 1_000_000u64]]}})
+    }
+
+    #[test]
+    fn errors_split_into_path_and_message() {
+        let p = Problem::from_error("flows[3].tcp: mss_bytes: must be positive");
+        assert_eq!((p.path.as_str(), p.message.as_str()), ("flows[3].tcp.mss_bytes", "must be positive"));
+        let p = Problem::from_error("workloads[1]: no path from 'A' to 'B' over the links (only routers forward packets)");
+        assert_eq!(p.path, "workloads[1]");
+        assert!(p.message.starts_with("no path from 'A'"));
+        assert_eq!(Problem::from_error("a flow needs two hosts").path, "");
+    }
+
+    #[test]
+    fn every_bad_flow_is_reported_not_only_the_first() {
+        let mut cfg = config();
+        cfg["flows"] = json!([
+            udp("big", "A", "B", 1450),
+            udp("ok", "A", "B", 1000),
+            udp("lost", "A", "C", 1000),
+            {"name": "tcp", "src": "A", "dst": "B", "start_ns": 0, "tcp": {"mss_bytes": 1400}},
+        ]);
+        let c = checked(&cfg, &[]);
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["flows[0].udp.size_bytes", "flows[2]", "flows[3].tcp.mss_bytes"], "{:?}", c.problems);
+        assert_eq!(c.problems[0].message, "1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
+        assert_eq!(c.problems[1].message, "no path from 'A' to 'C' over the links (only routers forward packets)");
+        assert!(c.problems[2].message.starts_with("1452B packets do not fit the 1400B MTU of links[1]"), "{}", c.problems[2].message);
+        assert!(c.problems[2].message.ends_with("(mss + 52B of IP and TCP headers)"));
+        // The first is what Simulation::new refuses.
+        let err = Simulation::from_json(&cfg.to_string()).err().expect("refused");
+        assert_eq!(err, "flows[0]: udp.size_bytes: 1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
+    }
+
+    #[test]
+    fn every_bad_workload_and_agent_is_reported() {
+        let mut cfg = config();
+        let transfer = |name: &str, to: &str, mss: u32| {
+            json!({"name": name, "tcp": {"mss_bytes": mss}, "transfer": {"src": "A", "dst": to, "size_bytes": 1_000_000u64}})
+        };
+        cfg["workloads"] = json!([transfer("w0", "C", 1000), transfer("w1", "B", 1000), transfer("w2", "B", 1400), transfer("w3", "B", 0)]);
+        let c = checked(&cfg, &[]);
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["workloads[0]", "workloads[2].tcp.mss_bytes", "workloads[3].tcp"], "{:?}", c.problems);
+        // Sound flows and workloads: each agent is checked on its own.
+        cfg["workloads"] = json!([transfer("w1", "B", 1000)]);
+        let agent = |name: &str, transfer: &str| {
+            json!({"deadline_reservation": {"name": name, "transfer": transfer, "deadline_ns": 1_000_000_000u64, "interval_ns": 1_000_000u64, "policer": "R/none"}})
+        };
+        cfg["control"] = json!([agent("a0", "nope"), agent("a1", "nope2")]);
+        let c = checked(&cfg, &[]);
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths.len(), 2, "{:?}", c.problems);
+        assert!(paths[0].starts_with("control[0]") && paths[1].starts_with("control[1]"), "{:?}", c.problems);
+    }
+
+    #[test]
+    fn applied_gives_router_addresses_and_routes() {
+        let c = checked(&config(), &[("A", "B"), ("B", "A"), ("A", "C"), ("A", "Z")]);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        // R draws the first free address of 10.255.0.0/16: A holds .1.
+        let addrs: Vec<_> = c.applied.addresses.iter().map(|(n, a)| format!("{n}={a}")).collect();
+        assert_eq!(addrs, ["A=10.255.0.1", "R=10.255.0.2", "B=10.0.0.2", "C=10.0.0.3"]);
+        assert_eq!(c.applied.paths, [Some(vec![0, 1]), Some(vec![1, 0]), None, None]);
+        // The world built uses the same addresses.
+        let sim = Simulation::from_json(&config().to_string()).expect("builds");
+        assert_eq!(fmt_ipv4(sim.net.nodes[1].addr), "10.255.0.2");
+    }
+
+    #[test]
+    fn a_structural_problem_stops_the_check_with_its_path() {
+        let mut cfg = config();
+        cfg["links"][1]["b"] = json!("X");
+        let c = checked(&cfg, &[("A", "B")]);
+        assert_eq!(c.problems, [Problem { path: "links[1].b".into(), message: "unknown node 'X'".into() }]);
+        assert_eq!(c.applied.paths, [None]);
+        let c = check_json("{\"nodes\": []}", &[]);
+        assert_eq!(c.problems[0].path, "config");
+    }
+}
