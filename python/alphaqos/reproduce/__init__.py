@@ -37,7 +37,7 @@ from typing import Any
 from ..engine import simulate
 from ..runner import RunError, Task, run_tasks
 from ..scenario import load_scenario
-from .grading import Finding, exit_status
+from .grading import Finding, exit_status, findings_markdown, markdown_table, report_head
 
 __all__ = ["REPRODUCTIONS", "Finding", "Reproduction", "RunSpec", "reproduce"]
 
@@ -74,6 +74,47 @@ class Reproduction:
     cpu_time_s: float  # the runs' wall times added up
     write_plots: Callable[[Path], list[Path]]
     paper: dict[str, Any]  # the document's own values, for results.json
+
+    @classmethod
+    def assemble(
+        cls,
+        name: str,
+        *,
+        title: str,
+        mode: str,
+        quick: bool,
+        measured: dict[str, dict[str, Any]],
+        scenarios: dict[str, dict[str, Any]],
+        findings: list[Finding],
+        tables: dict[str, list[dict[str, Any]]],
+        grading: str,
+        wall_time_s: float,
+        plots: list[tuple[str, str]],
+        tail: list[str],
+        write_plots: Callable[[Path], list[Path]],
+        paper: dict[str, Any],
+        runs: dict[str, dict[str, Any]] | None = None,
+    ) -> Reproduction:
+        """The report every reproduction writes: its head (mode, runs,
+        times), the graded findings, each non-empty table, the plots as
+        (caption, file), then ``tail``'s sections (discussion, open
+        parameters). ``runs`` are the measurements of whole runs when
+        ``measured`` also holds entries split from them (their times)."""
+        runs = measured if runs is None else runs
+        md = report_head(title, mode, runs, wall_time_s) + findings_markdown(findings, grading)
+        for heading, rows in tables.items():
+            if rows:
+                md += ["", f"## {heading}", "", markdown_table(rows)]
+        md += ["", "## Plots"]
+        for caption, file in plots:
+            md += ["", f"![{caption}]({file})"]
+        for section in tail:
+            md += ["", section]
+        return cls(
+            name=name, quick=quick, measured=measured, scenarios=scenarios, findings=findings,
+            report_md="\n".join(md) + "\n", tables=tables, wall_time_s=wall_time_s,
+            cpu_time_s=sum(m["wall_time_s"] for m in runs.values()), write_plots=write_plots, paper=paper,
+        )  # fmt: skip
 
     @property
     def all_hold(self) -> bool:

@@ -81,7 +81,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, markdown_table, report_head
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell
 
 TITLE = (
     "Bouras, Sevasti: Performance analysis for a DiffServ-enabled network: "
@@ -688,30 +688,15 @@ GRADING = (
 def report(
     measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float
 ) -> Reproduction:
-    found = findings(measured)
-    printable = tables(measured)
-    cpu = sum(m["wall_time_s"] for m in measured.values())
     mode = "quick (shortened timelines, one seed)" if quick else "full (HP traffic at 300 s, three seeds per Section 5.2 case)"
-    md = report_head(TITLE, mode, measured, wall_time_s)
-    md += findings_markdown(found, GRADING)
-    for title, rows in printable.items():
-        md += ["", f"## {title}", "", markdown_table(rows)]
-    md += ["", "## Plots", "", "![Fig. 3](fig3_max_th.png)", "", "![Fig. 4](fig4_static_dynamic.png)", "",
-           "![Fig. 6](fig6_relative_queue.png)", "",
-           DISCUSSION, "", "## Parameters the document leaves open", "", OPEN_PARAMETERS]  # fmt: skip
-    return Reproduction(
-        name="bouras-relative",
-        quick=quick,
-        measured=measured,
-        scenarios=scenarios,
-        findings=found,
-        report_md="\n".join(md) + "\n",
-        tables=printable,
-        wall_time_s=wall_time_s,
-        cpu_time_s=cpu,
+    return Reproduction.assemble(
+        "bouras-relative", title=TITLE, mode=mode, quick=quick, measured=measured, scenarios=scenarios,
+        findings=findings(measured), tables=tables(measured), grading=GRADING, wall_time_s=wall_time_s,
+        plots=[("Fig. 3", "fig3_max_th.png"), ("Fig. 4", "fig4_static_dynamic.png"), ("Fig. 6", "fig6_relative_queue.png")],
+        tail=[DISCUSSION, "## Parameters the document leaves open", OPEN_PARAMETERS],
         write_plots=lambda directory: write_plots(measured, directory),
         paper={"table2": PAPER_TABLE2, "table3": PAPER_TABLE3, "table4_5": PAPER_TABLE4, "hp_kbps": PAPER_HP_KBPS},
-    )
+    )  # fmt: skip
 
 
 DISCUSSION = """## What matches, what differs, and why

@@ -93,7 +93,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, markdown_table, report_head
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell
 
 TITLE = "Deadline-driven file transfer over DiffServ AF networks (slides, NS2 evaluation)"
 NS = 10**9
@@ -453,30 +453,16 @@ GRADING = (
 
 
 def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float) -> Reproduction:
-    found = findings(measured)
-    printable = tables(measured)
-    cpu = sum(m["wall_time_s"] for m in measured.values())
     mode = "quick (15 s runs, one seed, short sweeps)" if quick else "full (60 s runs, 120 s admission runs over two seeds)"
-    md = report_head(TITLE, mode, measured, wall_time_s)
-    md += findings_markdown(found, GRADING)
-    for title, rows in printable.items():
-        md += ["", f"## {title}", "", markdown_table(rows)]
-    md += ["", "## Plots", "", "![study 1](ctr_throughput.png)", "", "![study 2](queue_rtt.png)", "", "![study 3](reserved_bandwidth.png)", "",
-           DISCUSSION, "", "## Parameters the slides leave open", "", OPEN_PARAMETERS]  # fmt: skip
-    return Reproduction(
-        name="deadline-af",
-        quick=quick,
-        measured=measured,
-        scenarios=scenarios,
-        findings=found,
-        report_md="\n".join(md) + "\n",
-        tables=printable,
-        wall_time_s=wall_time_s,
-        cpu_time_s=cpu,
+    return Reproduction.assemble(
+        "deadline-af", title=TITLE, mode=mode, quick=quick, measured=measured, scenarios=scenarios,
+        findings=findings(measured), tables=tables(measured), grading=GRADING, wall_time_s=wall_time_s,
+        plots=[("study 1", "ctr_throughput.png"), ("study 2", "queue_rtt.png"), ("study 3", "reserved_bandwidth.png")],
+        tail=[DISCUSSION, "## Parameters the slides leave open", OPEN_PARAMETERS],
         write_plots=lambda directory: write_plots(measured, directory),
         paper={"base_mbps": PAPER_BASE_MBPS, "base_share_pct": PAPER_BASE_SHARE, "wire_share_pct": PAPER_WIRE_SHARE,
-               "reserved_pct": PAPER_RESERVED},  # fmt: skip
-    )
+               "reserved_pct": PAPER_RESERVED},
+    )  # fmt: skip
 
 
 DISCUSSION = """## What matches, what differs, and why

@@ -40,7 +40,7 @@ from .. import columns as col
 from ..results import Results
 from ..trace import TraceError, TraceInfo, ccdf, replay, replay_summary, trace_info
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_ratio, markdown_table, report_head
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_ratio
 
 TITLE = 'Liberatore, "Local Flow Separation" (YAQS)'
 
@@ -511,21 +511,13 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
     for key, m in measured.items():
         if key in scenarios and m.get("round", 1) > 1:
             scenarios[key] = oc3_trace_scenario(m["trace"], duration=scenarios[key]["duration"], load_bps=m["load_bps"])
-    found = findings(measured)
-    printable = tables(measured)
-    cpu = sum(m["wall_time_s"] for m in measured.values())
-    md = report_head(TITLE, "quick" if quick else "full", measured, wall_time_s)
-    md += findings_markdown(found, GRADING)
-    for title, rows in printable.items():
-        if rows:
-            md += ["", f"## {title}", "", markdown_table(rows)]
-    md += ["", "## Plots", "", "![Fast queue](fig8_queue.png)", "", "![CCDF](fig4_ccdf.png)", "", "## Discussion", "", _fq_codel_paragraph(measured)]
-    md += ["", note] if (note := _ns_note(measured)) else []
-    md += ["", DISCUSSION]
-    return Reproduction(
-        name="liberatore-yaqs", quick=quick, measured=measured, scenarios=scenarios, findings=found,
-        report_md="\n".join(md) + "\n", tables=printable, wall_time_s=wall_time_s, cpu_time_s=cpu,
-        write_plots=lambda directory: write_plots(measured, directory), paper={k: v for k, v in PAPER.items()},
+    note = _ns_note(measured)
+    return Reproduction.assemble(
+        "liberatore-yaqs", title=TITLE, mode="quick" if quick else "full", quick=quick, measured=measured,
+        scenarios=scenarios, findings=findings(measured), tables=tables(measured), grading=GRADING,
+        wall_time_s=wall_time_s, plots=[("Fast queue", "fig8_queue.png"), ("CCDF", "fig4_ccdf.png")],
+        tail=["## Discussion", _fq_codel_paragraph(measured), *([note] if note else []), DISCUSSION],
+        write_plots=lambda directory: write_plots(measured, directory), paper=dict(PAPER),
     )  # fmt: skip
 
 

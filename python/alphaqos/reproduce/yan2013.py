@@ -60,7 +60,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, fmt_ratio, markdown_table, report_head
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, fmt_ratio
 
 TITLE = "Yan, Veeraraghavan, Tracy, Guok: On How to Provision QoS for Large Dataset Transfers (CTRQ 2013)"
 GIGA = 1e9
@@ -636,28 +636,14 @@ def report(
 ) -> Reproduction:
     runs = measured
     measured = split_steps(runs)
-    found = findings(measured)
-    printable = tables(measured)
-    cpu = sum(m["wall_time_s"] for m in runs.values())
-    md = report_head(TITLE, "quick (shortened timelines)" if quick else "full (the document timelines)", runs, wall_time_s)
-    md += findings_markdown(found, GRADING)
-    for title, rows in printable.items():
-        md += ["", f"## {title}", "", markdown_table(rows)]
-    md += ["", "## Plots", "", "![Experiment 1](fig3_exp1.png)", "", "![Experiment 2](fig4_exp2.png)", "",
-           "![Experiment 3](fig5_exp3.png)", "", DISCUSSION]  # fmt: skip
-    return Reproduction(
-        name="yan2013",
-        quick=quick,
-        measured=measured,
-        scenarios=scenarios,
-        findings=found,
-        report_md="\n".join(md) + "\n",
-        tables=printable,
-        wall_time_s=wall_time_s,
-        cpu_time_s=cpu,
-        write_plots=lambda directory: write_plots(measured, directory),
+    return Reproduction.assemble(
+        "yan2013", title=TITLE, mode="quick (shortened timelines)" if quick else "full (the document timelines)",
+        quick=quick, measured=measured, scenarios=scenarios, findings=findings(measured), tables=tables(measured),
+        grading=GRADING, wall_time_s=wall_time_s, runs=runs,
+        plots=[("Experiment 1", "fig3_exp1.png"), ("Experiment 2", "fig4_exp2.png"), ("Experiment 3", "fig5_exp3.png")],
+        tail=[DISCUSSION], write_plots=lambda directory: write_plots(measured, directory),
         paper={"exp1": PAPER_EXP1, "table1": PAPER_TABLE1, "table3": PAPER_TABLE3},
-    )
+    )  # fmt: skip
 
 
 DISCUSSION = """## What matches, what differs, and why
