@@ -159,6 +159,8 @@ struct Emulator {
     /// Timing per direction.
     lateness: Vec<Histogram>,
     last_out: Vec<Option<(SimTime, u64)>>,
+    /// Per direction: the arrival time given to the last frame received.
+    last_rx: Vec<SimTime>,
     b2b_bits: Vec<u128>,
     b2b_ns: Vec<u128>,
     rx_frames: u64,
@@ -237,6 +239,7 @@ impl Emulator {
             flow_last_sampled: vec![],
             lateness: (0..n).map(|_| Histogram::default()).collect(),
             last_out: vec![None; n],
+            last_rx: vec![SimTime::ZERO; n],
             b2b_bits: vec![0; n],
             b2b_ns: vec![0; n],
             rx_frames: 0,
@@ -323,12 +326,19 @@ impl Emulator {
                 let Some(d) = self.ends.iter().position(|e| e.0 == i) else { continue };
                 for _ in 0..RX_BATCH {
                     let slot = self.alloc();
-                    let n = s.recv(&mut self.slots[slot]).map_err(|e| format!("receiving on {}: {e}", s.name))?;
-                    let Some(n) = n else {
+                    let got = s.recv(&mut self.slots[slot]).map_err(|e| format!("receiving on {}: {e}", s.name))?;
+                    let Some((n, stamp)) = got else {
                         self.free.push(slot);
                         break;
                     };
                     now = Self::now(&start);
+                    // The frame arrived when the kernel stamped it (realtime clock),
+                    // taken onto this clock; never before the frame ahead of it.
+                    if let Some(stamp) = stamp {
+                        let age = (realtime_ns() - stamp).clamp(0, now.0 as i128) as u64;
+                        now = SimTime((now.0 - age).max(self.last_rx[d].0));
+                    }
+                    self.last_rx[d] = now;
                     self.rx_frames += 1;
                     if n > FRAME_MAX {
                         self.truncated += 1;
@@ -352,6 +362,8 @@ impl Emulator {
             now = Self::now(&start);
             for d in 0..self.dirs.len() {
                 self.dirs[d].advance(now, &mut self.filters, &mut dropped);
+                // The hops have run to `now`: a frame read later is not put before it.
+                self.last_rx[d] = self.last_rx[d].max(now);
                 let tx = &socks[self.ends[d].1];
                 while let Some((ideal, pkt)) = self.dirs[d].due(now, &mut self.filters, &mut dropped) {
                     let slot = wire::slot_of(&pkt);
@@ -507,6 +519,14 @@ impl Emulator {
     fn filter_table(&self) -> Table {
         summary::filter_table(self.filters.iter().zip(&self.filter_nodes).map(|(f, n)| (n.as_str(), f)))
     }
+}
+
+fn realtime_ns() -> i128 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut t);
+    }
+    t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128
 }
 
 fn clock() -> libc::timespec {

@@ -13,6 +13,12 @@ A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
   list of the document's findings, each graded on the model's numbers by
   direction and by size (:mod:`.grading`).
 
+A module whose experiments also run on real hosts (the circuit emulator
+between network namespaces, :mod:`.zurawski`) defines ``live_plan(quick=...)``
+(more :class:`RunSpec`) and ``live_run(spec)``: those runs go first, one
+at a time in this process (they need the machine to themselves and the
+wall clock), then the simulations.
+
 The runs are independent, so :mod:`alphaqos.runner` fans them out over the
 machine's cores or a Dask cluster (one engine per process); the results do
 not depend on the number of workers or where they ran, only on the
@@ -44,6 +50,7 @@ REPRODUCTIONS = {
     "yan2013": f"{__name__}.yan2013",
     "liberatore-yaqs": f"{__name__}.liberatore",
     "bouras-relative": f"{__name__}.bouras",
+    "zurawski-tc": f"{__name__}.zurawski",
 }
 
 
@@ -100,7 +107,7 @@ class Reproduction:
 
 
 #: Measurements kept for the plots but left out of results.json.
-SERIES = ("throughput_series", "ping_series", "queue_series")
+SERIES = ("throughput_series", "ping_series", "queue_series", "seq_series")
 
 
 def _filename(key: str) -> str:
@@ -180,10 +187,19 @@ def reproduce(
     """Plan, run and report reproduction ``name``."""
     mod = module(name)
     specs: list[RunSpec] = mod.plan(quick=quick)
+    live: list[RunSpec] = mod.live_plan(quick=quick) if hasattr(mod, "live_plan") else []
     if on_plan:
-        on_plan(len(specs))
+        on_plan(len(live) + len(specs))
     started = time.perf_counter()
-    measured = run_specs(mod.__name__, specs, jobs=jobs, dask=dask, on_done=on_done)
+    measured = {}
+    for spec in live:
+        measured[spec.key] = mod.live_run(spec)
+        if on_done:
+            on_done(spec.key, len(measured), len(live) + len(specs))
+    offset = len(measured)
+    measured |= run_specs(mod.__name__, specs, jobs=jobs, dask=dask,
+                          on_done=on_done and (lambda key, done, total: on_done(key, offset + done, offset + total)))  # fmt: skip
+    specs = live + specs
     follow_up = getattr(mod, "follow_up", None)
     while follow_up is not None and (more := follow_up(measured, quick=quick)):
         specs += more

@@ -1,0 +1,735 @@
+"""The experiment of Zurawski, "Using Linux Traffic Control on Virtual
+Circuits" (Internet2, 2013; the second source document), Section 5, on
+real Linux hosts and in the simulator: ``alphaqos reproduce zurawski-tc``.
+
+The document sent nuttcp for 30 s from Wisconsin to Texas Tech over a
+1 Gbit/s OSCARS/ION circuit (36 ms RTT; switches with 128 KB buffers; the
+circuit policed at its reservation) in three configurations: no shaping
+(23.07 Mbit/s, 171 retransmissions), an HTB class on the sender at
+900 Mbit/s (825.9 Mbit/s over the run, about 909 Mbit/s once settled, one
+retransmission) and at 1 Gbit/s (251.2 Mbit/s, 37 retransmissions). Its
+advice: shape to 90-92 % of the reservation.
+
+Here the same three configurations run twice:
+
+- **Emulated** (``live_run``): sender and receiver are network namespaces
+  with the running kernel's TCP (CUBIC, Linux's default, and Reno);
+  ``alphaqos-emu`` (:mod:`alphaqos.emulate`) is the path; iperf3 is the
+  traffic (its JSON gives the receiver's bytes per second and the sender's
+  retransmissions); tcpdump captures the sender's headers for the
+  time-sequence plot (the document's tcptrace figures 5-9); the shaping is
+  :func:`alphaqos.provision.shape.apply` (``alphaqos shape s0 --netns``),
+  not tc.
+- **Simulated** (``plan``): the same scenario in the engine, with the same
+  HTB class (rate, burst, leaf) on the sender's egress, at the document's
+  1 Gbit/s and at the emulated (scaled) rate.
+
+The circuit (one scenario for both; :func:`scenario`)
+    ``snd -> sw -> rtr -> rcv``: the sender's NIC (``snd``-``sw``), the
+    campus switch's port onto the circuit with a FIFO of the switch's
+    buffer (``sw`` -> ``rtr``), the circuit's ingress router ``rtr``,
+    whose firewall filter polices the sender's traffic at the reservation
+    and discards what exceeds it, then the wide area to the receiver with
+    the one-way delay (``rtr`` -> ``rcv``). The emulator runs
+    ``sw-rtr-rcv``; the sender's NIC is its real veth.
+
+Scaling
+    The emulator holds 200-500 Mbit/s on this two-core machine, not
+    1 Gbit/s (see :mod:`alphaqos.emulate`), so the emulated circuit is
+    :data:`SCALED_BPS` (200 Mbit/s) with every byte quantity that is a rate
+    times a time scaled by the same factor (the switch buffer, the
+    policer's bucket, the line rate); times (the RTT) are not. The results
+    are compared as shares of the reservation, and the simulator runs the
+    three configurations at both rates to show that the scaling leaves
+    the findings where they are (the report's scaling table).
+
+What the document leaves open, and the choices made (also in the report):
+
+- the policer's bucket: 31 KB at 1 Gbit/s, ESnet's OSCARS policer as Yan,
+  Veeraraghavan, Tracy and Guok give it ("≤ 1 Gbps and burst-size ≤ 31
+  KB", CTRQ 2013, Section III-C; the document cites that paper for the
+  circuits' QoS); out-of-profile packets are discarded: the document says
+  ION sends them to a scavenger queue, but on an otherwise idle circuit
+  that would deliver them, and the document's retransmissions would have
+  no cause;
+- what the policer counts: the circuit is a layer-2 VLAN circuit
+  (Section 4.2), and a Junos policer on an L2 circuit (CCC, VPLS) counts
+  the Ethernet frame with its header and FCS (Juniper, "Understanding the
+  Frame Length for Policing Packets"): 1522 B for a 1500 B packet with its
+  802.1Q tag. The engine's policers count IP bytes, so the circuit's
+  policer is given as rate and bucket x 1500 / 1522 (exact for the
+  full-size packets of a bulk transfer);
+- what HTB counts: Linux charges an HTB class ``skb->len``, 1514 B for a
+  1500 B packet on Ethernet (``net/sched/sch_htb.c``); the engine's HTB
+  counts IP bytes, so the simulated class gets the applied rate and burst
+  x 1500 / 1514. So HTB at 100 % of the reservation sends 0.5 % more than
+  the policer passes (1514 against 1522 B a packet), as it would have on
+  the document's hosts;
+- the HTB class: as ``alphaqos shape`` derives it from the reservation
+  (``--policer-burst``: burst = the policer's bucket less one frame, so
+  the host never bursts beyond it; a 10 ms pfifo leaf). The document's tc
+  lines left the burst at tc's default (``rate/HZ + MTU``, about 114 KB at
+  900 Mbit/s with CentOS 5's HZ 1000), which a 31 KB bucket does not
+  pass; the simulator also runs 90 % with ``alphaqos shape``'s own default
+  burst (1 ms at the rate), reported beside the graded runs, not graded;
+- the line rate: the hosts' 10 Gbit/s NICs and 10 Gbit/s switch ports
+  (Section 2): 10 x the reservation (2 Gbit/s scaled);
+- the switch buffer: 128 KB (the document's "128K"), a FIFO on the
+  switch's port onto the circuit. With one flow and equal port speeds it
+  fills only if the sender's bursts come faster than the line rate
+  (a veth has no line rate, so in the emulator they can);
+- the delay: 36 ms RTT, the document's ping (36.2-36.3 ms): 17.98 ms on
+  the wide-area link and 10 µs on each of the other two, each way;
+- the hosts: ESnet Fasterdata's host tuning of the time (the document's
+  Section 2: "tuned, using recommendations from ESnet's Fasterdata"):
+  ``net.ipv4.tcp_rmem`` and ``tcp_wmem`` up to 32 MiB; the simulated
+  sender's receive window 16 MiB (Linux advertises about half the buffer);
+- TCP in the simulator: the engine's CUBIC (RFC 9438) and NewReno with
+  SACK; its TCP Small Queues shim holds back at 256 KiB of a connection's
+  bytes in the host's queue, where Linux holds about 1 ms of the pacing
+  rate, so the simulated HTB leaf is at least 256 KiB + two frames (a
+  10 ms leaf at 180 Mbit/s holds 225 KB and would overflow in the model,
+  never in Linux);
+- run length: 30 s as the document (quick: 7 s, CUBIC only); throughput
+  once settled is the median of the per-second values over the second half
+  of the run.
+
+The document's hosts ran CentOS 5 (Linux 2.6.18): BIC as the default
+congestion control (CUBIC came with 2.6.19), no RACK (3 duplicate ACKs and
+FACK), no proportional rate reduction, no TCP Small Queues (2012) and no
+TSO-autosizing, TSO bursts of 64 KB on its 10 Gbit/s NICs, and an HTB
+driven by the jiffy timer (HZ 1000) rather than high-resolution timers.
+The hosts here run this machine's kernel (RACK-TLP, PRR, TSQ), without
+segmentation offload on the veths so that the emulator sees wire frames.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .. import columns as col
+from ..results import Results
+from . import Reproduction, RunSpec
+from .grading import DEFAULT_FACTOR, Cell, Finding, findings_markdown, fmt_cell, markdown_table, report_head
+
+TITLE = 'Zurawski: "Using Linux Traffic Control on Virtual Circuits" (Internet2, 2013), Section 5'
+
+RESERVATION_BPS = 1_000_000_000
+SCALED_BPS = 200_000_000
+LINE_FACTOR = 10  # 10 Gbit/s NICs and switch ports on a 1 Gbit/s circuit
+POLICER_BURST = 31_000  # bytes at 1 Gbit/s (Yan et al. 2013, Section III-C)
+SWITCH_BUFFER = 128_000  # bytes at 1 Gbit/s (the document's "128K")
+IP_MTU = 1500
+HTB_FRAME = 1514  # what Linux HTB charges for a 1500 B packet (skb->len)
+POLICED_FRAME = 1522  # what an L2-circuit policer counts: header 14 + 802.1Q 4 + 1500 + FCS 4
+ONE_WAY_S = 0.018
+WAN_DELAY = "17.98ms"
+HOP_DELAY = "0.01ms"
+#: The engine's TCP Small Queues limit (crates/alphaqos-sim/src/network.rs, TSQ_BYTES).
+ENGINE_TSQ_BYTES = 256 * 1024
+#: Fasterdata's 2013 host tuning: autotuning up to 32 MiB.
+TCP_MEM = "4096 87380 33554432"
+RWND = "16MiB"
+SENDER_IP, RECEIVER_IP = "10.10.200.20", "10.10.200.10"  # the document's addresses (Section 4.2)
+
+#: The three configurations: shaping share of the reservation (None: none).
+CONFIGS = {"unshaped": None, "htb90": 90, "htb100": 100}
+LABELS = {"unshaped": "no shaping", "htb90": "HTB 90 %", "htb100": "HTB 100 %", "htb90-1ms": "HTB 90 %, 1 ms burst"}
+CCS = {False: ("cubic", "reno"), True: ("cubic",)}
+DURATION_S = {False: 30, True: 7}
+
+#: Section 5: nuttcp's totals (Mbit/s, retransmissions, seconds); "settled"
+#: the per-second rate once steady (HTB 90 %: 908-910 Mbit/s from second 5).
+PAPER = {
+    "unshaped": {"mean_mbps": 23.0658, "retransmits": 171, "seconds": 30.45},
+    "htb90": {"mean_mbps": 825.9052, "retransmits": 1, "seconds": 30.12, "settled_mbps": 909.1},
+    "htb100": {"mean_mbps": 251.2284, "retransmits": 37, "seconds": 30.28},
+}
+
+
+def scale_of(rate_bps: int) -> float:
+    return rate_bps / RESERVATION_BPS
+
+
+def scaled_bytes(value: int, rate_bps: int) -> int:
+    return round(value * scale_of(rate_bps))
+
+
+def htb_plan(rate_bps: int, share: float, *, bounded: bool = True, device: str = "s0", netns: str | None = None):
+    """The class ``alphaqos shape`` applies for ``share`` % of the
+    reservation ``rate_bps``, its burst bounded by the circuit's policer
+    (``--policer-burst``) unless ``bounded`` is false."""
+    from ..provision.shape import parse_match, plan_shape
+
+    policer = scaled_bytes(POLICER_BURST, rate_bps) if bounded else None
+    return plan_shape(device, rate_bps, share, match=parse_match(f"src={SENDER_IP}/32"), policer_burst=policer, netns_name=netns)
+
+
+def scenario(rate_bps: int, config: str, cc: str, duration_s: float, *, tap: bool = False) -> dict[str, Any]:
+    """The document's circuit at reservation ``rate_bps`` with the
+    sender's shaping of ``config`` (a key of :data:`CONFIGS`, or
+    ``htb90-1ms``)."""
+    from ..provision.shape import _leaf_limit
+
+    line = LINE_FACTOR * rate_bps
+    sender_queue: dict[str, Any] = {"fifo": {"limit": 1000}}  # txqueuelen 1000
+    share = 90 if config == "htb90-1ms" else CONFIGS[config]
+    if share is not None:
+        plan = htb_plan(rate_bps, share, bounded=config != "htb90-1ms")
+        burst = f"{plan.burst_bytes * IP_MTU // HTB_FRAME}B"
+        leaf = max(_leaf_limit(plan.rate_bps), math.ceil(ENGINE_TSQ_BYTES / IP_MTU) + 2)
+        sender_queue = {"htb": {
+            "classes": {
+                "1:10": {"rate": f"{plan.rate_bps * IP_MTU / HTB_FRAME:.0f}bps", "burst": burst, "cburst": burst, "limit": leaf},
+                "1:20": {"rate": f"{line}bps"},
+            },
+            "filters": [{"src": f"{SENDER_IP}/32", "class": "1:10"}],
+            "default": "1:20",
+        }}  # fmt: skip
+    policer = {
+        "rate": f"{rate_bps * IP_MTU / POLICED_FRAME:.0f}bps",
+        "burst": f"{scaled_bytes(POLICER_BURST, rate_bps) * IP_MTU // POLICED_FRAME}B",
+        "out_of_profile": "discard",
+    }
+    wire: dict[str, Any] = {"between": ["snd", "sw"], "rate": f"{line}bps", "delay": HOP_DELAY, "queues": {"snd": sender_queue}}
+    if tap:
+        wire["taps"] = {"snd": "sender.pcap"}
+    return {
+        "name": f"zurawski-{config}-{cc}-{rate_bps // 1_000_000}M",
+        "description": f"Zurawski 2013 Section 5: {LABELS[config]}, {cc}, a {rate_bps / 1e6:g} Mbit/s policed circuit",
+        "duration": f"{duration_s:g}s",
+        "seed": 1,
+        "metric_interval": "100ms",
+        "nodes": {
+            "snd": {"address": SENDER_IP},
+            "sw": {"router": True},
+            "rtr": {"router": True, "policy": "circuit"},
+            "rcv": {"address": RECEIVER_IP},
+        },
+        "policies": {"circuit": {
+            "classes": {"be": {"transmit_rate": "100%", "buffer_size": "100%"}},
+            "filter": [{"name": "circuit", "from": {"source": f"{SENDER_IP}/32"}, "then": {"policer": policer}}],
+        }},
+        "links": [
+            wire,
+            {"between": ["sw", "rtr"], "rate": f"{line}bps", "delay": HOP_DELAY,
+             "queues": {"sw": {"fifo": {"limit": f"{scaled_bytes(SWITCH_BUFFER, rate_bps)}B"}}}},
+            {"between": ["rtr", "rcv"], "rate": f"{line}bps", "delay": WAN_DELAY},
+        ],
+        "flows": [{"name": "nuttcp", "tcp": {"from": "snd", "to": "rcv", "cc": "newreno" if cc == "reno" else cc, "rwnd": RWND}}],
+    }  # fmt: skip
+
+
+# --- the simulated runs -------------------------------------------------------------------
+
+
+def plan(*, quick: bool) -> list[RunSpec]:
+    duration = DURATION_S[quick]
+    specs = []
+    for rate in (RESERVATION_BPS, SCALED_BPS):
+        for cc in CCS[quick]:
+            for config in (*CONFIGS, "htb90-1ms"):
+                tap = rate == SCALED_BPS and cc == "cubic"
+                specs.append(RunSpec(
+                    key=f"sim/{rate // 1_000_000}M/{cc}/{config}",
+                    scenario=scenario(rate, config, cc, duration, tap=tap),
+                    measure={"rate_bps": rate, "tap": tap, "cost": duration * scale_of(rate)},
+                ))  # fmt: skip
+    return specs
+
+
+def measure(results: Results, params: dict[str, Any]) -> dict[str, Any]:
+    """Per-second goodput, the mean, retransmissions, policer and queue drops."""
+    rate = params["rate_bps"]
+    tcp = results.tcp.filter(pl.col(col.FLOW) == "nuttcp")
+    times, acked = tcp[col.TIME].to_numpy(), tcp[col.BYTES_ACKED].to_numpy().astype(float)
+    duration = results.scenario.duration / 1e9
+    edges = np.arange(0.0, duration + 1e-9, 1.0)
+    at = np.interp(edges, times, acked, left=0.0) if len(times) else np.zeros_like(edges)
+    flow = results.summary[col.FLOWS]["nuttcp"]
+    queues = results.summary[col.QUEUES]
+    out = {
+        "rate_bps": rate,
+        "seconds": duration,
+        "per_second_bps": [float(b) * 8 for b in np.diff(at)],
+        "mean_bps": float(at[-1]) * 8 / duration,
+        "retransmits": flow[col.RETRANSMITS],
+        "timeouts": flow[col.TIMEOUTS],
+        "policer_drops": int(results.filter[col.DISCARDED_PKTS].sum()) if results.filter.height else 0,
+        "switch_drops": queues["sw->rtr"][col.DROP_PKTS],
+        "sender_drops": sum(q[col.DROP_PKTS] for name, q in queues.items() if name.startswith("snd->sw")),
+    }
+    if params.get("tap_dir"):
+        out["seq_series"] = seq_series(tcp_segments(Path(params["tap_dir"]) / "sender.pcap", SENDER_IP))
+    return out
+
+
+# --- the emulated runs --------------------------------------------------------------------
+
+
+def live_plan(*, quick: bool) -> list[RunSpec]:
+    """The emulated runs; refuses at once (:class:`~alphaqos.emulate.EmuError`)
+    what cannot run here: not root, no iperf3 or tcpdump, no emulator."""
+    from ..emulate import EmuError, emu_binary
+
+    if os.geteuid() != 0:
+        raise EmuError("zurawski-tc: the emulated runs make network namespaces and raw sockets, which needs root")
+    for tool, package in (("iperf3", "iperf3"), ("tcpdump", "tcpdump")):
+        if shutil.which(tool) is None:
+            raise EmuError(f"zurawski-tc: {tool} is not installed (apt-get install {package})")
+    emu_binary()
+    duration = DURATION_S[quick]
+    return [
+        RunSpec(key=f"emu/{cc}/{config}", scenario=scenario(SCALED_BPS, config, cc, duration),
+                measure={"rate_bps": SCALED_BPS, "cc": cc, "config": config, "seconds": duration})
+        for cc in CCS[quick] for config in CONFIGS
+    ]  # fmt: skip
+
+
+def live_run(spec: RunSpec) -> dict[str, Any]:
+    """One emulated run: namespaces, the emulator on the scenario's path,
+    the sender's shaping, tcpdump and iperf3; everything removed after,
+    also on failure."""
+    from ..emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
+    from ..provision.shape import ShapeError, apply
+    from ..scenario import load_scenario, resolve
+
+    p = spec.measure
+    started = time.perf_counter()
+    engine = resolve(load_scenario(spec.scenario))
+    procs: list[subprocess.Popen] = []
+    with bench("aqzur") as b, tempfile.TemporaryDirectory(prefix="alphaqos-zurawski-") as tmp:
+        try:
+            for ns in (b.snd, b.rcv):
+                for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+                    b.run(ns, "sysctl", "-qw", f"{key}={TCP_MEM}", check=True)
+            share = CONFIGS[p["config"]]
+            if share is not None:
+                try:
+                    apply(htb_plan(p["rate_bps"], share, netns=b.snd))
+                except ShapeError as exc:
+                    raise EmuError(f"shaping the sender: {exc}") from None
+            pcap = Path(tmp) / "sender.pcap"
+            with Emulator(emu_config(engine, ["sw", "rtr", "rcv"], b.ifaces)) as emu:
+                server = _spawn(procs, b.rcv, "iperf3", "-s", "-1", "-B", b.rcv_ip, "-J")
+                if not wait_for(lambda: _listening(b, 5201), 10):
+                    raise EmuError("iperf3 -s did not start listening in the receiver's namespace")
+                dump = _spawn(procs, b.snd, "tcpdump", "-i", "s0", "-n", "-s", "96", "-B", "16384", "-w", str(pcap),
+                              f"tcp and src host {b.snd_ip}")  # fmt: skip
+                ready = select.select([dump.stderr], [], [], 10)[0] and dump.stderr.readline()
+                if not ready or "listening on" not in ready:
+                    raise EmuError(f"tcpdump did not start capturing in the sender's namespace: {(ready or '').strip()}")
+                client = b.run(b.snd, "iperf3", "-c", b.rcv_ip, "-t", str(p["seconds"]), "-i", "1", "-J", "-C", p["cc"],
+                               "--get-server-output", timeout=p["seconds"] + 60)  # fmt: skip
+                dump.send_signal(signal.SIGINT)
+                dump_err = ready + dump.communicate(timeout=20)[1]
+                tables = emu.stop()
+            server.wait(timeout=20)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+        if client.returncode != 0:
+            raise EmuError(f"iperf3 failed: {_iperf_error(client.stdout) or client.stderr.strip()}")
+        out = iperf_numbers(json.loads(client.stdout), p["rate_bps"])
+        segments = tcp_segments(pcap, b.snd_ip)
+    emu_flows = pl.DataFrame(tables["emu_flows"])
+    filters = tables.get("filter") or {}
+    queue = pl.DataFrame(tables["queue_summary"])
+    out |= {
+        "cc": p["cc"],
+        "policer_drops": int(sum(filters.get("discarded_pkts", []))),
+        "switch_drops": int(queue.filter(pl.col(col.QUEUE) == "sw->rtr")[col.DROP_PKTS].sum()),
+        "emulator_forwarded_pkts": int(emu_flows[col.TX_PKTS].sum()),
+        "socket_drops": tables["run"]["socket_drops"][0],
+        "capture_drops": _captured_drops(dump_err),
+        "wire_retransmits": int(sum(1 for s in segments if s[3])),
+        "timing": timing(tables),
+        "seq_series": seq_series(segments),
+        "wall_time_s": time.perf_counter() - started,
+    }
+    return out
+
+
+def _spawn(procs: list[subprocess.Popen], ns: str, *argv: str) -> subprocess.Popen:
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(proc)
+    return proc
+
+
+def _listening(b, port: int) -> bool:
+    done = b.run(b.rcv, "ss", "-Htln", f"sport = :{port}")
+    return bool(done.stdout.strip())
+
+
+def _iperf_error(text: str) -> str | None:
+    try:
+        return json.loads(text).get("error")
+    except json.JSONDecodeError:
+        return None
+
+
+def _captured_drops(stderr: str) -> int | None:
+    for line in stderr.splitlines():
+        if "dropped by kernel" in line:
+            return int(line.split()[0])
+    return None
+
+
+def iperf_numbers(report: dict[str, Any], rate_bps: int) -> dict[str, Any]:
+    """From ``iperf3 -J --get-server-output``: the receiver's bytes per
+    second (the server's intervals) and its mean over the run, and the
+    sender's retransmissions (in all and per second)."""
+    server = report.get("server_output_json") or {}
+    intervals = server.get("intervals") or report["intervals"]
+    received = report["end"]["sum_received"]
+    return {
+        "rate_bps": rate_bps,
+        "seconds": received["seconds"],
+        "per_second_bps": [i["sum"]["bits_per_second"] for i in intervals],
+        "mean_bps": received["bits_per_second"],
+        "retransmits": report["end"]["sum_sent"].get("retransmits", 0),
+        "retransmits_per_second": [i["sum"].get("retransmits", 0) for i in report["intervals"]],
+    }
+
+
+# --- the sender's packets: tcptrace's time-sequence graph ---------------------------------
+
+
+def tcp_segments(path: Path, src: str) -> list[tuple[float, int, int, bool]]:
+    """``(time s from the first, sequence number from the first (unwrapped),
+    payload bytes, retransmission)`` of each data segment of the
+    connection from ``src`` that carried the most (iperf3's data
+    connection, not its control connection) in a capture; a segment is a
+    retransmission when it starts below the highest sequence number sent
+    before it."""
+    from ..flows.pcap import frames, network_header
+
+    problems: list = []
+    by_port: dict[int, list[tuple[int, int, int]]] = {}
+    for link, frame, stamp_us in frames(Path(path).read_bytes(), problems):
+        found = network_header(link, frame, problems)
+        if found is None or found[0] != 0x0800:
+            continue
+        ip = found[1]
+        if len(frame) < ip + 40 or frame[ip + 9] != 6 or socket.inet_ntoa(frame[ip + 12 : ip + 16]) != src:
+            continue
+        ihl = (frame[ip] & 0x0F) * 4
+        total = struct.unpack_from(">H", frame, ip + 2)[0]
+        tcp = ip + ihl
+        seq = struct.unpack_from(">I", frame, tcp + 4)[0]
+        payload = total - ihl - (frame[tcp + 12] >> 4) * 4
+        if payload > 0:
+            by_port.setdefault(struct.unpack_from(">H", frame, tcp)[0], []).append((stamp_us, seq, payload))
+    if not by_port:
+        return []
+    data = max(by_port.values(), key=lambda segs: sum(s[2] for s in segs))
+    out: list[tuple[float, int, int, bool]] = []
+    t0 = base = last = None
+    offset = highest = 0
+    for stamp_us, seq, payload in data:
+        if base is None:
+            t0, base, last = stamp_us, seq, seq
+        if seq < last and last - seq > 1 << 31:  # the 32-bit sequence space wrapped
+            offset += 1 << 32
+        last = seq
+        rel = seq - base + offset
+        out.append(((stamp_us - t0) / 1e6, rel, payload, rel < highest))
+        highest = max(highest, rel + payload)
+    return out
+
+
+def seq_series(segments: list[tuple[float, int, int, bool]], points: int = 4000) -> dict[str, list]:
+    """The time-sequence graph, thinned for the report: at most ``points``
+    new-data segments (evenly) and every retransmission (at most
+    ``points``), sequence numbers in MB."""
+    new = [s for s in segments if not s[3]]
+    again = [s for s in segments if s[3]]
+    step = max(1, math.ceil(len(new) / points))
+    new = new[::step]
+    again = again[:: max(1, math.ceil(len(again) / points))]
+    return {
+        "time": [round(s[0], 6) for s in new], "seq_mb": [round(s[1] / 1e6, 6) for s in new],
+        "retx_time": [round(s[0], 6) for s in again], "retx_seq_mb": [round(s[1] / 1e6, 6) for s in again],
+    }  # fmt: skip
+
+
+# --- findings, tables, report -------------------------------------------------------------
+
+
+def share(m: dict[str, Any], what: str = "mean") -> float:
+    """Throughput as a share of the run's reservation: ``mean`` over the
+    run, or ``settled``: the median per-second value over its second half."""
+    if what == "mean":
+        return m["mean_bps"] / m["rate_bps"]
+    per_second = m["per_second_bps"]
+    return float(np.median(per_second[len(per_second) // 2 :])) / m["rate_bps"] if per_second else 0.0
+
+
+def retx_per_30s(m: dict[str, Any]) -> float:
+    """Retransmissions over 30 s of the run (the document's run length)."""
+    return m["retransmits"] * 30 / max(m["seconds"], 1e-9)
+
+
+def sources(measured: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The runs by source (``emu/cubic``, ``sim/1000M/cubic`` ...) and configuration."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, m in measured.items():
+        source, config = key.rsplit("/", 1)
+        out.setdefault(source, {})[config] = m
+    return out
+
+
+#: What each finding asks of one source's three runs.
+def unshaped_collapses(runs: dict[str, dict[str, Any]]) -> bool:
+    return share(runs["unshaped"]) < 0.25 and runs["unshaped"]["retransmits"] > 0
+
+
+def htb90_holds(runs: dict[str, dict[str, Any]]) -> bool:
+    return 0.8 <= share(runs["htb90"], "settled") <= 0.95 and retx_per_30s(runs["htb90"]) <= 10
+
+
+def htb100_does_not(runs: dict[str, dict[str, Any]]) -> bool:
+    r90, r100 = runs["htb90"], runs["htb100"]
+    return share(r100) < 0.75 * share(r90) and r100["retransmits"] > r90["retransmits"]
+
+
+CHECKS = {"unshaped": unshaped_collapses, "htb90": htb90_holds, "htb100": htb100_does_not}
+
+
+def _graded_sources(measured: dict[str, dict[str, Any]]) -> list[str]:
+    """Sources graded: every emulated one and the simulator's at both rates."""
+    return [s for s in sources(measured) if s.startswith("emu/") or s.startswith("sim/")]
+
+
+def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
+    runs = sources(measured)
+    graded = _graded_sources(measured)
+    emu = next(s for s in graded if s.startswith("emu/"))
+    sim = f"sim/{RESERVATION_BPS // 1_000_000}M/cubic"
+
+    def where(check) -> tuple[bool, str]:
+        held = {s: check(runs[s]) for s in graded}
+        failed = [s for s, ok in held.items() if not ok]
+        return not failed, ("holds in " + ", ".join(graded)) if not failed else "not in " + ", ".join(failed)
+
+    def cells(config: str, what: str = "mean", paper_key: str = "mean_mbps", retx: bool = True) -> list[Cell]:
+        paper = PAPER[config]
+        out = []
+        for source, label in ((emu, f"emulated ({emu.split('/')[1]}, {SCALED_BPS / 1e6:g} Mbit/s)"), (sim, "simulated (cubic, 1 Gbit/s)")):
+            m = runs[source][config]
+            out.append(Cell(f"{label}: {what} throughput / reservation", share(m, what), paper[paper_key] * 1e6 / RESERVATION_BPS))
+            if retx:
+                out.append(Cell(f"{label}: retransmissions per 30 s", retx_per_30s(m), paper["retransmits"]))
+        return out
+
+    ok1, where1 = where(unshaped_collapses)
+    ok2, where2 = where(htb90_holds)
+    ok3, where3 = where(htb100_does_not)
+
+    def brief(config: str) -> str:
+        return "; ".join(f"{s}: {share(runs[s][config]):.1%} of the reservation, {runs[s][config]['retransmits']} retransmissions"
+                         for s in graded)  # fmt: skip
+
+    return [
+        Finding(
+            "Unshaped TCP over a policed circuit with small buffers retransmits and falls far below the reservation "
+            "(under 25 % of it, with retransmissions)",
+            ok1, f"{where1}: {brief('unshaped')}", cells("unshaped"),
+        ),
+        Finding(
+            "HTB on the sender at 90 % of the reservation holds close to 90 % of it (80-95 % once settled) with almost no "
+            "retransmissions (at most 10 per 30 s)",
+            ok2, f"{where2}: {brief('htb90')}; settled " + ", ".join(f"{s} {share(runs[s]['htb90'], 'settled'):.1%}" for s in graded),
+            cells("htb90", "settled", "settled_mbps", retx=False) + cells("htb90", retx=False),
+        ),
+        Finding(
+            "HTB at 100 % of the reservation does not: less than three quarters of what 90 % gets, and more retransmissions",
+            ok3, f"{where3}: {brief('htb100')}", cells("htb100"),
+        ),
+    ]  # fmt: skip
+
+
+def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    runs = sources(measured)
+
+    def cell(model: float, paper: float | None, fmt: str) -> str:
+        if paper is None:
+            return fmt.format(model)
+        return fmt_cell(fmt.format(model), fmt.format(paper), Cell("", model, paper))
+
+    main = []
+    for config in CONFIGS:
+        paper = PAPER[config]
+        for source in runs:
+            if config not in runs[source]:
+                continue
+            m = runs[source][config]
+            main.append({
+                "configuration": LABELS[config],
+                "run": source,
+                "mean / reservation": cell(share(m), paper["mean_mbps"] * 1e6 / RESERVATION_BPS, "{:.1%}"),
+                "settled / reservation": f"{share(m, 'settled'):.1%}",
+                "mean (Mbit/s)": f"{m['mean_bps'] / 1e6:.1f}",
+                "retransmissions per 30 s": cell(retx_per_30s(m), paper["retransmits"], "{:.0f}"),
+                "policer drops": m["policer_drops"],
+                "switch drops": m["switch_drops"],
+            })  # fmt: skip
+    scaling = []
+    for cc in sorted({s.split("/")[2] for s in runs if s.startswith("sim/")}):
+        full, scaled = runs[f"sim/{RESERVATION_BPS // 1_000_000}M/{cc}"], runs[f"sim/{SCALED_BPS // 1_000_000}M/{cc}"]
+        for config in (*CONFIGS, "htb90-1ms"):
+            scaling.append({
+                "configuration": LABELS[config], "cc": cc,
+                "1 Gbit/s: mean / reservation": f"{share(full[config]):.1%}", f"{SCALED_BPS / 1e6:g} Mbit/s: mean / reservation": f"{share(scaled[config]):.1%}",
+                "1 Gbit/s: settled": f"{share(full[config], 'settled'):.1%}", f"{SCALED_BPS / 1e6:g} Mbit/s: settled": f"{share(scaled[config], 'settled'):.1%}",
+                "retransmissions (1 Gbit/s, scaled)": f"{full[config]['retransmits']}, {scaled[config]['retransmits']}",
+            })  # fmt: skip
+        for config, check in CHECKS.items():
+            scaling.append({
+                "configuration": f"finding: {LABELS[config]}", "cc": cc,
+                "1 Gbit/s: mean / reservation": "holds" if check(full) else "fails", f"{SCALED_BPS / 1e6:g} Mbit/s: mean / reservation": "holds" if check(scaled) else "fails",
+                "1 Gbit/s: settled": "", f"{SCALED_BPS / 1e6:g} Mbit/s: settled": "", "retransmissions (1 Gbit/s, scaled)": "",
+            })  # fmt: skip
+    emu_timing = []
+    for source, configs in runs.items():
+        for config, m in configs.items():
+            for t in m.get("timing", []):
+                if t["direction"] != "sw->rcv":
+                    continue
+                emu_timing.append({
+                    "run": f"{source}/{config}", "frames": t["sent_pkts"],
+                    "configured (Mbit/s)": f"{t['configured_rate_bps'] / 1e6:g}",
+                    "achieved back to back (Mbit/s)": "-" if not t["achieved_rate_bps"] else f"{t['achieved_rate_bps'] / 1e6:.0f}",
+                    **{f"delay error {k} (µs)": "-" if t[f"delay_error_{k}_s"] is None else f"{t[f'delay_error_{k}_s'] * 1e6:.0f}" for k in ("p50", "p99", "max")},
+                    "socket drops": m["socket_drops"], "capture drops": m["capture_drops"],
+                    "retransmissions (iperf3, on the wire)": f"{m['retransmits']}, {m['wire_retransmits']}",
+                })  # fmt: skip
+    out = {
+        "The three configurations, emulated and simulated, beside the document (model vs paper, ×ratio; shares of each run's own reservation)": main,
+        f"Scaling: the simulator at 1 Gbit/s and at {SCALED_BPS / 1e6:g} Mbit/s (the emulated circuit)": scaling,
+    }
+    if emu_timing:
+        out["The emulator's timing (data direction; its bottleneck is the 10x line rate, so back-to-back frames are rare)"] = emu_timing
+    return out
+
+
+GRADING = (
+    f"A finding's direction must hold in every graded run set: the emulated runs (each congestion control) and the "
+    f"simulator's at 1 Gbit/s and at {SCALED_BPS / 1e6:g} Mbit/s; its sizes are the emulated (CUBIC) and the simulated "
+    f"(CUBIC, 1 Gbit/s) shares of the reservation and retransmissions per 30 s against the document's, within a factor "
+    f"of {DEFAULT_FACTOR:g}; cells read \"model vs paper (×ratio)\", † outside the factor."
+)
+
+
+def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, Any]], *, quick: bool, wall_time_s: float) -> Reproduction:
+    found = findings(measured)
+    printable = tables(measured)
+    cpu = sum(m.get("wall_time_s", 0.0) for m in measured.values())
+    mode = (f"quick ({DURATION_S[True]} s runs, CUBIC only)" if quick else f"full ({DURATION_S[False]} s runs, CUBIC and Reno)")
+    md = report_head(TITLE, mode, measured, wall_time_s)
+    md += ["", f"The emulated circuit is scaled to {SCALED_BPS / 1e6:g} Mbit/s (the emulator does not hold 1 Gbit/s on this "
+           "machine), every byte quantity with it; throughput is compared as a share of each run's reservation."]  # fmt: skip
+    md += findings_markdown(found, GRADING)
+    for title, rows in printable.items():
+        md += ["", f"## {title}", "", markdown_table(rows)]
+    md += ["", "## Plots", "", "![throughput per second](throughput.png)", "", "![time-sequence](time_sequence.png)", "",
+           "## Parameters the document leaves open", "", OPEN_PARAMETERS]  # fmt: skip
+    return Reproduction(
+        name="zurawski-tc",
+        quick=quick,
+        measured=measured,
+        scenarios=scenarios,
+        findings=found,
+        report_md="\n".join(md) + "\n",
+        tables=printable,
+        wall_time_s=wall_time_s,
+        cpu_time_s=cpu,
+        write_plots=lambda directory: write_plots(measured, directory),
+        paper=PAPER,
+    )
+
+
+OPEN_PARAMETERS = "\n".join(
+    line[2:] if line.startswith("  ") else line
+    for line in __doc__.split("What the document leaves open, and the choices made (also in the report):\n\n", 1)[1].splitlines()
+)
+
+
+# --- plots --------------------------------------------------------------------------------
+
+
+def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    return [_save(throughput_plot(measured), directory / "throughput.png"), _save(time_sequence_plot(measured), directory / "time_sequence.png")]
+
+
+def throughput_plot(measured: dict[str, dict[str, Any]]) -> Any:
+    """Per-second throughput as a share of the reservation, per configuration,
+    every run set beside the document's mean."""
+    from matplotlib.figure import Figure
+
+    runs = sources(measured)
+    fig = Figure(figsize=(13, 4.2), layout="constrained")
+    for axes, config in zip(fig.subplots(1, 3, sharey=True), CONFIGS, strict=True):
+        for source, configs in runs.items():
+            if config in configs:
+                m = configs[config]
+                ys = np.array(m["per_second_bps"]) / m["rate_bps"]
+                axes.plot(np.arange(1, len(ys) + 1), ys, "-" if source.startswith("emu") else ":", label=source)
+        axes.axhline(PAPER[config]["mean_mbps"] * 1e6 / RESERVATION_BPS, color="black", linewidth=0.8, label="document (mean)")
+        axes.set(title=LABELS[config], xlabel="s", ylim=(0, 1.05))
+        axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="x-small")
+    fig.axes[0].set_ylabel("throughput / reservation")
+    return fig
+
+
+def time_sequence_plot(measured: dict[str, dict[str, Any]]) -> Any:
+    """tcptrace's time-sequence graph of the sender (the document's
+    Figs. 5, 7, 9): sequence number against time, new data black,
+    retransmissions red; emulated (tcpdump) and simulated (the engine's
+    tap) side by side."""
+    from matplotlib.figure import Figure
+
+    with_seq = [(k, m) for k, m in measured.items() if m.get("seq_series") and "/reno/" not in k and "1ms" not in k]
+    emu = [(k, m) for k, m in with_seq if k.startswith("emu/")]
+    sim = [(k, m) for k, m in with_seq if k.startswith("sim/")]
+    columns = [c for c in (emu, sim) if c]
+    fig = Figure(figsize=(6 * max(len(columns), 1), 3.2 * len(CONFIGS)), layout="constrained")
+    grid = fig.subplots(len(CONFIGS), max(len(columns), 1), squeeze=False)
+    for j, column in enumerate(columns):
+        by_config = {k.rsplit("/", 1)[1]: (k, m) for k, m in column}
+        for i, config in enumerate(CONFIGS):
+            axes = grid[i][j]
+            if config not in by_config:
+                continue
+            key, m = by_config[config]
+            s = m["seq_series"]
+            axes.plot(s["time"], s["seq_mb"], ".", markersize=1.5, color="black", label="data")
+            axes.plot(s["retx_time"], s["retx_seq_mb"], "s", markersize=3, color="red", label="retransmission")
+            axes.set(title=f"{key} ({share(m):.1%} of the reservation)", xlabel="s", ylabel="sequence (MB)")
+            axes.grid(True, alpha=0.3)
+    grid[0][0].legend(fontsize="x-small", markerscale=3)
+    return fig
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    return path
