@@ -164,6 +164,11 @@ struct Emulator {
     b2b_bits: Vec<u128>,
     b2b_ns: Vec<u128>,
     rx_frames: u64,
+    /// Frames read after the hops had run past their kernel time stamp, so
+    /// given a later arrival time than the stamp (the receive softirq or the
+    /// emulator ran late), and the largest such shift.
+    rx_late_frames: u64,
+    rx_late_max_ns: u64,
     truncated: u64,
     /// Frames the kernel dropped before the emulator read them (receive buffer full).
     socket_drops: u64,
@@ -243,6 +248,8 @@ impl Emulator {
             b2b_bits: vec![0; n],
             b2b_ns: vec![0; n],
             rx_frames: 0,
+            rx_late_frames: 0,
+            rx_late_max_ns: 0,
             truncated: 0,
             socket_drops: 0,
             elapsed_ns: 0,
@@ -336,7 +343,12 @@ impl Emulator {
                     // taken onto this clock; never before the frame ahead of it.
                     if let Some(stamp) = stamp {
                         let age = (realtime_ns() - stamp).clamp(0, now.0 as i128) as u64;
-                        now = SimTime((now.0 - age).max(self.last_rx[d].0));
+                        let stamped = now.0 - age;
+                        if stamped < self.last_rx[d].0 {
+                            self.rx_late_frames += 1;
+                            self.rx_late_max_ns = self.rx_late_max_ns.max(self.last_rx[d].0 - stamped);
+                        }
+                        now = SimTime(stamped.max(self.last_rx[d].0));
                     }
                     self.last_rx[d] = now;
                     self.rx_frames += 1;
@@ -505,6 +517,8 @@ impl Emulator {
             Table::default()
                 .with(col::SIM_TIME_NS, Column::U64(vec![self.elapsed_ns]))
                 .with("rx_frames", Column::U64(vec![self.rx_frames]))
+                .with("rx_late_frames", Column::U64(vec![self.rx_late_frames]))
+                .with("rx_late_max_ns", Column::U64(vec![self.rx_late_max_ns]))
                 .with("truncated_frames", Column::U64(vec![self.truncated]))
                 .with("socket_drops", Column::U64(vec![self.socket_drops])),
         );

@@ -43,6 +43,61 @@ Scaling
     three configurations at both rates to show that the scaling leaves
     the findings where they are (the report's scaling table).
 
+    The policer's bucket is scaled with the rate, in time (0.25 ms of the
+    reservation: 6.2 KB, four frames, at 200 Mbit/s), not kept in bytes
+    (31 KB, twenty frames): what the bucket does to TCP is set by how long
+    a burst at the reservation it passes, against the RTT and the
+    window. Kept in bytes it is a 1.24 ms bucket at 200 Mbit/s, another
+    circuit: the simulator (the report's sensitivity table, runs
+    ``sim/200M/cubic/*-31KB``) then lets HTB at 100 % through at about
+    two thirds of the reservation (the document: a quarter), so the third
+    finding no longer holds; at 6.2 KB it holds at both rates.
+
+The sender's segmentation offload (GSO): a host setting
+    The sender's interface is given ``gso_max_segs 1`` (``ip link set s0
+    gso_max_segs 1``): its qdisc, HTB, gets one frame per packet. Without
+    it the emulated HTB at 90 % gets 12-15 % of the reservation, as
+    unshaped TCP does. Linux TCP builds GSO packets whatever the device
+    offers (Dumazet, "tcp: switch to GSO being always on", Linux 4.13:
+    ``sk_route_forced_caps = NETIF_F_GSO``), sized by
+    ``tcp_tso_autosize()`` (``net/ipv4/tcp_output.c``) to about 1 ms of
+    the pacing rate, and segments them only after the qdisc
+    (``validate_xmit_skb()``, ``net/core/dev.c``); ``ethtool -K s0 gso
+    off tso off`` (already off on these veths) does not change that. HTB
+    charges such a packet whole (``qdisc_pkt_len``) and releases its
+    segments back to back at the line rate. Measured here (the
+    ``net:net_dev_queue`` and ``net:net_dev_start_xmit`` trace points on
+    ``s0`` for 1 s of HTB at 90 %): packets entering the qdisc of 4410 B
+    (3 frames, 78 %), 2962 B, 5858 B and up to 8754 B (6 frames); 1514 B
+    frames handed to the veth. A 4-6 frame burst after HTB's one-frame
+    slack overruns a four-frame bucket, and the policer drops the last
+    frames; as CUBIC's window grows, so do the GSO packets, so HTB at 90 %
+    settles about where unshaped TCP does. With ``gso_max_segs 1`` the packets
+    entering HTB are all 1514 B and HTB at 90 % holds 86 % of the
+    reservation (172 Mbit/s, the 180 Mbit/s class less headers).
+    The document's hosts shaped on a VLAN device (``eth0.3123``) of
+    CentOS 5's Linux 2.6.18, from before TCP's GSO was always on; and its
+    HTB at 900 Mbit/s held 909 Mbit/s with no retransmission through a
+    31 KB bucket, which 64 KB TSO bursts would not have passed. So HTB
+    saw single frames there too; the setting makes this kernel's sender
+    do what the document's did. The run with the kernel's GSO is kept as
+    a sensitivity row (``emu/cubic/htb90-gso``, and in the full run with
+    the bucket kept at 31 KB: ``htb90-gso-31KB``). At the document's
+    1 Gbit/s the GSO packets would be larger still (1 ms at 900 Mbit/s,
+    capped at 64 KB: up to 44 frames against a 20-frame bucket), so
+    keeping the bucket in bytes would not remove the cause either.
+
+The emulator's own hold-ups
+    On two shared cores the receive softirq can be deferred to
+    ``ksoftirqd`` and the emulator held up: frames it reads after their
+    kernel time stamp are given the later time (the report's ``frames
+    read late``) and leave together, a burst no host sent, that the
+    switch buffer and the policer then drop. A run held up more than
+    :data:`DISTURBED_S` is run once more (:func:`live_run`; the report
+    says so). Smaller hold-ups remain, and with them some policer drops
+    in the shaped runs: HTB's burst plus one frame is within 2 % of the
+    scaled bucket, a few microseconds of the policer's rate.
+
 What the document leaves open, and the choices made (also in the report):
 
 - the policer's bucket: 31 KB at 1 Gbit/s, ESnet's OSCARS policer as Yan,
@@ -90,9 +145,11 @@ What the document leaves open, and the choices made (also in the report):
   rate, so the simulated HTB leaf is at least 256 KiB + two frames (a
   10 ms leaf at 180 Mbit/s holds 225 KB and would overflow in the model,
   never in Linux);
-- run length: 30 s as the document (quick: 7 s, CUBIC only); throughput
+- the policer's bucket when scaled: in time, with the rate (see Scaling);
+  the sender: ``gso_max_segs 1`` on its interface (see GSO);
+- run length: 30 s as the document (quick: 12 s, CUBIC only); throughput
   once settled is the median of the per-second values over the second half
-  of the run.
+  of the run (CUBIC regrows for seconds after an early loss).
 
 The document's hosts ran CentOS 5 (Linux 2.6.18): BIC as the default
 congestion control (CUBIC came with 2.6.19), no RACK (3 duplicate ACKs and
@@ -100,7 +157,8 @@ FACK), no proportional rate reduction, no TCP Small Queues (2012) and no
 TSO-autosizing, TSO bursts of 64 KB on its 10 Gbit/s NICs, and an HTB
 driven by the jiffy timer (HZ 1000) rather than high-resolution timers.
 The hosts here run this machine's kernel (RACK-TLP, PRR, TSQ), without
-segmentation offload on the veths so that the emulator sees wire frames.
+segmentation offload on the veths so that the emulator sees wire frames,
+and with ``gso_max_segs 1`` on the sender's (see GSO above).
 """
 
 from __future__ import annotations
@@ -149,9 +207,23 @@ SENDER_IP, RECEIVER_IP = "10.10.200.20", "10.10.200.10"  # the document's addres
 
 #: The three configurations: shaping share of the reservation (None: none).
 CONFIGS = {"unshaped": None, "htb90": 90, "htb100": 100}
-LABELS = {"unshaped": "no shaping", "htb90": "HTB 90 %", "htb100": "HTB 100 %", "htb90-1ms": "HTB 90 %, 1 ms burst"}
+LABELS = {
+    "unshaped": "no shaping", "htb90": "HTB 90 %", "htb100": "HTB 100 %", "htb90-1ms": "HTB 90 %, 1 ms burst",
+    "htb90-gso": "HTB 90 %, the kernel's GSO", "htb90-gso-31KB": "HTB 90 %, the kernel's GSO, bucket 31 KB",
+    "unshaped-31KB": "no shaping, bucket 31 KB", "htb90-31KB": "HTB 90 %, bucket 31 KB", "htb100-31KB": "HTB 100 %, bucket 31 KB",
+}  # fmt: skip
 CCS = {False: ("cubic", "reno"), True: ("cubic",)}
-DURATION_S = {False: 30, True: 7}
+DURATION_S = {False: 30, True: 12}
+#: The sender's interface hands its qdisc one frame per skb (``ip link set
+#: s0 gso_max_segs 1``), as the document's hosts did; None: the kernel's
+#: default (65535), GSO packets of up to ~1 ms of the pacing rate.
+GSO_MAX_SEGS = 1
+#: Sensitivity runs (key suffix: GSO setting, policer bucket in bytes at the
+#: scaled rate or None for scaled with the rate). Emulated: HTB 90 % with the
+#: kernel's GSO, with the bucket scaled and with it kept at 31 KB; simulated:
+#: the three configurations at the scaled rate with the bucket kept at 31 KB.
+EMU_SENSITIVITY = {"htb90-gso": (None, None), "htb90-gso-31KB": (None, POLICER_BURST)}
+EMU_SENSITIVITY_QUICK = ("htb90-gso",)
 
 #: Section 5: nuttcp's totals (Mbit/s, retransmissions, seconds); "settled"
 #: the per-second rate once steady (HTB 90 %: 908-910 Mbit/s from second 5).
@@ -170,27 +242,40 @@ def scaled_bytes(value: int, rate_bps: int) -> int:
     return round(value * scale_of(rate_bps))
 
 
-def htb_plan(rate_bps: int, share: float, *, bounded: bool = True, device: str = "s0", netns: str | None = None):
+def policer_bucket(rate_bps: int, bucket: int | None = None) -> int:
+    """The circuit policer's bucket (bytes) at reservation ``rate_bps``:
+    31 KB scaled with the rate, or ``bucket`` if given (kept in bytes)."""
+    return scaled_bytes(POLICER_BURST, rate_bps) if bucket is None else bucket
+
+
+def htb_plan(rate_bps: int, share: float, *, bounded: bool = True, device: str = "s0", netns: str | None = None,
+             bucket: int | None = None):  # fmt: skip
     """The class ``alphaqos shape`` applies for ``share`` % of the
     reservation ``rate_bps``, its burst bounded by the circuit's policer
-    (``--policer-burst``) unless ``bounded`` is false."""
+    (``--policer-burst``, :func:`policer_bucket`) unless ``bounded`` is false."""
     from ..provision.shape import parse_match, plan_shape
 
-    policer = scaled_bytes(POLICER_BURST, rate_bps) if bounded else None
+    policer = policer_bucket(rate_bps, bucket) if bounded else None
     return plan_shape(device, rate_bps, share, match=parse_match(f"src={SENDER_IP}/32"), policer_burst=policer, netns_name=netns)
 
 
-def scenario(rate_bps: int, config: str, cc: str, duration_s: float, *, tap: bool = False) -> dict[str, Any]:
+def base_config(config: str) -> str:
+    """The configuration of :data:`CONFIGS` a run is a variant of
+    (``htb90-gso-31KB`` -> ``htb90``)."""
+    return next(c for c in CONFIGS if config == c or config.startswith(f"{c}-"))
+
+
+def scenario(rate_bps: int, config: str, cc: str, duration_s: float, *, tap: bool = False, bucket: int | None = None) -> dict[str, Any]:
     """The document's circuit at reservation ``rate_bps`` with the
-    sender's shaping of ``config`` (a key of :data:`CONFIGS`, or
-    ``htb90-1ms``)."""
+    sender's shaping of ``config`` (a key of :data:`CONFIGS` or a variant
+    of one, :data:`LABELS`), the policer's bucket :func:`policer_bucket`."""
     from ..provision.shape import _leaf_limit
 
     line = LINE_FACTOR * rate_bps
     sender_queue: dict[str, Any] = {"fifo": {"limit": 1000}}  # txqueuelen 1000
-    share = 90 if config == "htb90-1ms" else CONFIGS[config]
+    share = CONFIGS[base_config(config)]
     if share is not None:
-        plan = htb_plan(rate_bps, share, bounded=config != "htb90-1ms")
+        plan = htb_plan(rate_bps, share, bounded=config != "htb90-1ms", bucket=bucket)
         burst = f"{plan.burst_bytes * IP_MTU // HTB_FRAME}B"
         leaf = max(_leaf_limit(plan.rate_bps), math.ceil(ENGINE_TSQ_BYTES / IP_MTU) + 2)
         sender_queue = {"htb": {
@@ -203,7 +288,7 @@ def scenario(rate_bps: int, config: str, cc: str, duration_s: float, *, tap: boo
         }}  # fmt: skip
     policer = {
         "rate": f"{rate_bps * IP_MTU / POLICED_FRAME:.0f}bps",
-        "burst": f"{scaled_bytes(POLICER_BURST, rate_bps) * IP_MTU // POLICED_FRAME}B",
+        "burst": f"{policer_bucket(rate_bps, bucket) * IP_MTU // POLICED_FRAME}B",
         "out_of_profile": "discard",
     }
     wire: dict[str, Any] = {"between": ["snd", "sw"], "rate": f"{line}bps", "delay": HOP_DELAY, "queues": {"snd": sender_queue}}
@@ -250,6 +335,12 @@ def plan(*, quick: bool) -> list[RunSpec]:
                     scenario=scenario(rate, config, cc, duration, tap=tap),
                     measure={"rate_bps": rate, "tap": tap, "cost": duration * scale_of(rate)},
                 ))  # fmt: skip
+    for config in CONFIGS:  # sensitivity: the bucket kept in bytes at the scaled rate
+        specs.append(RunSpec(
+            key=f"sim/{SCALED_BPS // 1_000_000}M/cubic/{config}-31KB",
+            scenario=scenario(SCALED_BPS, config, "cubic", duration, bucket=POLICER_BURST),
+            measure={"rate_bps": SCALED_BPS, "tap": False, "cost": duration * scale_of(SCALED_BPS)},
+        ))  # fmt: skip
     return specs
 
 
@@ -294,17 +385,47 @@ def live_plan(*, quick: bool) -> list[RunSpec]:
             raise EmuError(f"zurawski-tc: {tool} is not installed (apt-get install {package})")
     emu_binary()
     duration = DURATION_S[quick]
+    runs = [(cc, config, GSO_MAX_SEGS, None) for cc in CCS[quick] for config in CONFIGS]
+    runs += [("cubic", config, *EMU_SENSITIVITY[config]) for config in (EMU_SENSITIVITY_QUICK if quick else EMU_SENSITIVITY)]
     return [
-        RunSpec(key=f"emu/{cc}/{config}", scenario=scenario(SCALED_BPS, config, cc, duration),
-                measure={"rate_bps": SCALED_BPS, "cc": cc, "config": config, "seconds": duration})
-        for cc in CCS[quick] for config in CONFIGS
+        RunSpec(key=f"emu/{cc}/{config}", scenario=scenario(SCALED_BPS, config, cc, duration, bucket=bucket),
+                measure={"rate_bps": SCALED_BPS, "cc": cc, "config": config, "seconds": duration,
+                         "gso_max_segs": gso, "bucket": bucket})
+        for cc, config, gso, bucket in runs
     ]  # fmt: skip
 
 
+#: An emulated run in which the emulator was held up this long (it read a
+#: frame this long after the kernel stamped it, or sent one this late) did
+#: not emulate the circuit: the frames held up leave together, a burst no
+#: host sent. It is run once more (:func:`live_run`).
+DISTURBED_S = 0.005
+
+
+def disturbance_s(m: dict[str, Any]) -> float:
+    """How long the emulator was held up in a run, at most (s)."""
+    sent = [t["delay_error_max_s"] or 0.0 for t in m.get("timing", [])]
+    return max([m.get("late_max_s", 0.0), *sent])
+
+
 def live_run(spec: RunSpec) -> dict[str, Any]:
+    """One emulated run (:func:`live_once`); once more if the emulator was
+    held up (:data:`DISTURBED_S`), the first attempt kept in
+    ``disturbed_attempt``."""
+    first = live_once(spec)
+    if disturbance_s(first) <= DISTURBED_S:
+        return first
+    again = live_once(spec)
+    keep = ("mean_bps", "retransmits", "policer_drops", "switch_drops", "late_frames", "late_max_s", "timing")
+    again["disturbed_attempt"] = {k: first[k] for k in keep} | {"disturbance_s": disturbance_s(first)}
+    again["wall_time_s"] += first["wall_time_s"]
+    return again
+
+
+def live_once(spec: RunSpec) -> dict[str, Any]:
     """One emulated run: namespaces, the emulator on the scenario's path,
-    the sender's shaping, tcpdump and iperf3; everything removed after,
-    also on failure."""
+    the sender's host setting (``gso_max_segs``) and shaping, tcpdump and
+    iperf3; everything removed after, also on failure."""
     from ..emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
     from ..provision.shape import ShapeError, apply
     from ..scenario import load_scenario, resolve
@@ -318,10 +439,12 @@ def live_run(spec: RunSpec) -> dict[str, Any]:
             for ns in (b.snd, b.rcv):
                 for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
                     b.run(ns, "sysctl", "-qw", f"{key}={TCP_MEM}", check=True)
-            share = CONFIGS[p["config"]]
+            if p.get("gso_max_segs"):
+                b.run(b.snd, "ip", "link", "set", "s0", "gso_max_segs", str(p["gso_max_segs"]), check=True)
+            share = CONFIGS[base_config(p["config"])]
             if share is not None:
                 try:
-                    apply(htb_plan(p["rate_bps"], share, netns=b.snd))
+                    apply(htb_plan(p["rate_bps"], share, netns=b.snd, bucket=p.get("bucket")))
                 except ShapeError as exc:
                     raise EmuError(f"shaping the sender: {exc}") from None
             pcap = Path(tmp) / "sender.pcap"
@@ -358,6 +481,8 @@ def live_run(spec: RunSpec) -> dict[str, Any]:
         "switch_drops": int(queue.filter(pl.col(col.QUEUE) == "sw->rtr")[col.DROP_PKTS].sum()),
         "emulator_forwarded_pkts": int(emu_flows[col.TX_PKTS].sum()),
         "socket_drops": tables["run"]["socket_drops"][0],
+        "late_frames": tables["run"]["rx_late_frames"][0],
+        "late_max_s": tables["run"]["rx_late_max_ns"][0] / 1e9,
         "capture_drops": _captured_drops(dump_err),
         "wire_retransmits": int(sum(1 for s in segments if s[3])),
         "timing": timing(tables),
@@ -607,6 +732,29 @@ def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]
                 "1 Gbit/s: mean / reservation": "holds" if check(full) else "fails", f"{SCALED_BPS / 1e6:g} Mbit/s: mean / reservation": "holds" if check(scaled) else "fails",
                 "1 Gbit/s: settled": "", f"{SCALED_BPS / 1e6:g} Mbit/s: settled": "", "retransmissions (1 Gbit/s, scaled)": "",
             })  # fmt: skip
+    sensitivity = []
+    for source, configs in runs.items():
+        for config, m in configs.items():
+            if config in CONFIGS or config == "htb90-1ms":
+                continue
+            base = configs[base_config(config)]
+            sensitivity.append({
+                "run": f"{source}/{config}", "configuration": LABELS[config],
+                "mean / reservation": f"{share(m):.1%}", "settled / reservation": f"{share(m, 'settled'):.1%}",
+                "retransmissions per 30 s": f"{retx_per_30s(m):.0f}",
+                "policer drops": m["policer_drops"], "switch drops": m["switch_drops"],
+                "the graded run (mean, settled, retransmissions per 30 s)":
+                    f"{share(base):.1%}, {share(base, 'settled'):.1%}, {retx_per_30s(base):.0f}",
+            })  # fmt: skip
+    bucket_kept = {c: runs[f"sim/{SCALED_BPS // 1_000_000}M/cubic"].get(f"{c}-31KB") for c in CONFIGS}
+    if all(bucket_kept.values()):
+        for config, check in CHECKS.items():
+            sensitivity.append({
+                "run": f"sim/{SCALED_BPS // 1_000_000}M/cubic/*-31KB", "configuration": f"finding: {LABELS[config]}",
+                "mean / reservation": "holds" if check(bucket_kept) else "fails", "settled / reservation": "",
+                "retransmissions per 30 s": "", "policer drops": "", "switch drops": "",
+                "the graded run (mean, settled, retransmissions per 30 s)": "",
+            })  # fmt: skip
     emu_timing = []
     for source, configs in runs.items():
         for config, m in configs.items():
@@ -619,12 +767,17 @@ def tables(measured: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]
                     "achieved back to back (Mbit/s)": "-" if not t["achieved_rate_bps"] else f"{t['achieved_rate_bps'] / 1e6:.0f}",
                     **{f"delay error {k} (µs)": "-" if t[f"delay_error_{k}_s"] is None else f"{t[f'delay_error_{k}_s'] * 1e6:.0f}" for k in ("p50", "p99", "max")},
                     "socket drops": m["socket_drops"], "capture drops": m["capture_drops"],
+                    "frames read late (max µs)": f"{m.get('late_frames', 0)} ({m.get('late_max_s', 0) * 1e6:.0f})",
+                    "held up (ms)": f"{disturbance_s(m) * 1e3:.1f}" + (
+                        f"; run again, first attempt {m['disturbed_attempt']['disturbance_s'] * 1e3:.1f}" if "disturbed_attempt" in m else ""),
                     "retransmissions (iperf3, on the wire)": f"{m['retransmits']}, {m['wire_retransmits']}",
                 })  # fmt: skip
     out = {
         "The three configurations, emulated and simulated, beside the document (model vs paper, ×ratio; shares of each run's own reservation)": main,
         f"Scaling: the simulator at 1 Gbit/s and at {SCALED_BPS / 1e6:g} Mbit/s (the emulated circuit)": scaling,
     }
+    if sensitivity:
+        out["Sensitivity: the sender's GSO and the policer's bucket kept in bytes (not graded)"] = sensitivity
     if emu_timing:
         out["The emulator's timing (data direction; its bottleneck is the 10x line rate, so back-to-back frames are rare)"] = emu_timing
     return out
