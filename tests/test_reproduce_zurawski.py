@@ -1,7 +1,7 @@
 """``alphaqos reproduce zurawski-tc --quick``: the second document's
 circuit (Zurawski, Section 5) emulated between namespaces the run makes
 (real TCP, iperf3, tcpdump, ``alphaqos-emu``) and simulated at 1 Gbit/s and
-at the scaled rate, 12 s runs; some seventy seconds. Every namespace and process is
+at the scaled rate, 10 s runs; about a minute and a half. Every namespace and process is
 gone afterwards; the findings are graded as the rule says, and those the
 model must show are asserted on its numbers."""
 

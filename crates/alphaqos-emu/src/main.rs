@@ -21,6 +21,16 @@
 //! max in `emu_timing`), and the achieved rate is measured on the frames
 //! that left back to back at the bottleneck.
 //!
+//! Lag (`lag_ns`, default 0): the hops run only up to `lag_ns` behind the
+//! wall clock, and every frame leaves `lag_ns` after its ideal departure,
+//! taken off the delay of each direction's longest-delay hop (so the path's
+//! delay is unchanged). A frame the kernel stamped on arrival but handed
+//! to the emulator late (its receive softirq deferred to `ksoftirqd` on a
+//! loaded machine) then still enters the path at its stamp, as long as it
+//! is less than `lag_ns` late; without the lag it would enter when read,
+//! together with the frames behind it: a burst no host sent
+//! (`rx_late_frames` counts the frames given a later time than their stamp).
+//!
 //! Bad input (a bad configuration, an interface or namespace that does
 //! not exist, no permission for raw sockets, a link it cannot run in real
 //! time) is one line on stderr, `alphaqos-emu: error: ...`, exit status 2.
@@ -169,6 +179,8 @@ struct Emulator {
     /// emulator ran late), and the largest such shift.
     rx_late_frames: u64,
     rx_late_max_ns: u64,
+    /// How far the hops run behind the wall clock (see the module doc).
+    lag_ns: u64,
     truncated: u64,
     /// Frames the kernel dropped before the emulator read them (receive buffer full).
     socket_drops: u64,
@@ -186,6 +198,7 @@ impl Emulator {
             filters.push(Filter::new(&terms).map_err(|e| format!("filters[{i}] ({node}): {e}"))?);
             filter_nodes.push(node.to_string());
         }
+        let lag_ns = cfg.get("lag_ns").and_then(Value::as_u64).unwrap_or(0);
         let mut dirs = vec![];
         let mut ends = vec![];
         let n_ifaces = cfg.get("ifaces").and_then(Value::as_array).map_or(0, |a| a.len());
@@ -217,6 +230,16 @@ impl Emulator {
             }
             if hops.is_empty() {
                 return Err(format!("{at}.hops: at least one hop"));
+            }
+            if lag_ns > 0 {
+                let longest = hops.iter_mut().max_by_key(|h| h.delay.0).expect("a hop");
+                if longest.delay.0 < lag_ns {
+                    return Err(format!(
+                        "lag_ns: {lag_ns} ns is more than the longest delay of {at} ({} ns, {}), which it is taken off",
+                        longest.delay.0, longest.name
+                    ));
+                }
+                longest.delay = Duration(longest.delay.0 - lag_ns);
             }
             let exit_filter = match dv.get("exit_filter") {
                 None | Some(Value::Null) => None,
@@ -250,6 +273,7 @@ impl Emulator {
             rx_frames: 0,
             rx_late_frames: 0,
             rx_late_max_ns: 0,
+            lag_ns,
             truncated: 0,
             socket_drops: 0,
             elapsed_ns: 0,
@@ -372,12 +396,14 @@ impl Emulator {
             }
             // Advance and send.
             now = Self::now(&start);
+            let horizon = SimTime(now.0.saturating_sub(self.lag_ns));
             for d in 0..self.dirs.len() {
-                self.dirs[d].advance(now, &mut self.filters, &mut dropped);
-                // The hops have run to `now`: a frame read later is not put before it.
-                self.last_rx[d] = self.last_rx[d].max(now);
+                self.dirs[d].advance(horizon, &mut self.filters, &mut dropped);
+                // The hops have run to `horizon`: a frame read later is not put before it.
+                self.last_rx[d] = self.last_rx[d].max(horizon);
                 let tx = &socks[self.ends[d].1];
-                while let Some((ideal, pkt)) = self.dirs[d].due(now, &mut self.filters, &mut dropped) {
+                while let Some((ideal, pkt)) = self.dirs[d].due(horizon, &mut self.filters, &mut dropped) {
+                    let ideal = SimTime(ideal.0 + self.lag_ns);
                     let slot = wire::slot_of(&pkt);
                     let st = &mut self.flow_keys[pkt.flow as usize].1;
                     if tx.send(&self.slots[slot][..lens[slot]]) {
@@ -401,7 +427,7 @@ impl Emulator {
                 next_sample = now.0 - now.0 % self.interval_ns + self.interval_ns;
             }
             // Wait for the next event or a frame.
-            let next = self.dirs.iter().filter_map(|d| d.next_event()).min().map_or(u64::MAX, |t| t.0).min(next_sample).min(end);
+            let next = self.dirs.iter().filter_map(|d| d.next_event()).min().map_or(u64::MAX, |t| t.0.saturating_add(self.lag_ns)).min(next_sample).min(end);
             let now = Self::now(&start).0;
             if self.spin || next <= now + SPIN_NS {
                 continue;
@@ -501,7 +527,7 @@ impl Emulator {
                 .with("configured_rate_bps", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.rate.as_bps()).min().unwrap_or(0)).collect()))
                 .with("back_to_back_bits", Column::U64(self.b2b_bits.iter().map(|&b| b as u64).collect()))
                 .with("achieved_rate_bps", Column::OptU64((0..n).map(|d| (self.b2b_ns[d] > 0).then(|| (self.b2b_bits[d] * 1_000_000_000 / self.b2b_ns[d]) as u64)).collect()))
-                .with("configured_delay_ns", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.delay.0).sum()).collect())),
+                .with("configured_delay_ns", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.delay.0).sum::<u64>() + self.lag_ns).collect())),
         );
         let hops: Vec<&Hop> = self.dirs.iter().flat_map(|d| &d.hops).collect();
         out.insert(
