@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _system import need_root
+from _system import ensure_debian_package, need_root
 
 from alphaqos import emulate as E
 from alphaqos.cli import main
@@ -168,3 +168,23 @@ def test_bad_input_is_one_line_and_leaves_nothing(tmp_path, emu_built, capsys, l
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and message in err, err
     assert not out.exists() and list(tmp_path.iterdir()) == [path]
+
+
+def test_a_lag_keeps_the_path_delay_and_must_fit_in_it(scenario, emu_built):
+    # lag_ns: the hops run 2 ms behind the wall clock, taken off the 5 ms hop,
+    # so a ping still sees the path's 2 x 5 ms; a lag longer than the longest
+    # delay is refused in one line.
+    need_root("the emulator's namespaces and raw sockets")
+    ensure_debian_package("iputils-ping", binary="ping")
+    engine = resolve(load_scenario(scenario))
+    with E.bench("aqtest") as b:
+        with pytest.raises(E.EmuError, match=r"^lag_ns: 6000000 ns is more than the longest delay of directions\[0\]"):
+            with E.Emulator(E.emu_config(engine, ["rtr", "rcv"], b.ifaces, lag_ns=6_000_000)):
+                pass
+        with E.Emulator(E.emu_config(engine, ["rtr", "rcv"], b.ifaces, lag_ns=2_000_000)) as emu:
+            done = b.run(b.snd, "ping", "-n", "-q", "-c", "5", "-i", "0.1", b.rcv_ip, timeout=30)
+            tables = emu.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    rtt_min = float(done.stdout.split("min/avg/max")[1].split("=")[1].split("/")[0])
+    assert 10.0 <= rtt_min < 11.0, done.stdout
+    assert E.timing(tables)[0]["configured_delay_s"] == pytest.approx(0.005)

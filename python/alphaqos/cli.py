@@ -443,6 +443,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .emulate import EmuError
     from .reproduce import reproduce
 
     target = args.out if args.out is not None else _default_run_dir(f"reproduce-{args.name}{'-quick' if args.quick else ''}")
@@ -454,14 +455,17 @@ def _reproduce(args: argparse.Namespace) -> int:
         )  # fmt: skip
         with display:
             task = display.add_task("runs", total=None, last="")
-            reproduction = reproduce(
-                args.name,
-                quick=args.quick,
-                jobs=args.jobs,
-                dask=args.dask,
-                on_plan=lambda n: display.update(task, total=n),
-                on_done=lambda key, done, total: display.update(task, completed=done, last=key),
-            )
+            try:
+                reproduction = reproduce(
+                    args.name,
+                    quick=args.quick,
+                    jobs=args.jobs,
+                    dask=args.dask,
+                    on_plan=lambda n: display.update(task, total=n),
+                    on_done=lambda key, done, total: display.update(task, completed=done, last=key),
+                )
+            except EmuError as exc:  # the emulated runs cannot run here (root, tools, emulator)
+                raise UsageError(str(exc)) from None
         _save("the report", target, lambda: reproduction.save(staging))
     if args.quiet:
         print(target)

@@ -117,10 +117,13 @@ def emu_binary() -> Path:
 
 def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str | None, str]], *,
                duration_ns: int = 0, sample_interval_ns: int | None = None, spin: bool = False,
-               realtime: bool = True) -> dict[str, Any]:  # fmt: skip
+               realtime: bool = True, lag_ns: int = 0) -> dict[str, Any]:  # fmt: skip
     """The emulator's configuration for ``path`` (node names) of the
     resolved engine configuration ``engine``, between ``ifaces`` ((netns,
-    name) of the interface at the path's first node, then its last)."""
+    name) of the interface at the path's first node, then its last);
+    ``lag_ns``: how far its hops run behind the wall clock, taken off the
+    longest delay of each direction (``crates/alphaqos-emu``: frames whose
+    receive the kernel defers by less still enter at their time stamp)."""
     nodes = {n["name"]: n for n in engine["nodes"]}
     if len(path) < 2:
         raise EmuError(f"--link: give at least two nodes joined by '-', got {'-'.join(path)!r}")
@@ -160,6 +163,7 @@ def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str |
         "duration_ns": duration_ns,
         "sample_interval_ns": sample_interval_ns or engine.get("metric_interval_ns", 100_000_000),
         "spin": spin,
+        "lag_ns": lag_ns,
         # SCHED_FIFO: on a loaded machine, the difference between a delay
         # error of milliseconds and of microseconds (see the module doc).
         "realtime": realtime,

@@ -21,6 +21,16 @@
 //! max in `emu_timing`), and the achieved rate is measured on the frames
 //! that left back to back at the bottleneck.
 //!
+//! Lag (`lag_ns`, default 0): the hops run only up to `lag_ns` behind the
+//! wall clock, and every frame leaves `lag_ns` after its ideal departure,
+//! taken off the delay of each direction's longest-delay hop (so the path's
+//! delay is unchanged). A frame the kernel stamped on arrival but handed
+//! to the emulator late (its receive softirq deferred to `ksoftirqd` on a
+//! loaded machine) then still enters the path at its stamp, as long as it
+//! is less than `lag_ns` late; without the lag it would enter when read,
+//! together with the frames behind it: a burst no host sent
+//! (`rx_late_frames` counts the frames given a later time than their stamp).
+//!
 //! Bad input (a bad configuration, an interface or namespace that does
 //! not exist, no permission for raw sockets, a link it cannot run in real
 //! time) is one line on stderr, `alphaqos-emu: error: ...`, exit status 2.
@@ -160,9 +170,18 @@ struct Emulator {
     /// Timing per direction.
     lateness: Vec<Histogram>,
     last_out: Vec<Option<(SimTime, u64)>>,
+    /// Per direction: the arrival time given to the last frame received.
+    last_rx: Vec<SimTime>,
     b2b_bits: Vec<u128>,
     b2b_ns: Vec<u128>,
     rx_frames: u64,
+    /// Frames read after the hops had run past their kernel time stamp, so
+    /// given a later arrival time than the stamp (the receive softirq or the
+    /// emulator ran late), and the largest such shift.
+    rx_late_frames: u64,
+    rx_late_max_ns: u64,
+    /// How far the hops run behind the wall clock (see the module doc).
+    lag_ns: u64,
     truncated: u64,
     /// Frames the kernel dropped before the emulator read them (receive buffer full).
     socket_drops: u64,
@@ -180,6 +199,7 @@ impl Emulator {
             filters.push(Filter::new(&terms).map_err(|e| format!("filters[{i}] ({node}): {e}"))?);
             filter_nodes.push(node.to_string());
         }
+        let lag_ns = cfg.get("lag_ns").and_then(Value::as_u64).unwrap_or(0);
         let mut dirs = vec![];
         let mut ends = vec![];
         let n_ifaces = cfg.get("ifaces").and_then(Value::as_array).map_or(0, |a| a.len());
@@ -212,6 +232,16 @@ impl Emulator {
             if hops.is_empty() {
                 return Err(format!("{at}.hops: at least one hop"));
             }
+            if lag_ns > 0 {
+                let longest = hops.iter_mut().max_by_key(|h| h.delay.0).expect("a hop");
+                if longest.delay.0 < lag_ns {
+                    return Err(format!(
+                        "lag_ns: {lag_ns} ns is more than the longest delay of {at} ({} ns, {}), which it is taken off",
+                        longest.delay.0, longest.name
+                    ));
+                }
+                longest.delay = Duration(longest.delay.0 - lag_ns);
+            }
             let exit_filter = match dv.get("exit_filter") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.exit_filter: not a filter index"))? as usize),
@@ -238,9 +268,13 @@ impl Emulator {
             flow_last_sampled: vec![],
             lateness: (0..n).map(|_| Histogram::default()).collect(),
             last_out: vec![None; n],
+            last_rx: vec![SimTime::ZERO; n],
             b2b_bits: vec![0; n],
             b2b_ns: vec![0; n],
             rx_frames: 0,
+            rx_late_frames: 0,
+            rx_late_max_ns: 0,
+            lag_ns,
             truncated: 0,
             socket_drops: 0,
             elapsed_ns: 0,
@@ -324,12 +358,24 @@ impl Emulator {
                 let Some(d) = self.ends.iter().position(|e| e.0 == i) else { continue };
                 for _ in 0..RX_BATCH {
                     let slot = self.alloc();
-                    let n = s.recv(&mut self.slots[slot]).map_err(|e| format!("receiving on {}: {e}", s.name))?;
-                    let Some(n) = n else {
+                    let got = s.recv(&mut self.slots[slot]).map_err(|e| format!("receiving on {}: {e}", s.name))?;
+                    let Some((n, stamp)) = got else {
                         self.free.push(slot);
                         break;
                     };
                     now = Self::now(&start);
+                    // The frame arrived when the kernel stamped it (realtime clock),
+                    // taken onto this clock; never before the frame ahead of it.
+                    if let Some(stamp) = stamp {
+                        let age = (realtime_ns() - stamp).clamp(0, now.0 as i128) as u64;
+                        let stamped = now.0 - age;
+                        if stamped < self.last_rx[d].0 {
+                            self.rx_late_frames += 1;
+                            self.rx_late_max_ns = self.rx_late_max_ns.max(self.last_rx[d].0 - stamped);
+                        }
+                        now = SimTime(stamped.max(self.last_rx[d].0));
+                    }
+                    self.last_rx[d] = now;
                     self.rx_frames += 1;
                     if n > FRAME_MAX {
                         self.truncated += 1;
@@ -351,10 +397,14 @@ impl Emulator {
             }
             // Advance and send.
             now = Self::now(&start);
+            let horizon = SimTime(now.0.saturating_sub(self.lag_ns));
             for d in 0..self.dirs.len() {
-                self.dirs[d].advance(now, &mut self.filters, &mut dropped);
+                self.dirs[d].advance(horizon, &mut self.filters, &mut dropped);
+                // The hops have run to `horizon`: a frame read later is not put before it.
+                self.last_rx[d] = self.last_rx[d].max(horizon);
                 let tx = &socks[self.ends[d].1];
-                while let Some((ideal, pkt)) = self.dirs[d].due(now, &mut self.filters, &mut dropped) {
+                while let Some((ideal, pkt)) = self.dirs[d].due(horizon, &mut self.filters, &mut dropped) {
+                    let ideal = SimTime(ideal.0 + self.lag_ns);
                     let slot = wire::slot_of(&pkt);
                     let st = &mut self.flow_keys[pkt.flow as usize].1;
                     if tx.send(&self.slots[slot][..lens[slot]]) {
@@ -378,7 +428,7 @@ impl Emulator {
                 next_sample = now.0 - now.0 % self.interval_ns + self.interval_ns;
             }
             // Wait for the next event or a frame.
-            let next = self.dirs.iter().filter_map(|d| d.next_event()).min().map_or(u64::MAX, |t| t.0).min(next_sample).min(end);
+            let next = self.dirs.iter().filter_map(|d| d.next_event()).min().map_or(u64::MAX, |t| t.0.saturating_add(self.lag_ns)).min(next_sample).min(end);
             let now = Self::now(&start).0;
             if self.spin || next <= now + SPIN_NS {
                 continue;
@@ -478,7 +528,7 @@ impl Emulator {
                 .with("configured_rate_bps", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.rate.as_bps()).min().unwrap_or(0)).collect()))
                 .with("back_to_back_bits", Column::U64(self.b2b_bits.iter().map(|&b| b as u64).collect()))
                 .with("achieved_rate_bps", Column::OptU64((0..n).map(|d| (self.b2b_ns[d] > 0).then(|| (self.b2b_bits[d] * 1_000_000_000 / self.b2b_ns[d]) as u64)).collect()))
-                .with("configured_delay_ns", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.delay.0).sum()).collect())),
+                .with("configured_delay_ns", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.delay.0).sum::<u64>() + self.lag_ns).collect())),
         );
         let hops: Vec<&Hop> = self.dirs.iter().flat_map(|d| &d.hops).collect();
         out.insert(
@@ -494,6 +544,8 @@ impl Emulator {
             Table::default()
                 .with(col::SIM_TIME_NS, Column::U64(vec![self.elapsed_ns]))
                 .with("rx_frames", Column::U64(vec![self.rx_frames]))
+                .with("rx_late_frames", Column::U64(vec![self.rx_late_frames]))
+                .with("rx_late_max_ns", Column::U64(vec![self.rx_late_max_ns]))
                 .with("truncated_frames", Column::U64(vec![self.truncated]))
                 .with("socket_drops", Column::U64(vec![self.socket_drops])),
         );
@@ -508,6 +560,14 @@ impl Emulator {
     fn filter_table(&self) -> Table {
         summary::filter_table(self.filters.iter().zip(&self.filter_nodes).map(|(f, n)| (n.as_str(), f)))
     }
+}
+
+fn realtime_ns() -> i128 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut t);
+    }
+    t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128
 }
 
 fn clock() -> libc::timespec {

@@ -80,6 +80,10 @@ impl RawSocket {
                 return Err(err(format!("binding a raw socket to {where_}")));
             }
             sock.set(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+            // The kernel's receive time of each frame: a frame that waited in
+            // the socket while this process was not running arrived when the
+            // kernel took it, not when it was read.
+            sock.set(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
             // Room for bursts at the link rate (SO_*BUFFORCE: root may exceed rmem_max).
             sock.set(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 32 << 20);
             sock.set(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 32 << 20);
@@ -93,9 +97,18 @@ impl RawSocket {
         }
     }
 
-    /// The next frame into `buf`: its length, or None when there is none now.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
+    /// The next frame into `buf`: its length and the kernel's receive time
+    /// stamp (CLOCK_REALTIME, ns; SO_TIMESTAMPNS, socket(7)) if it gave
+    /// one, or None when there is no frame now.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<(usize, Option<i128>)>> {
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+        let mut control = [0u64; 8]; // room for one cmsg holding a timespec, 8-byte aligned
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = unsafe { libc::recvmsg(self.fd, &mut msg, libc::MSG_DONTWAIT | libc::MSG_TRUNC) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
@@ -103,7 +116,18 @@ impl RawSocket {
                 _ => Err(e),
             };
         }
-        Ok(Some(n as usize))
+        let mut stamp = None;
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    stamp = Some(t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128);
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok(Some((n as usize, stamp)))
     }
 
     /// Send a frame; false if the kernel would not take it now.

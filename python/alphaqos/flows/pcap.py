@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .netflow import Decoder, Problem
 
-__all__ = ["read_pcap", "udp_datagrams", "write_pcap"]
+__all__ = ["frames", "network_header", "read_pcap", "udp_datagrams", "write_pcap"]
 
 ETHERNET, RAW, LINUX_SLL, IPV4_LINK, IPV6_LINK, LINUX_SLL2 = 1, 101, 113, 228, 229, 276
 _RAW_ALIASES = {12, 14}  # DLT_RAW on some systems
@@ -60,14 +60,18 @@ def udp_datagrams(path: str | Path, problems: list[Problem]):
     if len(data) < 4:
         problems.append(Problem("pcap", "pcap_format", f"{path}: {len(data)} bytes"))
         return
-    if data[:4] == b"\x0a\x0d\x0d\x0a":
-        frames = _pcapng_frames(data, problems)
-    else:
-        frames = _pcap_frames(data, problems)
-    for link, frame, stamp_us in frames:
+    for link, frame, stamp_us in frames(data, problems):
         found = _udp(link, frame, problems)
         if found is not None:
             yield *found, stamp_us
+
+
+def frames(data: bytes, problems: list[Problem]):
+    """``(link type, frame, capture time in epoch microseconds)`` of each
+    record of a pcap or pcapng file's contents ``data``."""
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        return _pcapng_frames(data, problems)
+    return _pcap_frames(data, problems)
 
 
 def _pcap_frames(data: bytes, problems):
@@ -125,6 +129,20 @@ def _pcapng_frames(data: bytes, problems):
 
 def _udp(link: int, frame: bytes, problems):
     """The UDP datagram in a link-layer frame, or None."""
+    found = network_header(link, frame, problems)
+    if found is None:
+        return None
+    ethertype, pos = found
+    if ethertype == 0x0800:
+        return _ipv4(frame, pos, problems)
+    if ethertype == 0x86DD:
+        return _ipv6(frame, pos, problems)
+    return None
+
+
+def network_header(link: int, frame: bytes, problems: list[Problem]) -> tuple[int, int] | None:
+    """``(ethertype, offset)`` of the network-layer header in a link-layer
+    frame (past any VLAN tags), or None."""
     if link == ETHERNET:
         if len(frame) < 14:
             return None
@@ -146,11 +164,7 @@ def _udp(link: int, frame: bytes, problems):
     else:
         problems.append(Problem("pcap", "pcap_format", f"link type {link} not supported"))
         return None
-    if ethertype == 0x0800:
-        return _ipv4(frame, pos, problems)
-    if ethertype == 0x86DD:
-        return _ipv6(frame, pos, problems)
-    return None
+    return ethertype, pos
 
 
 def _ipv4(frame: bytes, pos: int, problems):

@@ -6,14 +6,20 @@ A reproduction is a module (one per document, e.g. :mod:`.yan2013`) that
   same dict a YAML scenario file holds) plus what to measure from it; a
   module whose runs depend on earlier ones (an iterative method) also
   defines ``follow_up(measured, quick=...)``, asked for more runs after each
-  batch until it returns none; one that also measures on this machine
-  (real traffic, not a simulation) defines ``local_runs(quick=...)``,
-  called once after the runs, returning more measurements by key;
+  batch until it returns none;
 - measures each finished run (:func:`measure`, called in the worker process,
   so only a small dict of numbers travels back);
 - reports: tables beside the document's, plots, a markdown report and the
   list of the document's findings, each graded on the model's numbers by
   direction and by size (:mod:`.grading`).
+
+A module that also measures on this machine, with real traffic rather
+than a simulation (the circuit emulator between network namespaces,
+:mod:`.zurawski`; a trace of real TCP, :mod:`.liberatore`), defines
+``live_plan(quick=...)`` (more :class:`RunSpec`, with a scenario where one
+describes the run) and ``live_run(spec)``: those runs go first, one at a
+time in this process (they need the machine to themselves and the wall
+clock), then the simulations.
 
 The runs are independent, so :mod:`alphaqos.runner` fans them out over the
 machine's cores or a Dask cluster (one engine per process); the results do
@@ -47,6 +53,7 @@ REPRODUCTIONS = {
     "liberatore-yaqs": f"{__name__}.liberatore",
     "bouras-relative": f"{__name__}.bouras",
     "deadline-af": f"{__name__}.deadline_af",
+    "zurawski-tc": f"{__name__}.zurawski",
 }
 
 
@@ -55,7 +62,7 @@ class RunSpec:
     """One simulation of a reproduction: a scenario and what to measure."""
 
     key: str  # unique within the reproduction, e.g. "exp2/3q-30-50-20/udp-1.5"
-    scenario: dict[str, Any]
+    scenario: dict[str, Any] | None  # None only for a live run no scenario describes
     measure: dict[str, Any] = field(default_factory=dict)  # parameters for the module's measure()
 
 
@@ -94,14 +101,18 @@ class Reproduction:
         write_plots: Callable[[Path], list[Path]],
         paper: dict[str, Any],
         runs: dict[str, dict[str, Any]] | None = None,
+        preface: tuple[str, ...] = (),
     ) -> Reproduction:
         """The report every reproduction writes: its head (mode, runs,
         times), the graded findings, each non-empty table, the plots as
         (caption, file), then ``tail``'s sections (discussion, open
-        parameters). ``runs`` are the measurements of whole runs when
+        parameters); ``preface``'s paragraphs go under the head. ``runs`` are the measurements of whole runs when
         ``measured`` also holds entries split from them (their times)."""
         runs = measured if runs is None else runs
-        md = report_head(title, mode, runs, wall_time_s) + findings_markdown(findings, grading)
+        md = report_head(title, mode, runs, wall_time_s)
+        for paragraph in preface:
+            md += ["", paragraph]
+        md += findings_markdown(findings, grading)
         for heading, rows in tables.items():
             if rows:
                 md += ["", f"## {heading}", "", markdown_table(rows)]
@@ -113,7 +124,7 @@ class Reproduction:
         return cls(
             name=name, quick=quick, measured=measured, scenarios=scenarios, findings=findings,
             report_md="\n".join(md) + "\n", tables=tables, wall_time_s=wall_time_s,
-            cpu_time_s=sum(m["wall_time_s"] for m in runs.values()), write_plots=write_plots, paper=paper,
+            cpu_time_s=sum(m.get("wall_time_s", 0.0) for m in runs.values()), write_plots=write_plots, paper=paper,
         )  # fmt: skip
 
     @property
@@ -144,7 +155,7 @@ class Reproduction:
 
 
 #: Measurements kept for the plots but left out of results.json.
-SERIES = ("throughput_series", "ping_series", "queue_series")
+SERIES = ("throughput_series", "ping_series", "queue_series", "seq_series")
 
 
 def _filename(key: str) -> str:
@@ -235,19 +246,23 @@ def reproduce(
     """Plan, run and report reproduction ``name``."""
     mod = module(name)
     specs: list[RunSpec] = mod.plan(quick=quick)
+    live: list[RunSpec] = mod.live_plan(quick=quick) if hasattr(mod, "live_plan") else []
     if on_plan:
-        on_plan(len(specs))
+        on_plan(len(live) + len(specs))
     started = time.perf_counter()
-    measured = run_specs(mod.__name__, specs, jobs=jobs, dask=dask, on_done=on_done)
+    measured = {}
+    for spec in live:
+        measured[spec.key] = mod.live_run(spec)
+        if on_done:
+            on_done(spec.key, len(measured), len(live) + len(specs))
+    offset = len(measured)
+    measured |= run_specs(mod.__name__, specs, jobs=jobs, dask=dask,
+                          on_done=on_done and (lambda key, done, total: on_done(key, offset + done, offset + total)))  # fmt: skip
+    specs = live + specs
     follow_up = getattr(mod, "follow_up", None)
     while follow_up is not None and (more := follow_up(measured, quick=quick)):
         specs += more
         measured |= run_specs(mod.__name__, more, jobs=jobs, dask=dask, on_done=on_done)
-    # Measurements made on this machine, not simulations (a module's
-    # local_runs: a trace of real traffic between network namespaces).
-    local_runs = getattr(mod, "local_runs", None)
-    if local_runs is not None:
-        measured |= local_runs(quick=quick)
     wall = time.perf_counter() - started
-    scenarios = {spec.key: spec.scenario for spec in specs}
+    scenarios = {spec.key: spec.scenario for spec in specs if spec.scenario is not None}
     return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)

@@ -21,7 +21,7 @@ Two studies, as in the document's Sections IV and V:
   again at a scaled offered load until its mean rate is within 3 % of
   Table I's (:func:`_calibrated`), and one is captured from real TCP traffic
   between two network namespaces (:mod:`alphaqos.capture`,
-  :func:`local_runs`; left out, with a note, where the machine cannot).
+  :func:`live_run`; left out, with a note, where the machine cannot).
   Each is replayed (:mod:`alphaqos.trace`) into a link of β = 1.15 times
   its mean rate with an unbounded buffer, under FIFO and YAQS (r = 0.1,
   c_f = c_s = 16 500 B, then c_s = 0, false positives with ε = 1/2).
@@ -293,7 +293,13 @@ def _replay_trace(info: TraceInfo, trace: int | str) -> dict[str, Any]:
 NS_TRACE_OF = 7
 
 
-def local_runs(*, quick: bool) -> dict[str, dict[str, Any]]:
+def live_plan(*, quick: bool) -> list[RunSpec]:
+    """The trace of real TCP traffic between two network namespaces
+    (:func:`live_run`)."""
+    return [RunSpec("trace/ns", None, {"duration_s": 3.0 if quick else 30.0})]
+
+
+def live_run(spec: RunSpec) -> dict[str, Any]:
     """The trace of real TCP traffic between two network namespaces
     (:mod:`alphaqos.capture`), made on this machine and replayed as the
     simulated ones; where the machine cannot (not root, namespaces refused,
@@ -308,17 +314,17 @@ def local_runs(*, quick: bool) -> dict[str, dict[str, Any]]:
     entry: dict[str, Any] = {"trace": "ns", "target_mbps": target, "load_bps": target * 1e6, "round": 1}
     with tempfile.TemporaryDirectory(prefix="alphaqos-ns-trace-") as scratch:
         try:
-            duration = 3.0 if quick else 30.0
+            duration = spec.measure["duration_s"]
             # A few long transfers (4 MB, as the aggressive senders), one per 10 s.
             captured = capture_trace(Path(scratch) / "ns.pcap", duration_s=duration, load_bps=target * 1e6,
                                      long_flows=max(1, round(duration / 10)))  # fmt: skip
             entry |= _replay_trace(trace_info(captured.path), "ns")
         except (CaptureError, TraceError) as exc:
-            return {"trace/ns": {**entry, "skipped": str(exc), "wall_time_s": time.perf_counter() - started}}
+            return {**entry, "skipped": str(exc), "wall_time_s": time.perf_counter() - started}
         entry |= {"flows": len(flow_bytes(captured.path)), "sender": captured.sender, "tcpdump_dropped": captured.dropped,
                   "reordered_stamps": captured.reordered}  # fmt: skip
     entry["wall_time_s"] = time.perf_counter() - started
-    return {"trace/ns": entry}
+    return entry
 
 
 # --- findings and report -------------------------------------------------------------------
