@@ -74,7 +74,7 @@ fn sojourn(res: &Res, queue: &str) -> (u64, u64) {
 ///   `FqCoDelQueueDisc` with `TcpCubic` on the same dumbbell
 ///   (`benches/ns3_crosscheck.py fqcodel-2rtt-cubic --sack --duration 60`,
 ///   PPP framing, no ping) gives 50.85 / 44.39 Mbps (0.873), alphaqos 50.48
-///   / 44.56 (0.883), and with NewReno 54.68 / 37.83 against 54.62 / 38.07.
+///   / 44.56 (0.883), and with NewReno 54.68 / 37.83 against 54.42 / 38.71.
 ///   The cause is the long flow's window after a CoDel drop: CUBIC cuts it
 ///   to 0.7 W (348 -> 244 segments) while its share needs about 313 (48
 ///   Mbps x 80 ms, plus 5 ms of queue), so for 2 to 3 s it sends below its
