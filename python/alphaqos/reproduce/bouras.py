@@ -81,7 +81,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, doc_section
 
 TITLE = (
     "Bouras, Sevasti: Performance analysis for a DiffServ-enabled network: "
@@ -747,10 +747,7 @@ DISCUSSION = """## What matches, what differs, and why
   a slower first re-tuning than its 50 ms interval suggests."""
 
 
-OPEN_PARAMETERS = "\n".join(
-    line[2:] if line.startswith("  ") else line
-    for line in __doc__.split("What the document leaves open, and the choices made (also in the report):\n\n", 1)[1].splitlines()
-)
+OPEN_PARAMETERS = doc_section(__doc__, "What the document leaves open, and the choices made (also in the report):")
 
 
 # --- plots ----------------------------------------------------------------------------

@@ -93,7 +93,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, doc_section
 
 TITLE = "Deadline-driven file transfer over DiffServ AF networks (slides, NS2 evaluation)"
 NS = 10**9
@@ -491,10 +491,7 @@ See the findings above for the numbers; the mechanisms behind them:
   on the base connection) would send blocks twice."""
 
 
-OPEN_PARAMETERS = "\n".join(
-    line[2:] if line.startswith("  ") else line
-    for line in __doc__.split("What the slides leave open, and the choices made (also in the report):\n\n", 1)[1].splitlines()
-)
+OPEN_PARAMETERS = doc_section(__doc__, "What the slides leave open, and the choices made (also in the report):")
 
 
 # --- plots ----------------------------------------------------------------------------

@@ -204,3 +204,12 @@ def findings_markdown(found: list[Finding], grading: str) -> list[str]:
     md = ["", "## Findings", "", f"{len(found)} findings: {summary}.", ""]
     md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
     return md + ["", "### How findings are graded", "", grading]
+
+
+def doc_section(doc: str, heading: str) -> str:
+    """The part of a module docstring after the line ``heading`` (and its
+    blank line), its two-space indentation removed: a reproduction keeps
+    the parameters its document leaves open in its module doc and prints
+    them in its report."""
+    body = doc.split(heading + "\n\n", 1)[1]
+    return "\n".join(line[2:] if line.startswith("  ") else line for line in body.splitlines())

@@ -200,7 +200,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, doc_section
 
 TITLE = 'Zurawski: "Using Linux Traffic Control on Virtual Circuits" (Internet2, 2013), Section 5'
 
@@ -873,10 +873,7 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
     )  # fmt: skip
 
 
-OPEN_PARAMETERS = "\n".join(
-    line[2:] if line.startswith("  ") else line
-    for line in __doc__.split("What the document leaves open, and the choices made (also in the report):\n\n", 1)[1].splitlines()
-)
+OPEN_PARAMETERS = doc_section(__doc__, "What the document leaves open, and the choices made (also in the report):")
 
 
 # --- plots --------------------------------------------------------------------------------
