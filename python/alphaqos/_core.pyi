@@ -42,9 +42,10 @@ def cc_params(name: str, params_json: str) -> str:
     engine applies; raises ValueError if the engine refuses them."""
 def knobs() -> list[tuple[str, str, str]]:
     """Every knob: (name, unit, what it does)."""
-def trace_info(path: str) -> tuple[int, float, int, int]:
-    """(packets, mean rate in bit/s, span in ns, skipped non-IPv4 frames) of
-    a pcap or CSV trace; ValueError naming the file and byte offset."""
+def trace_info(path: str) -> tuple[int, float, int, int, int]:
+    """(packets, mean rate in bit/s, span in ns, skipped non-IPv4 frames,
+    pcap records put back in time order) of a pcap or CSV trace; ValueError
+    naming the file and byte offset."""
 def trace_replay(path: str, beta: float, queue_json: str, interval_ns: int, seed: int) -> dict[str, dict[str, list]]:
     """Replay a trace into a link of beta times its mean rate with the queue
     queue_json (engine configuration): tables replay, replay_series,

@@ -107,6 +107,9 @@ class TraceInfo:
     mean_rate_bps: float
     span_s: float
     skipped: int
+    #: Pcap records stamped before the one written before them (tcpdump on
+    #: a multi-core host), replayed in time order.
+    out_of_order: int = 0
 
 
 def trace_info(path: str | Path) -> TraceInfo:
@@ -118,10 +121,10 @@ def trace_info(path: str | Path) -> TraceInfo:
     if not path.is_file():
         raise TraceError(f"trace {str(path)!r}: {'not a file' if path.exists() else 'no such file'}")
     try:
-        packets, mean_bps, span_ns, skipped = _core.trace_info(str(path))
+        packets, mean_bps, span_ns, skipped, out_of_order = _core.trace_info(str(path))
     except ValueError as exc:
         raise TraceError(f"trace {exc}") from None
-    return TraceInfo(path, packets, mean_bps, span_ns / 1e9, skipped)
+    return TraceInfo(path, packets, mean_bps, span_ns / 1e9, skipped, out_of_order)
 
 
 # --- queue specs --------------------------------------------------------------
@@ -368,6 +371,7 @@ def write_run(directory: Path, info: TraceInfo, beta: float, runs: dict[str, Any
     pl.concat([label(name, r["tables"]["qlen_hist"]) for name, r in runs.items()]).write_parquet(directory / "qlen_hist.parquet")
     document = {
         "trace": str(info.path), "packets": info.packets, "skipped_frames": info.skipped,
+        "out_of_order_stamps": info.out_of_order,
         "mean_rate_bps": info.mean_rate_bps, "span_s": info.span_s, "beta": beta,
         "downstream_rate_bps": next(iter(runs.values()))["summary"]["rate_bps"] if runs else None,
         "queues": {name: {"spec": r["spec"].text, "kind": r["spec"].kind, "config": r["spec"].config, **r["summary"]}

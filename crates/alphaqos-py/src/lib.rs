@@ -82,13 +82,14 @@ fn tables_dict<'py, K: AsRef<str>>(py: Python<'py>, tables: impl IntoIterator<It
     Ok(out)
 }
 
-/// A trace's packet count, mean rate (bit/s), span (ns) and skipped
-/// frames; ValueError naming the file and byte offset if it cannot be read.
+/// A trace's packet count, mean rate (bit/s), span (ns), skipped frames
+/// and records put back in time order; ValueError naming the file and byte
+/// offset if it cannot be read.
 #[pyfunction]
-fn trace_info(py: Python<'_>, path: &str) -> PyResult<(u64, f64, u64, u64)> {
+fn trace_info(py: Python<'_>, path: &str) -> PyResult<(u64, f64, u64, u64, u64)> {
     let t = py.detach(|| trace::read(std::path::Path::new(path))).map_err(PyValueError::new_err)?;
     let span = t.packets.last().map_or(0, |p| p.time_ns);
-    Ok((t.packets.len() as u64, t.mean_rate_bps(), span, t.skipped))
+    Ok((t.packets.len() as u64, t.mean_rate_bps(), span, t.skipped, t.out_of_order))
 }
 
 /// Replay the trace at `path` into a link of `beta` times its mean rate

@@ -12,8 +12,11 @@
 //! capture truncated after the headers keeps each packet's real size), or
 //! CSV with a header `time,size,src,dst,sport,dport,proto` (time in
 //! seconds, size in IP bytes, dotted IPv4 addresses, protocol number).
-//! Non-IPv4 frames are skipped and counted. A file that cannot be read is
-//! an error naming the file and the byte offset of the fault.
+//! Non-IPv4 frames are skipped and counted. A pcap record stamped before
+//! the one written before it (tcpdump stamps on the CPU that received the
+//! packet, so a capture on a multi-core host has them) is put in time order
+//! and counted; a CSV trace must ascend. A file that cannot be read is an
+//! error naming the file and the byte offset of the fault.
 //!
 //! The replay ([`replay`]) is a single transmitter: arrivals at their trace
 //! times, the link sends back to back at `rate` with no framing overhead.
@@ -48,6 +51,9 @@ pub struct Trace {
     pub packets: Vec<TracePacket>,
     /// Frames that were not IPv4 (skipped).
     pub skipped: u64,
+    /// Pcap records stamped before the record written before them, put in
+    /// time order.
+    pub out_of_order: u64,
 }
 
 impl Trace {
@@ -69,7 +75,7 @@ pub fn read(path: &Path) -> Result<Trace, String> {
     if t.packets.is_empty() {
         return Err(at(data.len(), "no IPv4 packets in the trace".into()));
     }
-    // Times from the first packet; a trace must not go back in time.
+    // Times from the first packet (the readers leave them in time order).
     let t0 = t.packets[0].time_ns;
     for p in &mut t.packets {
         p.time_ns -= t0;
@@ -126,9 +132,9 @@ pub fn read_pcap(d: &[u8]) -> Result<Trace, (usize, String)> {
         }
         let time_ns = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
         if time_ns < last {
-            return Err((off, "timestamps go back in time".into()));
+            t.out_of_order += 1;
         }
-        last = time_ns;
+        last = last.max(time_ns);
         let f = &d[body..body + incl];
         let ether_ok = match linktype {
             1 => incl >= 14 && u16_at(f, 12) == 0x0800,
@@ -150,6 +156,10 @@ pub fn read_pcap(d: &[u8]) -> Result<Trace, (usize, String)> {
         let (src_port, dst_port) = if (proto == PROTO_TCP || proto == PROTO_UDP) && ip.len() >= ihl + 4 { (u16_at(ip, ihl), u16_at(ip, ihl + 2)) } else { (0, 0) };
         t.packets.push(TracePacket { time_ns, size, src_ip: u32_at(ip, 12), dst_ip: u32_at(ip, 16), src_port, dst_port, proto });
         off = body + incl;
+    }
+    if t.out_of_order > 0 {
+        // Stable: packets with equal stamps keep the order they were written in.
+        t.packets.sort_by_key(|p| p.time_ns);
     }
     Ok(t)
 }
@@ -315,6 +325,30 @@ mod tests {
 
     fn tmp(name: &str) -> std::path::PathBuf {
         std::env::temp_dir().join(format!("alphaqos-trace-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn records_stamped_out_of_order_are_sorted_and_counted() {
+        // Raw-IPv4 pcap (link type 101), microsecond stamps 300, 100, 200 µs;
+        // each packet's source port says which record it was.
+        let mut d = Vec::new();
+        for x in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 101] {
+            d.extend_from_slice(&x.to_le_bytes());
+        }
+        for (port, usec) in [(1u16, 300u32), (2, 100), (3, 200)] {
+            for x in [0u32, usec, 24, 1500] {
+                d.extend_from_slice(&x.to_le_bytes());
+            }
+            let mut ip = [0u8; 24];
+            ip[0] = 0x45;
+            ip[2..4].copy_from_slice(&1500u16.to_be_bytes());
+            ip[9] = PROTO_UDP;
+            ip[20..22].copy_from_slice(&port.to_be_bytes());
+            d.extend_from_slice(&ip);
+        }
+        let t = read_pcap(&d).unwrap();
+        assert_eq!(t.out_of_order, 2);
+        assert_eq!(t.packets.iter().map(|p| (p.time_ns, p.src_port)).collect::<Vec<_>>(), vec![(100_000, 2), (200_000, 3), (300_000, 1)]);
     }
 
     #[test]
