@@ -522,6 +522,9 @@ impl Emulator {
             Table::default()
                 .with("direction", Column::Str(self.dirs.iter().map(|d| d.name.clone()).collect()))
                 .with("sent_pkts", Column::U64((0..n).map(|d| self.lateness[d].count()).collect()))
+                // Frames a hop had sent into its delay line that had not come
+                // out of it when the run stopped: neither sent on nor dropped.
+                .with("in_flight_pkts", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.pipe.len() as u64).sum()).collect()))
                 .with("delay_error_p50_ns", Column::OptU64((0..n).map(|d| q(d, 0.5)).collect()))
                 .with("delay_error_p99_ns", Column::OptU64((0..n).map(|d| q(d, 0.99)).collect()))
                 .with("delay_error_max_ns", Column::OptU64((0..n).map(|d| self.lateness[d].max()).collect()))
