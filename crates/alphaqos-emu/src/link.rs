@@ -102,7 +102,7 @@ impl Hop {
         if let Err((p, why)) = self.qdisc.enqueue(pkt, &mut ctx) {
             dropped.push((p, Why::Queue(why)));
         }
-        dropped.extend(inside.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+        dropped.extend(inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
     }
 
     fn transmit(&mut self, t: SimTime, dropped: &mut Vec<(Packet, Why)>) {
@@ -119,7 +119,7 @@ impl Hop {
             Dequeued::NotBefore(x) => self.hold = x.max(t + Duration(1)),
             Dequeued::Empty => self.hold = SimTime::MAX,
         }
-        dropped.extend(inside.drain(..).map(|p| (p, Why::Queue(DropReason::Aqm))));
+        dropped.extend(inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
     }
 
     /// Run every event up to `now`, taking arrivals from `input` (in time

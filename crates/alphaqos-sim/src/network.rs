@@ -92,7 +92,7 @@ pub struct Net {
     pub stale_pkts: u64,
     /// Packets a queue dropped from inside during the current call
     /// (`QueueCtx::dropped`), handled right after it.
-    pub dropped: Vec<Packet>,
+    pub dropped: Vec<(Packet, crate::qos::DropReason)>,
 }
 
 impl Net {
@@ -210,7 +210,7 @@ impl Net {
     #[cold]
     fn release_dropped(&mut self, node: u32) {
         let mut dropped = std::mem::take(&mut self.dropped);
-        for p in dropped.drain(..) {
+        for (p, _) in dropped.drain(..) {
             self.count_drop(&p);
             if node == p.src && p.is_forward() {
                 self.tsq_left(ConnId::new(p.flow, p.gen), p.size as u64);

@@ -161,8 +161,9 @@ pub struct QueueCtx<'a> {
     pub rng: &'a mut Rng,
     /// Where packets dropped from inside the queue during this call go
     /// (not the arriving packet a refused enqueue gives back): the
-    /// interface's sink, or none (tests of a discipline alone).
-    pub dropped: Option<&'a mut Vec<Packet>>,
+    /// interface's sink, or none (tests of a discipline alone); each with
+    /// the reason the discipline counted it under.
+    pub dropped: Option<&'a mut Vec<(Packet, DropReason)>>,
 }
 
 impl<'a> QueueCtx<'a> {
@@ -170,13 +171,13 @@ impl<'a> QueueCtx<'a> {
         QueueCtx { now, link_rate, rng, dropped: None }
     }
     /// With a sink for the packets dropped from inside the queue.
-    pub fn with_drops(now: SimTime, link_rate: DataRate, rng: &'a mut Rng, dropped: &'a mut Vec<Packet>) -> Self {
+    pub fn with_drops(now: SimTime, link_rate: DataRate, rng: &'a mut Rng, dropped: &'a mut Vec<(Packet, DropReason)>) -> Self {
         QueueCtx { now, link_rate, rng, dropped: Some(dropped) }
     }
-    /// A packet that was queued is dropped: to the sink, if any.
-    pub fn drop_queued(&mut self, pkt: Packet) {
+    /// A packet that was queued is dropped for `reason`: to the sink, if any.
+    pub fn drop_queued(&mut self, pkt: Packet, reason: DropReason) {
         if let Some(d) = &mut self.dropped {
-            d.push(pkt);
+            d.push((pkt, reason));
         }
     }
 }

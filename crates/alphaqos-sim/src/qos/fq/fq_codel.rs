@@ -114,7 +114,7 @@ struct FlowView<'a, 'b> {
     flow_bytes: &'a mut u64,
     total: &'a mut Backlog,
     counters: &'a mut QueueCounters,
-    dropped: &'a mut Option<&'b mut Vec<Packet>>,
+    dropped: &'a mut Option<&'b mut Vec<(Packet, DropReason)>>,
 }
 
 impl CodelQueue for FlowView<'_, '_> {
@@ -131,7 +131,7 @@ impl CodelQueue for FlowView<'_, '_> {
     fn drop_packet(&mut self, pkt: Packet) {
         self.counters.on_drop_queued(pkt.size, DropReason::Aqm);
         if let Some(d) = self.dropped {
-            d.push(pkt);
+            d.push((pkt, DropReason::Aqm));
         }
     }
 }
@@ -159,7 +159,7 @@ impl FqCodel {
             n += 1;
             len += p.size as u64;
             self.t.counters.on_drop_queued(p.size, DropReason::Tail);
-            ctx.drop_queued(p);
+            ctx.drop_queued(p, DropReason::Tail);
             if n >= self.p.drop_batch || len >= threshold {
                 break;
             }
@@ -297,7 +297,7 @@ mod tests {
         assert!(ctx.dropped.as_ref().unwrap().is_empty());
         // The 11th packet: flow 1 holds 12000 B; drop from its head until 6000 B are gone.
         q.enqueue(flow_pkt(2, 100), &mut ctx).unwrap();
-        let seqs: Vec<u64> = ctx.dropped.as_ref().unwrap().iter().map(|p| if let crate::packet::Payload::Udp { seq } = p.payload { seq } else { 99 }).collect();
+        let seqs: Vec<u64> = ctx.dropped.as_ref().unwrap().iter().map(|(p, _)| if let crate::packet::Payload::Udp { seq } = p.payload { seq } else { 99 }).collect();
         assert_eq!(seqs, vec![0, 1, 2, 3]);
         assert_eq!(q.backlog(), Backlog { pkts: 7, bytes: 4 * 1500 + 300 });
         let mut n = 0;

@@ -88,7 +88,7 @@ impl Qdisc for Sfq {
             let fat = self.t.fattest(false);
             let p = self.t.take(fat, false).expect("the longest bucket holds a packet");
             self.t.counters.on_drop_queued(p.size, DropReason::Tail);
-            ctx.drop_queued(p);
+            ctx.drop_queued(p, DropReason::Tail);
             if self.t.flows[fat].q.is_empty() {
                 self.t.flows[fat].listed = false;
                 self.active.retain(|&k| k as usize != fat);
@@ -155,7 +155,7 @@ mod tests {
         // The 13th packet (flow 1): both hold 6 packets, flow 1 then 7: it loses its tail.
         q.enqueue(flow_pkt(1, 500), &mut ctx).unwrap();
         let d = ctx.dropped.as_ref().unwrap();
-        assert_eq!((d.len(), d[0].flow), (1, 1));
+        assert_eq!((d.len(), d[0].0.flow, d[0].1), (1, 1, DropReason::Tail));
         let order: Vec<u32> = std::iter::from_fn(|| match q.dequeue(&mut ctx) {
             Dequeued::Packet(p) => Some(p.flow),
             _ => None,
