@@ -45,6 +45,9 @@ def regraded(found: dict) -> str:
         if cell["paper"] == 0:
             if cell["model"] != 0:
                 return "direction only"
+        elif cell["bound"]:
+            if cell["model"] > cell["paper"] * factor:
+                return "direction only"
         elif not 1 / factor <= cell["model"] / cell["paper"] <= factor:
             return "direction only"
     return "holds"

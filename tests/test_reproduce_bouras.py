@@ -109,13 +109,16 @@ def test_the_full_plan_runs_every_configuration_on_three_seeds():
     assert {f["start"] for f in b2["flows"] if "ping" not in f} == {"300s"}
 
 
-def test_the_best_effort_weight_is_the_one_table_2_implies():
+def test_the_best_effort_weight_is_fitted_to_table_2s_weight_10_row(quick):
     # At weight 10 the Relative queue is saturated and gets exactly its MDRR
     # share: the document's 1157 kb/s of 8900 (10 Mb/s - 1.1 high priority).
     r10 = bouras.relative_rate(10, bouras.BE_WEIGHT, 1_100_000)
     assert r10 == pytest.approx(192e3 + 238e3 + 727e3, rel=0.02)
     # ... and weight 20 then serves more than sum r_i = 1.64 Mb/s (equation 1).
     assert bouras.relative_rate(20, bouras.BE_WEIGHT, 1_100_000) > 1_640_000
+    # ... so the weight-10 row is shown, not counted as evidence.
+    w10 = next(f for f in quick[2]["findings"] if f["claim"].startswith("weight_REL = 10"))
+    assert w10["cells"] and all(c["fitted"] for c in w10["cells"])
 
 
 def test_dynamic_wred_retunes_max_th_by_equation_2_and_holds_the_queue(quick):

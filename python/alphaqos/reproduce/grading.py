@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "HOLDS", "Cell", "Finding", "exit_status", "findings_markdown", "grade", "markdown_table", "report_head"]
@@ -53,13 +54,16 @@ class Cell:
 
     ``paper`` None: the document gives no number for it (no ratio).
     ``fitted``: the model's value rests on a parameter fitted to this very
-    number; shown, not counted. ``why`` says what was fitted to it."""
+    number; shown, not counted. ``why`` says what was fitted to it.
+    ``bound``: the document's number is an upper bound ("at most", "below"),
+    met by any model value up to it times the tolerance, zero included."""
 
     label: str
     model: float
     paper: float | None
     fitted: bool = False
     why: str = ""
+    bound: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -77,6 +81,8 @@ class Cell:
         ratio = self.ratio
         if ratio is None:
             return None
+        if self.bound:
+            return ratio <= factor
         return ratio > 0 and 1 / factor <= ratio <= factor
 
 
@@ -134,7 +140,7 @@ class Finding:
             "evidence": self.evidence,
             "cells": [
                 {"label": c.label, "model": c.model, "paper": c.paper, "ratio": _json_ratio(c.ratio),
-                 "within": c.within(self.factor), "fitted": c.fitted}
+                 "within": c.within(self.factor), "fitted": c.fitted, "bound": c.bound}
                 for c in self.cells
             ],
         }  # fmt: skip
@@ -213,3 +219,9 @@ def doc_section(doc: str, heading: str) -> str:
     them in its report."""
     body = doc.split(heading + "\n\n", 1)[1]
     return "\n".join(line[2:] if line.startswith("  ") else line for line in body.splitlines())
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write a report's figure at the resolution every report uses."""
+    fig.savefig(path, dpi=110)
+    return path

@@ -60,7 +60,7 @@ import polars as pl
 from .. import columns as col
 from ..results import Results
 from . import Reproduction, RunSpec
-from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, fmt_ratio
+from .grading import DEFAULT_FACTOR, Cell, Finding, fmt_cell, fmt_ratio, save_figure
 
 TITLE = "Yan, Veeraraghavan, Tracy, Guok: On How to Provision QoS for Large Dataset Transfers (CTRQ 2013)"
 GIGA = 1e9
@@ -707,9 +707,9 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
     """Figures in the manner of the document's Figs. 3-5."""
     directory.mkdir(parents=True, exist_ok=True)
     return [
-        _save(fig3(measured), directory / "fig3_exp1.png"),
-        _save(fig4(measured), directory / "fig4_exp2.png"),
-        _save(fig5(measured), directory / "fig5_exp3.png"),
+        save_figure(fig3(measured), directory / "fig3_exp1.png"),
+        save_figure(fig4(measured), directory / "fig4_exp2.png"),
+        save_figure(fig5(measured), directory / "fig5_exp3.png"),
     ]
 
 
@@ -839,6 +839,3 @@ def fig5(measured: dict[str, dict[str, Any]]) -> Any:
     return fig
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
-    return path
