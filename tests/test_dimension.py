@@ -45,7 +45,8 @@ def test_the_documents_customers_by_hand():
     assert (d.quantum_be, d.weight_rel, d.quantum_rel) == (41436, 19, 10716)
     assert d.service_rate_bps == pytest.approx(8.9e6 * 10716 / (10716 + 41436))  # 1.8288 Mb/s
     # One weight less would miss equation 1 with the headroom.
-    assert 8.9e6 * 10204 / (10204 + 41436) < 1.804e6
+    q = quantum(d.weight_rel - 1, 1500)
+    assert 8.9e6 * q / (q + d.quantum_be) < 1.1 * 1.64e6
     # Equation 2 on r: 1.8288 Mb/s x 0.18 s / 12000 b = 27.43; min_th 0.15 of it.
     assert d.wred["green"] == Colour(4.1, 27.4, 0.2) and d.wred["yellow"] == Colour(4.1, 27.4, 0.4)
     # Equation 3's bound on the mean delay: 0.25 x 27.43 packets of 1500 B at r.

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +39,7 @@ from typing import Any
 from . import columns as col
 from . import units
 from .errors import Issue, ScenarioError
+from .sweep import write_atomically
 
 __all__ = ["Plan", "add_plan_command", "path_scenario", "plan"]
 
@@ -238,18 +237,9 @@ def _plan_command(args: argparse.Namespace) -> int:
     for line in found.lines():
         print(line)
     if args.out is not None:
-        _write_atomically(args.out, scenario.to_yaml())
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(args.out, scenario.to_yaml())
         print(f"scenario written to {args.out} (check it with: alphaqos run {args.out})")
     return 0
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -496,8 +496,8 @@ def prepare(plan: SweepPlan, directory: Path) -> None:
     for variant in plan.variants:
         path = runs / f"{variant.id}.yaml"
         if not path.exists():
-            _write_atomically(path, yaml.safe_dump(variant.data, sort_keys=False, allow_unicode=True, width=100))
-    _write_atomically(directory / SWEEP_FILE, json.dumps(plan.describe(), indent=2) + "\n")
+            write_atomically(path, yaml.safe_dump(variant.data, sort_keys=False, allow_unicode=True, width=100))
+    write_atomically(directory / SWEEP_FILE, json.dumps(plan.describe(), indent=2) + "\n")
 
 
 def run_sweep(
@@ -538,7 +538,7 @@ def run_sweep(
                 "figures": outcome.value if outcome.ok else {},
                 "wall_time_s": round(outcome.wall_time_s, 3),
             }
-            _write_atomically(runs / f"{variant.id}.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
+            write_atomically(runs / f"{variant.id}.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
             if on_done:
                 on_done(variant, outcome)
     finally:
@@ -573,7 +573,9 @@ def build_table(plan: SweepPlan, directory: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a staging file renamed into place:
+    a reader never sees half a file, and a failure leaves none."""
     staging = path.with_name(f".{path.name}.partial-{secrets.token_hex(4)}")
     staging.write_text(text, encoding="utf-8")
     os.replace(staging, path)

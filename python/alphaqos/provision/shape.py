@@ -81,10 +81,10 @@ import os
 import socket
 import struct
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from .tc import BURST_S, LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes
+from .tc import LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes
 
 __all__ = [
     "Match",
@@ -556,19 +556,12 @@ def read_state(device: str, netns_name: str | None) -> dict:
             return out
 
 
-def plan_as_dict(plan: ShapePlan) -> dict:
-    out = asdict(plan)
-    out["match"] = None if plan.match is None else f"{plan.match.field}={plan.match.value}"
-    out["burst_s"] = BURST_S
-    return out
-
-
 # --- the command ----------------------------------------------------------------
 
 
 def add_shape_command(commands) -> None:
     """``alphaqos shape DEV ...`` (see the module doc)."""
-    from .cli import _percent, _rate
+    from .cli import _rate
 
     p = commands.add_parser(
         "shape", help="shape what a host sends on a device to a share of its circuit (HTB over netlink)",
