@@ -511,9 +511,9 @@ impl Simulation {
             return;
         }
         let handshake = self.workloads[w].handshake;
-        self.start_transfer(w, src, dst, size, arg, handshake);
+        let t = self.start_transfer(w, src, dst, size, arg, handshake);
         if let Some(r) = req {
-            self.admitted(w as u32, &r);
+            self.admitted(w as u32, &r, t);
         }
     }
 

@@ -651,12 +651,10 @@ impl Simulation {
         Some(req)
     }
 
-    /// The admitted request opened its connections as the workload's
-    /// latest transfer.
-    pub(crate) fn admitted(&mut self, w: u32, req: &admission::Request) {
+    /// The admitted request opened its connections as transfer `t`.
+    pub(crate) fn admitted(&mut self, w: u32, req: &admission::Request, t: u32) {
         let Some(a) = self.admission[w as usize] else { return };
-        // Its index among the workload's transfers (`start_transfer` has just counted it).
-        let k = self.workloads[w as usize].started - 1;
+        let k = self.transfers[..t as usize].iter().filter(|x| x.workload == w).count();
         let name = format!("{}#{k}", self.workloads[w as usize].name);
         let h = self.handles.resolve(&name).expect("a workload's transfer");
         let mut agent = self.agents[a as usize].take().expect("an admission agent");

@@ -171,7 +171,7 @@ impl Codel {
 
     /// `codel_dequeue`: the next packet to send from `q` at `now`, after
     /// the drops the state machine decides.
-    pub fn dequeue(&mut self, p: &CodelParams, now: SimTime, q: &mut impl CodelQueue) -> Option<Packet> {
+    pub fn dequeue(&mut self, p: &CodelParams, now: SimTime, q: &mut dyn CodelQueue) -> Option<Packet> {
         let mut pkt = q.pop();
         if pkt.is_none() {
             self.dropping = false;

@@ -384,10 +384,6 @@ pub struct Junos {
     /// and the tag of the last queue served as excess.
     tags: Vec<f64>,
     vtime: f64,
-    /// Per queue, fixed once the sharing is known: the level it competes at
-    /// for the excess, and whether it is never demoted.
-    levels: Vec<Priority>,
-    always_in: Vec<bool>,
 }
 
 /// Weight of a queue whose excess rate is 0: it gets excess only when no
@@ -429,12 +425,8 @@ impl Junos {
             return Err(format!("junos: transmit-rate percents add up to {pct} > 100"));
         }
         let n = params.len();
-        let levels = params.iter().map(|q| q.excess_level(ExcessSharing::Priority)).collect();
-        let always_in = params.iter().map(QueueParams::never_demoted).collect();
         Ok(Junos {
             params,
-            levels,
-            always_in,
             sharing: ExcessSharing::Priority,
             resolved_for: None,
             rates: vec![0; n],
@@ -457,12 +449,15 @@ impl Junos {
             }
         }
         self.sharing = sharing;
-        self.levels = self.params.iter().map(|q| q.excess_level(sharing)).collect();
         Ok(self)
     }
 
     pub fn params(&self) -> &[QueueParams] {
         &self.params
+    }
+
+    pub fn sharing(&self) -> ExcessSharing {
+        self.sharing
     }
 
     /// Is queue `i` in profile (as of the last decision)?
@@ -527,12 +522,12 @@ impl Junos {
     fn proportional_pick(&mut self, classes: &[ClassQueue]) -> Option<usize> {
         let n = classes.len();
         let ok = |i: usize| !classes[i].is_empty() && !self.params[i].exact;
-        let level = (0..n).filter(|&i| ok(i)).map(|i| self.levels[i]).max()?;
+        let level = (0..n).filter(|&i| ok(i)).map(|i| self.params[i].excess_level(self.sharing)).max()?;
         let rr = self.rr[1][level as usize];
         let mut best: Option<(f64, usize)> = None;
         for k in 0..n {
             let i = (rr + k) % n;
-            if ok(i) && self.levels[i] == level {
+            if ok(i) && self.params[i].excess_level(self.sharing) == level {
                 let tag = self.tags[i].max(self.vtime);
                 if best.is_none_or(|(b, _)| tag < b) {
                     best = Some((tag, i));
@@ -568,8 +563,8 @@ impl Scheduler for Junos {
         self.update(now, link_rate);
         // Steps 1-2: strict-high and excess-priority none (unless exact and
         // out of profile), then the in-profile queues by priority.
-        let (tokens, params, always_in) = (self.tokens.as_deref().expect("updated"), &self.params, &self.always_in);
-        let guaranteed = |i: usize| tokens[i] > 0 || always_in[i];
+        let (tokens, params) = (self.tokens.as_deref().expect("updated"), &self.params);
+        let guaranteed = |i: usize| tokens[i] > 0 || params[i].never_demoted();
         if let Some(i) = by_level(&mut self.rr[0], classes, |i| params[i].priority, guaranteed) {
             return Pick::Serve(i);
         }
@@ -577,8 +572,8 @@ impl Scheduler for Junos {
         // to those that are not rate-limited, by excess level.
         let pick = match self.sharing {
             ExcessSharing::Priority => {
-                let levels = &self.levels;
-                by_level(&mut self.rr[1], classes, |i| levels[i], |i| !params[i].exact)
+                let sharing = self.sharing;
+                by_level(&mut self.rr[1], classes, |i| params[i].excess_level(sharing), |i| !params[i].exact)
             }
             ExcessSharing::Proportional => self.proportional_pick(classes),
         };
@@ -602,7 +597,7 @@ impl Scheduler for Junos {
         // Only service in profile is charged (see the module doc).
         if tokens[class] > 0 {
             tokens[class] -= bytes as i128 * UNITS_PER_BYTE;
-        } else if self.sharing == ExcessSharing::Proportional && !self.always_in[class] {
+        } else if self.sharing == ExcessSharing::Proportional && !self.params[class].never_demoted() {
             // Served as excess: start tag max(tag, V), V = that start tag,
             // finish tag start + bytes / weight (SFQ).
             let start = self.tags[class].max(self.vtime);
