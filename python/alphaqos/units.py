@@ -6,15 +6,33 @@ everything past the scenario loader works on integers in base units:
 ==========  ================  ==========================================
 quantity    base unit         accepted units
 ==========  ================  ==========================================
-rate        bit/s             ``bps Kbps Mbps Gbps Tbps`` (or ``bit/s``,
-                              ``Kbit/s``, ...; the prefix letter in either
-                              case, powers of 1000)
+rate        bit/s             ``bps kbps Kbps Mbps Gbps Tbps`` (bits),
+                              tc's ``bit kbit mbit gbit tbit`` and
+                              ``Kibit Mibit Gibit Tibit`` (any case, the
+                              ``i`` forms powers of 1024), ``Kbit/s``...,
+                              and bytes per second with a capital ``B``:
+                              ``Bps KBps MBps GBps TBps KiBps ... TiBps``
 size        bytes             ``B KB MB GB TB`` (powers of 1000) and
                               ``KiB MiB GiB TiB`` (powers of 1024)
 time        nanoseconds       ``ns us µs ms s min``
 queue limit packets or bytes  ``1000p``, ``1000pkts``, a bare integer
                               (packets), a size, or ``unlimited``
 ==========  ================  ==========================================
+
+Rates: bits or bytes
+    tc (iproute2 ``tc/tc_util.c``, ``get_rate``) compares rate units
+    without regard to case and reads every ``bps`` spelling as *bytes* per
+    second (``10gbps`` and ``10Gbps`` are 80 Gbit/s to tc), while
+    alphaqos's scenarios, like most network documents, write ``10Gbps`` for
+    bits. The rule here: ``bit`` spellings (tc's, in any case) are bits;
+    a capital ``B`` before ``ps`` (``GBps``, ``MiBps``) is bytes, 8 bits
+    each, as in tc; the SI spellings ``bps kbps Kbps Mbps Gbps Tbps`` are
+    bits, as the scenarios always wrote them. The all-lowercase ``mbps``,
+    ``gbps`` and ``tbps``, which a tc script means as bytes and a person
+    often as bits, are refused with an error naming both spellings
+    (``10Gbps`` or ``10gbit`` for bits, ``10GBps`` for bytes). ``kbps`` is
+    SI's kilobit (``80kbps``, the fifth document's voice rate) and stays
+    bits: a tc ``kbps`` (kilobytes) must be written ``KBps`` here.
 
 Numbers are read as :class:`decimal.Decimal`, so ``"0.05ms"`` is exactly
 50 000 ns and no binary floating-point rounding can creep in. A value that
@@ -35,6 +53,7 @@ __all__ = [
     "QueueLimit",
     "fmt_queue_limit",
     "fmt_rate",
+    "fmt_rate_tc",
     "fmt_size",
     "fmt_time_ns",
     "parse_queue_limit",
@@ -52,7 +71,7 @@ _TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9,
 _TIME_ALIASES = {"µs": "us", "μs": "us"}  # micro sign and Greek mu
 _PACKET_SUFFIXES = ("pkts", "p")
 
-_RATE_EXAMPLE = "a rate like '10Gbps' (units: bps, Kbps, Mbps, Gbps, Tbps)"
+_RATE_EXAMPLE = "a rate like '10Gbps' or '10gbit' (bits: bps, kbps, Mbps, Gbps, Tbps, kbit..tbit, Kibit..Tibit; bytes: Bps, KBps..TBps, KiBps..TiBps)"
 _SIZE_EXAMPLE = "a size like '1500B' (units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
 _TIME_EXAMPLE = "a time like '200ms' (units: ns, us, ms, s, min, h, d)"
 _LIMIT_EXAMPLE = "a queue limit like '1000p' (packets), '125MB' (bytes) or 'unlimited'"
@@ -77,11 +96,10 @@ class QueueLimit(NamedTuple):
 
 
 def parse_rate(value: object) -> int:
-    """Parse a rate such as ``"10Gbps"`` or ``"2.5 Gbit/s"`` into bit/s."""
+    """Parse a rate such as ``"10Gbps"``, ``"2.5 Gbit/s"``, ``"10gbit"`` or
+    ``"1.25GBps"`` (bytes) into bit/s; see "Rates: bits or bytes" above."""
     number, unit = _split(value, _RATE_EXAMPLE)
-    scale = _RATE_UNITS.get(_canonical_rate_unit(unit))
-    if scale is None:
-        raise ValueError(f"unknown rate unit {unit!r}: expected {_RATE_EXAMPLE}")
+    scale = _rate_scale(unit, value)
     return _whole(number, scale, "bit/s", value)
 
 
@@ -125,6 +143,16 @@ def fmt_rate(bps: float, *, exact: bool = False) -> str:
     With ``exact=True`` the result has no space and parses back to the same
     integer (``fmt_rate(1_500_000, exact=True) == "1.5Mbps"``)."""
     return _format(bps, _RATE_UNITS, exact)
+
+
+def fmt_rate_tc(bps: int) -> str:
+    """A rate in tc's spelling, exact: the largest of ``tbit gbit mbit
+    kbit`` that divides it (``6gbit``, ``1500kbit``), else ``bit``;
+    :func:`parse_rate` reads it back to ``bps``."""
+    for unit, size in (("tbit", 10**12), ("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if bps and bps % size == 0:
+            return f"{bps // size}{unit}"
+    return f"{int(bps)}bit"
 
 
 def fmt_size(nbytes: float, *, exact: bool = False) -> str:
@@ -192,10 +220,14 @@ def _whole(number: Decimal, scale: int, base_unit: str, original: object) -> int
         context.prec = _PRECISION
         amount = number * scale
     if amount != amount.to_integral_value():
-        raise ValueError(f"{original!r} is not a whole number of {base_unit}s")
+        raise ValueError(f"{original!r} is not a whole number of {_plural(base_unit)}")
     if amount >= LIMIT:
-        raise ValueError(f"{original!r} is too large (the limit is 2^64 - 1 {base_unit}s)")
+        raise ValueError(f"{original!r} is too large (the limit is 2^64 - 1 {_plural(base_unit)})")
     return int(amount)
+
+
+def _plural(unit: str) -> str:
+    return unit if unit.endswith("/s") else f"{unit}s"
 
 
 def _positive_limit(count: int, original: object) -> int:
@@ -204,16 +236,35 @@ def _positive_limit(count: int, original: object) -> int:
     return count
 
 
-def _canonical_rate_unit(unit: str | None) -> str | None:
-    """``"gbit/s"`` -> ``"Gbps"``: the prefix letter in either case, and the
-    ``bit/s`` spelling. ``"Bps"`` (bytes per second) stays unknown."""
-    if unit is None:
-        return None
-    if unit.endswith("bit/s"):
-        unit = unit[: -len("bit/s")] + "bps"
-    if len(unit) == 4 and unit.endswith("bps"):
-        unit = unit[0].upper() + "bps"
-    return unit
+#: SI prefixes of rates, powers of 1000, and their binary (IEC) forms.
+_RATE_PREFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_RATE_BINARY = {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+#: The SI ``bps`` spellings, bits per second (the scenarios').
+_SI_BPS = {"bps": 1, "kbps": 10**3, "Kbps": 10**3, "Mbps": 10**6, "Gbps": 10**9, "Tbps": 10**12}
+_TC_BYTES = re.compile(r"^(?P<prefix>[KMGT]i?|k)?Bps$")
+_TC_BITS = re.compile(r"^(?P<prefix>[kmgt]i?)?bit(?:/s)?$", re.IGNORECASE)
+
+
+def _rate_scale(unit: str, original: object) -> int:
+    """bit/s per ``unit`` (see "Rates: bits or bytes" in the module doc)."""
+    if unit in _SI_BPS:
+        return _SI_BPS[unit]
+    if (m := _TC_BITS.match(unit)) is not None:
+        return _prefix_scale(m["prefix"])
+    if (m := _TC_BYTES.match(unit)) is not None:
+        return 8 * _prefix_scale(m["prefix"])
+    if unit.lower() in ("mbps", "gbps", "tbps"):
+        prefix, number = unit[0].upper(), str(original).strip()[: -len(unit)].strip()
+        raise ValueError(
+            f"{original!r} is ambiguous: tc reads {unit!r} as bytes per second, alphaqos's scenarios "
+            f"as bits; write '{number}{prefix}bps' or '{number}{prefix.lower()}bit' for bits, '{number}{prefix}Bps' for bytes"
+        )
+    raise ValueError(f"unknown rate unit {unit!r}: expected {_RATE_EXAMPLE}")
+
+
+def _prefix_scale(prefix: str | None) -> int:
+    prefix = (prefix or "").lower()
+    return _RATE_BINARY[prefix] if prefix in _RATE_BINARY else _RATE_PREFIX[prefix]
 
 
 def _size_scale(unit: str | None) -> int | None:

@@ -86,24 +86,15 @@ def add_provision_command(commands: argparse._SubParsersAction) -> None:
 
 
 def _rate(text: str) -> int:
-    """``10gbit`` (tc) or ``10Gbps`` (the scenarios')."""
-    lowered = text.strip().lower()
-    for unit, size in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3), ("bit", 1)):
-        if lowered.endswith(unit):
-            try:
-                value = float(lowered[: -len(unit)]) * size
-            except ValueError:
-                break
-            if value >= 1:
-                return round(value)
-            break
+    """A rate in any spelling :func:`alphaqos.units.parse_rate` reads
+    (``10gbit``, tc's; ``10Gbps``, the scenarios')."""
     try:
         value = units.parse_rate(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a rate like 10gbit or 10Gbps, got {text!r}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"a rate must be greater than 0, got {text!r}")
-    return int(value)
+    return value
 
 
 def _percent(text: str) -> float:

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import math
 
+from ..units import fmt_rate_tc
 from ..policy import PROTOCOLS, ClassRef, Term
 from .model import Plan, priority_rank
 
@@ -116,10 +117,7 @@ def class_rates(plan: Plan) -> list[int]:
 
 def bits(bps: int) -> str:
     """tc rate: the largest unit that keeps it exact (``6gbit``, ``1500kbit``)."""
-    for unit, size in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
-        if bps % size == 0:
-            return f"{bps // size}{unit}"
-    return f"{bps}bit"
+    return fmt_rate_tc(bps)
 
 
 def burst_bytes(rate_bps: int, floor: int = 0) -> int:
