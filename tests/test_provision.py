@@ -173,21 +173,21 @@ def test_cisco_default(default_out):
 def test_tc_default(default_out):
     lines = _lines(default_out / "tc.sh")
     assert "DEV=${1:-eth2}" in lines  # the linux egress interface
-    assert 'tc qdisc add dev "$DEV" root handle 1: htb default 10' in lines
+    assert 'qdisc add dev $1 root handle 1: htb default 10' in lines
     # burst: 1 ms at the rate in whole 1514-byte frames (4 Gbit/s: 500000 B -> 331 frames);
     # cburst the same at the ceil (10 Gbit/s: 1250000 B -> 826 frames); 6 Gbit/s: 496 frames.
-    assert ('tc class add dev "$DEV" parent 1:1 classid 1:10 htb rate 4gbit ceil 10gbit burst 501134 cburst 1250564 '
+    assert ('class add dev $1 parent 1:1 classid 1:10 htb rate 4gbit ceil 10gbit burst 501134 cburst 1250564 '
             "prio 3 quantum 80000") in lines  # fmt: skip
-    assert ('tc class add dev "$DEV" parent 1:1 classid 1:11 htb rate 6gbit ceil 10gbit burst 750944 cburst 1250564 '
+    assert ('class add dev $1 parent 1:1 classid 1:11 htb rate 6gbit ceil 10gbit burst 750944 cburst 1250564 '
             "prio 2 quantum 120000") in lines  # fmt: skip
     # Host-sized leaves, not the router's 75 MB.
-    assert 'tc qdisc add dev "$DEV" parent 1:11 handle 11: fq_codel' in lines
+    assert 'qdisc add dev $1 parent 1:11 handle 11: fq_codel' in lines
     assert not any("bfifo" in x for x in lines)
     filters = [x for x in lines if "match ip" in x]
     assert filters == [
-        'tc filter add dev "$DEV" parent 1: protocol ip prio 1 u32 ht 100: match ip dst 10.0.1.0/24 flowid 1:11',
-        'tc filter add dev "$DEV" parent 1: protocol ip prio 1 u32 ht 800: match ip src 10.0.2.0/24 link 100:',
-        'tc filter add dev "$DEV" parent 1: protocol ip prio 1 u32 ht 800: match ip src 10.0.3.0/24 link 100:',
+        'filter add dev $1 parent 1: protocol ip prio 1 u32 ht 100: match ip dst 10.0.1.0/24 flowid 1:11',
+        'filter add dev $1 parent 1: protocol ip prio 1 u32 ht 800: match ip src 10.0.2.0/24 link 100:',
+        'filter add dev $1 parent 1: protocol ip prio 1 u32 ht 800: match ip src 10.0.3.0/24 link 100:',
     ]
 
 
@@ -288,7 +288,7 @@ def test_tc_policy(policy_out):
         for port, mask in (("5000", "0xfff8"), ("5008", "0xfffe"), ("5010", "0xffff"))
     ]
     # srTCM, red discarded: a bucket of cir and cbs + ebs (30 KB + 60 KB).
-    assert ('tc filter add dev "$DEV" parent 1: protocol ip prio 3 u32 ht 102: match u32 0 0 flowid 1:10 '
+    assert ('filter add dev $1 parent 1: protocol ip prio 3 u32 ht 102: match u32 0 0 flowid 1:10 '
             "action police rate 200mbit burst 90000 conform-exceed drop/continue") in lines  # fmt: skip
     assert any(x.endswith("prio 4 u32 match ip src 10.0.9.0/24 flowid 1:10") for x in lines)
     assert not any("not rendered: term" in x for x in lines)

@@ -233,7 +233,7 @@ def test_burst_is_a_millisecond_in_whole_frames():
 def test_tc_leaf_options(tmp_path, leaf, alpha_leaf):
     status, out = _provision(tmp_path, "--target", "tc", "--tc-leaf", leaf)
     assert status == 0
-    assert f'tc qdisc add dev "$DEV" parent 1:11 handle 11: {alpha_leaf}' in _lines(out / "tc.sh")
+    assert f'qdisc add dev $1 parent 1:11 handle 11: {alpha_leaf}' in _lines(out / "tc.sh")
 
 
 # --- DTN host shaping --------------------------------------------------------------
@@ -243,13 +243,13 @@ def test_dtn_shapes_to_a_share_of_the_circuit(tmp_path, capsys):
     status, out = _provision(tmp_path, "--target", "dtn", "--circuit-rate", "1gbit")
     assert status == 0
     lines = _lines(out / "dtn.sh")
-    assert 'tc qdisc add dev "$DEV" root handle 1: htb default 10' in lines
-    assert 'tc class add dev "$DEV" parent 1: classid 1:10 htb rate 900mbit ceil 900mbit burst 113550 cburst 113550' in lines
-    assert 'tc qdisc add dev "$DEV" parent 1:10 handle 10: fq_codel' in lines
+    assert 'qdisc add dev $1 root handle 1: htb default 10' in lines
+    assert 'class add dev $1 parent 1: classid 1:10 htb rate 900mbit ceil 900mbit burst 113550 cburst 113550 quantum 200000' in lines
+    assert 'qdisc add dev $1 parent 1:10 handle 10: fq_codel' in lines
     status, out = _provision(tmp_path, "--target", "dtn", "--circuit-rate", "10gbit", "--host-share", "92%",
                              "--host-shaper", "fq", out="fq")  # fmt: skip
     assert status == 0
-    assert 'tc qdisc add dev "$DEV" root handle 1: fq maxrate 9200mbit quantum 3028' in _lines(out / "dtn.sh")
+    assert 'qdisc add dev $1 root handle 1: fq maxrate 9200mbit quantum 3028' in _lines(out / "dtn.sh")
     capsys.readouterr()
     assert _provision(tmp_path, "--target", "dtn", "--host-share", "120%", out="bad")[0] == 2
     assert "a share must be above 0% and at most 100%, got '120%'" in capsys.readouterr().err

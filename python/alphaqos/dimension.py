@@ -21,18 +21,31 @@ MDRR's quantum rule (``quantum = MTU + (weight - 1) x 512`` bytes, weights
   yellow: the document's Case 1, its case B2 (Section 5.2.2), which it
   recommends; any colour may be set by hand with ``--wred``.
 
-It prints the result and the equivalent Cisco 12000 (legacy
-``cos-queue-group``) lines, and writes ``DIR/policy.yaml``: a policy
-document (``scheduler: mdrr``, classes ``be``, ``relative``, ``hp`` with the
-strict low-latency queue, a filter with one trTCM policer per customer
-whose committed bucket is (r_i, b_i): green within it, yellow beyond), which
+Classes (the document's design, Section 5 and Fig. 2b): high-priority
+traffic, marked EF (DSCP 46) by the customer, in MDRR's strict low-latency
+queue; each customer's traffic, by its prefix, in the Relative queue
+through a trTCM on its profile (green within, yellow beyond: the document's
+case B2); everything else, unmarked or marked by a non-customer, best
+effort.
+
+It prints the result and the equivalent Cisco 12000 lines (edge marking
+with CAR by IP precedence, then a legacy ``cos-queue-group``: precedence 5
+low-latency, 2 and 1 Relative, 0 best effort), and writes
+``DIR/policy.yaml``: a policy document (``scheduler: mdrr``, classes
+``be``, ``relative``, ``hp`` with the strict low-latency queue, a filter
+with the EF term and one trTCM policer per customer whose committed bucket
+is (r_i, b_i)), which
 ``alphaqos provision --policy DIR/policy.yaml --prefix-list
 DIR/prefixes.txt --alpha-class relative --target cisco`` renders as Cisco
 MQC (``bandwidth`` by MDRR quantum share, ``random-detect discard-class``);
 ``DIR/policy-junos.yaml``, the same with the WRED thresholds as Junos
 drop-profile curves on the Relative queue's fill (Junos has no average in
 packets), for ``--target junos``; and ``DIR/dimension.json`` with every
-number.
+number. The policies carry what the routers take: WRED thresholds in whole
+packets, Junos fill levels in whole percents (rounding rules in
+:func:`.provision.model.cisco_wred` and :func:`.provision.model.junos_curve`;
+``dimension.json`` keeps equation 2's own values), so a run of the policy
+is what the router does.
 
 ``--check`` then runs the scenario the result implies (the document's
 Fig. 2b: each customer behind its access link, TCP sources filling it,
@@ -50,6 +63,7 @@ line naming the option, exit status 2, and nothing written.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -186,30 +200,63 @@ def dimension(
     )  # fmt: skip
 
 
+#: The classes of the document's design (Section 5, Fig. 2b), as the policy
+#: names them: best effort (the default class, queue 0), the Relative queue,
+#: and the high-priority queue with MDRR's strict priority.
+BE, RELATIVE, HP = "be", "relative", "hp"
+#: High-priority traffic arrives marked EF (RFC 3246, DSCP 46: IP precedence
+#: 5, the 12000's ``precedence 5 queue low-latency``).
+HP_DSCP = 46
+#: The 12000's legacy form marks at the edge with IP precedence (CAR), as
+#: its cos-queue-group reads it: Relative traffic in profile 2, beyond it 1
+#: (the lower precedence, dropped first); everything else is reset to 0.
+PRECEDENCE = {"hp": 5, "green": 2, "yellow": 1, "be": 0}
+
+
+def customer_term(d: Dimensioning, c: Customer, source: str | None = None) -> dict[str, Any]:
+    """Customer ``c``'s term: its traffic (from ``source``, default its
+    prefix) to the Relative queue through a trTCM whose committed bucket is
+    the contract (r_i, b_i): green within it, yellow beyond, both sent on
+    (the document's case B2: yellow in the same queue, dropped earlier by
+    its WRED curve)."""
+    return {"name": f"{c.name}-relative", "from": {"source": source or c.prefix}, "then": {
+        "class": RELATIVE,
+        "policer": {"trtcm": {"cir": units.fmt_rate(c.rate_bps, exact=True), "cbs": f"{c.burst_bytes}B",
+                              "pir": units.fmt_rate(d.link_bps, exact=True), "pbs": f"{max(c.burst_bytes, d.mtu)}B"},
+                    "yellow": "transmit", "red": "transmit"},
+    }}  # fmt: skip
+
+
+def hp_term() -> dict[str, Any]:
+    """High-priority traffic, marked EF by the customer, to the strict queue."""
+    return {"name": "hp", "from": {"dscp": HP_DSCP}, "then": {"class": HP}}
+
+
 def policy(d: Dimensioning, *, buffer_pkts: int = 1000) -> dict[str, Any]:
     """The policy document: MDRR with best effort (the default class), the
     Relative queue with WRED per colour, the strict low-latency queue; a
-    trTCM per customer (committed bucket = the contract)."""
-    wred = {"exponential_weighting_constant": 9}
-    wred |= {colour: {"min_th": c.min_th, "max_th": c.max_th, "max_p": c.max_p} for colour, c in d.wred.items()}
-    terms = []
-    for c in d.customers:
-        match: dict[str, Any] = {"protocol": "tcp"}
-        if c.prefix:
-            match["source"] = c.prefix
-        terms.append({"name": f"{c.name}-relative", "from": match, "then": {
-            "class": "relative",
-            "policer": {"trtcm": {"cir": units.fmt_rate(c.rate_bps, exact=True), "cbs": f"{c.burst_bytes}B",
-                                  "pir": units.fmt_rate(d.link_bps, exact=True), "pbs": f"{max(c.burst_bytes, d.mtu)}B"},
-                        "yellow": "transmit", "red": "transmit"},
-        }})  # fmt: skip
+    filter that classifies what the document's design needs: EF-marked
+    traffic to the strict queue, each customer's traffic (by its prefix)
+    through a trTCM (committed bucket = the contract) to the Relative
+    queue, and everything else, unmarked or not a customer's, to best
+    effort. A customer without a prefix cannot be classified and has no
+    term (:func:`summary` says so). The WRED thresholds are in whole
+    packets, as the router takes them (:func:`.provision.model.cisco_wred`),
+    so that a run of this policy is what the router does."""
+    from .provision.model import cisco_wred
+
+    wred: dict[str, Any] = {"exponential_weighting_constant": 9}
+    for colour, c in d.wred.items():
+        low, high, _ = cisco_wred(c.min_th, c.max_th, c.max_p)
+        wred[colour] = {"min_th": low, "max_th": high, "max_p": c.max_p}
+    terms = [hp_term()] + [customer_term(d, c) for c in d.customers if c.prefix]
     return {
         "scheduler": "mdrr",
         "buffer": f"{buffer_pkts}p",
         "classes": {
-            "be": {"weight": d.be_weight, "buffer_size": "50%"},
-            "relative": {"weight": d.weight_rel, "buffer_size": "35%", "drop_profile": {"wred": wred}},
-            "hp": {"weight": 1, "buffer_size": "15%", "low_latency": "strict-priority"},
+            BE: {"weight": d.be_weight, "buffer_size": "50%"},
+            RELATIVE: {"weight": d.weight_rel, "buffer_size": "35%", "drop_profile": {"wred": wred}},
+            HP: {"weight": 1, "buffer_size": "15%", "low_latency": "strict-priority"},
         },
         "filter": terms,
     }
@@ -223,30 +270,66 @@ def junos_policy(d: Dimensioning, *, buffer_pkts: int = 1000) -> dict[str, Any]:
     curves on the queue's fill (% of its buffer) rather than thresholds on
     an average in packets: per colour (loss priority), no drops below
     ``min_th``, ``max_p`` at ``max_th`` (as fills of the Relative queue's
-    buffer), then up to 100 % at a full buffer."""
+    buffer), then up to 100 % at a full buffer; in whole percents, as
+    Junos takes them (:func:`.provision.model.junos_curve`)."""
+    from .provision.model import junos_curve
+
     out = policy(d, buffer_pkts=buffer_pkts)
-    relative = out["classes"]["relative"]
+    relative = out["classes"][RELATIVE]
     held = buffer_pkts * float(relative["buffer_size"].rstrip("%")) / 100
     curves = {}
     for colour, c in d.wred.items():
         lo, hi = min(100 * c.min_th / held, 98.0), min(100 * c.max_th / held, 99.0)
-        curves[JUNOS_COLOURS[colour]] = [[0, 0], [round(lo, 2), 0], [round(max(hi, lo + 0.5), 2), round(100 * c.max_p, 2)], [100, 100]]
+        points = [(0, 0), (lo, 0), (max(hi, lo + 0.5), 100 * c.max_p), (100, 100)]
+        curves[JUNOS_COLOURS[colour]] = [list(point) for point in junos_curve(points)]
     relative["drop_profile"] = curves
     return out
 
 
 def gsr_lines(d: Dimensioning) -> list[str]:
-    """The Cisco 12000 (GSR) legacy MDRR configuration: a cos-queue-group
-    with the queues' weights, the low-latency queue and a WRED label per
-    colour (precedence 0 green, 1 yellow)."""
-    lines = ["cos-queue-group relative-service",
-             "  precedence 0 queue 1", "  precedence 1 queue 1", "  precedence 5 queue low-latency",
-             f"  queue 0 {d.be_weight}", f"  queue 1 {d.weight_rel}", "  queue low-latency strict-priority"]  # fmt: skip
-    for label, colour in enumerate(c for c in COLOURS if c in d.wred):
+    """The Cisco 12000 (GSR) legacy configuration: edge marking with CAR
+    (``rate-limit input``) on the customer-facing interfaces, then a
+    cos-queue-group reading IP precedence: 5 (EF) to the low-latency queue,
+    2 and 1 (a customer's Relative traffic within and beyond its profile)
+    to the Relative queue with a WRED label each, 0 (everything else) to
+    best effort. Thresholds in whole packets and the mark-probability
+    denominator whole (:func:`.provision.model.cisco_wred`); CAR rates in
+    steps of 8000 bit/s, as CAR takes them (rounded up)."""
+    from .provision.model import cisco_wred
+
+    lines = ["! edge marking (CAR), on each customer-facing interface:",
+             "access-list 150 permit ip any any precedence critical"]  # fmt: skip
+    # CAR's statements are tried in order and the first that matches acts: EF keeps its
+    # precedence, a customer's traffic is marked by its profile, the rest is reset to 0.
+    car = ["interface CUSTOMER-FACING",
+           f" rate-limit input access-group 150 {_car_rate(d.link_bps)} 8000 8000 conform-action transmit exceed-action transmit"]  # fmt: skip
+    for i, c in enumerate((c for c in d.customers if c.prefix), start=151):
+        net = ipaddress.IPv4Network(c.prefix)
+        lines.append(f"access-list {i} permit ip {net.network_address} {net.hostmask} any")
+        car.append(f" rate-limit input access-group {i} {_car_rate(c.rate_bps)} {c.burst_bytes} {c.burst_bytes} "
+                   f"conform-action set-prec-transmit {PRECEDENCE['green']} exceed-action set-prec-transmit {PRECEDENCE['yellow']}")  # fmt: skip
+    car.append(f" rate-limit input {_car_rate(d.link_bps)} 8000 8000 conform-action set-prec-transmit {PRECEDENCE['be']} "
+               f"exceed-action set-prec-transmit {PRECEDENCE['be']}")  # fmt: skip
+    lines += car
+    lines += ["! output, on the backbone interface: tx-cos relative-service",
+              "cos-queue-group relative-service",
+              f"  precedence {PRECEDENCE['be']} queue 0",
+              f"  precedence {PRECEDENCE['yellow']} queue 1", f"  precedence {PRECEDENCE['green']} queue 1",
+              f"  precedence {PRECEDENCE['hp']} queue low-latency",
+              f"  queue 0 {d.be_weight}", f"  queue 1 {d.weight_rel}", "  queue low-latency strict-priority"]  # fmt: skip
+    for label, colour in enumerate(c for c in ("green", "yellow") if c in d.wred):
         w = d.wred[colour]
-        lines.append(f"  random-detect-label {label} {w.min_th:g} {w.max_th:g} {round(1 / w.max_p)}")
-        lines.append(f"  precedence {label} random-detect-label {label}")
+        low, high, denominator = cisco_wred(w.min_th, w.max_th, w.max_p)
+        lines.append(f"  random-detect-label {label} {low} {high} {denominator}")
+        lines.append(f"  precedence {PRECEDENCE[colour]} random-detect-label {label}")
+    if "red" in d.wred:
+        lines.append("  ! red: CAR marks two colours, so the 12000's form has no red label (MQC's discard-class 2 has)")
     return lines
+
+
+def _car_rate(bps: int) -> int:
+    """CAR's rate: a multiple of 8000 bit/s, at least 8000 (rounded up)."""
+    return max(8000, math.ceil(bps / 8000) * 8000)
 
 
 def summary(d: Dimensioning) -> list[str]:
@@ -260,6 +343,10 @@ def summary(d: Dimensioning) -> list[str]:
         f"WRED from equation 2 at RTT {d.rtt_s * 1e3:g} ms, MTU {d.mtu} B: "
         + "; ".join(f"{colour} min_th {c.min_th:g}, max_th {c.max_th:g}, max_p {c.max_p:g}" for colour, c in d.wred.items()),
         f"Relative queue mean delay bound (equation 3: 0.25 x green max_th at r): {d.delay_bound_s * 1e3:.0f} ms",
+        f"classes: EF (DSCP {HP_DSCP}) -> {HP} (strict priority); each customer's prefix -> {RELATIVE} "
+        f"(trTCM on its profile: green within, yellow beyond); everything else -> {BE}",
+        *(f"warning: customer {c.name} has no prefix (NAME=RATE/BURST@PREFIX): the policy has no term for it"
+          for c in d.customers if not c.prefix),
         "Cisco 12000 MDRR:",
         *(f"  {line}" for line in gsr_lines(d)),
     ]  # fmt: skip
@@ -403,11 +490,12 @@ def check_scenario(d: Dimensioning, duration_s: float) -> dict[str, Any]:
              {"between": ["P1", "BD"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"},
              {"between": ["HP", "PE"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"},
              {"between": ["P1", "HD"], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"}]  # fmt: skip
-    pol["filter"] = [{"name": "hp", "from": {"source": "10.250.0.2/32"}, "then": {"class": "hp"}}]
+    pol["filter"] = [hp_term()]  # the high-priority load is marked EF, as the policy expects
     workloads: list[dict[str, Any]] = [{"name": "best-effort", "transfer": {"from": "BE", "to": "BD", "size": "100GB"}, "streams": 2}]
     flows: list[dict[str, Any]] = []
     if d.hp_bps:
-        flows.append({"name": "hp", "udp": {"from": "HP", "to": "HD", "rate": units.fmt_rate(d.hp_bps, exact=True), "size": "200B"}})
+        flows.append({"name": "hp", "udp": {"from": "HP", "to": "HD", "rate": units.fmt_rate(d.hp_bps, exact=True), "size": "200B"},
+                      "dscp": HP_DSCP})  # fmt: skip
     for i, c in enumerate(d.customers, start=1):
         host, sink = f"C{i}", f"S{i}"
         nodes[host] = {"address": f"10.251.{i}.1"}
@@ -415,9 +503,7 @@ def check_scenario(d: Dimensioning, duration_s: float) -> dict[str, Any]:
         access = max(2 * c.rate_bps, 4 * SOURCE_BPS)
         links += [{"between": [host, "PE"], "rate": units.fmt_rate(access, exact=True), "delay": f"{leg * 1e3:.3f}ms"},
                   {"between": ["P1", sink], "rate": "10Gbps", "delay": f"{leg * 1e3:.3f}ms"}]  # fmt: skip
-        term = next(t for t in policy(d)["filter"] if t["name"] == f"{c.name}-relative")
-        term["from"] = {"source": f"10.251.{i}.0/24", "protocol": "tcp"}
-        pol["filter"].append(term)
+        pol["filter"].append(customer_term(d, c, source=f"10.251.{i}.0/24"))
         n = max(1, math.ceil(1.5 * c.rate_bps / SOURCE_BPS))
         payload = SOURCE_BPS * REL_MSS / (REL_MSS + 52)
         workloads.append({"name": f"rel-{c.name}", "transfer": {"from": host, "to": sink, "size": f"{int(n * payload * duration_s / 8 * 1.1) + 1}B"},

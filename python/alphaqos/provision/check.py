@@ -8,8 +8,12 @@ other, so that a renderer that writes a misspelt or misplaced statement,
 refers to a class, policer, prefix list, scheduler, drop profile, access
 list, class-map or policy-map it never defined, or replaces an object in a
 way a router refuses (IOS: ``no policy-map`` of a policy that may be
-attached) fails its tests. The tc script and the nftables file are checked
-by the real tools (``tc`` in a network namespace, ``nft -c``).
+attached) fails its tests. A tc script is checked by ``sh -n`` and by the
+grammar of the tc commands the renderers write (:func:`check_tc`; the
+script itself then tries them on the kernel before it changes a device),
+and the nftables file by ``nft -c`` where nft is installed.
+``alphaqos provision`` runs :func:`check` on every file before it writes
+any: a file that fails is an error naming the file and line.
 
 :func:`check` returns the problems as ``LINE: message`` strings (empty
 when the file passes).
@@ -21,7 +25,7 @@ import ipaddress
 import re
 from collections import defaultdict
 
-__all__ = ["check", "check_cisco", "check_junos"]
+__all__ = ["check", "check_cisco", "check_junos", "check_nft", "check_tc"]
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _NUM = r"\d+"
@@ -130,9 +134,15 @@ def check_junos(text: str) -> list[str]:
             fills, drops = g["fills"].split()[1:-1], g["drops"].split()[1:-1]
             if len(fills) != len(drops):
                 problems.append(f"{number}: fill-level has {len(fills)} points, drop-probability {len(drops)}")
-            values = [float(f) for f in fills]
-            if values != sorted(set(values)) or not all(0 <= v <= 100 for v in values + [float(d) for d in drops]):
+            if not all(re.fullmatch(r"\d+", v) for v in fills + drops):
+                problems.append(f"{number}: fill levels and drop probabilities must be whole percents, got "
+                                f"[ {' '.join(fills)} ] and [ {' '.join(drops)} ]")  # fmt: skip
+                continue
+            values, probabilities = [int(f) for f in fills], [int(d) for d in drops]
+            if values != sorted(set(values)) or not all(0 <= v <= 100 for v in values + probabilities):
                 problems.append(f"{number}: fill levels must increase within 0-100 and probabilities lie in 0-100")
+            elif probabilities != sorted(probabilities):
+                problems.append(f"{number}: drop probabilities must not fall as the fill level rises")
     tcp_any = defined["tcp:single-rate"] | defined["tcp:two-rate"]
     for number, kind, name in used:
         names = tcp_any if kind == "three-color-policer (any kind)" else defined[kind]
@@ -175,7 +185,7 @@ _CLASS_LINES = [
     rf"  bandwidth (?P<bw_kind>percent|remaining percent) (?P<bw>{_NUM})", rf"  bandwidth (?P<bw_kbps>{_NUM})",
     rf"  shape average (?:percent {_NUM}|{_NUM})", rf"  queue-limit {_NUM} (?:bytes|packets)",
     r"  random-detect discard-class-based", rf"  random-detect exponential-weighting-constant {_NUM}",
-    rf"  random-detect discard-class (?P<dc>[0-7]) {_NUM} {_NUM} {_NUM}",
+    rf"  random-detect discard-class (?P<dc>[0-7]) (?P<min_th>{_NUM}) (?P<max_th>{_NUM}) (?P<denominator>{_NUM})",
 ]
 
 
@@ -285,6 +295,12 @@ def check_cisco(text: str) -> list[str]:
                 bw[name].append(("kbps", int(g["bw_kbps"])))
             if "dc" in g and "  random-detect discard-class-based" not in class_stmts[(name, klass)]:
                 problems.append(f"{number}: random-detect discard-class needs random-detect discard-class-based first")
+            if "dc" in g and not 1 <= int(g["min_th"]) < int(g["max_th"]):
+                problems.append(f"{number}: random-detect discard-class {g['dc']}: min threshold {g['min_th']} must be "
+                                f"at least 1 and below max threshold {g['max_th']}")  # fmt: skip
+            if "dc" in g and not 1 <= int(g["denominator"]) <= 65535:
+                problems.append(f"{number}: random-detect discard-class {g['dc']}: mark-probability denominator "
+                                f"{g['denominator']} is outside 1-65535")  # fmt: skip
             stmt = line.split()[0]
             if stmt in ("priority", "bandwidth") and {"priority", "bandwidth"} <= {s.split()[0] for s in class_stmts[(name, klass)]} | {stmt}:
                 problems.append(f"{number}: class {klass} has both priority and bandwidth")
@@ -322,10 +338,255 @@ def check_cisco(text: str) -> list[str]:
 
 
 def check(filename: str, text: str) -> list[str]:
-    """The problems of a rendered file, by its name (``junos.conf``,
-    ``cisco.cfg``); other files have no parser here and pass."""
+    """The problems of a rendered file, by its name: ``junos.conf`` and
+    ``cisco.cfg`` by their grammars, a ``.sh`` tc script by
+    :func:`check_tc`, an ``.nft`` file by ``nft -c -f`` where nft is
+    installed (and the caller may use netlink; else it passes unchecked)."""
     if filename.endswith(".conf"):
         return check_junos(text)
     if filename.endswith(".cfg"):
         return check_cisco(text)
+    if filename.endswith(".sh"):
+        return check_tc(text)
+    if filename.endswith(".nft"):
+        return check_nft(text)
     return []
+
+
+def check_nft(text: str) -> list[str]:
+    """``nft -c -f`` on the file (nothing is loaded), where nft is installed;
+    its messages name the line (``FILE:LINE:COL``), kept as ``LINE: ...``."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    if shutil.which("nft") is None:
+        return []
+    with tempfile.NamedTemporaryFile("w", suffix=".nft", delete=False, encoding="utf-8") as f:
+        f.write(text)
+    try:
+        done = subprocess.run(["nft", "-c", "-f", f.name], capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+    if done.returncode == 0:
+        return []
+    problems = []
+    for line in done.stderr.splitlines():
+        m = re.match(rf"{re.escape(f.name)}:(\d+):\S*\s*(.*)", line)
+        if m:
+            problems.append(f"{m[1]}: nft -c: {m[2]}")
+    return problems or [f"nft -c: {done.stderr.strip() or f'exit status {done.returncode}'}"]
+
+
+# --- tc scripts ------------------------------------------------------------------
+
+#: Qdisc kinds the renderers write, with the options each may take.
+_TC_QDISCS = {
+    "htb": {"default": "hex", "r2q": "int"},
+    "fq": {"maxrate": "rate", "quantum": "int"},
+    "fq_codel": {},
+    "bfifo": {"limit": "int"},
+    "pfifo": {"limit": "int"},
+}
+_HTB_CLASS = {"rate": "rate", "ceil": "rate", "burst": "int", "cburst": "int", "prio": "prio", "quantum": "quantum"}
+#: HTB's quantum (bytes): the kernel warns above this (net/sched/sch_htb.c).
+HTB_MAX_QUANTUM = 200_000
+_HANDLE = re.compile(r"[0-9a-f]{1,4}:")
+_CLASSID = re.compile(r"[0-9a-f]{1,4}:[0-9a-f]{1,4}")
+_TC_RATE = re.compile(r"\d+(?:bit|kbit|mbit|gbit|tbit)")
+
+
+def tc_batch(text: str) -> list[tuple[int, str]]:
+    """The tc batch of a script of :func:`.tc.script`: (line number, line)
+    of each line of its here-document."""
+    lines = text.splitlines()
+    try:
+        start = lines.index("cat <<EOF")
+        end = lines.index("EOF", start)
+    except ValueError:
+        return []
+    return [(number, lines[number - 1]) for number in range(start + 2, end + 1)]
+
+
+def check_tc(text: str) -> list[str]:
+    """Problems of a tc script of :func:`.tc.script`: its shell syntax
+    (``sh -n``), and each tc command of its batch against the forms the
+    renderers write (tc-htb(8), tc-u32(8), tc-fq(8), tc-bfifo(8)): known
+    objects, qdisc kinds and options, handles and class ids in tc's
+    hexadecimal form, rates in tc's spelling with ``ceil`` at least
+    ``rate``, an explicit HTB ``quantum`` within 1..200000 bytes, parents,
+    flowids and linked u32 tables defined before use."""
+    import shutil
+    import subprocess
+
+    problems: list[str] = []
+    if shutil.which("sh") is not None:
+        done = subprocess.run(["sh", "-n"], input=text, capture_output=True, text=True)
+        if done.returncode:
+            problems.append(f"sh -n: {done.stderr.strip() or 'syntax error'}")
+    batch = tc_batch(text)
+    if not batch:
+        return problems + ["no tc batch (a 'cat <<EOF' here-document) in the script"]
+    qdiscs: set[str] = set()  # handles "1:"
+    classes: set[str] = set()
+    tables: set[str] = {"800:"}
+    for number, raw in batch:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        if len(words) < 4 or words[0] not in ("qdisc", "class", "filter") or words[1] != "add" or words[2:4] != ["dev", "$1"]:
+            problems.append(f"{number}: not a tc command of the grammar ('qdisc|class|filter add dev $1 ...'): {raw!r}")
+            continue
+        rest = words[4:]
+        problem = {"qdisc": _tc_qdisc, "class": _tc_class, "filter": _tc_filter}[words[0]](rest, qdiscs, classes, tables)
+        if problem:
+            problems.append(f"{number}: {problem}: {raw!r}")
+    return problems
+
+
+def _pairs(words: list[str]) -> dict[str, str] | str:
+    if len(words) % 2:
+        return f"option {words[-1]!r} has no value"
+    out: dict[str, str] = {}
+    for key, value in zip(words[::2], words[1::2]):
+        if key in out:
+            return f"option {key!r} is given twice"
+        out[key] = value
+    return out
+
+
+def _tc_value(kind: str, key: str, value: str) -> str | None:
+    if kind == "rate":
+        return None if _TC_RATE.fullmatch(value) else f"{key} {value!r} is not a rate in tc's spelling (e.g. 900mbit)"
+    if kind == "hex":
+        return None if re.fullmatch(r"[0-9a-f]{1,4}", value) else f"{key} {value!r} is not a hexadecimal minor"
+    if not value.isdigit():
+        return f"{key} {value!r} is not a whole number"
+    if kind == "prio" and int(value) > 7:
+        return f"prio {value} is outside HTB's 0-7"
+    if kind == "quantum" and not 1 <= int(value) <= HTB_MAX_QUANTUM:
+        return f"quantum {value} is outside 1-{HTB_MAX_QUANTUM} bytes"
+    if kind == "int" and int(value) <= 0:
+        return f"{key} must be positive"
+    return None
+
+
+def _tc_qdisc(words: list[str], qdiscs: set[str], classes: set[str], tables: set[str]) -> str | None:
+    if words[:1] == ["root"]:
+        where, words = None, words[1:]
+        if qdiscs:
+            return "a second root qdisc"
+    elif words[:1] == ["parent"] and len(words) > 1:
+        where, words = words[1], words[2:]
+        if where not in classes:
+            return f"parent {where} is not a class defined before"
+    else:
+        return "a qdisc needs 'root' or 'parent CLASSID'"
+    if words[:1] != ["handle"] or len(words) < 3 or not _HANDLE.fullmatch(words[1]):
+        return "a qdisc needs 'handle N:'"
+    handle, kind, options = words[1], words[2], words[3:]
+    if handle in qdiscs:
+        return f"handle {handle} is used twice"
+    if kind not in _TC_QDISCS:
+        return f"qdisc kind {kind!r} is not one alphaqos writes ({', '.join(_TC_QDISCS)})"
+    pairs = _pairs(options)
+    if isinstance(pairs, str):
+        return pairs
+    for key, value in pairs.items():
+        if key not in _TC_QDISCS[kind]:
+            return f"{kind} has no option {key!r}"
+        if (problem := _tc_value(_TC_QDISCS[kind][key], key, value)) is not None:
+            return problem
+    qdiscs.add(handle)
+    return None
+
+
+def _tc_class(words: list[str], qdiscs: set[str], classes: set[str], tables: set[str]) -> str | None:
+    from .. import units
+
+    if len(words) < 5 or words[0] != "parent" or words[2] != "classid" or words[4] != "htb":
+        return "a class needs 'parent P classid C htb ...'"
+    parent, cid = words[1], words[3]
+    if parent not in qdiscs and parent not in classes:
+        return f"parent {parent} is neither a qdisc nor a class defined before"
+    if not _CLASSID.fullmatch(cid) or cid.split(":")[0] + ":" not in qdiscs:
+        return f"classid {cid!r} is not N:M under a qdisc defined before"
+    if cid in classes:
+        return f"classid {cid} is defined twice"
+    pairs = _pairs(words[5:])
+    if isinstance(pairs, str):
+        return pairs
+    for key in ("rate", "quantum"):
+        if key not in pairs:
+            return f"an HTB class needs an explicit {key}"
+    for key, value in pairs.items():
+        if key not in _HTB_CLASS:
+            return f"htb class has no option {key!r}"
+        if (problem := _tc_value(_HTB_CLASS[key], key, value)) is not None:
+            return problem
+    if "ceil" in pairs and units.parse_rate(pairs["ceil"]) < units.parse_rate(pairs["rate"]):
+        return f"ceil {pairs['ceil']} is below rate {pairs['rate']}"
+    classes.add(cid)
+    return None
+
+
+_U32_MATCH = re.compile(
+    r"match (?:ip (?:src|dst) \d+\.\d+\.\d+\.\d+/\d+|ip protocol \d+ 0xff|ip (?:sport|dport) \d+ 0x[0-9a-f]{4}"
+    r"|ip dsfield 0x[0-9a-f]{2} 0xfc|u32 0 0)"
+)
+
+
+def _tc_filter(words: list[str], qdiscs: set[str], classes: set[str], tables: set[str]) -> str | None:
+    text = " ".join(words)
+    m = re.fullmatch(r"parent (\S+) protocol (?:ip|all) prio (\d+) (.*)", text)
+    if m is None:
+        return "a filter needs 'parent P protocol ip|all prio N ...'"
+    if m[1] not in qdiscs:
+        return f"parent {m[1]} is not a qdisc defined before"
+    rest = m[3]
+    if (d := re.fullmatch(r"handle ([0-9a-f]{1,3}:) u32 divisor 1", rest)) is not None:
+        tables.add(d[1])
+        return None
+    words = rest.split()
+    if words[:1] != ["u32"]:
+        return "not a u32 filter"
+    words = words[1:]
+    table = flowid = link = action = None
+    if words[:1] == ["ht"] and len(words) > 1:
+        table, words = words[1], words[2:]
+    found = []
+    while words[:1] == ["match"]:
+        size = 4 if words[1:2] == ["u32"] else 5 if words[2:3] in (["protocol"], ["sport"], ["dport"], ["dsfield"]) else 4
+        found.append(" ".join(words[:size]))
+        words = words[size:]
+    if words[:1] == ["flowid"] and len(words) > 1:
+        flowid, words = words[1], words[2:]
+    elif words[:1] == ["link"] and len(words) > 1:
+        link, words = words[1], words[2:]
+    if words[:1] == ["action"]:
+        action, words = " ".join(words[1:]), []
+    if words:
+        return f"unexpected {' '.join(words)!r} in a u32 filter"
+    matches = " ".join(found)
+    if table is not None and table not in tables:
+        return f"ht {table} is not a table defined before"
+    if not found or not all(_U32_MATCH.fullmatch(x) for x in found):
+        return "a u32 filter needs matches of the grammar (ip src|dst PREFIX, protocol, sport|dport, dsfield)"
+    for prefix in re.findall(r"ip (?:src|dst) (\S+)", matches):
+        try:
+            ipaddress.IPv4Network(prefix)
+        except ValueError:
+            return f"{prefix!r} is not an IPv4 prefix with its host bits clear"
+    if flowid is not None and flowid not in classes:
+        return f"flowid {flowid} is not a class defined before"
+    if link is not None and link not in tables:
+        return f"link {link} is not a table defined before"
+    if action is not None and not re.fullmatch(
+        r"drop|police rate \d+(?:bit|kbit|mbit|gbit|tbit) burst \d+ conform-exceed (?:drop|ok)/continue", action
+    ):
+        return f"action {action!r} is not one of the grammar (drop, police rate R burst B conform-exceed X/continue)"
+    if flowid is None and link is None and action != "drop":
+        return "a u32 filter needs a flowid, a link or 'action drop'"
+    return None

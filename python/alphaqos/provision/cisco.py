@@ -43,6 +43,13 @@ share what the low-latency queue leaves), ``priority``, ``queue-limit <n>
 packets|bytes``, ``random-detect
 discard-class <value> <min> <max> <mark-probability-denominator>``,
 ``random-detect exponential-weighting-constant``.
+
+Rounding
+    IOS takes WRED thresholds in whole packets and the mark probability as
+    a whole denominator: :func:`.model.cisco_wred` rounds them (nearest
+    packet, ``min_th`` at least 1 and below ``max_th``; the denominator
+    whose inverse is nearest the policy's probability), and a comment above
+    the line gives the policy's own numbers when they differ.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ import math
 import re
 
 from ..policy import ClassRef, Term
-from .model import ClassPlan, Plan
+from .model import ClassPlan, Plan, cisco_wred
 
 __all__ = ["FILENAME", "render", "version_of"]
 
@@ -310,7 +317,9 @@ def _wred(plan: Plan, c: ClassPlan) -> list[str]:
     for colour, value in DISCARD_CLASS.items():
         t = getattr(d.wred, colour)
         if t is not None:
-            denominator = t.mark_prob_denominator or round(1 / t.probability())
-            out.append(f"  random-detect discard-class {value} {t.min_th:g} {t.max_th:g} {denominator}")
+            low, high, denominator = cisco_wred(t.min_th, t.max_th, t.probability())
+            if (low, high) != (t.min_th, t.max_th) or abs(1 / denominator - t.probability()) > 1e-12:
+                out.append(f"  ! {colour}: min_th {t.min_th:g}, max_th {t.max_th:g}, probability {t.probability():g} "
+                           f"as IOS takes them (whole packets, a whole denominator): {low} {high} 1/{denominator}")  # fmt: skip
+            out.append(f"  random-detect discard-class {value} {low} {high} {denominator}")
     return out
-

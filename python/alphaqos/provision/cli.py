@@ -15,14 +15,18 @@ Writes one file per target into ``DIR`` (``junos.conf``, ``cisco.cfg``,
 ``tc.sh``, ``alphaqos.nft``, ``dtn.sh``) and beside each a unified diff against the
 file the previous run left there (``junos.conf.diff``, ...; against
 nothing on the first run), so that a change of the table is reviewed
-before it is loaded. A new directory is staged and renamed into place; in
-an existing one each file is written to a temporary name and renamed over
-the old one, so a reader sees the old file or the new, never a part.
+before it is loaded. The files are written into a staging directory
+beside ``DIR`` that is then renamed into place (a new ``DIR``) or
+exchanged with it in one step (``renameat2(RENAME_EXCHANGE)``; the other
+files of an existing ``DIR`` are carried over), so a reader sees the old
+set of files or the new, never a part.
 Everything is validated before anything is written: a bad policy (file,
 line and field), a bad prefix list line, an unknown target or class, a
-bad interface list, and a policy element a target cannot express (unless
-``--allow-partial``) are reported with exit status 2 and leave ``DIR``
-untouched.
+bad interface list, a policy element a target cannot express (unless
+``--allow-partial``), and a rendered file that fails its own checker
+(:func:`.check.check`: the Junos and Cisco grammars, the tc scripts' ``sh
+-n`` and tc commands, ``nft -c`` where nft exists) are reported with exit
+status 2, naming the file and line, and leave ``DIR`` untouched.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from pathlib import Path
 
 from .. import units
 from . import cisco, dtn, junos, nftables, tc
+from .check import check
 from .model import (
     DEFAULT_AGING_DAYS,
     PLATFORMS,
@@ -191,7 +196,9 @@ def _targets(text: str) -> list[str]:
 def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool = False) -> dict[str, tuple[int, int]]:
     """Render ``targets`` into ``out`` with a diff each; returns (added,
     removed) line counts per file. A policy element a target cannot express
-    is a UsageError, and nothing is written, unless ``allow_partial``."""
+    is a UsageError, and nothing is written, unless ``allow_partial``; so is
+    a rendered file its checker (:func:`.check.check`) finds fault with,
+    named by file and line."""
     from ..cli import RunFailure, UsageError, _staged_directory
 
     if out.exists() and not out.is_dir():
@@ -208,6 +215,11 @@ def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool 
             + ". Nothing written: leave those targets out of --target, or pass --allow-partial to write the files"
             " with what is missing stated in them"
         )
+    problems = [f"{name}:{problem}" if problem[:1].isdigit() else f"{name}: {problem}"
+                for name, text in rendered.items() for problem in check(name, text)]  # fmt: skip
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise UsageError(f"a rendered file fails its check, nothing written: {'; '.join(problems[:3])}{more}")
     counts: dict[str, tuple[int, int]] = {}
 
     def write_all(directory: Path, previous_dir: Path | None) -> None:
@@ -227,13 +239,64 @@ def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool 
 
     try:
         if out.is_dir():
-            write_all(out, out)
+            _swap_in(out, lambda staging: write_all(staging, out), keep=set(rendered) | {f"{n}.diff" for n in rendered})
         else:
             with _staged_directory(out) as staging:
                 write_all(staging, None)
     except OSError as exc:
         raise RunFailure(f"cannot write into {str(out)!r}: {exc.strerror or exc}") from None
     return counts
+
+
+def _swap_in(out: Path, fill, keep: set[str]) -> None:
+    """Replace the directory ``out`` as one step: a staging directory
+    beside it gets ``out``'s other entries (hard links, or copies across
+    devices) and what ``fill`` writes, and is then exchanged with ``out``
+    atomically (``renameat2(RENAME_EXCHANGE)``, Linux 3.15), so a reader
+    sees the old set of files or the new, never a mix; the old directory
+    is then removed. Where the exchange is not available, the files are
+    renamed into ``out`` one by one (each file whole)."""
+    import shutil
+
+    staging = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
+    staging.mkdir()
+    try:
+        for entry in out.iterdir():
+            if entry.name in keep:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, staging / entry.name, symlinks=True)
+            else:
+                try:
+                    os.link(entry, staging / entry.name, follow_symlinks=False)
+                except OSError:
+                    shutil.copy2(entry, staging / entry.name, follow_symlinks=False)
+        fill(staging)
+        staging.chmod(out.stat().st_mode & 0o7777)
+        if _exchange(staging, out):
+            shutil.rmtree(staging, ignore_errors=True)  # the old directory, now under the staging name
+            return
+        for name in keep:
+            if (staging / name).exists():
+                os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` atomically; False where the system
+    cannot (not Linux, an old kernel or libc, a file system without it)."""
+    import ctypes
+
+    if sys.platform != "linux":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return result == 0
 
 
 def _replace(path: Path, text: str, *, executable: bool = False) -> None:

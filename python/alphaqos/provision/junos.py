@@ -41,6 +41,12 @@ statements ``forwarding-classes class ... queue-num``, ``schedulers``
 percent``, ``priority``, ``drop-profile-map loss-priority ... protocol any
 drop-profile``), ``drop-profiles ... interpolate fill-level [..]
 drop-probability [..]`` and ``scheduler-maps``.
+
+Rounding
+    Junos takes a drop profile's fill levels and drop probabilities as
+    whole percents: :func:`.model.junos_curve` rounds each to the nearest,
+    keeps the fill levels distinct and rising and the probabilities not
+    falling, and a comment gives the policy's own points when they differ.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ import math
 
 from ..fields import DSCP_NAMES
 from ..policy import ClassRef, Policer, Term
-from .model import ClassPlan, Plan, action_name
+from .model import ClassPlan, Plan, action_name, junos_curve
 
 __all__ = ["FILENAME", "NETWORK_CONTROL", "render"]
 
@@ -294,8 +300,12 @@ def _drop_profiles(plan: Plan, c: ClassPlan, scheduler: str, cos: str) -> list[s
         if curve is None:
             continue
         name = f"{c.name}-{lp}"
-        fills = " ".join(f"{f:g}" for f, _ in curve)
-        drops = " ".join(f"{p:g}" for _, p in curve)
+        whole = junos_curve(curve)
+        if whole != [tuple(point) for point in curve]:
+            given = " ".join(f"({f:g}, {p:g})" for f, p in curve)
+            out.append(f"# {name}: the policy's points {given} in whole percents, as Junos takes them")
+        fills = " ".join(str(f) for f, _ in whole)
+        drops = " ".join(str(p) for _, p in whole)
         out.append(f"{cos} drop-profiles {name} interpolate fill-level [ {fills} ] drop-probability [ {drops} ]")
         out.append(f"{scheduler} drop-profile-map loss-priority {lp} protocol any drop-profile {name}")
     return out

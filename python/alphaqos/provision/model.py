@@ -50,6 +50,7 @@ table are counted and reported as not rendered.
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -68,6 +69,8 @@ __all__ = [
     "Plan",
     "PrefixEntry",
     "build_plan",
+    "cisco_wred",
+    "junos_curve",
     "load_policy",
     "read_prefix_db",
     "read_prefix_list",
@@ -375,6 +378,57 @@ def build_plan(
         aging_s=aging_s, reference=reference, link_rate_bps=link_rate_bps,
         skipped_v6=sum(e.family != 4 for e in entries), **options,
     )  # fmt: skip
+
+
+# --- what each platform accepts -------------------------------------------------
+
+#: IOS ``random-detect`` thresholds and mark-probability denominators.
+CISCO_WRED_MAX_TH = 65_535
+CISCO_MARK_DENOMINATOR = range(1, 65_536)
+
+
+def _half_up(value: float) -> int:
+    """Round to the nearest integer, halves up (``2.5`` -> 3, not Python's 2)."""
+    return math.floor(value + 0.5)
+
+
+def cisco_wred(min_th: float, max_th: float, probability: float) -> tuple[int, int, int]:
+    """WRED thresholds as IOS takes them (``random-detect discard-class N
+    MIN MAX DENOMINATOR``, and the 12000's ``random-detect-label``): whole
+    packets, so each threshold is rounded to the nearest packet (halves
+    up), ``min_th`` to at least 1 and ``max_th`` to at least ``min_th +
+    1`` (IOS refuses ``min >= max``); the mark-probability denominator is
+    the whole number whose ``1 / d`` is nearest ``probability`` (0.4 -> 3,
+    1/3 being nearer 0.4 than 1/2), within 1..65535."""
+    low = max(1, _half_up(min_th))
+    high = min(CISCO_WRED_MAX_TH, max(low + 1, _half_up(max_th)))
+    low = min(low, high - 1)
+    inverse = 1 / probability
+    candidates = {max(1, math.floor(inverse)), max(1, math.ceil(inverse))}
+    denominator = min(sorted(candidates), key=lambda d: abs(1 / d - probability))
+    return low, high, min(denominator, CISCO_MARK_DENOMINATOR[-1])
+
+
+def junos_curve(points: list[tuple[float, float]] | list[list[float]]) -> list[tuple[int, int]]:
+    """A drop-profile curve as Junos takes it (``interpolate fill-level [
+    ... ] drop-probability [ ... ]``): whole percents, fill levels rising,
+    probabilities not falling. Each value is rounded to the nearest percent
+    (halves up); a fill level that rounds onto (or below) the one before
+    moves up to one above it, and if that passes 100 the earlier ones move
+    down, so the points stay distinct within 0..100; each probability is
+    at least the one before (a running maximum)."""
+    if len(points) > 101:
+        raise ValueError(f"a Junos curve of {len(points)} points cannot have distinct whole-percent fill levels")
+    fills = [min(100, max(0, _half_up(f))) for f, _ in points]
+    for i in range(1, len(fills)):
+        fills[i] = max(fills[i], fills[i - 1] + 1)
+    for i in range(len(fills) - 1, -1, -1):
+        fills[i] = min(fills[i], 100 if i == len(fills) - 1 else fills[i + 1] - 1)
+    drops, top = [], 0
+    for _, d in points:
+        top = max(top, min(100, max(0, _half_up(d))))
+        drops.append(top)
+    return list(zip(fills, drops))
 
 
 def fmt_duration(seconds: int) -> str:

@@ -75,7 +75,7 @@ from ..units import fmt_rate_tc
 from ..policy import PROTOCOLS, ClassRef, Term
 from .model import Plan, priority_rank
 
-__all__ = ["FILENAME", "bits", "burst_bytes", "classid", "class_rates", "leaf", "render", "script_head"]
+__all__ = ["FILENAME", "bits", "burst_bytes", "classid", "class_rates", "leaf", "quantum_bytes", "render", "script"]
 
 FILENAME = "tc.sh"
 TARGET = "tc"
@@ -141,23 +141,89 @@ def leaf(kind: str, rate_bps: int, buffer=None, share: float = 100.0) -> str | N
 
 
 def htb_class(parent: str, cid: str, rate: int, ceil: int, extra: str = "", burst_floor: int = 0) -> str:
-    return (f'tc class add dev "$DEV" parent {parent} classid {cid} htb rate {bits(rate)} ceil {bits(ceil)} '
+    return (f'class add dev $1 parent {parent} classid {cid} htb rate {bits(rate)} ceil {bits(ceil)} '
             f"burst {burst_bytes(rate, burst_floor)} cburst {burst_bytes(ceil, burst_floor)}{extra}")  # fmt: skip
 
 
-def script_head(plan: Plan, what: str, filename: str, usage: str, comments: tuple[str, ...] = ()) -> list[str]:
-    """The opening of a tc script: what it is, how to run it, and ``DEV``
-    (the ``linux`` egress interface unless given), whose root it clears."""
+def quantum_bytes(rate_bps: int) -> int:
+    """An HTB class's ``quantum``, given explicitly: tc's own is ``rate /
+    r2q`` bytes (r2q 10), which the kernel warns about ("quantum of class
+    ... is big") above :data:`MAX_QUANTUM` and which below one frame lets a
+    class send less than a frame a round; so the rate's bytes / 10, bounded
+    to [:data:`MTU_FRAME`, :data:`MAX_QUANTUM`]."""
+    return max(MTU_FRAME, min(MAX_QUANTUM, rate_bps // 8 // 10))
+
+
+def _heredoc_safe(line: str) -> str:
+    """``line`` inside an unquoted here-document: only ``$1`` (the device)
+    expands; a ``$``, backquote or backslash of a comment stays literal."""
+    return line.replace("\\", "\\\\").replace("`", "\\`").replace("$", "\\$").replace("\\$1", "$1")
+
+
+def script(plan: Plan, what: str, filename: str, usage: str, body: list[str], comments: tuple[str, ...] = (),
+           gso_max_segs: int | None = None) -> str:
+    """A tc script that changes its device all or nothing.
+
+    ``body`` is tc commands in ``tc -batch`` form (``qdisc add dev $1
+    ...``) and ``#`` comments, which tc's batch reader skips. The script
+    runs them first as one batch on the loopback device of a throwaway
+    network namespace (``unshare --net``): a qdisc or action the kernel
+    lacks, or an argument it refuses, stops the script there, with the
+    device untouched. Then it removes the device's root qdisc and applies
+    the batch to the device; should that fail (a refusal only this device
+    makes), the root qdisc is removed again, which leaves the kernel's
+    default, and the script says what the device had. ``gso_max_segs`` (the
+    zurawski-tc study's host setting, ``ip link set DEV gso_max_segs 1``) is
+    set after the tree, and put back on failure."""
     device = plan.egress.get("linux")
-    return [
+    out = [
         "#!/bin/sh",
         f"# alphaqos provision: {what}.",
         f"# Usage: sh {filename} {'[DEVICE]' if device else 'DEVICE'} ({usage}). Replaces DEVICE's root qdisc.",
+        "# All or nothing: the commands are first run as one tc batch on the loopback of a throwaway network",
+        "# namespace (unshare --net), so a qdisc, action or argument this kernel refuses stops the script before",
+        "# DEVICE is touched; if applying them to DEVICE fails after that, its root qdisc is removed again.",
         *comments,
         "set -eu",
-        f"DEV=${{1:-{device}}}" if device else "DEV=${1:?device}",
-        'tc qdisc del dev "$DEV" root 2>/dev/null || true',
+        f"DEV=${{1:-{device}}}" if device else "DEV=${1:?usage: sh " + filename + " DEVICE}",
+        f'fail() {{ echo "{filename}: $*" >&2; exit 1; }}',
+        "# The tc commands for device $1, one a line (tc -batch; '#' starts a comment).",
+        "batch() {",
+        "cat <<EOF",
+        *(_heredoc_safe(line) for line in body),
+        "EOF",
+        "}",
+        'command -v tc >/dev/null 2>&1 || fail "tc (iproute2) is not installed; nothing changed"',
+        'ip link show dev "$DEV" >/dev/null 2>&1 || fail "no network device $DEV; nothing changed"',
+        "if command -v unshare >/dev/null 2>&1; then",
+        '    out=$(batch lo | unshare --net tc -batch - 2>&1) ||',
+        '        fail "this kernel refuses the commands (tried in a throwaway network namespace); nothing changed on $DEV: $out"',
     ]
+    if gso_max_segs is not None:
+        out += [f'    out=$(unshare --net ip link set dev lo gso_max_segs {gso_max_segs} 2>&1) ||',
+                f'        fail "this kernel cannot set gso_max_segs {gso_max_segs}; nothing changed on $DEV: $out"']  # fmt: skip
+    out += [
+        "else",
+        f'    echo "{filename}: warning: no unshare: the commands are not tried before they change $DEV" >&2',
+        "fi",
+        'before=$(tc qdisc show dev "$DEV" root)',
+    ]
+    if gso_max_segs is not None:
+        out.append('gso_before=$(ip -d link show dev "$DEV" | sed -n "s/.* gso_max_segs \\([0-9]*\\).*/\\1/p")')
+    out += ["undo() {", '    tc qdisc del dev "$DEV" root 2>/dev/null || true']
+    if gso_max_segs is not None:
+        out.append('    [ -z "$gso_before" ] || ip link set dev "$DEV" gso_max_segs "$gso_before" 2>/dev/null || true')
+    out += [
+        '    fail "applying to $DEV failed; its root qdisc is removed (the kernel\'s default; before: ${before:-none})"',
+        "}",
+        'tc qdisc del dev "$DEV" root 2>/dev/null || true',
+        'batch "$DEV" | tc -batch - || undo',
+    ]
+    if gso_max_segs is not None:
+        out += [f"# The study's host setting (zurawski-tc): one frame per packet into the qdisc, so HTB's",
+                "# bursts are frames and not GSO packets of up to 64 KB sent back to back at the line rate.",
+                f'ip link set dev "$DEV" gso_max_segs {gso_max_segs} || undo']  # fmt: skip
+    return "\n".join(out) + "\n"
 
 
 def port_blocks(low: int, high: int) -> list[tuple[int, int]]:
@@ -221,7 +287,7 @@ def meter_steps(plan: Plan, term: Term, target: str) -> list[tuple[int, int, str
 def _filters(plan: Plan, term: Term, prio: int, table: int) -> tuple[list[str], int, int]:
     """The filters of ``term`` from ``prio`` on; returns them, the next
     free prio and the next free policer table."""
-    f = f'tc filter add dev "$DEV" parent 1: protocol ip prio'
+    f = f'filter add dev $1 parent 1: protocol ip prio'
     matches = _term_matches(term)
     then = term.then
     if then.discard:
@@ -252,10 +318,8 @@ def _filters(plan: Plan, term: Term, prio: int, table: int) -> tuple[list[str], 
 def render(plan: Plan, previous: str | None = None) -> str:
     link = plan.link_rate_bps
     rates = class_rates(plan)
-    out = script_head(plan, "α prefixes and QoS policy as a Linux HTB tree", FILENAME, f"link rate {bits(link)}")
-    header_at = 2
-    out += [
-        f'tc qdisc add dev "$DEV" root handle 1: htb default {0x10 + plan.default_class.index:x}',
+    out = [
+        f'qdisc add dev $1 root handle 1: htb default {0x10 + plan.default_class.index:x}',
         htb_class("1:", "1:1", link, link, f" quantum {MAX_QUANTUM}"),
     ]
     buffer = plan.policy.buffer
@@ -267,7 +331,7 @@ def render(plan: Plan, previous: str | None = None) -> str:
         out.append(htb_class("1:1", classid(c.index), rate, ceil, f" prio {priority_rank(c.priority)} quantum {quantum}", floor))
         qdisc = leaf(plan.tc_leaf, rate, buffer, c.buffer_percent)
         if qdisc:
-            out.append(f'tc qdisc add dev "$DEV" parent {classid(c.index)} handle {0x10 + c.index:x}: {qdisc}')
+            out.append(f'qdisc add dev $1 parent {classid(c.index)} handle {0x10 + c.index:x}: {qdisc}')
         if c.drop_profile is not None:
             reason = f"the leaf is {plan.tc_leaf}; Linux has no per-colour drop profile without a colour to read"
             out.append(f"# {plan.note(TARGET, f'class {c.name!r}: drop profile', reason)}")
@@ -281,12 +345,12 @@ def render(plan: Plan, previous: str | None = None) -> str:
         out += lines
     if plan.alpha_src and plan.alpha_dst:
         alpha = classid(plan.klass(plan.alpha_class).index)
-        f = f'tc filter add dev "$DEV" parent 1: protocol ip prio {prio}'
+        f = f'filter add dev $1 parent 1: protocol ip prio {prio}'
         out.append(f"# α: source in alpha-src and destination in alpha-dst -> {plan.alpha_class} ({alpha})")
         out.append(f"{f} handle {ALPHA_TABLE} u32 divisor 1")
         out += [f"{f} u32 ht {ALPHA_TABLE} match ip dst {e.prefix} flowid {alpha}" for e in plan.alpha_dst]
         out += [f"{f} u32 ht 800: match ip src {e.prefix} link {ALPHA_TABLE}" for e in plan.alpha_src]
     else:
         out.append("# no α filters: the α source or destination list is empty")
-    out[header_at:header_at] = plan.partial_header(TARGET, "#")
-    return "\n".join(out) + "\n"
+    return script(plan, "α prefixes and QoS policy as a Linux HTB tree", FILENAME, f"link rate {bits(link)}", out,
+                  tuple(plan.partial_header(TARGET, "#")))
