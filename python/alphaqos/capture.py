@@ -152,7 +152,7 @@ def _namespaces(prefix: str, rate_bps: int) -> Iterator[tuple[str, str]]:
         for key, value in (("net.ipv4.ip_local_port_range", "10000 65000"), ("net.ipv4.tcp_tw_reuse", "1")):
             _run(["ip", "netns", "exec", a, "sysctl", "-qw", f"{key}={value}"], key)
         # The project's host shaping (alphaqos shape), every packet of a0 in the class.
-        for command in tc_commands(plan_shape("a0", rate_bps, 100.0, netns_name=a)):
+        for command in tc_commands(plan_shape("a0", rate_bps, 100.0, netns_name=a, gso_max_segs=None)):
             _run(shlex.split(command), "HTB on a0")
         yield a, b
     finally:

@@ -56,6 +56,22 @@ Changing and removing
     qdisc, and re-creates the recorded root if it was one of
     :data:`RESTORABLE` and the default is not the same kind.
 
+GSO
+    ``gso_max_segs 1`` is set on the device with the tree (``--gso-max-segs``;
+    ``keep`` leaves it), and the previous value is recorded and put back by
+    ``--remove``. The zurawski-tc reproduction (:mod:`alphaqos.reproduce.zurawski`,
+    "The sender's segmentation offload") found HTB useless without it: Linux
+    TCP hands the qdisc GSO packets of about 1 ms of its pacing rate, HTB
+    charges each whole and the device sends its frames back to back at the
+    line rate, overrunning the policer's bucket; its HTB at 90 % held
+    66.9 % of the reservation with single frames and 12.1 % without (its
+    sensitivity row), no better than no shaping.
+
+Quantum
+    Both classes get an explicit ``quantum`` (:func:`.tc.quantum_bytes`):
+    tc's rate / r2q would exceed 200 000 B above 16 Mbit/s, which the
+    kernel warns about.
+
 txqueuelen
     The document's Section 4.2: "Establishing the txqueuelen is very
     important": a VLAN device has ``txqueuelen 0``, and a fifo the kernel
@@ -84,7 +100,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tc import LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes
+from .tc import LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes, quantum_bytes
 
 __all__ = [
     "Match",
@@ -115,6 +131,8 @@ RESTORABLE = ("pfifo", "bfifo", "pfifo_fast", "fq_codel", "noqueue")
 STATE_DIR = Path("/run/alphaqos/shape")
 #: psched ticks per microsecond (/proc/net/psched: 1000 / 64).
 TICKS_PER_US = 1000 / 64
+#: The sender's GSO limit the zurawski-tc study needs (see "GSO" above).
+GSO_MAX_SEGS = 1
 
 
 class ShapeError(Exception):
@@ -170,17 +188,20 @@ class ShapePlan:
     match: Match | None
     #: The router's policer bucket the burst was derived from (bytes), if any.
     policer_burst_bytes: int | None = None
+    #: ``gso_max_segs`` to set on the device (None: leave it as it is).
+    gso_max_segs: int | None = GSO_MAX_SEGS
 
     def describe(self) -> str:
         out = f"{bits(self.rate_bps)} ({self.share_percent:g}% of {bits(self.circuit_bps)}), burst {self.burst_bytes} B"
         if self.policer_burst_bytes is not None:
             out += f" (within the policer's {self.policer_burst_bytes} B bucket)"
-        return out + (f", {self.match.field}={self.match.value}" if self.match else ", all traffic")
+        out += f", {self.match.field}={self.match.value}" if self.match else ", all traffic"
+        return out + (f", gso_max_segs {self.gso_max_segs}" if self.gso_max_segs is not None else "")
 
 
 def plan_shape(
     device: str, circuit_bps: int, share_percent: float, *, match: Match | None = None,
-    policer_burst: int | None = None, netns_name: str | None = None,
+    policer_burst: int | None = None, netns_name: str | None = None, gso_max_segs: int | None = GSO_MAX_SEGS,
 ) -> ShapePlan:  # fmt: skip
     """The class to apply: ``share_percent`` of ``circuit_bps``, with the
     burst of :func:`~.tc.burst_bytes` or, under a policer of bucket
@@ -189,6 +210,8 @@ def plan_shape(
         raise ShapeError(f"--share must be above 0% and at most 100%, got {share_percent:g}%")
     if circuit_bps <= 0:
         raise ShapeError(f"--rate must be positive, got {circuit_bps} bit/s")
+    if gso_max_segs is not None and not 1 <= gso_max_segs <= 65535:
+        raise ShapeError(f"--gso-max-segs must be 1..65535 (or 'keep'), got {gso_max_segs}")
     rate = max(8, round(circuit_bps * share_percent / 100))
     burst = burst_bytes(rate)
     if policer_burst is not None:
@@ -198,7 +221,7 @@ def plan_shape(
                 "beyond its burst, so no host shaping can keep within it"
             )
         burst = min(burst, policer_burst - MTU_FRAME)
-    return ShapePlan(device, netns_name, circuit_bps, share_percent, rate, burst, match, policer_burst)
+    return ShapePlan(device, netns_name, circuit_bps, share_percent, rate, burst, match, policer_burst, gso_max_segs)
 
 
 def tc_commands(plan: ShapePlan, speed_bps: int | None = None) -> list[str]:
@@ -210,14 +233,16 @@ def tc_commands(plan: ShapePlan, speed_bps: int | None = None) -> list[str]:
     out = [
         f"{ns}tc qdisc replace dev {dev} root handle 1: htb default 20",
         f"{ns}tc class add dev {dev} parent 1: classid 1:10 htb rate {bits(plan.rate_bps)} ceil {bits(plan.rate_bps)} "
-        f"burst {plan.burst_bytes} cburst {plan.burst_bytes}",
+        f"burst {plan.burst_bytes} cburst {plan.burst_bytes} quantum {quantum_bytes(plan.rate_bps)}",
         f"{ns}tc qdisc add dev {dev} parent 1:10 handle 10: pfifo limit {leaf_limit}",
     ]
-    other = bits(speed_bps or UNKNOWN_SPEED_BPS)
-    out.append(f"{ns}tc class add dev {dev} parent 1: classid 1:20 htb rate {other} ceil {other} "
-               f"burst {burst_bytes(speed_bps or UNKNOWN_SPEED_BPS)} cburst {burst_bytes(speed_bps or UNKNOWN_SPEED_BPS)}")
+    speed = speed_bps or UNKNOWN_SPEED_BPS
+    out.append(f"{ns}tc class add dev {dev} parent 1: classid 1:20 htb rate {bits(speed)} ceil {bits(speed)} "
+               f"burst {burst_bytes(speed)} cburst {burst_bytes(speed)} quantum {quantum_bytes(speed)}")
     match = f"protocol ip prio {FILTER_PRIO} u32 {plan.match.tc()}" if plan.match else f"protocol all prio {FILTER_PRIO} u32 match u32 0 0"
     out.append(f"{ns}tc filter add dev {dev} parent 1: {match} flowid 1:10")
+    if plan.gso_max_segs is not None:
+        out.append(f"{ns}ip link set dev {dev} gso_max_segs {plan.gso_max_segs}")
     return out
 
 
@@ -311,6 +336,17 @@ def _link(ipr, index: int) -> tuple[int, bool]:
     return int(link.get_attr("IFLA_TXQLEN") or 0), bool(link["flags"] & 1)
 
 
+def _gso_max_segs(ipr, index: int) -> int | None:
+    """The device's ``gso_max_segs`` (IFLA_GSO_MAX_SEGS), None if not reported."""
+    value = ipr.get_links(index)[0].get_attr("IFLA_GSO_MAX_SEGS")
+    return int(value) if value is not None else None
+
+
+def _set_gso(ipr, index: int, segs: int | None) -> None:
+    if segs is not None:
+        ipr.link("set", index=index, gso_max_segs=segs)
+
+
 def _root(ipr, index: int):
     for q in ipr.get_qdiscs(index=index):
         if q["parent"] == 0xFFFFFFFF:
@@ -386,13 +422,20 @@ def apply(plan: ShapePlan) -> Applied:
             notes = _txqueuelen_notes(plan.device, txqlen, True)
             cls = _class_args(plan.rate_bps, plan.burst_bytes)
             state = _state_path(plan.netns, plan.device)
+            gso_before = _gso_max_segs(ipr, index)
             try:
                 if _is_ours(ipr, index):
+                    previous = json.loads(state.read_text()) if state.is_file() else {"kind": "unknown"}
                     ipr.tc("change-class", "htb", index, SHAPED, parent=ROOT, **cls)
                     _set_filter(ipr, index, plan.match, replace=True)
-                    previous = json.loads(state.read_text()) if state.is_file() else {"kind": "unknown"}
+                    if plan.gso_max_segs is not None and gso_before != plan.gso_max_segs:
+                        previous.setdefault("gso_max_segs", gso_before)
+                        _set_gso(ipr, index, plan.gso_max_segs)
+                        _write_state(state, previous)
                     return Applied(True, txqlen, speed, previous, notes)
                 previous = _describe_qdisc(_root(ipr, index))
+                if plan.gso_max_segs is not None:
+                    previous["gso_max_segs"] = gso_before
                 try:
                     ipr.tc("replace", "htb", index, ROOT, default=0x20)
                     ipr.tc("add-class", "htb", index, SHAPED, parent=ROOT, **cls)
@@ -400,6 +443,7 @@ def apply(plan: ShapePlan) -> Applied:
                     other = speed or UNKNOWN_SPEED_BPS
                     ipr.tc("add-class", "htb", index, OTHER, parent=ROOT, **_class_args(other, burst_bytes(other)))
                     _set_filter(ipr, index, plan.match, replace=False)
+                    _set_gso(ipr, index, plan.gso_max_segs)
                 except NetlinkError:
                     _restore(ipr, index, previous)  # nothing half-built stays
                     raise
@@ -411,7 +455,7 @@ def apply(plan: ShapePlan) -> Applied:
 
 def _class_args(rate_bps: int, burst: int) -> dict:
     rate = f"{rate_bps}bit"
-    return {"rate": rate, "ceil": rate, "burst": burst, "cburst": burst, "prio": 0}
+    return {"rate": rate, "ceil": rate, "burst": burst, "cburst": burst, "prio": 0, "quantum": quantum_bytes(rate_bps)}
 
 
 def _set_filter(ipr, index: int, match: Match | None, *, replace: bool) -> None:
@@ -484,9 +528,13 @@ def _write_state(path: Path, previous: dict) -> None:
 
 
 def _restore(ipr, index: int, previous: dict) -> str:
-    """Delete the tree and put the recorded root back; say what the device has now."""
+    """Delete the tree and put the recorded root (and ``gso_max_segs``)
+    back; say what the device has now."""
     with contextlib.suppress(Exception):
         ipr.tc("del", "htb", index, ROOT)
+    if previous.get("gso_max_segs") is not None:
+        with contextlib.suppress(Exception):
+            _set_gso(ipr, index, int(previous["gso_max_segs"]))
     now = _describe_qdisc(_root(ipr, index))
     kind = previous.get("kind")
     if kind in RESTORABLE and kind != now["kind"] and kind != "noqueue":
@@ -536,6 +584,7 @@ def read_state(device: str, netns_name: str | None) -> dict:
             txqlen, up = _link(ipr, index)
             root = _describe_qdisc(_root(ipr, index))
             out = {"device": device, "netns": netns_name, "txqueuelen": txqlen, "up": up,
+                   "gso_max_segs": _gso_max_segs(ipr, index),
                    "speed_bps": device_speed_bps(device), "root": root, "ours": _is_ours(ipr, index),
                    "classes": [], "filters": []}  # fmt: skip
             if not out["ours"]:
@@ -576,12 +625,25 @@ def add_shape_command(commands) -> None:
     p.add_argument("--term", metavar="NAME", help="with --policy: the policed term (default: the only one)")
     p.add_argument("--match", metavar="KEY=VALUE", help="shape only src=PREFIX, dst=PREFIX or dscp=N (default: everything)")
     p.add_argument("--netns", metavar="NAME", help="the device's network namespace (ip netns)")
+    p.add_argument("--gso-max-segs", metavar="N|keep", type=_gso, default=GSO_MAX_SEGS,
+                   help=f"set the device's gso_max_segs (default {GSO_MAX_SEGS}: one frame per packet into HTB, "
+                   "as the zurawski-tc study needs; 'keep' leaves it)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--dry-run", action="store_true", help="print the equivalent tc commands; change nothing")
     what.add_argument("--show", action="store_true", help="print what the device has (as JSON with --json)")
     what.add_argument("--remove", action="store_true", help="remove the tree and restore the previous root qdisc")
     p.add_argument("--json", action="store_true", help="--show: JSON")
     p.set_defaults(handler=_handler)
+
+
+def _gso(text: str) -> int | None:
+    import argparse
+
+    if text.strip() == "keep":
+        return None
+    if not text.strip().isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a segment count 1..65535 or 'keep', got {text!r}")
+    return int(text)
 
 
 def _share(text: str) -> float:
@@ -625,7 +687,8 @@ def _run(args) -> int:
         if not removed:
             print(f"{args.device}: no alphaqos shaping to remove (root qdisc: {now})")
         else:
-            print(f"{args.device}: shaping removed; root qdisc now {now} (before shaping: {previous.get('kind')})")
+            gso = f"; gso_max_segs {previous['gso_max_segs']} again" if previous.get("gso_max_segs") is not None else ""
+            print(f"{args.device}: shaping removed; root qdisc now {now} (before shaping: {previous.get('kind')}){gso}")
         return 0
     rate, burst, match = args.rate, args.policer_burst, parse_match(args.match) if args.match else None
     if args.policy is not None:
@@ -635,7 +698,8 @@ def _run(args) -> int:
         match = match or term_match
     if rate is None:
         raise ShapeError("give the circuit's rate: --rate RATE (or --policy FILE)")
-    plan = plan_shape(args.device, rate, args.share, match=match, policer_burst=burst, netns_name=args.netns)
+    plan = plan_shape(args.device, rate, args.share, match=match, policer_burst=burst, netns_name=args.netns,
+                      gso_max_segs=args.gso_max_segs)
     if args.dry_run:
         print("\n".join(tc_commands(plan, check_device(plan))))
         return 0
@@ -684,7 +748,7 @@ def _from_policy(path: Path, term_name: str | None) -> tuple[int, int, Match | N
 
 def _show_text(state: dict) -> str:
     head = (f"{state['device']}{' in ' + state['netns'] if state['netns'] else ''}: root {state['root']['kind']}, "
-            f"txqueuelen {state['txqueuelen']}, speed {bits(state['speed_bps']) if state['speed_bps'] else 'unknown'}")  # fmt: skip
+            f"txqueuelen {state['txqueuelen']}, gso_max_segs {state['gso_max_segs']}, speed {bits(state['speed_bps']) if state['speed_bps'] else 'unknown'}")  # fmt: skip
     if not state["ours"]:
         return head + "; no alphaqos shaping"
     lines = [head]

@@ -273,7 +273,9 @@ def htb_plan(rate_bps: int, share: float, *, bounded: bool = True, device: str =
     from ..provision.shape import parse_match, plan_shape
 
     policer = policer_bucket(rate_bps, bucket) if bounded else None
-    return plan_shape(device, rate_bps, share, match=parse_match(f"src={SENDER_IP}/32"), policer_burst=policer, netns_name=netns)
+    # gso_max_segs is the run's own setting (live_once: GSO_MAX_SEGS, or the kernel's in the sensitivity rows).
+    return plan_shape(device, rate_bps, share, match=parse_match(f"src={SENDER_IP}/32"), policer_burst=policer, netns_name=netns,
+                      gso_max_segs=None)
 
 
 def base_config(config: str) -> str:
