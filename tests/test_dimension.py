@@ -154,6 +154,15 @@ def test_provision_refuses_a_file_its_checker_rejects(tmp_path, capsys, monkeypa
     before = {p.name: p.read_text() for p in (tmp_path / "good").iterdir()}
     assert cli.main([*common, "--out", str(tmp_path / "good")]) == 2
     assert {p.name: p.read_text() for p in (tmp_path / "good").iterdir()} == before
+    # A good run into it (through a symlink) replaces its files and keeps the others.
+    monkeypatch.setattr(cisco, "_wred", original)
+    (tmp_path / "good" / "notes.txt").write_text("mine\n")
+    (tmp_path / "link").symlink_to(tmp_path / "good")
+    assert cli.main([*common, "--target", "cisco,nftables", "--out", str(tmp_path / "link")]) == 0
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "good" / "notes.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in (tmp_path / "good").iterdir()) == [
+        "alphaqos.nft", "alphaqos.nft.diff", "cisco.cfg", "cisco.cfg.diff", "notes.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 # --- the classes of the document's design, on every target and in the engine -----------

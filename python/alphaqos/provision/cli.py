@@ -258,6 +258,7 @@ def _swap_in(out: Path, fill, keep: set[str]) -> None:
     renamed into ``out`` one by one (each file whole)."""
     import shutil
 
+    out = out.resolve()  # a symlink to the directory stays one: its target is what is exchanged
     staging = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
     staging.mkdir()
     try:
