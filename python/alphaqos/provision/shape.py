@@ -63,9 +63,10 @@ GSO
     "The sender's segmentation offload") found HTB useless without it: Linux
     TCP hands the qdisc GSO packets of about 1 ms of its pacing rate, HTB
     charges each whole and the device sends its frames back to back at the
-    line rate, overrunning the policer's bucket; its HTB at 90 % held
-    66.9 % of the reservation with single frames and 12.1 % without (its
-    sensitivity row), no better than no shaping.
+    line rate, overrunning the policer's bucket; in its emulated runs HTB
+    at 90 % held 67-86 % of the reservation with single frames and 12-15 %
+    without (its sensitivity row ``emu/cubic/htb90-gso``), no better than
+    no shaping.
 
 Quantum
     Both classes get an explicit ``quantum`` (:func:`.tc.quantum_bytes`):
