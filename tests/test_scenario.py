@@ -582,7 +582,7 @@ def _first_error_line(capsys) -> str:
 def test_the_base_scenario_is_valid(tmp_path, capsys):
     path, _ = _write(tmp_path, [])
     assert cli.main(["validate", str(path)]) == 0
-    assert capsys.readouterr().out == f"{path}: ok: tiny, 2 hosts, 1 routers, 2 links, 2 flows (1 udp, 1 ping), 2 s, seed 1\n"
+    assert capsys.readouterr().out == f"{path}: ok: tiny, 2 hosts, 1 router, 2 links, 2 flows (1 udp, 1 ping), 2 s, seed 1\n"
 
 
 @pytest.mark.parametrize(("edits", "marker", "path", "fragment"), [case[1:] for case in BAD_INPUT], ids=[case[0] for case in BAD_INPUT])

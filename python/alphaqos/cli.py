@@ -31,7 +31,8 @@
     and write ``sweep.parquet`` (one row per run: the swept values, the
     seed, ok or failed, the headline figures) and a plot of each figure
     against each swept path (see :mod:`alphaqos.sweep`). An existing
-    ``--out`` of a sweep is resumed: only the runs it lacks are made.
+    ``--out`` of the same sweep is resumed: only the runs it lacks are made;
+    one of another grid is refused (exit 2) unless ``--force`` replaces it.
     Exit status 1 if a run failed (its row says why; the others ran).
 
 ``alphaqos dimension relative --profile NAME=RATE/BURST ... --link RATE --rtt T [--check] [--out DIR]``
@@ -71,6 +72,7 @@ import contextlib
 import secrets
 import shlex
 import shutil
+import signal
 import sys
 import warnings
 from collections import Counter
@@ -94,6 +96,7 @@ EXIT_OK = 0
 EXIT_FAILURE = 1  # the engine is missing, or the results could not be written
 EXIT_USAGE = 2  # bad input
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 DEFAULT_RUNS_DIR = Path("runs")
 
@@ -106,6 +109,15 @@ class RunFailure(Exception):
     """The run could not complete for a reason other than its input."""
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwound like Ctrl-C, so that nothing half-written
+    stays (a BaseException, so that no ``except Exception`` swallows it)."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage dump)."""
 
@@ -116,6 +128,20 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``alphaqos`` command; returns the exit status."""
     arguments = sys.argv[1:] if argv is None else argv
+    # SIGTERM would end the process where it stands; raised as an exception
+    # instead, it unwinds through the clean-ups (the staged run directory).
+    # The engine looks at signals every ~10^6 events (alphaqos._core).
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread: leave it
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(arguments)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(arguments: list[str]) -> int:
     try:
         args = _parser().parse_args(arguments)
         args.invocation = shlex.join(["alphaqos", *arguments])
@@ -132,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("alphaqos: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("alphaqos: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def _error(message: str) -> None:
@@ -164,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     run.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
     run.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
-    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled; flows that start at or after D are left out (with a note)")
+    run.add_argument("--duration", metavar="D", type=_time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled; flows and workloads that start at or after D are left out (with a note)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the run directory")
     run.set_defaults(handler=_run)
 
@@ -190,7 +219,8 @@ def _parser() -> argparse.ArgumentParser:
         "sweep", help="run a grid of scenario variants and tabulate their headline figures",
         description="Run every combination of the --set values (times --seeds seeds), each in its own process, "
         "and write sweep.parquet (one row per run) and plots of each figure against each swept path. "
-        "An existing --out of a sweep is resumed: only the missing runs are made. Exit status 1 if a run failed "
+        "An existing --out of the same sweep is resumed: only the missing runs are made (one of another grid is "
+        "refused without --force). Exit status 1 if a run failed "
         "(its row says why; the others ran). Paths, values and the table's columns: the alphaqos.sweep module.",
     )  # fmt: skip
     sweep.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
@@ -199,7 +229,8 @@ def _parser() -> argparse.ArgumentParser:
                        "to try, in the scenario's units; repeat for more dimensions")  # fmt: skip
     sweep.add_argument("--seeds", metavar="N", type=_positive_int, default=1,
                        help="run each variant with the scenario's seed and the N-1 next ones (default 1)")  # fmt: skip
-    sweep.add_argument("--out", metavar="DIR", type=Path, help="sweep directory: created, or resumed if it holds a sweep")
+    sweep.add_argument("--out", metavar="DIR", type=Path, help="sweep directory: created, or resumed if it holds the same sweep")
+    sweep.add_argument("--force", action="store_true", help="replace a sweep of another grid in --out")
     _add_runner_options(sweep)
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the directory")
     sweep.set_defaults(handler=_sweep)
@@ -351,7 +382,6 @@ def _remove_empty(directories: list[Path]) -> None:
 
 def _print_summary(results: Results, target: Path) -> None:
     from rich import box
-    from rich.console import Console
 
     summary = results.summary
     flows = _table(f"Flows of {summary[col.NAME]}, seed {summary[col.SEED]}", box.SIMPLE_HEAD,
@@ -360,7 +390,9 @@ def _print_summary(results: Results, target: Path) -> None:
         ping = flow[col.KIND] == "ping"
         rtt = "-"
         if ping and flow[col.RTT_MEAN] is not None:
-            rtt = f"{_ms(flow[col.RTT_MEAN])} ± {_ms(flow[col.RTT_STD])}"
+            # Median and spread, not a mean: probes that cross idle and
+            # loaded times average to a delay no probe saw (per phase below).
+            rtt = f"median {_ms(flow[col.RTT_P50])}, p90 {_ms(flow[col.RTT_P90])}, max {_ms(flow[col.RTT_MAX])}"
         flows.add_row(
             name,
             flow[col.KIND],
@@ -371,6 +403,15 @@ def _print_summary(results: Results, target: Path) -> None:
             "-" if ping else _ms(flow[col.DELAY_P99]),
             rtt,
         )
+    phases = _table("Ping RTT while other traffic runs", box.SIMPLE_HEAD, ["ping", "from", "to", "running"],
+                    ["pings", "lost", "RTT median", "RTT mean", "RTT max"])  # fmt: skip
+    for name, flow in summary[col.FLOWS].items():
+        for phase in flow.get(col.RTT_PHASES) or []:
+            phases.add_row(
+                name, _seconds(phase[col.START]), _seconds(phase[col.END]), _names(phase[col.ACTIVE]),
+                f"{phase[col.PINGS_SENT]:,}", f"{phase[col.PINGS_LOST]:,}",
+                *(_ms(phase[c]) for c in (col.RTT_P50, col.RTT_MEAN, col.RTT_MAX)),
+            )  # fmt: skip
     tcp_flows = {name: flow for name, flow in summary[col.FLOWS].items() if flow[col.KIND] == "tcp"}
     tcp = _table("TCP loss recovery (sender) and arrivals out of sequence (receiver)", box.SIMPLE_HEAD, ["flow"],
                  ["retransmits", "fast rtx", "timeouts", "spurious", "out of seq.", "dup ACKs"])  # fmt: skip
@@ -391,12 +432,17 @@ def _print_summary(results: Results, target: Path) -> None:
             f"{queue[col.DROP_POLICER_PKTS]:,}",
             f"{queue[col.MAX_LEN_PKTS]:,} pkts, {units.fmt_size(queue[col.MAX_LEN_BYTES])}",
         )
-    # Tables are not wrapped when the output is a file or a pipe.
-    console = Console() if sys.stdout.isatty() else Console(width=120)
-    console.print(flows)
+    console = _console()
+    if summary[col.FLOWS]:
+        console.print(_fit(flows))
+    if phases.row_count:
+        console.print(_fit(phases))
     if tcp_flows:
-        console.print(tcp)
-    console.print(queues)
+        console.print(_fit(tcp))
+    workloads = summary.get(col.WORKLOADS) or {}
+    if workloads:
+        console.print(_fit(_workload_table(workloads)))
+    console.print(_fit(queues))
     if results.filter.height:
         terms = _table("Firewall filter terms", box.SIMPLE_HEAD, ["router", "term"],
                        ["matched", "out of profile", "discarded", "green", "yellow", "red"])  # fmt: skip
@@ -405,10 +451,12 @@ def _print_summary(results: Results, target: Path) -> None:
                 col.MATCHED_PKTS, col.OUT_OF_PROFILE_PKTS, col.DISCARDED_PKTS, col.GREEN_PKTS, col.YELLOW_PKTS,
                 col.RED_PKTS,
             )))  # fmt: skip
-        console.print(terms)
+        console.print(_fit(terms))
     idle = len(summary[col.QUEUES]) - len(busy)
     if idle:
         console.print(f"({idle} idle queue{'s' if idle > 1 else ''} not shown)")
+    for line in _unfinished(workloads):
+        console.print(f"[bold yellow]{line}[/]", highlight=False)
     console.print(
         f"{summary[col.EVENTS]:,} events in {results.manifest.get('wall_time_s', 0):.1f} s of wall time "
         f"for {units.fmt_time_ns(results.scenario.duration)} simulated"
@@ -417,15 +465,108 @@ def _print_summary(results: Results, target: Path) -> None:
     console.print(f"plots:   {target / PLOTS_DIR}/")
 
 
+#: Workload rows of the summary table; beyond, the rest are added up.
+WORKLOAD_ROWS = 10
+
+
+def _workload_table(workloads: dict[str, dict]):
+    """Workloads with unfinished transfers first, then the largest; beyond
+    WORKLOAD_ROWS, one row adds up the others."""
+    from rich import box
+
+    table = _table("Workloads (transfers started in the run)", box.SIMPLE_HEAD, ["workload", "kind"],
+                   ["started", "completed", "unfinished", "failed", "delivered", "of", "FCT p50", "FCT p99",
+                    "slowdown mean"])  # fmt: skip
+    order = sorted(workloads, key=lambda n: (-workloads[n][col.TRANSFERS_UNFINISHED], -workloads[n][col.BYTES_OFFERED]))
+    shown = order if len(order) <= WORKLOAD_ROWS + 1 else order[:WORKLOAD_ROWS]
+    for name in shown:
+        w = workloads[name]
+        table.add_row(
+            name, w[col.KIND], *_counts(w), _secs(w[col.FCT_P50]), _secs(w[col.FCT_P99]),
+            "-" if w[col.SLOWDOWN_MEAN] is None else f"{w[col.SLOWDOWN_MEAN]:.3g}",
+        )  # fmt: skip
+    rest = [workloads[name] for name in order[len(shown):]]
+    if rest:
+        total = {c: sum(w[c] for w in rest) for c in _COUNTED}
+        kinds = Counter(w[col.KIND] for w in rest)
+        table.add_row(f"{len(rest):,} others", ", ".join(f"{n} {k}" for k, n in kinds.items()), *_counts(total),
+                      "-", "-", "-")  # fmt: skip
+    return table
+
+
+_COUNTED = (col.TRANSFERS_STARTED, col.TRANSFERS_COMPLETED, col.TRANSFERS_UNFINISHED, col.TRANSFERS_FAILED,
+            col.BYTES_DELIVERED, col.BYTES_OFFERED)  # fmt: skip
+
+
+def _counts(w: dict) -> list[str]:
+    return [*(f"{w[c]:,}" for c in _COUNTED[:4]), units.fmt_size(w[col.BYTES_DELIVERED]), units.fmt_size(w[col.BYTES_OFFERED])]
+
+
+def _unfinished(workloads: dict[str, dict]) -> list[str]:
+    """One line per workload whose transfers had not all finished when the
+    run ended (a transfer of 20 GB cut by the end of a 10 s run)."""
+    lines = []
+    for name, w in workloads.items():
+        if w[col.TRANSFERS_UNFINISHED]:
+            n = w[col.TRANSFERS_UNFINISHED]
+            lines.append(
+                f"workload {name}: {n:,} of {w[col.TRANSFERS_STARTED]:,} transfer{'s' if n > 1 else ''} unfinished "
+                f"when the run ended ({units.fmt_size(w[col.BYTES_DELIVERED])} of "
+                f"{units.fmt_size(w[col.BYTES_OFFERED])} delivered)"
+            )
+    if len(lines) > WORKLOAD_ROWS:
+        more = len(lines) - WORKLOAD_ROWS
+        lines = [*lines[:WORKLOAD_ROWS], f"... and {more:,} more workloads with unfinished transfers"]
+    return lines
+
+
+def _console():
+    """The terminal's width on a terminal; wide enough for any table in a
+    file or a pipe (never a number cut to fit 120 columns)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH)
+
+
+#: Width of the output when it goes to a file or a pipe.
+PIPE_WIDTH = 1000
+
+
 def _table(title: str, style, left: list[str], right: list[str]):
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", box=style)
     for heading in left:
-        table.add_column(heading, no_wrap=True)
+        table.add_column(heading, overflow="fold")
     for heading in right:
         table.add_column(heading, justify="right", no_wrap=True)
     return table
+
+
+def _fit(table):
+    """Never cut a number: its column is as wide as its widest cell (names
+    fold onto more lines instead, on a narrow terminal)."""
+    for column in table.columns:
+        if column.justify == "right":
+            column.min_width = max((len(str(cell)) for cell in column._cells), default=0)
+    return table
+
+
+def _names(names: list[str], shown: int = 4) -> str:
+    if not names:
+        return "nothing else"
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _seconds(s: float) -> str:
+    return f"{s:g} s"
+
+
+def _secs(seconds: float | None) -> str:
+    """A completion time: ms below a second, else seconds (3 digits)."""
+    if seconds is None:
+        return "-"
+    return _ms(seconds) if seconds < 1 else f"{seconds:.3g} s"
 
 
 def _ms(seconds: float | None) -> str:
@@ -476,15 +617,14 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _print_reproduction(reproduction, target: Path) -> None:
     from rich import box
-    from rich.console import Console
 
-    console = Console() if sys.stdout.isatty() else Console(width=140)
+    console = _console()
     for title, rows in reproduction.tables.items():
         heads = list(rows[0])
         table = _table(title, box.SIMPLE_HEAD, heads[:1], heads[1:])
         for row in rows:
             table.add_row(*(str(row[h]) for h in heads))
-        console.print(table)
+        console.print(_fit(table))
     colours = {"holds": "green", "direction only": "yellow", "fails": "red"}
     for finding in reproduction.findings:
         mark = f"[{colours.get(finding.grade, 'red')}]{finding.grade}[/]"
@@ -533,6 +673,8 @@ def _sweep(args: argparse.Namespace) -> int:
             _save("the sweep", target, lambda: sweep.prepare(plan, staging))
     elif not (target / sweep.SWEEP_FILE).is_file():
         raise UsageError(f"output directory {str(target)!r} exists and holds no sweep ({sweep.SWEEP_FILE})")
+    elif not args.force:
+        _same_grid(target / sweep.SWEEP_FILE, plan.describe())
     display = Progress(
         TextColumn(f"[bold]sweep {escape(plan.name)}"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
         TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=Console(stderr=True), disable=args.quiet,
@@ -552,7 +694,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.quiet:
         print(target)
     else:
-        console = Console() if sys.stdout.isatty() else Console(width=140)
+        console = _console()
         failed = result.failed
         for row in failed.iter_rows(named=True):
             values = " ".join([*(f"{d.path}={row[d.path]}" for d in plan.dimensions), f"seed={row[sweep.SEED]}"])
@@ -563,6 +705,25 @@ def _sweep(args: argparse.Namespace) -> int:
         console.print(f"table: {target / sweep.TABLE_FILE}")
         console.print(f"plots: {target / sweep.PLOTS_DIR}/ ({len(result.plots)})")
     return EXIT_OK if result.failed.is_empty() else EXIT_FAILURE
+
+
+def _same_grid(path: Path, wanted: dict) -> None:
+    """Resume only the sweep asked for: a directory holding a sweep of
+    another grid (other --set values, seeds or scenario) is refused, since
+    its table and plots would be replaced."""
+    import json
+
+    try:
+        held = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {str(path)!r}: {exc}") from None
+    if held.get("runs") == wanted["runs"]:
+        return
+    sets = " ".join(f"--set {s}" for s in held.get("sets", [])) or "no --set"
+    raise UsageError(
+        f"{str(path.parent)!r} holds another sweep ({held.get('scenario')}, {sets}, --seeds {held.get('seeds')}); "
+        "give another --out, or --force to replace it"
+    )
 
 
 # --- alphaqos validate --------------------------------------------------------
@@ -582,13 +743,22 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _describe(scenario: Scenario) -> str:
-    """``name, 5 hosts, 2 routers, 6 links, 3 flows (1 tcp, 1 udp, 1 ping), 200 s, seed 1``."""
+    """``name, 5 hosts, 2 routers, 6 links, 3 flows (1 tcp, 1 udp, 1 ping),
+    2 workloads (1 transfer, 1 poisson), 200 s, seed 1``: every source of
+    traffic is counted (workloads and deadline transfers when there are)."""
     routers = sum(node.router for node in scenario.nodes.values())
-    kinds = Counter(flow.kind for flow in scenario.flows)
-    flows = f"{len(scenario.flows)} flows"
+    parts = [scenario.name, _count("host", len(scenario.nodes) - routers), _count("router", routers),
+             _count("link", len(scenario.links)), _count("flow", len(scenario.flows), [f.kind for f in scenario.flows])]  # fmt: skip
+    if scenario.workloads:
+        parts.append(_count("workload", len(scenario.workloads), [w.kind for w in scenario.workloads]))
+    if scenario.deadline_transfers:
+        parts.append(_count("deadline transfer", len(scenario.deadline_transfers)))
+    return ", ".join([*parts, units.fmt_time_ns(scenario.duration), f"seed {scenario.seed}"])
+
+
+def _count(noun: str, n: int, kinds: list[str] = ()) -> str:
+    """``3 flows (1 tcp, 2 udp)``, ``1 router``."""
+    text = f"{n:,} {noun}{'' if n == 1 else 's'}"
     if kinds:
-        flows += " (" + ", ".join(f"{count} {kind}" for kind, count in kinds.items()) + ")"
-    return (
-        f"{scenario.name}, {len(scenario.nodes) - routers} hosts, {routers} routers, {len(scenario.links)} links, "
-        f"{flows}, {units.fmt_time_ns(scenario.duration)}, seed {scenario.seed}"
-    )
+        text += " (" + ", ".join(f"{count:,} {kind}" for kind, count in Counter(kinds).items()) + ")"
+    return text

@@ -245,6 +245,13 @@ RTT_MEAN = "rtt_mean"
 RTT_STD = "rtt_std"  # population standard deviation, as the engine's delay_std
 RTT_MIN = "rtt_min"
 RTT_MAX = "rtt_max"
+RTT_P50 = "rtt_p50"
+RTT_P90 = "rtt_p90"
+#: A ping's answered probes split where other traffic starts or stops: a
+#: list of {start, end (s), active (the flows and workloads running),
+#: pings_sent, pings_lost, rtt_mean, rtt_p50, rtt_max}.
+RTT_PHASES = "rtt_phases"
+ACTIVE = "active"
 MAX_LEN_PKTS = "max_len_pkts"
 MAX_LEN_BYTES = "max_len_bytes"
 WORKLOADS = "workloads"
@@ -254,3 +261,7 @@ FCT_P50 = "fct_p50"
 FCT_P99 = "fct_p99"
 SLOWDOWN_MEAN = "slowdown_mean"  # mean of fct / ideal_fct over completed transfers
 SLOWDOWN_P99 = "slowdown_p99"
+TRANSFERS_UNFINISHED = "transfers_unfinished"  # neither completed nor failed when the run ended
+TRANSFERS_FAILED = "transfers_failed"  # a connection gave up
+BYTES_OFFERED = "bytes_offered"  # the sizes of the transfers started
+BYTES_DELIVERED = "bytes_delivered"  # acknowledged, over every transfer started

@@ -159,7 +159,7 @@ def _summarize(scenario: Scenario, frames: dict[str, pl.DataFrame], *, events: i
     """Headline figures per flow and per queue, JSON-ready."""
     flows = {}
     for row in frames["flow_summary"].iter_rows(named=True):
-        flows[row[col.FLOW]] = _flow_headline(row, frames)
+        flows[row[col.FLOW]] = _flow_headline(row, frames, scenario)
     queue_lengths = frames["queue"].group_by(col.QUEUE).agg(
         pl.col(col.LEN_PKTS).max().alias(col.MAX_LEN_PKTS), pl.col(col.LEN_BYTES).max().alias(col.MAX_LEN_BYTES)
     )
@@ -187,20 +187,31 @@ def _summarize(scenario: Scenario, frames: dict[str, pl.DataFrame], *, events: i
         col.QUEUES: queues,
     }
     if scenario.workloads:
-        out[col.WORKLOADS] = {wl.name: _workload_headline(wl.name, frames["transfers"]) for wl in scenario.workloads}
+        # One partition per workload, not a filter of the whole table per
+        # workload (thousands of workloads).
+        by_workload = frames["transfers"].partition_by(col.WORKLOAD, as_dict=True)
+        empty = frames["transfers"].clear()
+        out[col.WORKLOADS] = {wl.name: _workload_headline(wl, by_workload.get((wl.name,), empty)) for wl in scenario.workloads}
     return out
 
 
-def _workload_headline(name: str, transfers: pl.DataFrame) -> dict[str, Any]:
-    """Transfers started and completed, completion-time percentiles and the
-    slowdown (completion time over the time alone on an idle path)."""
-    mine = transfers.filter(pl.col(col.WORKLOAD) == name)
+def _workload_headline(workload, mine: pl.DataFrame) -> dict[str, Any]:
+    """Transfers started, completed, failed and still unfinished when the
+    run ended, bytes offered and delivered, completion-time percentiles and
+    the slowdown (completion time over the time alone on an idle path),
+    from the workload's rows of the transfers table."""
     done = mine.filter(pl.col(col.FCT).is_not_null())
+    gave_up = mine[col.FAILED] > 0
     slowdown = done[col.FCT] / done[col.IDEAL_FCT]
-    q = lambda s, p: s.quantile(p, interpolation="linear") if s.len() else None  # noqa: E731
+    q = _quantile
     return {
+        col.KIND: workload.kind,
         col.TRANSFERS_STARTED: mine.height,
         col.TRANSFERS_COMPLETED: done.height,
+        col.TRANSFERS_FAILED: int(gave_up.sum()),
+        col.TRANSFERS_UNFINISHED: int((mine[col.FCT].is_null() & ~gave_up).sum()),
+        col.BYTES_OFFERED: int(mine[col.SIZE_BYTES].sum()),
+        col.BYTES_DELIVERED: int(mine[col.BYTES_ACKED].sum()),
         col.FCT_P50: q(done[col.FCT], 0.5),
         col.FCT_P99: q(done[col.FCT], 0.99),
         col.SLOWDOWN_MEAN: slowdown.mean() if done.height else None,
@@ -209,7 +220,7 @@ def _workload_headline(name: str, transfers: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def _flow_headline(row: dict[str, Any], frames: dict[str, pl.DataFrame]) -> dict[str, Any]:
+def _flow_headline(row: dict[str, Any], frames: dict[str, pl.DataFrame], scenario: Scenario) -> dict[str, Any]:
     name, kind = row[col.FLOW], row[col.KIND]
     headline = {
         col.KIND: kind,
@@ -237,6 +248,42 @@ def _flow_headline(row: dict[str, Any], frames: dict[str, pl.DataFrame]) -> dict
             col.RTT_MEAN: rtt.mean(),
             col.RTT_STD: rtt.std(ddof=0),
             col.RTT_MIN: rtt.min(),
+            col.RTT_P50: _quantile(rtt, 0.5),
+            col.RTT_P90: _quantile(rtt, 0.9),
             col.RTT_MAX: rtt.max(),
+            # A mean over idle and loaded times is neither: the probes per
+            # stretch of time in which the same other traffic runs.
+            col.RTT_PHASES: _rtt_phases(pings, scenario, exclude=name),
         }
     return headline
+
+
+def _quantile(values: pl.Series, p: float) -> float | None:
+    return values.quantile(p, interpolation="linear") if values.len() else None
+
+
+def _rtt_phases(pings: pl.DataFrame, scenario: Scenario, *, exclude: str) -> list[dict[str, Any]]:
+    """Split the probes where another flow, workload or deadline transfer
+    starts or stops; phases running the same traffic side by side merge,
+    phases without a probe are left out."""
+    spans = [(f.name, f.start, scenario.stop_of(f)) for f in scenario.flows if f.name != exclude and f.kind != "ping"]
+    spans += [(w.name, w.start, scenario.duration if w.stop is None else w.stop) for w in scenario.workloads]
+    cuts = sorted({0, scenario.duration, *(t for _, a, b in spans for t in (a, b) if 0 < t < scenario.duration)})
+    phases: list[dict[str, Any]] = []
+    for begin, end in zip(cuts, cuts[1:]):
+        active = [name for name, a, b in spans if a <= begin and end <= b]
+        if phases and phases[-1][col.ACTIVE] == active:
+            phases[-1][col.END] = end / NS_PER_S
+        else:
+            phases.append({col.START: begin / NS_PER_S, col.END: end / NS_PER_S, col.ACTIVE: active})
+    out = []
+    for phase in phases:
+        mine = pings.filter((pl.col(col.TIME) >= phase[col.START]) & (pl.col(col.TIME) < phase[col.END]))
+        if mine.is_empty():
+            continue
+        rtt = mine[col.RTT].drop_nulls()
+        out.append(phase | {
+            col.PINGS_SENT: mine.height, col.PINGS_LOST: mine.height - rtt.len(),
+            col.RTT_MEAN: rtt.mean(), col.RTT_P50: _quantile(rtt, 0.5), col.RTT_MAX: rtt.max(),
+        })  # fmt: skip
+    return out

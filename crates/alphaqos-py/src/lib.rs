@@ -35,19 +35,16 @@ impl Simulation {
     }
 
     /// Run the event loop up to `until_ns` (capped at the duration).
-    fn advance(&mut self, py: Python<'_>, until_ns: u64) {
-        let inner = &mut self.inner;
-        // The engine is single-threaded and owns no Python objects.
-        py.detach(|| inner.advance(SimTime(until_ns)));
+    /// Raises what a Python signal handler raises (Ctrl-C: KeyboardInterrupt).
+    fn advance(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<()> {
+        self.run(py, until_ns, true)
     }
 
     /// Run every event before `until_ns` (capped at the duration); a
     /// caller acting then acts as an agent woken at `until_ns` would.
-    fn advance_before(&mut self, py: Python<'_>, until_ns: u64) {
-        let inner = &mut self.inner;
-        py.detach(|| inner.advance_before(SimTime(until_ns)));
+    fn advance_before(&mut self, py: Python<'_>, until_ns: u64) -> PyResult<()> {
+        self.run(py, until_ns, false)
     }
-
     /// A measurement or knob of the component `handle` names (base units).
     fn get(&mut self, handle: &str, what: &str) -> PyResult<f64> {
         self.inner.get_by_name(handle, what).map_err(PyValueError::new_err)
@@ -61,6 +58,28 @@ impl Simulation {
     /// The results tables: {table: {column: list}}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         tables_dict(py, self.inner.results())
+    }
+}
+
+/// Events run between two looks at Python's signal handlers: some
+/// hundredths of a second at the engine's speed (a few million events/s),
+/// so Ctrl-C is honoured well within a second whatever the simulated
+/// duration (a chunk of simulated time may hold any number of events);
+/// taking the GIL back costs microseconds.
+const EVENTS_PER_SIGNAL_CHECK: u64 = 1 << 18;
+
+impl Simulation {
+    /// The event loop without the GIL, in slices, running the signal
+    /// handlers between them: the first to raise stops the run there.
+    fn run(&mut self, py: Python<'_>, until_ns: u64, inclusive: bool) -> PyResult<()> {
+        loop {
+            let inner = &mut self.inner;
+            // The engine is single-threaded and owns no Python objects.
+            if py.detach(|| inner.advance_at_most(SimTime(until_ns), inclusive, EVENTS_PER_SIGNAL_CHECK)) {
+                return Ok(());
+            }
+            py.check_signals()?;
+        }
     }
 }
 

@@ -297,7 +297,7 @@ impl Simulation {
 
     /// Process every event up to and including `until` (capped at the duration).
     pub fn advance(&mut self, until: SimTime) {
-        self.run_events(until, true);
+        self.run_events(until, true, u64::MAX);
     }
 
     /// Process every event before `until` (capped at the duration), so
@@ -305,16 +305,30 @@ impl Simulation {
     /// as an agent woken then does. Stepping a run in chunks of any size
     /// this way, then [`Simulation::run`], gives the run of one call.
     pub fn advance_before(&mut self, until: SimTime) {
-        self.run_events(until, false);
+        self.run_events(until, false, u64::MAX);
+    }
+
+    /// [`Simulation::advance`] (`inclusive`) or [`Simulation::advance_before`]
+    /// in slices of at most `max_events` events, so that a caller can look
+    /// at other things (the Python binding: Ctrl-C) between slices however
+    /// long the run. True once every event up to `until` has run; the run
+    /// is the same however it is sliced.
+    pub fn advance_at_most(&mut self, until: SimTime, inclusive: bool, max_events: u64) -> bool {
+        self.run_events(until, inclusive, max_events)
     }
 
     /// The event loop: every event before `until`, and those at `until`
-    /// too if `inclusive`; at the end of the run the taps are written out.
-    fn run_events(&mut self, until: SimTime, inclusive: bool) {
+    /// too if `inclusive`, but at most `max_events` of them (false if it
+    /// stopped short); at the end of the run the taps are written out.
+    fn run_events(&mut self, until: SimTime, inclusive: bool, max_events: u64) -> bool {
         let until = until.min(self.duration);
+        let last = self.events_done.saturating_add(max_events);
         while let Some(t) = self.net.events.peek_time() {
             if t > until || (t == until && !inclusive) {
                 break;
+            }
+            if self.events_done == last {
+                return false;
             }
             let (t, code) = self.net.events.pop_code().expect("peeked");
             self.net.now = t;
@@ -325,6 +339,7 @@ impl Simulation {
         if self.net.now >= self.duration {
             self.flush_taps();
         }
+        true
     }
 
     /// Write out what the links' taps hold (done at the end of the run).
