@@ -136,3 +136,6 @@ def test_a_links_fq_codel_and_sfq_know_their_engine_limit():
     kinds = {link.queue_from("R").kind: link.queue_from("R") for link in q.links if link.between[0] == "R"}
     assert kinds["fq_codel"].fq_codel.limit.pkts == ENGINE_DEFAULTS["fq_codel"]["limit_pkts"] == 10240
     assert kinds["sfq"].sfq.limit.pkts == ENGINE_DEFAULTS["sfq"]["limit_pkts"] == 127
+    # An explicit null is no limit given, too.
+    link = {"between": ["R", "Q0"], "rate": "1Mbps", "delay": "1ms", "queue": {"fq_codel": {"limit": None}}}
+    assert Link.model_validate(link).queue.fq_codel.limit.pkts == 10240

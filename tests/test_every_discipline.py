@@ -4,9 +4,11 @@ end to end through ``alphaqos run``: exit 0, results and plots written.
 The disciplines are enumerated from the schema (the kinds of a link's
 queue, a policy's schedulers, a class's children and drop-profile forms),
 so that a new one is run here without a change to this file; a kind whose
-required keys are not known below fails loudly, naming itself. The
-disciplines see an overload (a 12 Mbit/s UDP flow and a TCP flow into a
-10 Mbit/s link), so that they queue.
+required keys are not known below fails loudly, naming itself. Each
+link queue kind and scheduler is a scenario of its own; the disciplines
+inside a class share one scenario, a link each. The disciplines see an
+overload (a 12 Mbit/s UDP flow and a TCP flow into a 10 Mbit/s link), so
+that they queue.
 """
 
 from __future__ import annotations

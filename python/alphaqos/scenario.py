@@ -296,7 +296,7 @@ class Queue(_Model):
         if isinstance(data, dict):
             for kind in ("fq_codel", "sfq"):
                 spec = data.get(kind)
-                if isinstance(spec, dict) and "limit" not in spec:
+                if isinstance(spec, dict) and spec.get("limit") is None:
                     limit = _engine_limit(ENGINE_DEFAULTS[kind])
                     text = f"{limit.pkts}p" if limit.pkts is not None else f"{limit.bytes}B"
                     data = {**data, kind: {**spec, "limit": text}}
