@@ -114,13 +114,14 @@ def test_policed_transfer_counts_every_packet(tmp_path, scenario, emu_built):
     assert udp["rx_pkts"] + run["socket_drops"] == sent
     # Everything the emulator took is sent on or dropped for a counted reason ...
     assert udp["rx_pkts"] == udp["tx_pkts"] + udp["drop_pkts"]
-    assert udp["drop_pkts"] == udp["drop_filter_pkts"] + udp["drop_tail_pkts"] + udp["drop_send_pkts"]
+    assert udp["drop_pkts"] == udp["drop_policer_pkts"] + udp["drop_tail_pkts"] + udp["drop_send_pkts"]
+    assert udp["drop_filter_pkts"] == 0, "no term discards: the policer does"
     # ... and what it sent on is what the receiver saw.
     assert received == udp["tx_pkts"]
     # The policer passed about 20 Mbit/s + 30 KB of the 50 Mbit/s: most packets are its drops,
     # counted alike by the filter table.
     term = {k: v[0] for k, v in tables["filter"].items()}
-    assert term["discarded_pkts"] == udp["drop_filter_pkts"]
+    assert term["discarded_pkts"] == udp["drop_policer_pkts"] > 0
     duration = (sent - 1) * 1000 * 8 / 50e6
     allowed = (20e6 * duration / 8 + 30_000) / 1000
     assert allowed * 0.9 <= udp["tx_pkts"] <= allowed * 1.1 + 2, (udp, allowed)
@@ -128,6 +129,11 @@ def test_policed_transfer_counts_every_packet(tmp_path, scenario, emu_built):
     # direction (the transfer, and any frame the hosts' stacks send unasked),
     # but for frames still in the link's delay when the run stopped.
     summary = pl.DataFrame(tables["queue_summary"]).filter(pl.col("queue") == "rtr->rcv").row(0, named=True)
+    # The policer's discards are counted at the queue they were bound for,
+    # as what the emulator took and did not send on for that reason.
+    policed = flows.filter(pl.col("direction") == "rtr->rcv")["drop_policer_pkts"].sum()
+    assert summary["drop_policer_pkts"] == policed == term["discarded_pkts"]
+    assert udp["rx_pkts"] - received == udp["drop_policer_pkts"] + udp["drop_tail_pkts"] + udp["drop_send_pkts"]
     in_flight = pl.DataFrame(tables["emu_timing"]).filter(pl.col("direction") == "rtr->rcv")["in_flight_pkts"][0]
     assert summary["deq_pkts"] == flows.filter(pl.col("direction") == "rtr->rcv")["tx_pkts"].sum() + in_flight
     timing = E.timing(tables)[0]

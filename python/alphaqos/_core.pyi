@@ -40,6 +40,10 @@ def cc_names() -> list[str]:
 def cc_params(name: str, params_json: str) -> str:
     """A controller's parameters (JSON, base units) with every default the
     engine applies; raises ValueError if the engine refuses them."""
+def applied_config(config_json: str) -> str:
+    """A configuration (JSON) as the engine applies it: every key it leaves
+    out given the engine's default; raises ValueError if the engine cannot
+    read it."""
 def knobs() -> list[tuple[str, str, str]]:
     """Every knob: (name, unit, what it does)."""
 def trace_info(path: str) -> tuple[int, float, int, int, int]:

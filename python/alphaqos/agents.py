@@ -33,13 +33,16 @@ MS = 1_000_000
 
 class WredRttTuning(Model):
     """Bouras & Sevasti's RTT-tuned WRED: every ``interval`` max_th = r RTT /
-    (MTU 8), min_th = ``min_fraction`` max_th, max_p as given."""
+    (MTU 8), min_th = ``min_fraction`` max_th. A per-colour profile keeps
+    each colour's max_th in its configured ratio to the first (green)
+    curve's; ``max_p``, if given, is set on every curve, else the first
+    curve takes the document's 0.2 and the others keep theirs."""
 
     name: str | None = None
     class_: Handle = Field(alias="class")
     traffic: Annotated[list[Handle], Field(min_length=1)]
     interval: PositiveTime = 50 * MS
-    max_p: Fraction = 0.2
+    max_p: Fraction | None = None
     min_fraction: Annotated[float, Field(ge=0, lt=1)] = 0.15
     rate: PositiveRate | None = None
     mtu: PositiveSize | None = None

@@ -153,7 +153,7 @@ def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str |
                 "name": f"{a}->{b}", "filter": filter_of(a),
                 "queue": link.get("queue_ab" if forward else "queue_ba") or {"fifo": {"limit_pkts": 1000}},
                 "rate_bps": link["rate_bps"], "delay_ns": link["delay_ns"],
-                "mtu_bytes": link.get("mtu_bytes", 1500), "overhead_bytes": link.get("overhead_bytes", 0),
+                "mtu_bytes": link["mtu_bytes"], "overhead_bytes": link["overhead_bytes"],
             })  # fmt: skip
         return out
 

@@ -104,6 +104,42 @@ NS_PER_S = 10**9
 NS_PER_MS = 10**6
 
 
+# --- the engine's defaults --------------------------------------------------
+
+
+def _engine_defaults() -> dict[str, Any]:
+    """What the engine applies to a scenario that gives only what it must:
+    ``_core.applied_config`` of a probe (two links: one with the default
+    queue, one with FQ-CoDel one way and SFQ the other, without
+    parameters). The models below take their defaults from here, so that
+    Python and the engine cannot disagree on them (``tests/test_engine_defaults.py``)."""
+    try:
+        from . import _core
+    except ImportError as exc:
+        raise ImportError(f"the simulation engine alphaqos._core is not available ({exc}); build it with `make build`") from exc
+    link = {"a": "a", "b": "b", "rate_bps": 1, "delay_ns": 0}
+    probe = {"duration_ns": 1, "nodes": [], "links": [link, {**link, "queue_ab": {"fq_codel": {}}, "queue_ba": {"sfq": {}}}]}
+    applied = json.loads(_core.applied_config(json.dumps(probe)))
+    plain, per_flow = applied["links"]
+    return {
+        "seed": applied["seed"],
+        "metric_interval_ns": applied["metric_interval_ns"],
+        "link": {k: plain[k] for k in ("mtu_bytes", "overhead_bytes")},
+        "queue": plain["queue_ab"],
+        # A link's own per-flow queue; inside a class it takes the class's buffer.
+        "fq_codel": per_flow["queue_ab"]["fq_codel"],
+        "sfq": per_flow["queue_ba"]["sfq"],
+    }
+
+
+#: The engine's defaults (:func:`_engine_defaults`), in its base units.
+ENGINE_DEFAULTS = _engine_defaults()
+
+
+def _engine_limit(queue: dict[str, Any]) -> units.QueueLimit:
+    return units.QueueLimit(pkts=queue["limit_pkts"], bytes=queue["limit_bytes"])
+
+
 # --- value types ------------------------------------------------------------
 
 
@@ -178,7 +214,7 @@ class Node(_Model):
 class Fifo(_Model):
     """Drop-tail FIFO queue."""
 
-    limit: QueueLimit = units.QueueLimit(pkts=1000)
+    limit: QueueLimit = _engine_limit(ENGINE_DEFAULTS["queue"]["fifo"])
 
 
 class Red(_Model):
@@ -251,6 +287,21 @@ class Queue(_Model):
     sfq: Sfq | None = None
     yaqs: Yaqs | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _link_limits(cls, data: Any) -> Any:
+        """A link's ``fq_codel`` or ``sfq`` without a ``limit`` has the one
+        the engine gives it (Linux's: 10240p, 127p), so that what reads the
+        scenario (plots, summaries) knows it too."""
+        if isinstance(data, dict):
+            for kind in ("fq_codel", "sfq"):
+                spec = data.get(kind)
+                if isinstance(spec, dict) and spec.get("limit") is None:
+                    limit = _engine_limit(ENGINE_DEFAULTS[kind])
+                    text = f"{limit.pkts}p" if limit.pkts is not None else f"{limit.bytes}B"
+                    data = {**data, kind: {**spec, "limit": text}}
+        return data
+
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
         _exactly_one(self, QUEUE_KINDS)
@@ -290,10 +341,10 @@ class Link(_Model):
     between: tuple[Name, Name]
     rate: PositiveRate
     delay: Time
-    mtu: Mtu = 1500
+    mtu: Mtu = ENGINE_DEFAULTS["link"]["mtu_bytes"]
     # Bytes added to each packet on the wire: Ethernet preamble 7 + SFD 1 +
     # header 14 + FCS 4 + inter-frame gap 12 = 38.
-    overhead: Size = 38
+    overhead: Size = ENGINE_DEFAULTS["link"]["overhead_bytes"]
     queue: Queue = DEFAULT_QUEUE
     queues: dict[Name, Queue] = {}
     impair: Impair = NO_IMPAIRMENT
@@ -716,8 +767,8 @@ class Scenario(_Model):
     name: Name
     description: str = ""
     duration: PositiveTime
-    seed: Seed = 1
-    metric_interval: PositiveTime = 100 * NS_PER_MS
+    seed: Seed = ENGINE_DEFAULTS["seed"]
+    metric_interval: PositiveTime = ENGINE_DEFAULTS["metric_interval_ns"]
     nodes: Annotated[dict[Name, Node], Field(min_length=1)]
     policies: dict[Name, Policy] = {}
     links: list[Link] = []

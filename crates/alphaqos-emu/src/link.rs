@@ -14,7 +14,7 @@
 //! the loop wakes up; only the moment a packet is handed back to the
 //! kernel does, and that lateness is the delay error the run reports.
 
-use alphaqos_sim::qos::classify::Filter;
+use alphaqos_sim::qos::classify::{Discarded, Filter};
 use alphaqos_sim::qos::{DropReason, Dequeued, Qdisc, QueueCtx};
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, Duration, SimTime};
@@ -26,12 +26,24 @@ use std::collections::VecDeque;
 pub enum Why {
     /// Refused or dropped by the discipline (tail, AQM).
     Queue(DropReason),
-    /// Discarded by a filter term (policer out of profile, or `discard`).
+    /// Discarded by a filter term's `discard` action.
     Filter,
+    /// Discarded by a filter term's policer (out of profile; counted also
+    /// as a `Policer` drop of the queue it was bound for, where there is one).
+    Policer,
     /// Larger than the hop's MTU.
     Mtu,
     /// The kernel would not take it back (send buffer full).
     Send,
+}
+
+impl From<Discarded> for Why {
+    fn from(d: Discarded) -> Why {
+        match d {
+            Discarded::Term => Why::Filter,
+            Discarded::Policer => Why::Policer,
+        }
+    }
 }
 
 impl Why {
@@ -39,6 +51,7 @@ impl Why {
         match self {
             Why::Queue(r) => r.as_str(),
             Why::Filter => "filter",
+            Why::Policer => DropReason::Policer.as_str(),
             Why::Mtu => "mtu",
             Why::Send => "send",
         }
@@ -86,8 +99,11 @@ impl Hop {
         let pkt = match self.filter {
             Some(f) => match filters[f].apply(t, pkt) {
                 Ok(p) => p,
-                Err(p) => {
-                    dropped.push((p, Why::Filter));
+                Err((p, why)) => {
+                    if why == Discarded::Policer {
+                        self.qdisc.count_policed(&p);
+                    }
+                    dropped.push((p, Why::from(why)));
                     return;
                 }
             },
@@ -183,7 +199,7 @@ impl Direction {
                 None => return Some((t, p)),
                 Some(f) => match filters[f].apply(t, p) {
                     Ok(p) => return Some((t, p)),
-                    Err(p) => dropped.push((p, Why::Filter)),
+                    Err((p, why)) => dropped.push((p, Why::from(why))),
                 },
             }
         }

@@ -226,7 +226,7 @@ impl Emulator {
                     Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.filter: not a filter index"))? as usize),
                 };
                 let rng = Rng::stream(seed, &format!("queue:{hop_name}"));
-                let overhead = hv.get("overhead_bytes").and_then(Value::as_u64).unwrap_or(0) as u32;
+                let overhead = hv.get("overhead_bytes").and_then(Value::as_u64).map_or(alphaqos_sim::config::ETHERNET_OVERHEAD_BYTES, |o| o as u32);
                 hops.push(Hop::new(hop_name, filter, qdisc, rng, DataRate(rate), Duration(u64_at(hv, "delay_ns", &at)?), mtu, overhead));
             }
             if hops.is_empty() {

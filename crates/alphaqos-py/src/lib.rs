@@ -163,6 +163,15 @@ fn cc_params(name: &str, params_json: &str) -> PyResult<String> {
     Ok(out.to_string())
 }
 
+/// A configuration (JSON text) as the engine applies it, every key it
+/// leaves out given the engine's default (JSON text); ValueError if the
+/// engine cannot read it. The Python front takes the engine's defaults
+/// from here.
+#[pyfunction]
+fn applied_config(config_json: &str) -> PyResult<String> {
+    alphaqos_sim::config::applied(config_json).map(|v| v.to_string()).map_err(PyValueError::new_err)
+}
+
 /// Every knob: (name, unit, what it does).
 #[pyfunction]
 fn knobs() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -182,6 +191,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(cc_params, m)?)?;
+    m.add_function(wrap_pyfunction!(applied_config, m)?)?;
     m.add_function(wrap_pyfunction!(knobs, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_replay, m)?)?;

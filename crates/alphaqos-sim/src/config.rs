@@ -3,9 +3,9 @@
 //! docs/engine-config.md. Semantic checks that need the whole topology
 //! (unknown node, unreachable destination) happen in `Simulation::new`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
@@ -38,7 +38,7 @@ fn default_interval() -> u64 {
     100_000_000
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     pub name: String,
@@ -53,7 +53,7 @@ pub struct NodeConfig {
 }
 
 /// One term of a firewall filter (Junos `term`: `from` conditions, `then` actions).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilterTermConfig {
     pub name: String,
@@ -92,7 +92,7 @@ pub struct FilterTermConfig {
 /// - RFC 2697 srTCM: `srtcm`, or RFC 2698 trTCM: `trtcm`, each with
 ///   `color_aware` and the actions `yellow` (default transmit) and `red`
 ///   (default discard).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicerConfig {
     #[serde(default)]
@@ -117,7 +117,7 @@ pub struct PolicerConfig {
 }
 
 /// RFC 2697 parameters: committed rate, committed and excess burst sizes.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SrtcmConfig {
     pub cir_bps: u64,
@@ -126,7 +126,7 @@ pub struct SrtcmConfig {
 }
 
 /// RFC 2698 parameters: committed and peak rates and burst sizes.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrtcmConfig {
     pub cir_bps: u64,
@@ -136,7 +136,7 @@ pub struct TrtcmConfig {
 }
 
 /// What a policer does with the packets of one colour.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ColorAction {
     /// Forward with the colour the meter gave.
@@ -148,7 +148,7 @@ pub enum ColorAction {
     Fclass(u8),
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     pub a: String,
@@ -157,7 +157,8 @@ pub struct LinkConfig {
     pub delay_ns: u64,
     #[serde(default = "default_mtu")]
     pub mtu_bytes: u32,
-    #[serde(default)]
+    /// Bytes each frame adds on the wire beyond the IP packet.
+    #[serde(default = "default_overhead")]
     pub overhead_bytes: u32,
     #[serde(default)]
     pub queue_ab: QueueConfig,
@@ -185,7 +186,7 @@ pub struct LinkConfig {
 /// with probability `loss`; a fraction `reorder_fraction` arrives late by
 /// `reorder_by` positions (its own serialization time, `reorder_by` times
 /// over: the place it would take behind that many back-to-back frames).
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Impairment {
     #[serde(default)]
@@ -215,8 +216,17 @@ fn default_mtu() -> u32 {
     1500
 }
 
+/// Ethernet on the wire, per frame: preamble 7 + SFD 1 + header 14 + FCS 4
+/// + inter-frame gap 12 bytes (IEEE 802.3, clauses 3 and 4): what a 10
+/// Gbit/s port spends beyond the IP packet.
+pub const ETHERNET_OVERHEAD_BYTES: u32 = 38;
+
+fn default_overhead() -> u32 {
+    ETHERNET_OVERHEAD_BYTES
+}
+
 /// One queue discipline; exactly one key in the JSON object.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueConfig {
     Fifo(FifoConfig),
@@ -241,7 +251,7 @@ pub enum QueueConfig {
 /// 10240 packets (as a link's queue; a class's buffer as a class's child),
 /// 1024 buckets, quantum and CoDel MTU the link MTU + 14 B (1514 B on a
 /// 1500 B link), target 5 ms, interval 100 ms, drop batch 64 packets.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FqCodelConfig {
     #[serde(default)]
@@ -265,7 +275,7 @@ pub struct FqCodelConfig {
 /// Hashed DRR's parameters; absent ones take Linux sfq's defaults: limit
 /// 127 packets (a class's buffer as a class's child), 1024 buckets,
 /// quantum the link MTU + 14 B.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SfqConfig {
     #[serde(default)]
@@ -282,7 +292,7 @@ pub struct SfqConfig {
 /// buffer: `fifo` (the default), `red` (its `limit_*` not allowed: the
 /// class buffer is the limit), `fq_codel`, `sfq`. A class's
 /// `drop_profile` is a FIFO with that profile, so it excludes `child`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ChildConfig {
     Fifo(FifoConfig),
@@ -297,7 +307,7 @@ pub enum ChildConfig {
 /// thresholds in bytes (signed so that a negative one is refused by name),
 /// the slow queue's weight `r`, the Count-Sketch's size, and each queue's
 /// limit (unlimited by default).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct YaqsConfig {
     #[serde(default)]
@@ -349,7 +359,7 @@ fn default_slow_counts() -> String {
 /// The interface buffer and one queue per forwarding class, in class-index
 /// order, behind a scheduler: the Junos one (`C` = [`JunosClassConfig`]) or
 /// strict priority, WRR, DRR, MDRR ([`ClassfulClassConfig`]).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassfulConfig<C = ClassfulClassConfig> {
     #[serde(default)]
@@ -368,7 +378,7 @@ pub struct ClassfulConfig<C = ClassfulClassConfig> {
 /// `weight` (wrr: packets per round; mdrr: Cisco weight 1..=2048, the
 /// quantum is `MTU + (weight - 1) 512` bytes on the link's MTU),
 /// `quantum_bytes` (drr), `low_latency` (mdrr, at most one class).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassfulClassConfig {
     pub name: String,
@@ -390,7 +400,7 @@ pub struct ClassfulClassConfig {
 
 /// MDRR's low-latency queue mode (Cisco 12000 `queue low-latency
 /// strict-priority` / `alternate-priority`).
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LowLatency {
     Strict,
@@ -398,7 +408,7 @@ pub enum LowLatency {
 }
 
 /// A class's early-drop profile (exactly one key), see `qos/aqm/wred.rs`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum DropProfileConfig {
     /// Junos interpolated drop curves per colour: (fill %, drop %) points
@@ -414,7 +424,7 @@ pub enum DropProfileConfig {
 }
 
 /// One optional value per colour.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PerColor<T> {
     #[serde(default = "none")]
@@ -436,7 +446,7 @@ impl<T> PerColor<T> {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CiscoWredConfig {
     /// Exponential weighting constant n: the average weight is 2^-n.
@@ -452,7 +462,7 @@ fn default_exp_weight() -> u32 {
     9
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CiscoThresholdConfig {
     /// Thresholds in packets; `max_p` is 1 / mark probability denominator.
@@ -462,7 +472,7 @@ pub struct CiscoThresholdConfig {
 }
 
 /// RIO's two RED curves; their `limit_*` must be unset (the class buffer applies).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RioConfig {
     pub in_profile: RedConfig,
@@ -471,7 +481,7 @@ pub struct RioConfig {
 
 /// Linux HTB on a host's egress (see `qos/htb.rs`): classes in tc order
 /// (parents first), u32-style filters, an optional default class.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbConfig {
     pub classes: Vec<HtbClassConfig>,
@@ -481,7 +491,7 @@ pub struct HtbConfig {
     pub default_class: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbClassConfig {
     pub name: String,
@@ -507,7 +517,7 @@ pub struct HtbClassConfig {
     pub child: Option<ChildConfig>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HtbFilterConfig {
     #[serde(default)]
@@ -523,7 +533,7 @@ pub struct HtbFilterConfig {
 /// class in class-index order (see `qos/sched/junos.rs`).
 pub type JunosConfig = ClassfulConfig<JunosClassConfig>;
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct JunosClassConfig {
     pub name: String,
@@ -575,7 +585,7 @@ impl Default for QueueConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FifoConfig {
     #[serde(default)]
@@ -584,7 +594,7 @@ pub struct FifoConfig {
     pub limit_bytes: Option<u64>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedConfig {
     #[serde(default)]
@@ -620,7 +630,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
     pub name: String,
@@ -654,7 +664,7 @@ pub struct FlowConfig {
     pub dst_port: Option<u16>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpConfig {
     #[serde(default = "default_cc")]
@@ -863,7 +873,7 @@ fn default_host_profile() -> String {
     "default".into()
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpConfig {
     pub size_bytes: u32,
@@ -871,7 +881,7 @@ pub struct UdpConfig {
     pub schedule: Vec<(u64, u64)>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoissonConfig {
     pub rate_bps: u64,
@@ -881,7 +891,7 @@ pub struct PoissonConfig {
     pub exp_size: bool,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PingConfig {
     pub interval_ns: u64,
@@ -896,7 +906,7 @@ fn default_ping_size() -> u32 {
 /// UDP ON/OFF: `rate_bps` while ON in `size_bytes` packets; periods of mean
 /// `on_mean_ns` and `off_mean_ns` (defaults: ITU-T P.59's talk spurt and
 /// pause), exponential, or Pareto of shape `pareto_shape`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OnOffUdpConfig {
     pub rate_bps: u64,
@@ -919,7 +929,7 @@ fn default_off_mean() -> u64 {
 /// MPEG-like video: `mean_rate_bps` in `size_bytes` packets, `fps` frames
 /// per second, frame sizes varying by a lognormal factor of log-deviation
 /// `sigma`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct VideoConfig {
     pub mean_rate_bps: u64,
@@ -940,7 +950,7 @@ fn default_sigma() -> f64 {
 /// Traffic that creates connections at run time: exactly one of
 /// `transfer`, `poisson` (transfer arrivals), `onoff` (web-like sources),
 /// `http` (clients fetching from a server).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadConfig {
     pub name: String,
@@ -1002,7 +1012,7 @@ fn default_block() -> u64 {
 }
 
 /// What one stream of a transfer does differently.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamOptions {
     #[serde(default)]
@@ -1016,7 +1026,7 @@ pub struct StreamOptions {
 }
 
 /// One transfer of `size_bytes` from `src` to `dst`, at the workload's start.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TransferConfig {
     pub src: String,
@@ -1026,7 +1036,7 @@ pub struct TransferConfig {
 
 /// Transfers arriving as a Poisson process: `rate_per_s` arrivals per
 /// second, or `load_bps` of offered traffic (rate = load / (8 mean size)).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoissonArrivalsConfig {
     #[serde(default)]
@@ -1038,7 +1048,7 @@ pub struct PoissonArrivalsConfig {
 }
 
 /// Which hosts a transfer joins.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PairsConfig {
     /// Any ordered pair of distinct hosts of the list, uniformly.
@@ -1053,7 +1063,7 @@ pub enum PairsConfig {
 /// a random host of `peers` and an exponential idle time of mean
 /// `idle_mean_ns`, or, with `mean_rate_bps`, a think time between starts
 /// of mean (mean size * 8 / mean_rate) (see `workload/mod.rs`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct OnOffConfig {
     pub hosts: Vec<String>,
@@ -1071,7 +1081,7 @@ pub struct OnOffConfig {
 /// exponential of mean `think_mean_ns` after the response, or, with
 /// `mean_rate_bps` (the whole workload's offered response rate), between
 /// page starts (see `workload/mod.rs`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     pub server: String,
@@ -1092,7 +1102,7 @@ fn default_request() -> u64 {
 }
 
 /// A size distribution (exactly one key), see `workload/dist.rs`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum SizeDistConfig {
     Fixed {
@@ -1140,7 +1150,7 @@ impl SizeDistConfig {
 /// A control agent (exactly one key), see `control/`. Handles are the
 /// names of `control/mod.rs`: "A->B" (interface), "A->B/class", "node/term",
 /// a flow, a workload, "workload#k" (its k-th transfer, from 0).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum AgentConfig {
     WredRttTuning(WredRttConfig),
@@ -1149,7 +1159,7 @@ pub enum AgentConfig {
 }
 
 /// Bouras & Sevasti's RTT-tuned WRED (see `control/wred_rtt.rs`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WredRttConfig {
     #[serde(default)]
@@ -1160,9 +1170,11 @@ pub struct WredRttConfig {
     pub traffic: Vec<String>,
     #[serde(default = "default_agent_interval")]
     pub interval_ns: u64,
-    /// max_p set on every colour's curve (the document's 0.2).
-    #[serde(default = "default_wred_max_p")]
-    pub max_p: f64,
+    /// max_p set on every colour's curve; absent, the first curve (green)
+    /// takes the document's 0.2 ([`DEFAULT_WRED_MAX_P`]) and the others
+    /// keep their own.
+    #[serde(default)]
+    pub max_p: Option<f64>,
     /// min_th = min_fraction x max_th (the document's 0.15).
     #[serde(default = "default_min_fraction")]
     pub min_fraction: f64,
@@ -1175,7 +1187,7 @@ pub struct WredRttConfig {
 }
 
 /// A deadline transfer's reservation (see `control/deadline.rs`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeadlineConfig {
     #[serde(default)]
@@ -1194,7 +1206,7 @@ pub struct DeadlineConfig {
 }
 
 /// Call admission over time-sliced link bookings (see `control/admission.rs`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdmissionConfig {
     #[serde(default)]
@@ -1230,9 +1242,8 @@ pub struct AdmissionConfig {
 fn default_agent_interval() -> u64 {
     50_000_000
 }
-fn default_wred_max_p() -> f64 {
-    0.2
-}
+/// Bouras & Sevasti, Section 5.1: max_p = 0.2.
+pub const DEFAULT_WRED_MAX_P: f64 = 0.2;
 fn default_min_fraction() -> f64 {
     0.15
 }
@@ -1241,4 +1252,17 @@ fn default_margin() -> f64 {
 }
 fn default_capacity_fraction() -> f64 {
     1.0
+}
+
+/// The configuration as the engine applies it: `json` parsed (every key it
+/// leaves out given the engine's default) and written back as JSON. The
+/// Python front takes the engine's defaults from here instead of keeping
+/// its own copy, and its tests compare what it sends with them.
+pub fn applied(json: &str) -> Result<serde_json::Value, String> {
+    let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    for l in &mut c.links {
+        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes);
+        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes);
+    }
+    serde_json::to_value(&c).map_err(|e| e.to_string())
 }

@@ -22,7 +22,7 @@ use crate::conn::ConnId;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::DelayStats;
 use crate::packet::{Color, Packet, Payload};
-use crate::qos::classify::Filter;
+use crate::qos::classify::{Discarded, Filter};
 use crate::qos::{Dequeued, QueueCtx};
 use crate::tcp::Wire;
 use crate::time::{Duration, SimTime};
@@ -304,7 +304,13 @@ impl Net {
             let pkt = match &mut self.filters[node as usize] {
                 Some(f) => match f.apply(self.now, pkt) {
                     Ok(p) => p,
-                    Err(p) => {
+                    Err((p, why)) => {
+                        // At the egress queue it was bound for, as a router
+                        // counts policed packets per class.
+                        let i = self.route(node, p.dst);
+                        if why == Discarded::Policer && i != NO_ROUTE {
+                            self.ifaces[i as usize].qdisc.count_policed(&p);
+                        }
                         self.count_drop(&p);
                         return None;
                     }

@@ -131,6 +131,63 @@ fn wred_rtt_tuning_sets_equation_2_and_holds_the_queue_near_equation_3() {
     assert!((0.2..=0.25).contains(&ratio), "mean queue / (r RTT / (MTU 8)) = {ratio}, outside equation 3's band");
 }
 
+/// The same set-up with a per-colour WRED (green 60, yellow 40, red 20
+/// packets at max_th; max_p 0.1, 0.2, 0.5) and the agent, `max_p` given
+/// to it or not; 3 s.
+fn bouras_per_colour(max_p: Option<f64>) -> Cfg {
+    let mut cfg = bouras(true, 1);
+    cfg.v["duration_ns"] = json!(3 * S);
+    cfg.v["links"][2]["queue_ab"]["strict_priority"]["classes"][0]["drop_profile"] = json!({"cisco_wred": {"per_color": {
+        "green": {"min_th": 9.0, "max_th": 60.0, "max_p": 0.1},
+        "yellow": {"min_th": 6.0, "max_th": 40.0, "max_p": 0.2},
+        "red": {"min_th": 3.0, "max_th": 20.0, "max_p": 0.5}}}});
+    if let Some(p) = max_p {
+        cfg.v["control"][0]["wred_rtt_tuning"]["max_p"] = json!(p);
+    }
+    cfg
+}
+
+#[test]
+fn wred_rtt_tuning_tunes_every_colour_in_proportion_and_logs_each_curve() {
+    let colours = [("green", 60.0, 0.1), ("yellow", 40.0, 0.2), ("red", 20.0, 0.5)];
+    for max_p in [None, Some(0.3)] {
+        let mut sim = bouras_per_colour(max_p).build().unwrap();
+        sim.run();
+        let r = Res(sim.results());
+        let c = r.table("control");
+        let (knob, old, new) = (c.strs("knob"), f64s(c, "old_value"), f64s(c, "new_value"));
+        // max_p: given, on every curve; not given, the first curve takes the document's 0.2.
+        let first: Vec<(&str, f64, f64)> = knob.iter().zip(&old).zip(&new).take_while(|((k, _), _)| k.starts_with("max_p")).map(|((k, o), n)| (k.as_str(), *o, *n)).collect();
+        match max_p {
+            None => assert_eq!(first, [("max_p.green", 0.1, 0.2)]),
+            Some(p) => assert_eq!(first, [("max_p.green", 0.1, p), ("max_p.yellow", 0.2, p), ("max_p.red", 0.5, p)]),
+        }
+        for (colour, _, own_p) in colours {
+            let want = max_p.unwrap_or(if colour == "green" { 0.2 } else { own_p });
+            assert_eq!(sim.get_by_name("R->H2/rel", &format!("max_p.{colour}")).unwrap(), want, "{colour}");
+        }
+        // Each colour's max_th is green's times its configured ratio to green,
+        // its min_th 0.15 of it; each change logs that curve's old value.
+        let series = |k: &str| -> Vec<(f64, f64)> { knob.iter().zip(old.iter().zip(&new)).filter(|(x, _)| *x == k).map(|(_, (o, n))| (*o, *n)).collect() };
+        let green = series("max_th.green");
+        assert!(green.len() > 40, "{} changes in 3 s", green.len());
+        for (colour, max_th, _) in colours {
+            let (maxes, mins) = (series(&format!("max_th.{colour}")), series(&format!("min_th.{colour}")));
+            assert_eq!(maxes.len(), green.len(), "{colour}: changed at every wake");
+            assert_eq!(maxes[0].0, max_th, "{colour}: the first change logs the configured max_th");
+            for (i, ((_, m), (_, mn))) in maxes.iter().zip(&mins).enumerate() {
+                assert_eq!(*m, green[i].1 * (max_th / 60.0), "{colour}, wake {i}");
+                assert_eq!(*mn, 0.15 * m, "{colour}, wake {i}");
+                if i > 0 {
+                    assert_eq!(maxes[i].0, maxes[i - 1].1, "{colour}: old value is the last new one");
+                }
+            }
+            assert_eq!(sim.get_by_name("R->H2/rel", &format!("max_th.{colour}")).unwrap(), maxes.last().unwrap().1);
+        }
+        assert!(!knob.iter().any(|k| k == "max_th" || k == "min_th"), "per-colour knobs only");
+    }
+}
+
 #[test]
 fn stepping_in_chunks_changes_nothing() {
     let cfg = bouras(true, 3);

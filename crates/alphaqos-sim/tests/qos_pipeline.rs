@@ -182,3 +182,59 @@ fn a_trtcm_colours_a_flow_and_wred_drops_its_red_before_the_green_flow() {
     assert_eq!(drop_a, 0);
     assert!(drop_b as f64 > 0.25 * res.flow("b", "tx_pkts") as f64);
 }
+
+/// RFC 2697 token arithmetic for a CBR train: `n` packets of `size` bytes,
+/// `per_gap` byte tokens earned between two arrivals (exact here: the gap
+/// is a whole number of token periods), both buckets full at the first
+/// packet (RFC 2697 Section 3.1: Tc(0) = CBS, Te(0) = EBS). The packets
+/// a policer that discards red passes: green and yellow. A
+/// single-rate two-colour bucket is the EBS = 0 case (Section 2, "the EBS
+/// ... set to zero").
+fn srtcm_admitted(n: u64, size: u64, per_gap: u64, cbs: u64, ebs: u64) -> u64 {
+    let (mut tc, mut te, mut passed) = (cbs, ebs, 0);
+    for k in 0..n {
+        if k > 0 {
+            let into_c = per_gap.min(cbs - tc);
+            tc += into_c;
+            te = (te + per_gap - into_c).min(ebs);
+        }
+        if tc >= size {
+            tc -= size;
+            passed += 1;
+        } else if te >= size {
+            te -= size;
+            passed += 1;
+        }
+    }
+    passed
+}
+
+#[test]
+fn policer_discards_are_counted_at_the_queue_they_were_bound_for() {
+    // B sends 1500 B at 50 Mbit/s (a packet every 240 us) through a 20
+    // Mbit/s policer (a byte token every 400 ns: 600 B per gap) and stops
+    // at 0.5 s, so that every packet reaches R before the end of the run.
+    let (size, per_gap, stop) = (1500u64, 600u64, 500 * MS);
+    let single = json!({"rate_bps": 20 * MBPS, "burst_bytes": 30_000, "out_of_profile": "discard"});
+    let srtcm = json!({"srtcm": {"cir_bps": 20 * MBPS, "cbs_bytes": 30_000, "ebs_bytes": 45_000}, "yellow": "transmit", "red": "discard"});
+    let wrr = classful("wrr", json!({"weight": 1}), json!({"weight": 1}));
+    for (policer, cbs, ebs) in [(single, 30_000, 0), (srtcm, 30_000, 45_000)] {
+        for (egress, queue) in [(fifo(Some(1000), None), "R->D"), (wrr.clone(), "R->D/b")] {
+            let mut cfg = two_classes(egress, b_to_class_1(policer.clone()), 1500, 50 * MBPS);
+            for f in cfg.v["flows"].as_array_mut().unwrap() {
+                f["stop_ns"] = json!(stop);
+            }
+            let res = cfg.run();
+            let offered = res.flow("b", "tx_pkts");
+            let passed = srtcm_admitted(offered, size, per_gap, cbs, ebs);
+            println!("{queue}, ebs {ebs}: offered {offered}, the token buckets pass {passed}");
+            assert!(passed > 0 && passed < offered / 2, "the test's own arithmetic: {passed} of {offered}");
+            assert_eq!(res.flow("b", "rx_pkts"), passed, "{queue}: what the policer passed arrived");
+            assert_eq!(res.table("filter").u64s("discarded_pkts")[0], offered - passed);
+            assert_eq!(res.queue(queue, "drop_policer_pkts"), offered - passed, "{queue}");
+            assert_eq!(res.queue(queue, "drop_pkts"), offered - passed, "{queue}: no other drop");
+            let total: u64 = res.col("queue_summary", "drop_policer_pkts").iter().sum();
+            assert_eq!(total, offered - passed, "counted once, at {queue} alone");
+        }
+    }
+}

@@ -20,18 +20,32 @@
 //! the thresholds as they are. Thresholds are set so that `min_th <
 //! max_th` holds after each change (the larger one first when growing).
 //!
+//! Per colour. The document tunes one curve; a per-colour profile (WRED
+//! with green, yellow and red curves, RIO, GRED) has one per colour. Each
+//! curve keeps its own place relative to the first (green) one: equation 2
+//! gives the first curve's `max_th`, each other curve's `max_th` is that
+//! times the ratio of the two curves' configured `max_th`, and the
+//! `min_th = min_fraction max_th` rule applies to every curve alike (a
+//! 60/40/20 profile stays 3:2:1). `max_p`, when the agent is given one, is
+//! set on every curve; otherwise the first curve takes the document's 0.2
+//! and the others keep their own. A profile of one curve is tuned through
+//! the plain knobs (`max_th`, ...), one of several through each colour's
+//! (`max_th.yellow`, ...), so that `control.parquet` logs every curve it
+//! changes, with its old and new value.
+//!
 //! Parameters: `class` (handle of a class or RED interface), `traffic`
-//! (flows and workloads), `interval_ns` (50 ms), `max_p` (0.2),
+//! (flows and workloads), `interval_ns` (50 ms), `max_p` (see above),
 //! `min_fraction` (0.15), `rate_bps` (default the class's transmit rate,
 //! else the link's), `mtu_bytes` (default the link's).
 //!
 //! Tests: `tests/control.rs` (the thresholds against equation 2 by hand,
-//! the mean queue on the document's first set-up), and the Python
-//! controller that reproduces this agent bit for bit
-//! (`tests/test_control.py`).
+//! the mean queue on the document's first set-up, a per-colour WRED kept
+//! in proportion), and the Python controller that reproduces this agent
+//! bit for bit (`tests/test_control.py`).
 
 use super::{Agent, Control, Handle, Target};
-use crate::config::WredRttConfig;
+use crate::config::{WredRttConfig, DEFAULT_WRED_MAX_P};
+use crate::control::knob::COLORS;
 use crate::sim::Simulation;
 use crate::time::{Duration, SimTime};
 
@@ -40,7 +54,10 @@ pub struct WredRtt {
     class: Handle,
     traffic: Vec<Handle>,
     interval: Duration,
-    max_p: f64,
+    /// The curves tuned: (knob suffix, "" for a one-curve profile or
+    /// ".green" etc., max_th relative to the first curve's).
+    curves: Vec<(String, f64)>,
+    max_p: Option<f64>,
     min_fraction: f64,
     rate_bps: f64,
     mtu_bytes: f64,
@@ -54,8 +71,8 @@ impl WredRtt {
         if c.interval_ns == 0 {
             return Err("interval_ns: must be positive".into());
         }
-        if !(c.max_p > 0.0 && c.max_p <= 1.0) {
-            return Err(format!("max_p: must be in (0, 1], got {}", c.max_p));
+        if let Some(p) = c.max_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
+            return Err(format!("max_p: must be in (0, 1], got {p}"));
         }
         if !(0.0..1.0).contains(&c.min_fraction) {
             return Err(format!("min_fraction: must be in [0, 1), got {}", c.min_fraction));
@@ -68,6 +85,13 @@ impl WredRtt {
         for k in ["min_th", "max_th", "max_p"] {
             sim.check_knob(class, k).map_err(|e| format!("class: {e}"))?;
         }
+        // The profile's curves, by colour, and their max_th.
+        let found: Vec<(String, f64)> =
+            COLORS.iter().filter_map(|c| sim.get(class, &format!("max_th.{c}")).ok().map(|m| (format!(".{c}"), m))).collect();
+        let curves = match found.as_slice() {
+            [] | [_] => vec![(String::new(), 1.0)],
+            [(_, first), ..] => found.iter().map(|(s, m)| (s.clone(), m / first)).collect(),
+        };
         if c.traffic.is_empty() {
             return Err("traffic: name at least one flow or workload".into());
         }
@@ -93,6 +117,7 @@ impl WredRtt {
             class,
             traffic,
             interval: Duration(c.interval_ns),
+            curves,
             max_p: c.max_p,
             min_fraction: c.min_fraction,
             rate_bps,
@@ -114,7 +139,11 @@ impl Agent for WredRtt {
         let set = |ctl: &mut Control, knob: &str, v: f64| ctl.set(self.class, knob, v).expect("checked when built");
         if !self.started {
             self.started = true;
-            set(ctl, "max_p", self.max_p);
+            // Every curve the agent's max_p, or the first the document's.
+            let n = if self.max_p.is_some() { self.curves.len() } else { 1 };
+            for (s, _) in &self.curves[..n] {
+                set(ctl, &format!("max_p{s}"), self.max_p.unwrap_or(DEFAULT_WRED_MAX_P));
+            }
         }
         let (mut n, mut sum) = (0u64, 0u64);
         for &h in &self.traffic {
@@ -126,15 +155,19 @@ impl Agent for WredRtt {
         if dn > 0 {
             // Equation 2: max_th = r x RTT / (MTU x 8), RTT in seconds.
             let rtt_s = ds as f64 / dn as f64 / 1e9;
-            let max_th = self.rate_bps * rtt_s / (self.mtu_bytes * 8.0);
-            let min_th = self.min_fraction * max_th;
-            let old_max = ctl.get(self.class, "max_th").expect("checked when built");
-            if max_th > old_max {
-                set(ctl, "max_th", max_th);
-                set(ctl, "min_th", min_th);
-            } else {
-                set(ctl, "min_th", min_th);
-                set(ctl, "max_th", max_th);
+            let first = self.rate_bps * rtt_s / (self.mtu_bytes * 8.0);
+            for (s, ratio) in &self.curves {
+                let max_th = first * ratio;
+                let min_th = self.min_fraction * max_th;
+                let (min_k, max_k) = (format!("min_th{s}"), format!("max_th{s}"));
+                let old_max = ctl.get(self.class, &max_k).expect("checked when built");
+                if max_th > old_max {
+                    set(ctl, &max_k, max_th);
+                    set(ctl, &min_k, min_th);
+                } else {
+                    set(ctl, &min_k, min_th);
+                    set(ctl, &max_k, max_th);
+                }
             }
         }
         Some(now + self.interval)

@@ -90,6 +90,16 @@ pub struct Filter {
     pub terms: Vec<Term>,
 }
 
+/// Why a filter kept a packet from going on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discarded {
+    /// The term's action is `discard`.
+    Term,
+    /// Its policer's action for the packet's colour is discard (counted
+    /// as [`crate::qos::DropReason::Policer`] at the queue it was bound for).
+    Policer,
+}
+
 impl Filter {
     pub fn new(cfg: &[FilterTermConfig]) -> Result<Filter, String> {
         let terms = cfg
@@ -100,8 +110,9 @@ impl Filter {
         Ok(Filter { terms })
     }
 
-    /// Classify (and police) `pkt`; `Err` gives back a discarded packet.
-    pub fn apply(&mut self, now: SimTime, mut pkt: Packet) -> Result<Packet, Packet> {
+    /// Classify (and police) `pkt`; `Err` gives back a discarded packet
+    /// and why.
+    pub fn apply(&mut self, now: SimTime, mut pkt: Packet) -> Result<Packet, (Packet, Discarded)> {
         let Some(term) = self.terms.iter_mut().find(|t| t.matches(&pkt)) else {
             return Ok(pkt);
         };
@@ -109,7 +120,7 @@ impl Filter {
         term.counters.matched_bytes += pkt.size as u64;
         if term.discard {
             term.counters.discarded_pkts += 1;
-            return Err(pkt);
+            return Err((pkt, Discarded::Term));
         }
         if let Some(fc) = term.fclass {
             pkt.fclass = fc;
@@ -118,16 +129,19 @@ impl Filter {
             pkt.color = color;
         }
         let Some(p) = &mut term.policer else { return Ok(pkt) };
-        let policed = p.police(now, pkt);
-        match &policed {
-            Ok(out) if out.color == Color::Green => {}
-            Ok(_) => term.counters.out_of_profile_pkts += 1,
-            Err(_) => {
+        match p.police(now, pkt) {
+            Ok(out) => {
+                if out.color != Color::Green {
+                    term.counters.out_of_profile_pkts += 1;
+                }
+                Ok(out)
+            }
+            Err(out) => {
                 term.counters.out_of_profile_pkts += 1;
                 term.counters.discarded_pkts += 1;
+                Err((out, Discarded::Policer))
             }
         }
-        policed
     }
 }
 

@@ -170,6 +170,9 @@ impl Qdisc for Fifo {
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         f("", &self.q.counters, self.q.backlog())
     }
+    fn count_policed(&mut self, pkt: &Packet) {
+        self.q.counters.on_drop(pkt.size, DropReason::Policer);
+    }
     fn knob(&mut self, class: &str, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
         match &mut self.profile {
             Some(p) if class.is_empty() => p.knob(name, op),

@@ -729,6 +729,13 @@ impl Qdisc for Htb {
     fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
         self.knob_impl(class, name, op, ctx)
     }
+    fn count_policed(&mut self, pkt: &Packet) {
+        match self.classify(pkt) {
+            None => self.direct.counters.on_drop(pkt.size, DropReason::Policer),
+            Some(i) => self.classes[i].leaf.as_mut().expect("classify gives leaves").child.count_policed(pkt),
+        }
+    }
+
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for &l in &self.leaves {
             let name = &self.classes[l].name;

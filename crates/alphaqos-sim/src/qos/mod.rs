@@ -198,6 +198,13 @@ pub trait Qdisc: Send {
     /// Visit the counters of every queue: `class` is "" for a classless
     /// discipline, else the class name.
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog));
+    /// A packet bound for this queue was discarded by a policer of the
+    /// forwarding router's filter before it arrived: count it as a
+    /// [`DropReason::Policer`] drop of the queue it was headed for (the
+    /// class its forwarding class or filters select), as a router's
+    /// interface statistics show policed packets of the egress class. It
+    /// was never offered: nothing else changes.
+    fn count_policed(&mut self, pkt: &Packet);
     /// Read or change knob `name` of class `class` ("" for the discipline
     /// itself), see `control/knob.rs`. Default: no knobs.
     fn knob(&mut self, _class: &str, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
@@ -310,6 +317,12 @@ impl Qdisc for LinkQdisc {
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         self.as_dyn().for_each_queue(f)
     }
+    fn count_policed(&mut self, pkt: &Packet) {
+        match self {
+            LinkQdisc::Fifo(q) => q.count_policed(pkt),
+            LinkQdisc::Dyn(q) => q.count_policed(pkt),
+        }
+    }
     fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
         match self {
             LinkQdisc::Fifo(q) => q.knob(class, name, op, ctx),
@@ -369,6 +382,33 @@ fn psched_mtu(mtu: u32) -> u32 {
 }
 
 /// A limit the configuration gives, if it gives one.
+/// A link queue's configuration with the parameters the engine fills in
+/// when it builds the discipline written out (FQ-CoDel's and SFQ's absent
+/// keys, from the same functions as the build, on a link of MTU `mtu`):
+/// what [`crate::config::applied`] reports.
+pub fn applied_queue(q: &mut QueueConfig, mtu: u32) {
+    let limit_opts = |l: fifo::Limit| ((l.pkts != u64::MAX).then_some(l.pkts), (l.bytes != u64::MAX).then_some(l.bytes));
+    match q {
+        QueueConfig::FqCodel(c) => {
+            let p = fq_codel_params(c, None, mtu);
+            (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
+            c.buckets = Some(p.buckets);
+            c.quantum_bytes = Some(p.quantum);
+            c.target_ns = Some(p.codel.target.as_nanos());
+            c.interval_ns = Some(p.codel.interval.as_nanos());
+            c.mtu_bytes = Some(p.codel.mtu);
+            c.drop_batch = Some(p.drop_batch);
+        }
+        QueueConfig::Sfq(c) => {
+            let p = sfq_params(c, None, mtu);
+            (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
+            c.buckets = Some(p.buckets);
+            c.quantum_bytes = Some(p.quantum);
+        }
+        _ => {}
+    }
+}
+
 fn own_limit(pkts: Option<u64>, bytes: Option<u64>) -> Option<fifo::Limit> {
     (pkts.is_some() || bytes.is_some()).then(|| fifo::Limit::from_opts(pkts, bytes))
 }

@@ -602,6 +602,13 @@ impl Qdisc for Yaqs {
         f("slow", &self.slow.counters, self.slow.backlog());
     }
 
+    /// A packet that never arrived was not classified (the sketch is not
+    /// touched): counted with the fast queue, where a flow's packets go
+    /// until the sketch calls it slow.
+    fn count_policed(&mut self, pkt: &Packet) {
+        self.fast.counters.on_drop(pkt.size, DropReason::Policer);
+    }
+
     fn for_each_yaqs(&self, f: &mut dyn FnMut(&str, &Yaqs)) {
         f("", self)
     }

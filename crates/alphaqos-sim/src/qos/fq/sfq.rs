@@ -130,6 +130,9 @@ impl Qdisc for Sfq {
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         f("", &self.t.counters, self.t.total)
     }
+    fn count_policed(&mut self, pkt: &Packet) {
+        self.t.counters.on_drop(pkt.size, DropReason::Policer);
+    }
 }
 
 #[cfg(test)]

@@ -399,6 +399,11 @@ impl<S: Scheduler> Qdisc for Scheduled<S> {
         self.classes[self.last].child.last_band()
     }
 
+    fn count_policed(&mut self, pkt: &Packet) {
+        let i = self.class_of(pkt);
+        self.classes[i].child.count_policed(pkt);
+    }
+
     fn for_each_queue(&self, f: &mut dyn FnMut(&str, &QueueCounters, Backlog)) {
         for c in &self.classes {
             c.child.for_each_queue(&mut |sub, counters, b| {
