@@ -76,7 +76,8 @@ default). Counts are read as unsigned 64-bit integers.
 Rows that cannot be used (a missing value, an unparsable time or number,
 an unknown protocol name, an address that is not IP text, a line that is
 not JSON) and rows that are impossible (:func:`.schema.impossible`: a
-negative count, a count times its sampling rate above 2**64 - 1, ``last``
+negative count, an empty record, bytes without packets or above 65,535
+(the exporter's MTU, ``options.max_packet_bytes``) per packet, a count times its sampling rate above 2**64 - 1, ``last``
 before ``first``, a time more than ``options.window_us`` from the
 record's receive time where the format gives one) are never dropped
 silently: each is counted by :class:`Reason`, and by exporter, in a
@@ -206,7 +207,10 @@ class ReadOptions:
     epoch ``s``/``ms``/``us``/``ns`` numbers.
     ``time_zone``: the IANA zone of times written without an offset.
     ``window_us``: how far (microseconds) a record's times may lie from its
-    receive time, where the format gives one (None: not checked)."""
+    receive time, where the format gives one (None: not checked).
+    ``max_packet_bytes``: the largest packet an exporter can count
+    (:func:`.schema.packet_limit`: None for 65,535, a number for all, or
+    ``{exporter: MTU}`` for exporters seeing jumbograms)."""
 
     exporter: str | None = None
     sampling: int | Mapping[str, int] | None = None
@@ -214,6 +218,7 @@ class ReadOptions:
     time_unit: str = "iso"
     time_zone: str = "UTC"
     window_us: int | None = schema.WINDOW_US
+    max_packet_bytes: int | Mapping[str, int] | None = None
 
 
 Reader = Callable[..., pl.DataFrame]
@@ -629,6 +634,7 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
         negative=negative,
         earliest=None if window is None else received - window,
         latest=None if window is None else received + window,
+        max_packet_bytes=schema.packet_limit(pl.col("_p_exporter"), options.max_packet_bytes),
     )  # fmt: skip
     reason, column = schema.first_reason(checks)
     frame = frame.with_columns(reason.alias("_reason"), column.alias("_column"))
@@ -664,6 +670,8 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
                 detail = f"no {column}"
             elif why == Reason.OUT_OF_WINDOW:
                 detail = f"{column}={row[column]!r}, received {row['_received']}"
+            elif why in (Reason.BYTES_PER_PACKET, Reason.BYTES_WITHOUT_PACKETS, Reason.EMPTY):
+                detail = f"bytes={row['bytes']!r} packets={row['packets']!r}"
             elif why == Reason.OVERFLOW:
                 detail = f"{column}={row[column]!r} at 1:{row['_rate']}"
             else:
