@@ -101,3 +101,127 @@ def test_readers_take_the_mtu_too(tmp_path):
     assert read_goflow2(path, ReadOptions(max_packet_bytes={"192.0.2.9": 1500}), report).height == 0
     assert report.counts == {Reason.BYTES_PER_PACKET: 1}
     assert report.examples[Reason.BYTES_PER_PACKET][0].detail == "bytes='90000' packets='10'"
+
+
+# --- 2. times ----------------------------------------------------------------------------------
+
+TIMES_MS = a_set(2, struct.pack(">HH", 430, 6) + fields((8, 4), (12, 4), (1, 8), (2, 8), (152, 8), (153, 8)))
+TIMES_S = a_set(2, struct.pack(">HH", 431, 6) + fields((8, 4), (12, 4), (1, 8), (2, 8), (150, 8), (151, 8)))
+
+
+def times_record(first, last, dst="10.0.0.2"):
+    return struct.pack(">4s4sQQQQ", socket.inet_aton("10.0.0.1"), socket.inet_aton(dst), 1500, 1, first, last)
+
+
+def test_8_byte_times_far_in_the_future_are_an_overflow_never_a_wrap():
+    now_us = EXPORT_S * 10**6 - 2 * 10**6
+    # x 1000 (x 10^6) wraps in int64 to 2 s before the export: stored as "now" before the fix
+    wrap_ms, wrap_s = (now_us + 2**64) // 1000 + 1, (now_us + 2**64) // 10**6 + 1
+    assert (wrap_ms * 1000) % 2**64 - now_us < 1000 and (wrap_s * 10**6) % 2**64 - now_us < 10**6
+    good_ms, good_s = now_us // 1000, now_us // 10**6
+    datagram = ipfix(1, TIMES_MS, TIMES_S, a_set(430, times_record(good_ms, good_ms) + times_record(wrap_ms, wrap_ms, "10.0.0.3")),
+                     a_set(431, times_record(good_s, good_s, "10.0.0.4") + times_record(good_s, wrap_s, "10.0.0.5")))  # fmt: skip
+    decoder = Decoder()
+    decoder.feed(datagram, "r", EXPORT_S * 10**6)
+    assert sorted(decoder.take()["dst_addr"].to_list()) == ["10.0.0.2", "10.0.0.4"]
+    assert decoder.rejected == {("r", Reason.TIME_OVERFLOW): 2}
+    # a systemInitTimeMilliseconds beyond int64 with sysUpTime times: the same
+    options = a_set(3, struct.pack(">HHH", 432, 2, 1) + fields((149, 4), (160, 8))) + a_set(432, struct.pack(">IQ", 1, 2**64 - 5))
+    uptime = a_set(2, struct.pack(">HH", 433, 6) + fields((8, 4), (12, 4), (1, 8), (2, 8), (22, 4), (21, 4)))
+    body = struct.pack(">4s4sQQII", socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"), 1500, 1, 5, 6)
+    decoder.feed(ipfix(2, options, uptime, a_set(433, body)), "r", EXPORT_S * 10**6)
+    assert decoder.take().height == 0 and decoder.rejected[("r", Reason.TIME_OVERFLOW)] == 3
+
+
+def test_pcap_without_capture_stamps_makes_no_1970_partition(tmp_path):
+    t = EXPORT_S * 1000
+    datagram = ipfix(1, TIMES_MS, a_set(430, times_record(t - 5000, t - 1000) + times_record(1000, 2000, "10.0.0.9")))
+    path = tmp_path / "zero.pcap"
+    write_pcap(path, [("192.0.2.1", "192.0.2.2", datagram)] * 3, time_s=0)  # every stamp in the first second of 1970
+    decoder = Decoder()
+    frame, _ = read_pcap(path, decoder=decoder)
+    # the 1970 record is more than a day from its export header's time; the 2026 one is kept
+    assert frame["dst_addr"].to_list() == ["10.0.0.2"] * 3
+    assert decoder.rejected == {("192.0.2.1", Reason.OUT_OF_WINDOW): 3}
+    assert decoder.stats["unstamped_datagrams"] == 3
+    schema.write_partitioned(frame, tmp_path / "store")
+    assert [p.name for p in (tmp_path / "store" / "exporter=192.0.2.1").iterdir()] == ["day=2026-11-18"]
+
+
+def test_receive_time_and_export_time_both_centre_the_window():
+    t = EXPORT_S * 1000
+    datagram = ipfix(1, TIMES_MS, a_set(430, times_record(t - 5000, t - 1000)))
+    decoder = Decoder()
+    decoder.feed(datagram, "r", (EXPORT_S + 3 * 86_400) * 10**6)  # received three days after its export: no record fits both
+    assert decoder.take().height == 0 and decoder.rejected == {("r", Reason.OUT_OF_WINDOW): 1}
+    decoder.feed(datagram, "r", (EXPORT_S + 60) * 10**6)
+    assert decoder.take().height == 1
+
+
+# --- 3. memory: what a hostile exporter can make the decoder hold ------------------------------
+
+
+def test_held_sets_of_unknown_templates_stay_under_their_caps():
+    # 40 sources x 300 data sets of 60 KB for templates never announced: 720 MB unbounded before
+    set_60k = a_set(999, b"\x01" * 60_000)
+    decoder = Decoder()
+    tracemalloc.start()
+    try:
+        for source in range(40):
+            for i in range(300):
+                decoder.feed(ipfix(1, set_60k, sequence=i), f"198.51.100.{source}")
+            assert decoder._held_bytes[f"198.51.100.{source}"] <= netflow.HELD_BYTES_PER_EXPORTER
+            assert decoder.held_bytes <= netflow.HELD_BYTES
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert decoder.held_bytes <= netflow.HELD_BYTES and decoder.held_bytes > netflow.HELD_BYTES - 120_000
+    assert peak < netflow.HELD_BYTES + (16 << 20)  # the held bytes and what the decoder keeps beside them
+    per_exporter = netflow.HELD_BYTES_PER_EXPORTER // 60_004
+    assert decoder.counts["unknown_template"] == 40 * 300
+    evicted = decoder.counts["held_evicted"]
+    assert evicted == 40 * 300 - decoder.held_sets and decoder.held_sets == netflow.HELD_BYTES // 60_004
+    assert decoder.exporter_counts["198.51.100.0"]["held_evicted"] == 300  # the oldest, evicted for the others
+    assert decoder.exporter_counts["198.51.100.39"]["held_evicted"] == 300 - per_exporter
+    # a template that comes still recovers what is held for it
+    template = a_set(2, struct.pack(">HH", 999, 6) + fields((8, 4), (12, 4), (1, 4), (2, 4), (152, 8), (153, 8)))
+    decoder.feed(ipfix(1, template, sequence=300), "198.51.100.39")
+    assert decoder.stats["recovered_sets"] == per_exporter and decoder._held_bytes["198.51.100.39"] == 0
+
+
+def test_template_table_stays_under_its_caps(monkeypatch):
+    # 100 datagrams of 50 templates, every template id new (5,000 templates), from one exporter, and as
+    # many from 100 others; the caps are made small so that the test is quick (the code reads them at use)
+    for name, value in (("TEMPLATES_PER_EXPORTER", 400), ("TEMPLATES", 1000), ("TEMPLATE_FIELDS_PER_EXPORTER", 6000),
+                        ("TEMPLATE_FIELDS", 16_000)):  # fmt: skip
+        monkeypatch.setattr(netflow, name, value)
+
+    def templates(first_id, count=20):
+        body = b"".join(struct.pack(">HH", tid, count) + fields(*[(1, 4)] * count) for tid in range(first_id, first_id + 50))
+        return a_set(2, body)
+
+    decoder = Decoder()
+    tracemalloc.start()
+    try:
+        for datagram in range(100):
+            decoder.feed(ipfix(datagram, templates(256 + datagram * 50)), "203.0.113.1")
+            assert len(decoder._exporter_templates["203.0.113.1"]) <= 300  # 6,000 fields of 20
+            assert decoder._exporter_fields["203.0.113.1"] <= 6000
+            decoder.feed(ipfix(datagram, templates(256, 30)), f"203.0.113.{2 + datagram}")  # and from many sources
+            assert decoder.template_fields <= 16_000 and len(decoder.templates) <= 1000
+            if datagram == 49:
+                middle, _ = tracemalloc.get_traced_memory()
+        end, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # at the cap: what the second half of the flood adds is the bounded problem list and per-exporter counters
+    assert end - middle < 3 << 20 and end < 8 << 20
+    assert decoder.template_fields == sum(len(t.fields) for t in decoder.templates.values())
+    assert decoder.counts["template_evicted"] == 100 * 50 * 2 - len(decoder.templates)
+    assert decoder.exporter_counts["203.0.113.1"]["template_evicted"] >= 5000 - 300
+    # the newest templates are those kept: data for the last one decodes
+    t = EXPORT_S * 1000
+    template = a_set(2, struct.pack(">HH", 256 + 99 * 50 + 49, 6) + fields((8, 4), (12, 4), (1, 4), (2, 4), (152, 8), (153, 8)))
+    body = struct.pack(">4s4sIIQQ", socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"), 1500, 1, t - 2000, t - 1000)
+    decoder.feed(ipfix(7, template, a_set(256 + 99 * 50 + 49, body)), "203.0.113.1")
+    assert decoder.take().height == 1

@@ -135,6 +135,7 @@ Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
 
 from __future__ import annotations
 
+import functools
 import math
 import socket
 import struct
@@ -244,7 +245,12 @@ class _Template:
             if enterprise == 0:
                 self.index.setdefault(ident, position)
         if self.fixed:
-            self.dtype = np.dtype([(f"f{i}", _field_dtype(length)) for i, (_, _, length) in enumerate(self.fields)])
+            # only the fields the decoder reads (the first of each IANA id), at their offsets: a template
+            # of thousands of fields costs no more than the few it is read for
+            offsets = np.concatenate([[0], np.cumsum([length for _, _, length in self.fields])[:-1]]).tolist()
+            used = sorted(self.index.values())
+            self.dtype = np.dtype({"names": [f"f{i}" for i in used], "formats": [_field_dtype(self.fields[i][2]) for i in used],
+                                   "offsets": [offsets[i] for i in used], "itemsize": self.record_len})  # fmt: skip
 
     @property
     def is_flow(self) -> bool:
@@ -253,6 +259,7 @@ class _Template:
                                      or OCTETS_TOTAL in ix or PACKETS_TOTAL in ix)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=256)
 def _field_dtype(length: int):
     if length in (1, 2, 4, 8):
         return np.dtype(f">u{length}")

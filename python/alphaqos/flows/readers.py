@@ -753,7 +753,7 @@ def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectRe
     options, report, path = options or ReadOptions(), _report(report), Path(path)
     _read_bytes(path, probe=True)
     sampling = {"*": options.sampling} if isinstance(options.sampling, int) else dict(options.sampling or {})
-    decoder = netflow.Decoder(sampling, window_us=options.window_us)
+    decoder = netflow.Decoder(sampling, window_us=options.window_us, max_packet_bytes=options.max_packet_bytes)
     frame, problems = netflow.read_pcap(path, decoder=decoder)
     # Impossible records: the readers' reasons, by exporter; the rest (datagrams, sets) is undecodable.
     for (exporter, why), n in decoder.rejected.items():
