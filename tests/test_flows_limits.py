@@ -225,3 +225,26 @@ def test_template_table_stays_under_its_caps(monkeypatch):
     body = struct.pack(">4s4sIIQQ", socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.2"), 1500, 1, t - 2000, t - 1000)
     decoder.feed(ipfix(7, template, a_set(256 + 99 * 50 + 49, body)), "203.0.113.1")
     assert decoder.take().height == 1
+
+
+# --- 5. the backtest plot ----------------------------------------------------------------------
+
+
+def test_backtest_plot_draws_only_judged_days_and_marks_the_training_day(tmp_path):
+    from matplotlib import dates as mdates
+
+    from alphaqos.flows.backtest import backtest, figures
+
+    rows = [dict(exporter="r1", first=T0 + timedelta(days=d, hours=1), last=T0 + timedelta(days=d, hours=1),
+                 src_addr="10.1.2.3", dst_addr="192.168.5.6", src_port=40000, dst_port=2811, protocol=6,
+                 bytes=2 * 10**9, packets=2 * 10**6, sampling_rate=1) for d in range(3)]  # fmt: skip
+    schema.write_partitioned(pl.DataFrame(rows), tmp_path / "flows")
+    table = backtest(tmp_path / "flows", prefix_v4=[24])
+    axes = figures(table)["catch_ratio"].axes[0]
+    days = {mdates.num2date(x).date() for line in axes.lines for x in line.get_xdata(orig=False)}
+    assert days == {T0.date() + timedelta(days=1), T0.date() + timedelta(days=2)}  # day 1 was drawn as 0% before
+    assert all(y == 1.0 for line in axes.lines for y in line.get_ydata())
+    labels = [text.get_text() for text in axes.get_legend().get_texts()]
+    assert "training: no earlier rules, not judged" in labels
+    rules = figures(table)["rules"].axes[0]
+    assert {mdates.num2date(x).date() for x in rules.lines[0].get_xdata(orig=False)} == {T0.date() + timedelta(days=d) for d in range(3)}
