@@ -248,3 +248,46 @@ def test_backtest_plot_draws_only_judged_days_and_marks_the_training_day(tmp_pat
     assert "training: no earlier rules, not judged" in labels
     rules = figures(table)["rules"].axes[0]
     assert {mdates.num2date(x).date() for x in rules.lines[0].get_xdata(orig=False)} == {T0.date() + timedelta(days=d) for d in range(3)}
+
+
+# --- 4. the collector flushes by size as well as by time ---------------------------------------
+
+
+def test_collector_flushes_by_record_count_whatever_the_interval(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from alphaqos.flows.netflow import encode_ipfix
+
+    now = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
+    n = 6000
+    table = pl.DataFrame({"exporter": ["x"] * n, "first": [now] * n, "last": [now] * n,
+                          "src_addr": [f"10.0.{i >> 8}.{i & 255}" for i in range(n)], "dst_addr": ["10.1.0.1"] * n,
+                          "src_port": list(range(n)), "dst_port": [443] * n, "protocol": [6] * n,
+                          "bytes": [1500] * n, "packets": [1] * n, "sampling_rate": [1] * n})  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "python"))
+    collector = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "collect", "--listen", "127.0.0.1:0",
+                                  "--out", str(tmp_path / "out"), "--flush-every", "1h", "--flush-records", "1000"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        port = int(collector.stdout.readline().split()[2].rsplit(":", 1)[1])
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            for datagram in encode_ipfix(table):
+                sender.sendto(datagram, ("127.0.0.1", port))
+                time.sleep(0.0005)
+        time.sleep(1.0)
+        collector.send_signal(signal.SIGTERM)
+        stdout, stderr = collector.communicate(timeout=60)
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+    assert collector.returncode == 0, stderr
+    flushes = [line for line in stdout.splitlines() if line.startswith("at ")]
+    assert len(flushes) >= 4  # an hour's interval, yet written every 1,000 records or so
+    final = [line for line in stdout.splitlines() if line.startswith("stopped after")][-1]
+    assert f"({n:,} in all)" in final
+    assert int(final.rsplit(": ", 1)[1].replace(",", "")) < 1000 + 64 * 30  # checked every 64 datagrams of ~30 records

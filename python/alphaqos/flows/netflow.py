@@ -364,7 +364,10 @@ class Decoder:
 
     def _stat(self, exporter: str, key: str, n: int = 1) -> None:
         self.stats[key] += n
-        self.exporter_stats.setdefault(exporter, Counter())[key] += n
+        stats = self.exporter_stats.get(exporter)
+        if stats is None:  # (setdefault would build a Counter for every call)
+            stats = self.exporter_stats[exporter] = Counter()
+        stats[key] += n
 
     def _problem(self, exporter: str, reason: str, detail: str, n: int = 1) -> None:
         self.counts[reason] += n
