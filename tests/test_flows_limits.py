@@ -291,3 +291,42 @@ def test_collector_flushes_by_record_count_whatever_the_interval(tmp_path):
     final = [line for line in stdout.splitlines() if line.startswith("stopped after")][-1]
     assert f"({n:,} in all)" in final
     assert int(final.rsplit(": ", 1)[1].replace(",", "")) < 1000 + 64 * 30  # checked every 64 datagrams of ~30 records
+
+
+# --- 4. nfdump CSV and GoFlow2 are read and written block by block -----------------------------
+
+
+def test_nfdump_csv_is_streamed_in_bounded_blocks_with_the_right_line_numbers(tmp_path, monkeypatch, capsys):
+    from alphaqos.cli import main
+    from alphaqos.flows import readers, synth
+
+    def line(i, packets=1):
+        values = dict.fromkeys(synth.NFDUMP_HEADER, "0")
+        values.update(ts="2026-11-18 11:00:00.000", te="2026-11-18 11:00:30.000", td="30.000", sa=f"10.0.{i >> 8 & 255}.{i & 255}",
+                      da="10.1.0.1", sp=i % 60000, dp=443, pr="TCP", flg=".AP.SF", ipkt=packets, ibyt=1500, ra="192.0.2.1",
+                      eng="0/0", tr="1970-01-01 00:00:00.000", nh="0.0.0.0", nhb="0.0.0.0", **{"in": 3, "out": 4})  # fmt: skip
+        return ",".join(str(values[c]) for c in synth.NFDUMP_HEADER)
+
+    lines = [",".join(synth.NFDUMP_HEADER)] + [line(i, packets=0 if i == 4321 else 1) for i in range(5000)]
+    lines += ["Summary", "flows,bytes,packets,avg_bps,avg_pps,avg_bpp", "5000,7500000,5000,0,0,1500"]
+    path = tmp_path / "flows.csv"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 16_384)  # about 70 lines a block
+    report = RejectReport()
+    blocks = list(readers.iter_nfdump_csv(path, ReadOptions(sampling=1), report))
+    assert len(blocks) > 60 and max(b.height for b in blocks) < 120
+    assert sum(b.height for b in blocks) == 4999
+    assert report.counts == {Reason.BYTES_WITHOUT_PACKETS: 1}
+    assert report.examples[Reason.BYTES_WITHOUT_PACKETS][0].location == f"{path}:4323"  # line 1 is the header
+    # the whole ingest, block by block, gives the same store and summary
+    assert main(["flows", "ingest", str(path), "--format", "nfdump", "--sampling", "1", "--out", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    assert "4,999 records into" in out and "192.0.2.1  2026-11-18       4,999 records" in out
+    stored = pl.read_parquet(tmp_path / "s" / "**" / "*.parquet")
+    assert stored.height == 4999 and len(list((tmp_path / "s").glob("**/*.parquet"))) == len(blocks)
+    # bad input in a later file leaves an existing store as it was
+    bad = tmp_path / "bad.csv"
+    bad.write_text("not,nfdump\n")
+    assert main(["flows", "ingest", str(path), str(bad), "--format", "nfdump", "--out", str(tmp_path / "s")]) == 2
+    assert len(list((tmp_path / "s").glob("**/*.parquet"))) == len(blocks)
+    assert [p.name for p in (tmp_path / "s").iterdir()] == ["exporter=192.0.2.1"]
