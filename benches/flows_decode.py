@@ -10,7 +10,7 @@
    the result is checked against the table encoded.
 2. ``alphaqos flows ingest --format nfdump`` of a CSV of ``--nfdump-mb``
    MB (the 200,000 records above, repeated) in a subprocess: time and peak
-   RSS (the kernel's rusage of the child).
+   RSS (its ``VmHWM``, polled).
 3. Over loopback (127.0.0.1 only): a collector subprocess receives IPFIX
    datagrams from a separate sender process pacing them at increasing
    rates for ``--seconds`` each; printed per rate: records sent, records
@@ -93,12 +93,35 @@ def in_process(records: int) -> None:
               f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s)")  # fmt: skip
 
 
-def _wait_rss(process: subprocess.Popen) -> tuple[int, int]:
-    """Wait for ``process`` (its output already read); its exit status and
-    peak resident set (bytes, from the kernel's rusage of that child)."""
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, usage.ru_maxrss * 1024
+def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
+    """Read ``stream`` (the process's output) to its end while polling the
+    process's peak resident set (``VmHWM`` of ``/proc/PID/status``, every
+    20 ms: the kernel's rusage of a child would include the RSS of this
+    large parent, inherited through fork); returns (output, peak bytes)."""
+    import threading
+
+    peak = 0
+    done = threading.Event()
+
+    def poll():
+        nonlocal peak
+        status = Path(f"/proc/{process.pid}/status")
+        while not done.is_set():
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+            except (OSError, ValueError, IndexError):
+                pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    output = stream.read()
+    process.wait()
+    done.set()
+    watcher.join()
+    return output, peak
 
 
 def collector_run(path: Path, counts: list[int], rate: float, seconds: float, out: Path):
@@ -117,10 +140,9 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
         sent, elapsed = int(sender.stdout.split()[0]), float(sender.stdout.split()[1])
         time.sleep(0.5)
         collector.send_signal(signal.SIGTERM)
-        output = collector.stdout.read()
-        _, rss = _wait_rss(collector)
+        output, rss = _wait_rss(collector, collector.stdout)
     finally:
-        if collector.returncode is None:
+        if collector.poll() is None:
             collector.kill()
             collector.wait()
     final = [line for line in output.splitlines() if line.startswith("stopped after")][-1]  # then per exporter
@@ -184,10 +206,9 @@ def nfdump_ingest(megabytes: int) -> None:
         start = time.perf_counter()
         ingest = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "ingest", str(path), "--format", "nfdump",
                                    "--sampling", "1", "--time-window", "off", "--out", str(Path(tmp) / "store")],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
-        output = ingest.stdout.read()
-        ingest.stderr.read()
-        code, rss = _wait_rss(ingest)
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+        output, rss = _wait_rss(ingest, ingest.stdout)
+        code = ingest.returncode
         elapsed = time.perf_counter() - start
         first = output.splitlines()[0] if output else "(no output)"
         print(f"nfdump ingest of {size / 1e6:,.0f} MB ({first}; exit {code}): {elapsed:.1f} s, peak RSS {rss / 2**20:,.0f} MiB")

@@ -330,3 +330,23 @@ def test_nfdump_csv_is_streamed_in_bounded_blocks_with_the_right_line_numbers(tm
     assert main(["flows", "ingest", str(path), str(bad), "--format", "nfdump", "--out", str(tmp_path / "s")]) == 2
     assert len(list((tmp_path / "s").glob("**/*.parquet"))) == len(blocks)
     assert [p.name for p in (tmp_path / "s").iterdir()] == ["exporter=192.0.2.1"]
+
+
+def test_ingest_takes_the_mtu_of_jumbo_exporters_from_the_command_line(tmp_path, capsys):
+    import json
+
+    from alphaqos.cli import main
+
+    path = tmp_path / "g.jsonl"
+    record = {"sampler_address": "192.0.2.9", "time_received_ns": EXPORT_S * 10**9, "time_flow_start_ns": EXPORT_S * 10**9,
+              "time_flow_end_ns": EXPORT_S * 10**9, "bytes": 90_000, "packets": 10, "sampling_rate": 1,
+              "src_addr": "10.0.0.1", "dst_addr": "10.0.0.2", "proto": 6}  # fmt: skip
+    path.write_text(json.dumps(record) + "\n" + json.dumps(record | {"bytes": 10 * 65_536}) + "\n")
+    assert main(["flows", "ingest", str(path), "--format", "goflow2", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "1 records into" in out and "more bytes than packets x maximum packet size" in out
+    assert main(["flows", "ingest", str(path), "--format", "goflow2", "--out", str(tmp_path / "b"),
+                 "--max-packet", "192.0.2.9=1500"]) == 2  # fmt: skip
+    assert "no usable records" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    assert main(["flows", "ingest", str(path), "--format", "goflow2", "--out", str(tmp_path / "c"), "--max-packet", "0"]) == 2
+    assert "--max-packet '0': expected BYTES or EXPORTER=BYTES,... with BYTES >= 1" in capsys.readouterr().err

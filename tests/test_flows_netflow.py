@@ -498,6 +498,9 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
         (["--listen", "127.0.0.1:0", "--sampling", "x=0"], "--sampling"),
         (["--listen", "127.0.0.1:0", "--flush-every", "soon"], "--flush-every"),
         (["--listen", "127.0.0.1:0", "--duration", "-1s"], "--duration"),
+        (["--listen", "127.0.0.1:0", "--flush-records", "0"], "--flush-records 0: must be at least 1"),
+        (["--listen", "127.0.0.1:0", "--max-packet", "r1=jumbo"],
+         "--max-packet 'r1=jumbo': expected EXPORTER=BYTES with BYTES a whole number of at least 1"),
     ],
 )
 def test_collector_bad_options_exit_2_with_one_line(tmp_path, capsys, args, message):

@@ -66,7 +66,7 @@ RECEIVE_BUFFER = 64 * 1024 * 1024
 #: Datagrams read per wake-up before the clock is looked at again.
 BATCH = 2048
 #: Records decoded and waiting that trigger a flush before ``--flush-every``.
-FLUSH_RECORDS = 500_000
+FLUSH_RECORDS = 200_000
 #: Flushes that may wait for the writer thread before the receive loop waits.
 QUEUED_FLUSHES = 2
 #: Longest time spent, once stopping, reading what is still queued on the socket.

@@ -3,7 +3,7 @@
 ``alphaqos flows ingest FILE... --format nfdump|pmacct|goflow2|csv|parquet|pcap
 --out DIR [--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
 [--require-sampling] [--time-unit iso|s|ms|us|ns] [--time-zone ZONE]
-[--time-window D|off]``
+[--time-window D|off] [--max-packet BYTES|EXPORTER=BYTES,...]``
     Read the files (:mod:`.readers`; the formats are the keys of
     :data:`.readers.READERS`), write their records as the canonical Parquet
     store (:func:`.schema.write_partitioned`) under DIR and print a summary:
@@ -78,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="zone of times written without an offset, e.g. Europe/Zurich (default UTC)")  # fmt: skip
     ingest.add_argument("--time-window", metavar="D|off", default="1d",
                         help="reject records more than D from their receive time, where known (default 1d)")  # fmt: skip
+    ingest.add_argument("--max-packet", metavar="BYTES|EXPORTER=BYTES,...",
+                        help="largest packet an exporter counts, its MTU if it sees jumbograms (default 65535)")  # fmt: skip
     ingest.set_defaults(handler=_ingest)
 
     make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
@@ -109,8 +111,9 @@ def _ingest(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-zone: {exc}") from None
     window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
     sampling = None if args.sampling is None else _sampling(args.sampling)
+    max_packet = None if args.max_packet is None else _sampling(args.max_packet, "--max-packet", "BYTES")
     options = readers.ReadOptions(exporter=args.exporter, sampling=sampling, mapping=mapping, time_unit=args.time_unit,
-                                  time_zone=zone, window_us=window)  # fmt: skip
+                                  time_zone=zone, window_us=window, max_packet_bytes=max_packet)  # fmt: skip
     report = readers.RejectReport()
     with _store_writer(args.out) as staging:
         # block by block (readers.iter_records): memory holds one block and the per-day counts, not the files
@@ -196,7 +199,7 @@ def _print_ingest(per_day: pl.DataFrame, report: readers.RejectReport, out: Path
         print(line)
 
 
-def _sampling(text: str) -> int | dict[str, int]:
+def _sampling(text: str, option: str = "--sampling", unit: str = "N") -> int | dict[str, int]:
     try:
         if "=" not in text:
             rate = int(text)
@@ -211,7 +214,7 @@ def _sampling(text: str) -> int | dict[str, int]:
                 raise ValueError
         return rates
     except ValueError:
-        raise UsageError(f"--sampling {text!r}: expected N or EXPORTER=N,... with N >= 1") from None
+        raise UsageError(f"{option} {text!r}: expected {unit} or EXPORTER={unit},... with {unit} >= 1") from None
 
 
 def _write_exports_pcap(table, path: Path) -> None:
