@@ -29,10 +29,10 @@ lost on the way, the jumps of its sequence numbers that no loss explains
 (a restart, or garbage; see :meth:`.netflow.Decoder._sequence`), and the
 records whose sampling rate is unknown (stored with rate 0).
 
-Each datagram's receive time (the collector's clock) is the centre of the
-plausible window of its records' times: a record more than
-``--time-window`` (default 1 day) from it is rejected, so a garbage time
-never makes a partition of its own.
+Each datagram's receive time (the collector's clock) and its header's
+export time are the centres of the plausible window of its records'
+times: a record more than ``--time-window`` (default 1 day) from either
+is rejected, so a garbage time never makes a partition of its own.
 
 SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
 reads what is still queued on the socket, writes every record received and

@@ -46,13 +46,19 @@ Impossible records
     ``take()``/``build()`` reject the records that the readers of
     :mod:`.readers` would reject, with the same checks
     (:func:`.schema.impossible`) and reasons (:class:`.schema.Reason`),
-    counted per (exporter, reason) in ``Decoder.rejected``: a count times
-    its sampling rate above 2**64 - 1 (counts are unsigned 64-bit from the
-    wire on, never read as signed), ``last`` before ``first``, and a time
-    outside the plausible window: more than ``window_us`` (default 1 day)
-    from the datagram's receive time (``feed``'s ``received_us``: the
-    collector's clock, a capture's time stamp) or, when that is not known,
-    from the header's export time; always within 1970-2199; and for v5/v9
+    counted per (exporter, reason) in ``Decoder.rejected``: an address
+    field of the wrong length (ipv4Address 4 bytes, ipv6Address 16); an
+    empty record, bytes with zero packets (where the template has a packet
+    count), more bytes than ``max_packet_bytes`` (default 65,535; an
+    exporter's MTU for jumbograms, :func:`.schema.packet_limit`) times the
+    packets; a count times its sampling rate above 2**64 - 1 (counts are
+    unsigned 64-bit from the wire on, never read as signed); a time field
+    whose microseconds overflow int64 (computed unsigned, never wrapped);
+    ``last`` before ``first``; and a time outside the plausible window:
+    more than ``window_us`` (default 1 day) from the datagram's receive
+    time (``feed``'s ``received_us``: the collector's clock, a capture's
+    time stamp) and from the header's export time alike; always within
+    1970-2199; and for v5/v9
     times relative to the uptime, not after the datagram's export (with
     :data:`EXPORT_SLACK_US` for the header's whole seconds). Garbage times
     thus never make a partition of their own.

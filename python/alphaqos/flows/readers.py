@@ -77,8 +77,9 @@ Rows that cannot be used (a missing value, an unparsable time or number,
 an unknown protocol name, an address that is not IP text, a line that is
 not JSON) and rows that are impossible (:func:`.schema.impossible`: a
 negative count, an empty record, bytes without packets or above 65,535
-(the exporter's MTU, ``options.max_packet_bytes``) per packet, a count times its sampling rate above 2**64 - 1, ``last``
-before ``first``, a time more than ``options.window_us`` from the
+(the exporter's MTU, ``options.max_packet_bytes``) per packet, a count
+times its sampling rate above 2**64 - 1, ``last`` before ``first``, a
+time more than ``options.window_us`` from the
 record's receive time where the format gives one) are never dropped
 silently: each is counted by :class:`Reason`, and by exporter, in a
 :class:`RejectReport` with its location
