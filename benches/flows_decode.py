@@ -8,11 +8,16 @@
    one :class:`alphaqos.flows.netflow.Decoder` (feed every datagram, then
    ``take()``: the time to a polars DataFrame); records/s printed, after
    the result is checked against the table encoded.
-2. Over loopback (127.0.0.1 only): a collector subprocess receives IPFIX
+2. ``alphaqos flows ingest --format nfdump`` of a CSV of ``--nfdump-mb``
+   MB (the 200,000 records above, repeated) in a subprocess: time and peak
+   RSS (its ``VmHWM``, polled).
+3. Over loopback (127.0.0.1 only): a collector subprocess receives IPFIX
    datagrams from a separate sender process pacing them at increasing
-   rates for ``--seconds`` each; printed per rate: records sent, written,
-   kernel drops. Reported: the highest rate with every record written, and
-   the rate at which losses begin. Runs much shorter than 8 s overstate the
+   rates for ``--seconds`` each; printed per rate: records sent, records
+   stored (counted in the Parquet store it wrote), kernel drops, the
+   collector's peak RSS. Reported: the highest rate with every record
+   stored, the rate at which losses begin, the share lost at 20,000
+   datagrams/s and the peak RSS over the runs. Runs much shorter than 8 s overstate the
    sustained rate: the 8 MB socket buffer absorbs a quarter of a second.
 """
 
@@ -88,10 +93,44 @@ def in_process(records: int) -> None:
               f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s)")  # fmt: skip
 
 
+def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
+    """Read ``stream`` (the process's output) to its end while polling the
+    process's peak resident set (``VmHWM`` of ``/proc/PID/status``, every
+    20 ms: the kernel's rusage of a child would include the RSS of this
+    large parent, inherited through fork); returns (output, peak bytes)."""
+    import threading
+
+    peak = 0
+    done = threading.Event()
+
+    def poll():
+        nonlocal peak
+        status = Path(f"/proc/{process.pid}/status")
+        while not done.is_set():
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+            except (OSError, ValueError, IndexError):
+                pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    output = stream.read()
+    process.wait()
+    done.set()
+    watcher.join()
+    return output, peak
+
+
 def collector_run(path: Path, counts: list[int], rate: float, seconds: float, out: Path):
+    """One collector fed by a sender process at ``rate`` datagrams/s for
+    ``seconds``; returns (records sent, records stored in the Parquet
+    store, kernel drops, decoding rate, datagrams/s achieved, peak RSS)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     collector = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "collect", "--listen", "127.0.0.1:0",
-                                  "--out", str(out), "--flush-every", "2s",
+                                  "--out", str(out), "--flush-every", "5s",
                                   "--time-window", "off"],  # the records are dated 2026-01-05
                                  stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
     try:
@@ -101,16 +140,17 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
         sent, elapsed = int(sender.stdout.split()[0]), float(sender.stdout.split()[1])
         time.sleep(0.5)
         collector.send_signal(signal.SIGTERM)
-        output, _ = collector.communicate(timeout=300)
+        output, rss = _wait_rss(collector, collector.stdout)
     finally:
         if collector.poll() is None:
             collector.kill()
+            collector.wait()
     final = [line for line in output.splitlines() if line.startswith("stopped after")][-1]  # then per exporter
-    written = int(re.search(r"\(([\d,]+) in all\)", final).group(1).replace(",", ""))
+    stored = pl.scan_parquet(str(out / "**" / "*.parquet")).select(pl.len()).collect().item() if any(out.rglob("*.parquet")) else 0
     drops = re.search(r"kernel drops: ([\d,?]+)", final).group(1)
     decoding = re.search(r"decoding ([\d,]+) records/s", final).group(1)
     expected = sum(counts) * (sent // len(counts)) + sum(counts[: sent % len(counts)])
-    return expected, written, drops, decoding, sent / elapsed
+    return expected, stored, drops, decoding, sent / elapsed, rss
 
 
 def over_loopback(seconds: float) -> None:
@@ -120,23 +160,58 @@ def over_loopback(seconds: float) -> None:
     decoder.feed(datagrams[0], "x")
     counts += [decoder.feed(d, "x") for d in datagrams[1:]]
     per_datagram = max(counts)
+    peak = 0
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "datagrams.bin"
         path.write_bytes(b"".join(struct.pack(">H", len(d)) + d for d in datagrams))
         best, losses = None, None
         for rate in (2_000, 4_000, 8_000, 12_000, 16_000, 24_000, 32_000, 48_000):
-            expected, written, drops, decoding, achieved = collector_run(path, counts, rate, seconds, Path(tmp) / f"out-{rate}")
+            expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, Path(tmp) / f"out-{rate}")
+            peak = max(peak, rss)
             print(f"send {rate:,} datagrams/s ({rate * per_datagram:,} records/s; achieved {achieved:,.0f} datagrams/s) "
                   f"for {seconds:g} s: "
-                  f"{expected:,} records sent, {written:,} written, kernel drops {drops}, "
-                  f"collector decoding {decoding} records/s", flush=True)  # fmt: skip
-            if drops == "0" and written == expected:
+                  f"{expected:,} records sent, {stored:,} stored, kernel drops {drops}, "
+                  f"collector decoding {decoding} records/s, peak RSS {rss / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+            if drops == "0" and stored == expected:
                 best = rate * per_datagram
             else:
                 losses = rate * per_datagram
                 break
-        print(f"collector over loopback: {best or 0:,} records/s with every record written; losses begin at "
-              + (f"{losses:,} records/s" if losses else "a rate above those tried"))  # fmt: skip
+        expected, stored, drops, _, achieved, rss = collector_run(path, counts, 20_000, seconds, Path(tmp) / "out-20k")
+        peak = max(peak, rss)
+        print(f"collector over loopback: {best or 0:,} records/s with every record stored; losses begin at "
+              + (f"{losses:,} records/s" if losses else "a rate above those tried")
+              + f"; at 20,000 datagrams/s (achieved {achieved:,.0f}) {100 * (1 - stored / expected):.1f}% lost "
+              f"({stored:,} of {expected:,} stored); peak RSS {peak / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+
+
+def nfdump_ingest(megabytes: int) -> None:
+    """Peak RSS of ``alphaqos flows ingest --format nfdump`` on a CSV of
+    about ``megabytes`` MB (read and written block by block)."""
+    from alphaqos.flows import synth
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "flows.csv"
+        one = Path(tmp) / "one.csv"
+        synth.write_nfdump_csv(synthetic(200_000), one, summary=False)
+        header, _, body = one.read_text().partition("\n")
+        one.unlink()
+        copies = max(1, megabytes * 10**6 // len(body))
+        with path.open("w") as handle:
+            handle.write(header + "\n")
+            for _ in range(copies):
+                handle.write(body)
+        size = path.stat().st_size
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+        start = time.perf_counter()
+        ingest = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "ingest", str(path), "--format", "nfdump",
+                                   "--sampling", "1", "--time-window", "off", "--out", str(Path(tmp) / "store")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)  # fmt: skip
+        output, rss = _wait_rss(ingest, ingest.stdout)
+        code = ingest.returncode
+        elapsed = time.perf_counter() - start
+        first = output.splitlines()[0] if output else "(no output)"
+        print(f"nfdump ingest of {size / 1e6:,.0f} MB ({first}; exit {code}): {elapsed:.1f} s, peak RSS {rss / 2**20:,.0f} MiB")
 
 
 def main() -> None:
@@ -144,8 +219,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--skip-collector", action="store_true")
+    parser.add_argument("--nfdump-mb", type=int, default=200, help="size of the nfdump CSV ingested (0: skip)")
     args = parser.parse_args()
     in_process(args.records)
+    if args.nfdump_mb:
+        nfdump_ingest(args.nfdump_mb)
     if not args.skip_collector:
         over_loopback(args.seconds)
 

@@ -534,8 +534,8 @@ def test_impossible_rows_are_rejected_by_reason_and_exporter(tmp_path):
     path = tmp_path / "g.jsonl"
     big = 2**63 + 5  # above 2^63: a large unsigned count, not a negative one
     lines = [
-        goflow2_record(bytes=big, sampling_rate=1),  # kept
-        goflow2_record(bytes=2**64 - 1, sampling_rate=100),  # x 100 does not fit in 64 bits
+        goflow2_record(bytes=big, packets=big // 1000, sampling_rate=1),  # kept
+        goflow2_record(bytes=2**64 - 1, packets=2**64 // 1000, sampling_rate=100),  # x 100 does not fit in 64 bits
         goflow2_record(bytes=-1),  # negative
         goflow2_record(time_flow_end_ns=1_794_999_000_000_000_000, sampler_address="192.0.2.10"),  # last before first
         goflow2_record(time_flow_start_ns=1_795_000_000_000_000_000 - 3 * 86_400 * 10**9, sampler_address="192.0.2.10"),

@@ -58,6 +58,7 @@ def canonical_frame(n: int, *, seed: int = 1, base: int = 1_700_000_000_000) -> 
     for i in range(n):
         v6 = i % 4 == 3
         first = base + rng.randrange(0, 3_600_000)
+        octets = rng.randrange(40, 1 << 40)
         rows.append({
             "exporter": "r1",
             "first": us(first * 1000),
@@ -65,7 +66,7 @@ def canonical_frame(n: int, *, seed: int = 1, base: int = 1_700_000_000_000) -> 
             "src_addr": str(ipaddress.ip_address(rng.getrandbits(128 if v6 else 32) | (1 << 125 if v6 else 1 << 24))),
             "dst_addr": str(ipaddress.ip_address(rng.getrandbits(128 if v6 else 32) | (1 << 125 if v6 else 1 << 24))),
             "src_port": rng.randrange(65536), "dst_port": rng.choice([22, 443, 2811, 50000]),
-            "protocol": rng.choice([6, 17]), "bytes": rng.randrange(40, 1 << 40), "packets": rng.randrange(1, 1 << 31),
+            "protocol": rng.choice([6, 17]), "bytes": octets, "packets": max(1, octets // rng.randrange(40, 1501)),  # packets of 40 to 1500 bytes
             "sampling_rate": rng.choice([1, 100, 1000]),
             "input_if": rng.randrange(1 << 16), "output_if": rng.randrange(1 << 16),
         })  # fmt: skip
@@ -189,13 +190,14 @@ def ipv6_variable_length_datagram() -> bytes:
     template = struct.pack(">HH", 400, 11) + fields((27, 16), (28, 16), (7, 2), (11, 2), (4, 1), (1, 8), (2, 8),
                                                     (152, 8), (153, 8)) + struct.pack(">HHI", 0x8000 | 100, 4, 9) + fields((82, 0xFFFF))  # fmt: skip
 
-    def record(src, dst, name: bytes, octets):
+    def record(src, dst, name: bytes, octets, packets):
         head = struct.pack(">16s16sHHBQQQQI", socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst),
-                           40000, 443, 6, octets, 99, 1_700_000_000_123, 1_700_000_000_456, 0xDEADBEEF)  # fmt: skip
+                           40000, 443, 6, octets, packets, 1_700_000_000_123, 1_700_000_000_456, 0xDEADBEEF)  # fmt: skip
         size = bytes([len(name)]) if len(name) < 255 else b"\xff" + struct.pack(">H", len(name))
         return head + size + name
 
-    data = record("2001:db8::1", "2001:db8::2", b"eth0", 123_456_789_012) + record("fe80::1", "2001:db8:0:1::9", b"x" * 300, 5)
+    data = (record("2001:db8::1", "2001:db8::2", b"eth0", 123_456_789_012, 99_000_000)
+            + record("fe80::1", "2001:db8:0:1::9", b"x" * 300, 5, 99))  # fmt: skip
     return ipfix(3, a_set(2, template), a_set(400, data + b"\x00\x00\x00"))
 
 
@@ -204,7 +206,7 @@ def test_ipfix_ipv6_variable_length_and_enterprise_fields():
     assert problems == []
     assert frame["src_addr"].to_list() == ["2001:db8::1", "fe80::1"]
     assert frame["dst_addr"].to_list() == ["2001:db8::2", "2001:db8:0:1::9"]
-    assert frame["bytes"].to_list() == [123_456_789_012, 5] and frame["packets"].to_list() == [99, 99]
+    assert frame["bytes"].to_list() == [123_456_789_012, 5] and frame["packets"].to_list() == [99_000_000, 99]
     assert frame["first"][0] == us(1_700_000_000_123_000) and frame["last"][0] == us(1_700_000_000_456_000)
     assert frame["exporter"].to_list() == ["2001:db8::ff"] * 2 and frame["sampling_rate"].to_list() == [0, 0]  # no sampler options
 
@@ -496,6 +498,9 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
         (["--listen", "127.0.0.1:0", "--sampling", "x=0"], "--sampling"),
         (["--listen", "127.0.0.1:0", "--flush-every", "soon"], "--flush-every"),
         (["--listen", "127.0.0.1:0", "--duration", "-1s"], "--duration"),
+        (["--listen", "127.0.0.1:0", "--flush-records", "0"], "--flush-records 0: must be at least 1"),
+        (["--listen", "127.0.0.1:0", "--max-packet", "r1=jumbo"],
+         "--max-packet 'r1=jumbo': expected EXPORTER=BYTES with BYTES a whole number of at least 1"),
     ],
 )
 def test_collector_bad_options_exit_2_with_one_line(tmp_path, capsys, args, message):
@@ -541,8 +546,13 @@ def impossible_records():
     t = EXPORT_S * 1000
     return [
         (1500, 1, t - 5000, t - 1000, 1, None),  # fine
-        (2**63 + 1, 1, t - 5000, t - 1000, 1, None),  # above 2^63: a large count, kept as it is
-        (2**64 - 1, 1, t - 5000, t - 1000, 100, Reason.OVERFLOW),  # x 100 does not fit in 64 bits
+        (2**63 + 1, 2**63 // 1000, t - 5000, t - 1000, 1, None),  # above 2^63: a large count, kept as it is
+        (2**64 - 1, 2**64 // 1000, t - 5000, t - 1000, 100, Reason.OVERFLOW),  # x 100 does not fit in 64 bits
+        (0, 0, t - 5000, t - 1000, 1, Reason.EMPTY),
+        (1500, 0, t - 5000, t - 1000, 1, Reason.BYTES_WITHOUT_PACKETS),
+        (65_536, 1, t - 5000, t - 1000, 1, Reason.BYTES_PER_PACKET),  # one byte more than an IPv4 packet can hold
+        (2**63, 2**63 // 65_535, t - 5000, t - 1000, 1, Reason.BYTES_PER_PACKET),  # the 2^63-byte record
+        (65_535 * 3, 3, t - 5000, t - 1000, 1, None),  # three packets of the largest size: possible
         (1500, 1, t - 1000, t - 5000, 1, Reason.LAST_BEFORE_FIRST),
         (1500, 1, t - 2 * 86_400_000, t - 2 * 86_400_000, 1, Reason.OUT_OF_WINDOW),  # 2 days before its export
         (1500, 1, 1000, 2000, 1, Reason.OUT_OF_WINDOW),  # 1970
@@ -558,8 +568,8 @@ def test_decoder_rejects_impossible_records_as_the_csv_reader_does(tmp_path):
     decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body)), "192.0.2.1")
     decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body[:2 * 44])), "192.0.2.2")  # the first two only
     frame = decoder.take()
-    assert frame.filter(pl.col("exporter") == "192.0.2.1")["bytes"].to_list() == [1500, 2**63 + 1]
-    assert frame.schema["bytes"] == pl.UInt64 and frame["bytes_scaled"].to_list() == [1500, 2**63 + 1] * 2
+    assert frame.filter(pl.col("exporter") == "192.0.2.1")["bytes"].to_list() == [1500, 2**63 + 1, 65_535 * 3]
+    assert frame.schema["bytes"] == pl.UInt64 and frame["bytes_scaled"].to_list() == [1500, 2**63 + 1, 65_535 * 3, 1500, 2**63 + 1]
     want = {}
     for *_, reason in rows:
         if reason is not None:
@@ -574,11 +584,12 @@ def test_decoder_rejects_impossible_records_as_the_csv_reader_does(tmp_path):
     report = readers.RejectReport()
     read = readers.read_goflow2(csv, report=report)
     assert {(e, Reason(r)): n for (e, r), n in report.by_exporter.items()} == want
-    assert read["bytes"].to_list() == [1500, 2**63 + 1]
+    assert read["bytes"].to_list() == [1500, 2**63 + 1, 65_535 * 3]
     # with the window off, only 1970-2199 is required
     decoder = Decoder(window_us=None)
     decoder.feed(ipfix(1, IMPOSSIBLE_TEMPLATE, a_set(410, body)), "e")
-    assert decoder.take().height == 5 and sum(decoder.rejected.values()) == 2
+    kept = sum(1 for row in rows if row[-1] in (None, Reason.OUT_OF_WINDOW))
+    assert decoder.take().height == kept and sum(decoder.rejected.values()) == len(rows) - kept
 
 
 def test_v9_record_ending_after_its_export_is_impossible():
@@ -648,9 +659,9 @@ def test_icmp_type_and_code_are_kept_in_dst_port():
     frame, problems = decode([v9(1, 10_000, template, a_set(430, body + b"\x00" * (-len(body) % 4)))], "r")
     assert problems == [] and frame["dst_port"].to_list() == [2048, 771] and frame["src_port"].to_list() == [0, 0]
     # IPFIX: icmpTypeIPv6 / icmpCodeIPv6 (178/179) apart; protocol 58
-    template = a_set(2, struct.pack(">HH", 431, 5) + fields((27, 16), (28, 16), (4, 1), (178, 1), (179, 1)))
-    body = struct.pack(">16s16sBBB", socket.inet_pton(socket.AF_INET6, "2001:db8::1"), socket.inet_pton(socket.AF_INET6, "2001:db8::2"),
-                       58, 135, 0)  # fmt: skip
+    template = a_set(2, struct.pack(">HH", 431, 6) + fields((27, 16), (28, 16), (4, 1), (178, 1), (179, 1), (1, 4)))
+    body = struct.pack(">16s16sBBBI", socket.inet_pton(socket.AF_INET6, "2001:db8::1"), socket.inet_pton(socket.AF_INET6, "2001:db8::2"),
+                       58, 135, 0, 72)  # fmt: skip
     frame, _ = decode([ipfix(1, template, a_set(431, body))], "r")
     assert frame["dst_port"].to_list() == [135 * 256]
     # softflowd's IPFIX (icmpTypeCodeIPv6, 139): MLDv2 reports (143) and neighbour solicitations (135)

@@ -57,7 +57,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -283,35 +283,44 @@ def summarise(table: pl.DataFrame, mode: str = "pair", *, warmup: bool = True) -
 
 
 def _daily(table: pl.DataFrame, mode: str) -> pl.DataFrame:
+    """Per prefix lengths and day: α bytes, caught, the ratio, the rules in
+    force, and whether the day is ``judged`` by earlier rules."""
     return (
-        table.group_by("prefix_v4", "prefix_v6", "day")
-        .agg(pl.col("alpha_bytes").sum(), pl.col(f"alpha_caught_{mode}").sum().alias("caught"), pl.col("rules").first())
+        table.with_columns(judged(table))
+        .group_by("prefix_v4", "prefix_v6", "day")
+        .agg(pl.col("alpha_bytes").sum(), pl.col(f"alpha_caught_{mode}").sum().alias("caught"), pl.col("rules").first(),
+             pl.col("judged").all())  # fmt: skip
         .sort("prefix_v4", "prefix_v6", "day")
         .with_columns((pl.col("caught") / pl.col("alpha_bytes")).alias("ratio"))
     )
 
 
-def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -> pl.DataFrame:
-    """Write the table, its summary and the two plots into ``directory``;
-    returns the summary."""
+def figures(table: pl.DataFrame, mode: str = "pair") -> dict:
+    """The report's plots as matplotlib figures by name: ``catch_ratio``
+    draws only the days judged by earlier rules (a day with no earlier
+    rule caught nothing by construction, and the headline leaves it out:
+    it is shaded and labelled as the training days instead of drawn as
+    0%); ``rules`` draws every day."""
     from matplotlib import dates as mdates
     from matplotlib.figure import Figure
 
-    table.write_parquet(directory / "backtest.parquet")
-    table.write_csv(directory / "backtest.csv")
-    summary = summarise(table, mode)
-    (directory / "summary.json").write_text(json.dumps(summary.to_dicts(), indent=2) + "\n")
     daily = _daily(table, mode)
+    out = {}
     for name, column, label in (("catch_ratio", "ratio", f"α bytes caught / α bytes ({mode})"),
                                 ("rules", "rules", "prefix rules in force")):  # fmt: skip
         figure = Figure(figsize=(8, 4.5))
         axes = figure.subplots()
-        for (v4, v6), group in daily.group_by("prefix_v4", "prefix_v6", maintain_order=True):
+        shown = daily.filter(pl.col("judged")) if column == "ratio" else daily
+        for (v4, v6), group in shown.group_by("prefix_v4", "prefix_v6", maintain_order=True):
             axes.plot(group["day"].to_list(), group[column].to_list(), marker=".", label=f"/{v4} (IPv6 /{v6})")
+        if column == "ratio":
+            training = sorted(set(daily["day"].to_list()) - set(shown["day"].to_list()))
+            for i, day in enumerate(training):  # judged by no prefix length: the warm-up
+                axes.axvspan(day - timedelta(hours=12), day + timedelta(hours=12), color="0.85", zorder=0,
+                             label="training: no earlier rules, not judged" if i == 0 else None)  # fmt: skip
+            axes.set_ylim(-0.02, 1.02)
         axes.set_xlabel("day (judged by the rules of earlier days)")
         axes.set_ylabel(label)
-        if column == "ratio":
-            axes.set_ylim(-0.02, 1.02)
         axes.legend()
         axes.grid(alpha=0.3)
         span = (daily["day"].max() - daily["day"].min()).days if daily.height else 0
@@ -319,6 +328,18 @@ def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -
         axes.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         figure.autofmt_xdate()
         figure.tight_layout()
+        out[name] = figure
+    return out
+
+
+def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -> pl.DataFrame:
+    """Write the table, its summary and the two plots (:func:`figures`)
+    into ``directory``; returns the summary."""
+    table.write_parquet(directory / "backtest.parquet")
+    table.write_csv(directory / "backtest.csv")
+    summary = summarise(table, mode)
+    (directory / "summary.json").write_text(json.dumps(summary.to_dicts(), indent=2) + "\n")
+    for name, figure in figures(table, mode).items():
         figure.savefig(directory / f"{name}.png", dpi=120)
     return summary
 

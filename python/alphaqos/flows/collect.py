@@ -2,15 +2,23 @@
 exports writing the canonical flow table (:mod:`.schema`) as Parquet.
 
 ``alphaqos flows collect [--listen HOST:PORT] --out DIR [--flush-every 10s]
-[--sampling EXPORTER=N ...] [--time-window D|off] [--duration D]``
+[--flush-records N] [--sampling EXPORTER=N ...] [--max-packet EXPORTER=BYTES ...]
+[--time-window D|off] [--duration D]``
 
 One non-blocking UDP socket with a large receive buffer (asked for
 :data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
 is drained in batches with ``recvfrom_into``; each datagram is decoded by
 :class:`.netflow.Decoder` (exporter: the datagram's source address) and the
-records are handed every ``--flush-every`` to a writer thread that builds
-the table and writes it with :func:`.schema.write_partitioned` under
-``DIR`` (``exporter=.../day=...``), while the socket keeps being read.
+records are handed every ``--flush-every``, or as soon as
+``--flush-records`` are waiting (default :data:`FLUSH_RECORDS`), to a
+writer thread that builds the table and writes it with
+:func:`.schema.write_partitioned` under ``DIR`` (``exporter=.../day=...``),
+while the socket keeps being read. At most :data:`QUEUED_FLUSHES` flushes
+wait for the writer; beyond them the receive loop waits too (and the
+kernel drops what its buffer cannot hold, counted below), so memory is
+bounded by ``--flush-records`` whatever the rate and the flush interval.
+The decoder's own caps (held data, templates) are in
+:mod:`.netflow` and ``docs/flows.md``.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
 reason, and the datagrams the kernel dropped on this socket (from
@@ -21,10 +29,10 @@ lost on the way, the jumps of its sequence numbers that no loss explains
 (a restart, or garbage; see :meth:`.netflow.Decoder._sequence`), and the
 records whose sampling rate is unknown (stored with rate 0).
 
-Each datagram's receive time (the collector's clock) is the centre of the
-plausible window of its records' times: a record more than
-``--time-window`` (default 1 day) from it is rejected, so a garbage time
-never makes a partition of its own.
+Each datagram's receive time (the collector's clock) and its header's
+export time are the centres of the plausible window of its records'
+times: a record more than ``--time-window`` (default 1 day) from either
+is rejected, so a garbage time never makes a partition of its own.
 
 SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
 reads what is still queued on the socket, writes every record received and
@@ -57,6 +65,10 @@ __all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
 RECEIVE_BUFFER = 64 * 1024 * 1024
 #: Datagrams read per wake-up before the clock is looked at again.
 BATCH = 2048
+#: Records decoded and waiting that trigger a flush before ``--flush-every``.
+FLUSH_RECORDS = 200_000
+#: Flushes that may wait for the writer thread before the receive loop waits.
+QUEUED_FLUSHES = 2
 #: Longest time spent, once stopping, reading what is still queued on the socket.
 FINAL_DRAIN_S = 5.0
 _TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
@@ -68,8 +80,13 @@ def register(subparsers) -> None:
                         help="address to receive on (default 127.0.0.1:4739; [::1]:4739 for IPv6; port 0: any free)")  # fmt: skip
     parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="root of the partitioned Parquet")
     parser.add_argument("--flush-every", metavar="D", default="10s", help="write what was received this often (default 10s)")
+    parser.add_argument("--flush-records", metavar="N", type=int, default=FLUSH_RECORDS,
+                        help=f"write as soon as N records are waiting (default {FLUSH_RECORDS:,}; bounds the memory)")  # fmt: skip
     parser.add_argument("--sampling", metavar="EXPORTER=N", action="append", default=[],
                         help="1-in-N packet sampling of an exporter, overriding what it exports (repeatable)")  # fmt: skip
+    parser.add_argument("--max-packet", metavar="EXPORTER=BYTES", action="append", default=[],
+                        help="largest packet an exporter counts, its MTU if it sees jumbograms (default 65535; "
+                             "'*=BYTES' for all; repeatable)")  # fmt: skip
     parser.add_argument("--time-window", metavar="D|off", default="1d",
                         help="reject records more than D from their receive time (default 1d)")  # fmt: skip
     parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
@@ -94,12 +111,12 @@ def parse_listen(text: str) -> tuple[int, tuple]:
     return family, address
 
 
-def _parse_sampling(items: list[str]) -> dict[str, int]:
+def _parse_sampling(items: list[str], option: str = "--sampling", what: str = "EXPORTER=N") -> dict[str, int]:
     rates = {}
     for item in items:
         exporter, sep, rate = item.rpartition("=")
         if not sep or not exporter or not rate.isdigit() or int(rate) < 1:
-            raise UsageError(f"--sampling {item!r}: expected EXPORTER=N with N a whole number of at least 1")
+            raise UsageError(f"{option} {item!r}: expected {what} with {what.split('=')[1]} a whole number of at least 1")
         rates[exporter] = int(rate)
     return rates
 
@@ -119,6 +136,9 @@ def _seconds(option: str, text: str | None) -> float | None:
 def _collect(args: argparse.Namespace) -> int:
     family, address = parse_listen(args.listen)
     sampling = _parse_sampling(args.sampling)
+    max_packet = _parse_sampling(args.max_packet, "--max-packet", "EXPORTER=BYTES") or None
+    if args.flush_records < 1:
+        raise UsageError(f"--flush-records {args.flush_records}: must be at least 1")
     flush_every = _seconds("--flush-every", args.flush_every)
     duration = _seconds("--duration", args.duration)
     window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
@@ -137,7 +157,8 @@ def _collect(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     with sock:
-        return Collector(sock, args.out, Decoder(sampling, window_us=window), flush_every, duration).run()
+        decoder = Decoder(sampling, window_us=window, max_packet_bytes=max_packet)
+        return Collector(sock, args.out, decoder, flush_every, duration, flush_records=args.flush_records).run()
 
 
 class Collector:
@@ -146,15 +167,17 @@ class Collector:
     receiving (numpy, polars and Parquet writing release the GIL for most of
     their work)."""
 
-    def __init__(self, sock: socket.socket, out: Path, decoder: Decoder, flush_every: float, duration: float | None):
+    def __init__(self, sock: socket.socket, out: Path, decoder: Decoder, flush_every: float, duration: float | None,
+                 flush_records: int = FLUSH_RECORDS):  # fmt: skip
         self.sock, self.out, self.decoder = sock, out, decoder
-        self.flush_every, self.duration = flush_every, duration
+        self.flush_every, self.duration, self.flush_records = flush_every, duration, flush_records
+        self.peak_pending = 0  # most records waiting in the decoder at once (the bound's own accounting)
         self.stopping = False
         self.decode_s = 0.0
         self.written = 0
         self.unwritten: list = []  # frames a failed write left behind, retried at the next flush
         self.failure: str | None = None
-        self.batches: queue.Queue = queue.Queue()
+        self.batches: queue.Queue = queue.Queue(maxsize=QUEUED_FLUSHES)
         self.started = time.monotonic()
 
     def _stop(self, signum, frame) -> None:
@@ -178,10 +201,12 @@ class Collector:
                 readable, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, _TICK_S)))
                 if readable:
                     self._drain(BATCH)
-                if time.monotonic() >= next_flush:
-                    self.batches.put((self.decoder.detach(), False))
+                if time.monotonic() >= next_flush or self.decoder.pending >= self.flush_records:
+                    self.batches.put((self.decoder.detach(), False))  # waits while QUEUED_FLUSHES are queued
                     next_flush = time.monotonic() + self.flush_every
-            self._drain(None, deadline=time.monotonic() + FINAL_DRAIN_S)  # what the kernel holds was received: keep it
+            deadline = time.monotonic() + FINAL_DRAIN_S
+            while self._drain(None, deadline=deadline):  # what the kernel holds was received: keep it
+                self.batches.put((self.decoder.detach(), False))
             self.batches.put((self.decoder.detach(), True))
             writer.join()
         finally:
@@ -191,8 +216,12 @@ class Collector:
             raise RunFailure(self.failure)
         return 0
 
-    def _drain(self, limit: int | None, deadline: float | None = None) -> None:
+    def _drain(self, limit: int | None, deadline: float | None = None) -> bool:
+        """Read up to ``limit`` datagrams (None: all queued, until
+        ``deadline``); returns True if it stopped because ``--flush-records``
+        records are waiting."""
         buffer = bytearray(65536)
+        decoder = self.decoder
         view = memoryview(buffer)
         recv, feed = self.sock.recvfrom_into, self.decoder.feed
         count = 0
@@ -207,9 +236,17 @@ class Collector:
                 exporter = exporter[7:]
             feed(bytes(view[:size]), exporter, time.time_ns() // 1000)
             count += 1
+            if count % 64 == 0:
+                pending = decoder.pending
+                self.peak_pending = max(self.peak_pending, pending)
+                if pending >= self.flush_records:
+                    self.decode_s += time.perf_counter() - started
+                    return True
             if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
                 break  # a sender that never stops must not keep us from stopping
+        self.peak_pending = max(self.peak_pending, decoder.pending)
         self.decode_s += time.perf_counter() - started
+        return False
 
     def _writer(self) -> None:
         final = False
@@ -253,7 +290,8 @@ class Collector:
         lines = [
             f"{head} {elapsed:.1f} s: wrote {written:,} records ({self.written:,} in all); "
             f"{stats['datagrams']:,} datagrams, {stats['records']:,} records, decoding {rate:,.0f} records/s; "
-            f"problems: {_counts(decoder.counts)}; kernel drops: {'?' if drops is None else f'{drops:,}'}"
+            f"problems: {_counts(decoder.counts)}; kernel drops: {'?' if drops is None else f'{drops:,}'}; "
+            f"most records waiting at once: {self.peak_pending:,}"
         ]
         lines += [f"  {exporter_line(decoder, exporter)}" for exporter in decoder.exporters()]
         print("\n".join(lines), flush=True)

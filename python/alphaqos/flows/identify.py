@@ -281,7 +281,9 @@ def alpha_sql(files, interval_us: int, threshold_bytes: float, candidates: str =
                src_addr, dst_addr, src_port, dst_port, protocol,
                -- Whole bytes: every later sum is then exact in any order, so
                -- a rerun gives a bit-identical table however DuckDB parallelises.
-               round(sum(share))::BIGINT AS bytes, count(*) AS records
+               -- HUGEINT (128 bits): counts are unsigned 64-bit, so one record
+               -- alone may pass 2^63 and the sum of several 2^64.
+               round(sum(share))::HUGEINT AS bytes, count(*) AS records
         FROM ({spread_sql(files, iv, where)})
         GROUP BY exporter, src_addr, dst_addr, src_port, dst_port, protocol, i
         HAVING sum(share) > {float(threshold_bytes)!r}

@@ -3,15 +3,17 @@
 ``alphaqos flows ingest FILE... --format nfdump|pmacct|goflow2|csv|parquet|pcap
 --out DIR [--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
 [--require-sampling] [--time-unit iso|s|ms|us|ns] [--time-zone ZONE]
-[--time-window D|off]``
+[--time-window D|off] [--max-packet BYTES|EXPORTER=BYTES,...]``
     Read the files (:mod:`.readers`; the formats are the keys of
     :data:`.readers.READERS`), write their records as the canonical Parquet
     store (:func:`.schema.write_partitioned`) under DIR and print a summary:
     records per exporter and day, and the rejected rows by reason (and
-    exporter) with their ``file:line``. Every file is read before anything
-    is written, so bad input leaves DIR as it was; a new DIR is made in a
-    hidden directory and renamed at the end, an existing one receives new
-    part files.
+    exporter) with their ``file:line``. nfdump and GoFlow2 files are read
+    and written block by block (:func:`.readers.iter_records`), so memory
+    does not grow with the file; the blocks are written into a hidden
+    directory and only moved into DIR once every file was read, so bad
+    input leaves DIR as it was (a new DIR is the hidden directory renamed,
+    an existing one receives new part files).
 
     *Unknown sampling is not 1:1.* Where neither the file nor
     ``--sampling`` gives an exporter's rate (nfdump CSV has no sampling
@@ -42,6 +44,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -74,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="zone of times written without an offset, e.g. Europe/Zurich (default UTC)")  # fmt: skip
     ingest.add_argument("--time-window", metavar="D|off", default="1d",
                         help="reject records more than D from their receive time, where known (default 1d)")  # fmt: skip
+    ingest.add_argument("--max-packet", metavar="BYTES|EXPORTER=BYTES,...",
+                        help="largest packet an exporter counts, its MTU if it sees jumbograms (default 65535)")  # fmt: skip
     ingest.set_defaults(handler=_ingest)
 
     make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
@@ -105,29 +111,35 @@ def _ingest(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-zone: {exc}") from None
     window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
     sampling = None if args.sampling is None else _sampling(args.sampling)
+    max_packet = None if args.max_packet is None else _sampling(args.max_packet, "--max-packet", "BYTES")
     options = readers.ReadOptions(exporter=args.exporter, sampling=sampling, mapping=mapping, time_unit=args.time_unit,
-                                  time_zone=zone, window_us=window)  # fmt: skip
-    reader = readers.READERS[args.format]
+                                  time_zone=zone, window_us=window, max_packet_bytes=max_packet)  # fmt: skip
     report = readers.RejectReport()
-    tables = []
-    for path in args.files:
-        try:
-            tables.append(reader(path, options, report))
-        except readers.FlowFileError as exc:
-            raise UsageError(str(exc)) from None
-    table = pl.concat(tables) if tables else schema.empty()
-    if table.is_empty() and report.rejected:
-        raise UsageError("no usable records: " + "; ".join(report.lines()[1:4]))
-    unknown = dict(table.filter(pl.col("sampling_rate") == 0).group_by("exporter").len().sort("exporter").iter_rows())
-    if unknown and args.require_sampling:
-        names = ", ".join(unknown)
-        raise UsageError(f"sampling rate unknown for exporter(s) {names}: give --sampling EXPORTER=N (1 if unsampled "
-                         f"or already scaled)")  # fmt: skip
+    with _store_writer(args.out) as staging:
+        # block by block (readers.iter_records): memory holds one block and the per-day counts, not the files
+        days = []
+        for path in args.files:
+            try:
+                for table in readers.iter_records(args.format, path, options, report):
+                    if table.height:
+                        schema.write_partitioned(table, staging)
+                        days.append(_per_day(table))
+            except readers.FlowFileError as exc:
+                raise UsageError(str(exc)) from None
+        per_day = (pl.concat(days).group_by("exporter", "day").agg(pl.all().sum()).sort("exporter", "day") if days
+                   else _per_day(schema.empty()))  # fmt: skip
+        if per_day.is_empty() and report.rejected:
+            raise UsageError("no usable records: " + "; ".join(report.lines()[1:4]))
+        unknown = dict(per_day.filter(pl.col("unknown") > 0).group_by("exporter", maintain_order=True)
+                       .agg(pl.col("unknown").sum()).iter_rows())  # fmt: skip
+        if unknown and args.require_sampling:
+            names = ", ".join(unknown)
+            raise UsageError(f"sampling rate unknown for exporter(s) {names}: give --sampling EXPORTER=N (1 if unsampled "
+                             f"or already scaled)")  # fmt: skip
     for exporter, records in unknown.items():
         print(f"alphaqos: warning: exporter {exporter}: sampling rate unknown for {records:,} records; counts stored "
               f"as exported (give --sampling {exporter}=N, 1 if unsampled or already scaled)", file=sys.stderr)  # fmt: skip
-    _write_store(table, args.out)
-    _print_ingest(table, report, args.out)
+    _print_ingest(per_day, report, args.out)
     return 0
 
 
@@ -142,25 +154,40 @@ def time_window(option: str, text: str) -> int:
     return ns // 1000
 
 
-def _write_store(table: pl.DataFrame, out: Path) -> None:
-    if out.is_dir():
-        schema.write_partitioned(table, out)
-        return
-    if out.exists():
+@contextmanager
+def _store_writer(out: Path):
+    """A hidden directory to write the store's new files into: renamed to
+    ``out`` if that is new, else its files moved into ``out`` (each
+    partition's next free names), when the body succeeds; removed if it
+    fails, so bad input leaves ``out`` as it was."""
+    if out.exists() and not out.is_dir():
         raise UsageError(f"--out {str(out)!r} exists and is not a directory")
-    with _staged_directory(out) as staging:
-        schema.write_partitioned(table, staging)
+    if not out.is_dir():
+        with _staged_directory(out) as staging:
+            yield staging
+        return
+    with tempfile.TemporaryDirectory(prefix=".ingest-", dir=out) as staging:
+        yield Path(staging)
+        for part in sorted(Path(staging).glob("exporter=*/day=*/*.parquet")):
+            directory = out / part.parent.parent.name / part.parent.name
+            directory.mkdir(parents=True, exist_ok=True)
+            n = 0
+            while (directory / f"part-{n:05d}.parquet").exists():
+                n += 1
+            part.rename(directory / f"part-{n:05d}.parquet")
 
 
-def _print_ingest(table: pl.DataFrame, report: readers.RejectReport, out: Path) -> None:
-    print(f"{table.height:,} records into {out}/")
-    per_day = (
-        table.group_by("exporter", pl.col("first").dt.date().alias("day"))
-        .agg(pl.len().alias("records"), pl.col("bytes_scaled").sum().alias("bytes"),
-             (pl.col("sampling_rate") == 0).sum().alias("unknown"))
-        .sort("exporter", "day")
+def _per_day(table: pl.DataFrame) -> pl.DataFrame:
+    """Records, bytes and records of unknown sampling per exporter and day."""
+    return table.group_by("exporter", pl.col("first").dt.date().alias("day")).agg(
+        pl.len().cast(pl.Int64).alias("records"), pl.col("bytes_scaled").cast(pl.Float64).sum().alias("bytes"),
+        (pl.col("sampling_rate") == 0).sum().cast(pl.Int64).alias("unknown"),
     )  # fmt: skip
-    for exporter, day, records, octets, unknown in per_day.iter_rows():
+
+
+def _print_ingest(per_day: pl.DataFrame, report: readers.RejectReport, out: Path) -> None:
+    print(f"{per_day['records'].sum():,} records into {out}/")
+    for exporter, day, records, octets, unknown in per_day.select("exporter", "day", "records", "bytes", "unknown").iter_rows():
         if not unknown:
             how = "sampling-corrected"
         elif unknown == records:
@@ -172,7 +199,7 @@ def _print_ingest(table: pl.DataFrame, report: readers.RejectReport, out: Path) 
         print(line)
 
 
-def _sampling(text: str) -> int | dict[str, int]:
+def _sampling(text: str, option: str = "--sampling", unit: str = "N") -> int | dict[str, int]:
     try:
         if "=" not in text:
             rate = int(text)
@@ -187,7 +214,7 @@ def _sampling(text: str) -> int | dict[str, int]:
                 raise ValueError
         return rates
     except ValueError:
-        raise UsageError(f"--sampling {text!r}: expected N or EXPORTER=N,... with N >= 1") from None
+        raise UsageError(f"{option} {text!r}: expected {unit} or EXPORTER={unit},... with {unit} >= 1") from None
 
 
 def _write_exports_pcap(table, path: Path) -> None:

@@ -46,25 +46,48 @@ Impossible records
     ``take()``/``build()`` reject the records that the readers of
     :mod:`.readers` would reject, with the same checks
     (:func:`.schema.impossible`) and reasons (:class:`.schema.Reason`),
-    counted per (exporter, reason) in ``Decoder.rejected``: a count times
-    its sampling rate above 2**64 - 1 (counts are unsigned 64-bit from the
-    wire on, never read as signed), ``last`` before ``first``, and a time
-    outside the plausible window: more than ``window_us`` (default 1 day)
-    from the datagram's receive time (``feed``'s ``received_us``: the
-    collector's clock, a capture's time stamp) or, when that is not known,
-    from the header's export time; always within 1970-2199; and for v5/v9
+    counted per (exporter, reason) in ``Decoder.rejected``: an address
+    field of the wrong length (ipv4Address 4 bytes, ipv6Address 16); an
+    empty record, bytes with zero packets (where the template has a packet
+    count), more bytes than ``max_packet_bytes`` (default 65,535; an
+    exporter's MTU for jumbograms, :func:`.schema.packet_limit`) times the
+    packets; a count times its sampling rate above 2**64 - 1 (counts are
+    unsigned 64-bit from the wire on, never read as signed); a time field
+    whose microseconds overflow int64 (computed unsigned, never wrapped);
+    ``last`` before ``first``; and a time outside the plausible window:
+    more than ``window_us`` (default 1 day) from the datagram's receive
+    time (``feed``'s ``received_us``: the collector's clock, a capture's
+    time stamp) and from the header's export time alike; always within
+    1970-2199; and for v5/v9
     times relative to the uptime, not after the datagram's export (with
     :data:`EXPORT_SLACK_US` for the header's whole seconds). Garbage times
     thus never make a partition of their own.
 
 Unknown templates
     Data sets for a template not yet seen are counted as ``unknown_template``
-    when they arrive and held, up to :data:`HELD_SETS` per exporter (oldest
-    dropped first); when the template arrives, the held sets are decoded
-    with the header times of their own datagram and counted in
-    ``Decoder.stats["recovered_sets"]``. Sets still held are lost with the
-    decoder. An IPFIX template record with no fields withdraws the template
+    when they arrive and held (within the caps below); when the template
+    arrives, the held sets are decoded with the header times of their own
+    datagram and counted in ``Decoder.stats["recovered_sets"]``. Sets still
+    held are lost with the decoder. An IPFIX template record with no fields withdraws the template
     (RFC 7011 Section 8.1); a newer template with the same id replaces it.
+
+Memory
+    What an exporter can make the decoder hold is capped, per exporter and
+    over all exporters, whatever it sends and however many source
+    addresses it uses: held data sets (:data:`HELD_SETS` sets and
+    :data:`HELD_BYTES_PER_EXPORTER` bytes per exporter, :data:`HELD_BYTES`
+    in all; the oldest set is evicted first) and templates
+    (:data:`TEMPLATES_PER_EXPORTER` templates and
+    :data:`TEMPLATE_FIELDS_PER_EXPORTER` fields per exporter,
+    :data:`TEMPLATES` and :data:`TEMPLATE_FIELDS` in all; the template
+    announced least recently is evicted first, and its data becomes
+    ``unknown_template`` until it is announced again, as exporters do
+    periodically, RFC 7011 Section 8.1 and RFC 3954 Section 5.2). Each
+    eviction is a problem (``held_evicted``, ``template_evicted``), counted
+    like the others. ``Decoder.held_bytes`` and ``Decoder.template_fields``
+    are the decoder's own accounting. Decoded records wait in the decoder
+    until ``take()``/``detach()``: the collector flushes them by count as
+    well as by time, so they are bounded too (``Decoder.pending``).
 
 Loss at the exporter
     Gaps in sequence numbers are counted in ``Decoder.stats`` (and per
@@ -118,10 +141,11 @@ Tests: ``tests/test_flows_netflow.py``. Benchmark: ``benches/flows_decode.py``.
 
 from __future__ import annotations
 
+import functools
 import math
 import socket
 import struct
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -130,10 +154,22 @@ import polars as pl
 
 from . import schema
 
-__all__ = ["Decoder", "Problem", "decode", "encode_ipfix", "encode_v5", "encode_v9", "read_pcap", "HELD_SETS"]
+__all__ = ["Decoder", "Problem", "decode", "encode_ipfix", "encode_v5", "encode_v9", "read_pcap", "HELD_BYTES",
+           "HELD_BYTES_PER_EXPORTER", "HELD_SETS", "TEMPLATES", "TEMPLATES_PER_EXPORTER", "TEMPLATE_FIELDS",
+           "TEMPLATE_FIELDS_PER_EXPORTER"]  # fmt: skip
 
 #: Data sets held per exporter while their template is unknown.
 HELD_SETS = 256
+#: Bytes of data sets held while their template is unknown, per exporter
+#: and over all exporters (oldest evicted first; see "Memory" in the module doc).
+HELD_BYTES_PER_EXPORTER = 4 << 20
+HELD_BYTES = 64 << 20
+#: Templates kept, and their fields summed, per exporter and over all
+#: exporters (the least recently announced evicted first).
+TEMPLATES_PER_EXPORTER = 4096
+TEMPLATES = 16_384
+TEMPLATE_FIELDS_PER_EXPORTER = 65_536
+TEMPLATE_FIELDS = 262_144
 #: Problems kept in ``Decoder.problems`` (all are counted).
 KEPT_PROBLEMS = 10_000
 
@@ -155,6 +191,7 @@ ICMP_TYPE, ICMP_CODE, ICMP6_TYPE, ICMP6_CODE = 176, 177, 178, 179
 
 VARIABLE = 0xFFFF  # a field length meaning "variable" (RFC 7011 Section 7)
 MASK32 = 0xFFFFFFFF
+INT64_MAX = 2**63 - 1
 LATEST_US = 7_258_118_400_000_000  # 2200-01-01T00:00:00Z: later times are taken as garbage
 #: A flow may end this long after the export time of its v5/v9 datagram
 #: (whose header time has whole seconds) before it is impossible.
@@ -214,7 +251,12 @@ class _Template:
             if enterprise == 0:
                 self.index.setdefault(ident, position)
         if self.fixed:
-            self.dtype = np.dtype([(f"f{i}", _field_dtype(length)) for i, (_, _, length) in enumerate(self.fields)])
+            # only the fields the decoder reads (the first of each IANA id), at their offsets: a template
+            # of thousands of fields costs no more than the few it is read for
+            offsets = np.concatenate([[0], np.cumsum([length for _, _, length in self.fields])[:-1]]).tolist()
+            used = sorted(self.index.values())
+            self.dtype = np.dtype({"names": [f"f{i}" for i in used], "formats": [_field_dtype(self.fields[i][2]) for i in used],
+                                   "offsets": [offsets[i] for i in used], "itemsize": self.record_len})  # fmt: skip
 
     @property
     def is_flow(self) -> bool:
@@ -223,6 +265,7 @@ class _Template:
                                      or OCTETS_TOTAL in ix or PACKETS_TOTAL in ix)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=256)
 def _field_dtype(length: int):
     if length in (1, 2, 4, 8):
         return np.dtype(f">u{length}")
@@ -263,16 +306,28 @@ assert _V5_TEMPLATE.record_len == 48
 class Decoder:
     """Decoding state for any number of exporters; see the module doc."""
 
-    def __init__(self, sampling: dict[str, int] | None = None, *, window_us: int | None = schema.WINDOW_US):
+    def __init__(self, sampling: dict[str, int] | None = None, *, window_us: int | None = schema.WINDOW_US,
+                 max_packet_bytes: int | dict[str, int] | None = None):  # fmt: skip
         self.sampling = dict(sampling or {})
         self.window_us = window_us
-        self.templates: dict[tuple, _Template] = {}  # (exporter, version, domain, template id) ->
+        self.max_packet_bytes = max_packet_bytes  # see schema.packet_limit
+        # (exporter, version, domain, template id) -> template, least recently announced first
+        self.templates: OrderedDict[tuple, _Template] = OrderedDict()
+        self._exporter_templates: dict[str, OrderedDict] = {}  # exporter -> its template keys, oldest first
+        self._exporter_fields: Counter[str] = Counter()  # exporter -> fields of its templates
+        self.template_fields = 0  # fields of all templates kept
         self.sampler_rates: dict[tuple, dict] = {}  # (exporter, domain) -> {sampler id: N}
         self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
         self.default_rates: dict[tuple, int] = {}  # (exporter, domain) -> N for records naming no sampler
         self.init_ms: dict[tuple, int] = {}  # (exporter, domain) -> systemInitTimeMilliseconds
         self._next_sequence: dict[tuple, int] = {}  # (exporter, version, domain...) -> sequence number expected
+        # data sets of unknown templates: [exporter, key, body, when] per set (body None once gone),
+        # oldest first, per exporter and over all
         self.held: dict[str, deque] = {}
+        self._held_all: deque = deque()
+        self._held_bytes: Counter[str] = Counter()
+        self.held_bytes = 0
+        self.held_sets = 0
         self.counts: Counter[str] = Counter()
         self.problems: list[Problem] = []
         self.stats: Counter[str] = Counter()
@@ -315,7 +370,10 @@ class Decoder:
 
     def _stat(self, exporter: str, key: str, n: int = 1) -> None:
         self.stats[key] += n
-        self.exporter_stats.setdefault(exporter, Counter())[key] += n
+        stats = self.exporter_stats.get(exporter)
+        if stats is None:  # (setdefault would build a Counter for every call)
+            stats = self.exporter_stats[exporter] = Counter()
+        stats[key] += n
 
     def _problem(self, exporter: str, reason: str, detail: str, n: int = 1) -> None:
         self.counts[reason] += n
@@ -430,7 +488,7 @@ class Decoder:
                 raise _Malformed("bad_template", f"template id {tid} below 256")
             if count == 0:
                 if ipfix and not options:
-                    self.templates.pop((exporter, version, domain, tid), None)  # a withdrawal (RFC 7011 8.1)
+                    self._forget((exporter, version, domain, tid))  # a withdrawal (RFC 7011 8.1)
                     continue
                 raise _Malformed("empty_template", f"template {tid} with no fields")
             if scopes > count or (options and scopes == 0):
@@ -478,16 +536,50 @@ class Decoder:
 
     def _install(self, template: _Template) -> None:
         template.compile()
-        self.templates[template.key] = template
-        exporter = template.key[0]
+        key, exporter, size = template.key, template.key[0], len(template.fields)
+        self._forget(key)
+        self.templates[key] = template
+        self._exporter_templates.setdefault(exporter, OrderedDict())[key] = None
+        self._exporter_fields[exporter] += size
+        self.template_fields += size
+        # the caps: this exporter's oldest templates first, then the oldest of all (never the new one)
+        mine = self._exporter_templates[exporter]
+        while len(mine) > 1 and (len(mine) > TEMPLATES_PER_EXPORTER or self._exporter_fields[exporter] > TEMPLATE_FIELDS_PER_EXPORTER):
+            self._evict_template(next(iter(mine)))
+        while len(self.templates) > 1 and (len(self.templates) > TEMPLATES or self.template_fields > TEMPLATE_FIELDS):
+            self._evict_template(next(iter(self.templates)))
         held = self.held.get(exporter)
         if held:
-            waiting = [h for h in held if h[0] == template.key]
+            waiting = [h for h in held if h[1] == key and h[2] is not None]
+            for entry in waiting:
+                body, when = entry[2], entry[3]
+                self._drop_held(entry)
+                self.stats["recovered_sets"] += 1
+                self._decode_set(template, body, when)
             if waiting:
-                self.held[exporter] = deque((h for h in held if h[0] != template.key), maxlen=HELD_SETS)
-                for _, body, when in waiting:
-                    self.stats["recovered_sets"] += 1
-                    self._decode_set(template, body, when)
+                self.held[exporter] = deque(h for h in held if h[2] is not None)
+                if not self.held[exporter]:
+                    del self.held[exporter]
+
+    def _forget(self, key: tuple) -> _Template | None:
+        """Remove a template from the table and its accounting."""
+        template = self.templates.pop(key, None)
+        if template is not None:
+            exporter = key[0]
+            mine = self._exporter_templates[exporter]
+            del mine[key]
+            if not mine:
+                del self._exporter_templates[exporter]
+            self._exporter_fields[exporter] -= len(template.fields)
+            if self._exporter_fields[exporter] <= 0:
+                del self._exporter_fields[exporter]
+            self.template_fields -= len(template.fields)
+        return template
+
+    def _evict_template(self, key: tuple) -> None:
+        template = self._forget(key)
+        self._problem(key[0], "template_evicted", f"template {key[3]} of domain {key[2]} ({len(template.fields)} fields): "
+                      "over the template table's cap")  # fmt: skip
 
     def _data(self, exporter, version, domain, tid, body: bytes, when: _Time) -> int | None:
         """Decode a data set; returns its number of records (None: unknown template)."""
@@ -495,9 +587,54 @@ class Decoder:
         template = self.templates.get(key)
         if template is None:
             self._problem(exporter, "unknown_template", f"data set for template {tid} of domain {domain}")
-            self.held.setdefault(exporter, deque(maxlen=HELD_SETS)).append((key, body, when))
+            self._hold(exporter, key, bytes(body), when)
             return None
         return self._decode_set(template, body, when)
+
+    def _hold(self, exporter: str, key: tuple, body: bytes, when: _Time) -> None:
+        """Hold a data set until its template comes, within the caps
+        (evicting this exporter's oldest sets first, then the oldest of all)."""
+        if len(body) > HELD_BYTES_PER_EXPORTER:
+            self._problem(exporter, "held_evicted", f"a data set of {len(body)} bytes is over the cap of held data")
+            return
+        entry = [exporter, key, body, when]
+        mine = self.held.setdefault(exporter, deque())
+        mine.append(entry)
+        self._held_all.append(entry)
+        self._held_bytes[exporter] += len(body)
+        self.held_bytes += len(body)
+        self.held_sets += 1
+        while len(mine) > HELD_SETS or self._held_bytes[exporter] > HELD_BYTES_PER_EXPORTER:
+            self._evict_held(mine.popleft())
+        while self.held_bytes > HELD_BYTES:
+            self._evict_held(self._held_all.popleft())
+        if len(self._held_all) > 2 * self.held_sets + 1024:  # sets gone elsewhere: compact
+            self._held_all = deque(h for h in self._held_all if h[2] is not None)
+
+    def _drop_held(self, entry: list) -> None:
+        exporter, body = entry[0], entry[2]
+        if body is None:
+            return
+        entry[2] = None
+        self._held_bytes[exporter] -= len(body)
+        self.held_bytes -= len(body)
+        self.held_sets -= 1
+        if self._held_bytes[exporter] <= 0:
+            del self._held_bytes[exporter]
+
+    def _evict_held(self, entry: list) -> None:
+        if entry[2] is None:
+            return
+        exporter, key = entry[0], entry[1]
+        size = len(entry[2])
+        self._drop_held(entry)
+        mine = self.held.get(exporter)
+        if mine is not None:
+            while mine and mine[0][2] is None:
+                mine.popleft()
+            if not mine:
+                del self.held[exporter]
+        self._problem(exporter, "held_evicted", f"a held data set of template {key[3]} ({size} bytes): over the cap of held data")
 
     def _decode_set(self, template: _Template, body: bytes, when: _Time) -> int:
         exporter, _, domain, tid = template.key
@@ -558,9 +695,9 @@ class Decoder:
         sampler = ints(SAMPLER_ID)
         if sampler is None:
             sampler = ints(SELECTOR_ID)
-        init = ints(SYSTEM_INIT_MS)
-        if init is not None:
-            self.init_ms[(exporter, domain)] = int(init[-1])
+        init = _as_uint(records[f"f{index[SYSTEM_INIT_MS]}"]) if SYSTEM_INIT_MS in index else None
+        if init is not None:  # kept unsigned; a value beyond int64 stays beyond the limit (time_overflow), never wraps
+            self.init_ms[(exporter, domain)] = min(int(init[-1]), INT64_MAX)
         if interval is None:
             return
         key = (exporter, domain)
@@ -618,7 +755,7 @@ class Decoder:
         columns = {
             name: np.concatenate([p[name] for p in parts])
             for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
-                         "input_if", "output_if", "earliest", "latest")
+                         "input_if", "output_if", "earliest", "latest", "packets_known", "address_length", "time_overflow")
         }  # fmt: skip
         # values a template gave more bytes than the canonical type holds
         # (malformed, or odd exporters) must not stop the table being built
@@ -636,8 +773,12 @@ class Decoder:
             pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
         )
         # Impossible records are rejected exactly as the readers reject them (schema.impossible).
-        checks = schema.impossible(pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")},
-                                   pl.col("sampling_rate"), earliest=pl.col("earliest"), latest=pl.col("latest"))  # fmt: skip
+        checks = schema.impossible(
+            pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")}, pl.col("sampling_rate"),
+            earliest=pl.col("earliest"), latest=pl.col("latest"), address_length=pl.col("address_length"),
+            time_overflow=pl.col("time_overflow"), packets_known=pl.col("packets_known"),
+            max_packet_bytes=schema.packet_limit(pl.col("exporter"), self.max_packet_bytes),
+        )  # fmt: skip
         reason, _ = schema.first_reason(checks)
         frame = frame.with_columns(reason.alias("_reason"))
         bad = frame.filter(pl.col("_reason").is_not_null())
@@ -687,10 +828,17 @@ def _columns(group: list[_Chunk]) -> dict:
                 return _as_uint(records[f"f{index[ident]}"])
         return np.zeros(n, np.uint64)
 
+    def ucol(*idents):
+        for ident in idents:
+            if ident in index:
+                return _as_uint(records[f"f{index[ident]}"])
+        return None
+
     out = {
         "n": n, "src_port": ints(SRC_PORT), "dst_port": ints(DST_PORT), "protocol": ints(PROTOCOL),
         "bytes": counter(OCTETS, OCTETS_TOTAL), "packets": counter(PACKETS, PACKETS_TOTAL),
         "input_if": ints(INPUT_IF), "output_if": ints(OUTPUT_IF),
+        "packets_known": np.full(n, PACKETS in index or PACKETS_TOTAL in index),
     }  # fmt: skip
     # ICMP type and code go where NetFlow v5 and nfdump put them: dst_port = type x 256 + code
     icmp = col(ICMP_TYPE_CODE, ICMP6_TYPE_CODE)
@@ -700,45 +848,72 @@ def _columns(group: list[_Chunk]) -> dict:
     if icmp is not None:
         is_icmp = (out["protocol"] == 1) | (out["protocol"] == 58)
         out["dst_port"] = np.where(is_icmp & (icmp != 0), icmp, out["dst_port"])
+    # an address field of the wrong length (ipv4Address is 4 bytes, ipv6Address 16: RFC 7012
+    # Section 3.2; no reduced-size or variable-length encoding) is no address
+    wrong_length = False
     for side, v4, v6 in (("src", SRC_V4, SRC_V6), ("dst", DST_V4, DST_V6)):
         if v4 in index:
+            wrong_length |= template.fields[index[v4]][2] != 4
             out[side + "4"] = col(v4).astype(np.uint32)
         elif v6 in index:
+            wrong_length |= template.fields[index[v6]][2] != 16
             out[side + "6"] = _v6_text(records[f"f{index[v6]}"])
         else:
             out[side + "4"] = np.zeros(n, np.uint32)
+    out["address_length"] = np.full(n, wrong_length)
 
     # times (see the module doc for the order of preference)
+    # Times are computed in unsigned 64 bits and any value whose microseconds
+    # would not fit in int64 is marked (time_overflow: rejected), never wrapped.
     export = per_chunk("export_us")
     uptime_relative = False
-    first, last = col(START_MS), col(END_MS)
+    overflow = np.zeros(n, bool)
+
+    def micros(values, scale):
+        nonlocal overflow
+        values = np.asarray(values, np.uint64)
+        big = values > np.uint64(INT64_MAX // scale)
+        overflow = overflow | big
+        return np.where(big, np.uint64(0), values).astype(np.int64) * scale
+
+    first, last = ucol(START_MS), ucol(END_MS)
     scale = 1000
     if first is None:
-        first, last, scale = col(START_S), col(END_S), 1_000_000
+        first, last, scale = ucol(START_S), ucol(END_S), 1_000_000
     if first is not None:
-        first = first * scale
-        last = first if last is None else last * scale
+        first = micros(first, scale)
+        last = first if last is None else micros(last, scale)
     else:
-        start, end = col(FIRST_SWITCHED), col(LAST_SWITCHED)
+        start, end = ucol(FIRST_SWITCHED), ucol(LAST_SWITCHED)
         end = start if end is None else end
         if start is None:
             first = last = export
         elif template.key[1] in (5, 9):  # relative to the header's sys_uptime
             uptime_relative = True
             uptime = per_chunk("uptime_ms")
+            start, end = start & np.uint64(MASK32), end & np.uint64(MASK32)  # 4 bytes in v5/v9; more is garbage
             first, last = _uptime_to_us(start, uptime, export), _uptime_to_us(end, uptime, export)
         else:
-            init = col(SYSTEM_INIT_MS)
-            init = per_chunk("init_ms") if init is None else init
-            first = np.where(init >= 0, (init + start) * 1000, export)
-            last = np.where(init >= 0, (init + end) * 1000, export)
-    out["first"], out["last"] = first, last
+            init = ucol(SYSTEM_INIT_MS)
+            known = per_chunk("init_ms") >= 0 if init is None else np.ones(n, bool)
+            init = per_chunk("init_ms").astype(np.uint64) if init is None else init
+            # each term is checked alone first, so that the sum cannot wrap in 64 bits
+            limit = np.uint64(INT64_MAX // 1000)
+            for part in (init, start, end):
+                overflow = overflow | (known & (part > limit))
+            init, start, end = (np.where(part > limit, np.uint64(0), part) for part in (init, start, end))
+            first = np.where(known, micros(init + start, 1000), export)
+            last = np.where(known, micros(init + end, 1000), export)
+    out["first"], out["last"], out["time_overflow"] = first, last, overflow
     # the plausible window: the reference time (reception, else export) +- the window, within 1970-2199;
     # a time relative to the uptime cannot lie after the export of its datagram
+    # the window is centred on the receive time and on the export time alike: a record must lie within
+    # both (a capture without time stamps, or a clock far off, cannot make an old record plausible)
     reference = per_chunk("reference_us")
     window = group[0].window_us
-    earliest = np.zeros(n, np.int64) if window is None else np.maximum(reference - window, 0)
-    latest = np.full(n, LATEST_US - 1, np.int64) if window is None else np.minimum(reference + window, LATEST_US - 1)
+    earliest = np.zeros(n, np.int64) if window is None else np.maximum(np.maximum(reference, export) - window, 0)
+    latest = (np.full(n, LATEST_US - 1, np.int64) if window is None
+              else np.minimum(np.minimum(reference, export) + window, LATEST_US - 1))  # fmt: skip
     if uptime_relative:
         latest = np.minimum(latest, export + EXPORT_SLACK_US)
     out["earliest"], out["latest"] = earliest, latest

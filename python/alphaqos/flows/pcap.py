@@ -31,6 +31,9 @@ __all__ = ["frames", "network_header", "read_pcap", "udp_datagrams", "write_pcap
 
 ETHERNET, RAW, LINUX_SLL, IPV4_LINK, IPV6_LINK, LINUX_SLL2 = 1, 101, 113, 228, 229, 276
 _RAW_ALIASES = {12, 14}  # DLT_RAW on some systems
+#: Capture stamps before 1996-01-01 (NetFlow's first year: Cisco IOS 11.1CA)
+#: are taken as no stamp: a capture tool without a clock, or relative times.
+UNSTAMPED_BEFORE_US = 820_454_400 * 1_000_000
 
 
 def read_pcap(path: str | Path, *, ports: set[int] | None = None, sampling: dict[str, int] | None = None,
@@ -39,13 +42,21 @@ def read_pcap(path: str | Path, *, ports: set[int] | None = None, sampling: dict
     DataFrame, list of Problem)``. ``ports``: only UDP datagrams sent to
     these ports (default: every UDP datagram). Each datagram's capture
     time is its receive time (the centre of the plausible window of its
-    records' times). ``decoder``: one to use (default: a new one with
+    records' times, beside the export header's time); a stamp before
+    :data:`UNSTAMPED_BEFORE_US` (zero, or relative to the capture's start)
+    is no time at all: the header's export time alone is then the
+    reference, and the datagram is counted in
+    ``decoder.stats["unstamped_datagrams"]``. ``decoder``: one to use (default: a new one with
     ``sampling``), whose counters the caller may read afterwards."""
     decoder = decoder or Decoder(sampling)
     problems: list[Problem] = []
     for item in udp_datagrams(path, problems):
         src, _, _, dport, payload, stamp_us = item
         if ports is None or dport in ports:
+            if stamp_us is not None and stamp_us < UNSTAMPED_BEFORE_US:
+                # no clock (zero or relative stamps): the export header's time is the only reference
+                decoder.stats["unstamped_datagrams"] += 1
+                stamp_us = None
             decoder.feed(payload, src, stamp_us)
     for problem in problems:
         decoder.counts[problem.reason] += 1

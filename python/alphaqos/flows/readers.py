@@ -76,8 +76,10 @@ default). Counts are read as unsigned 64-bit integers.
 Rows that cannot be used (a missing value, an unparsable time or number,
 an unknown protocol name, an address that is not IP text, a line that is
 not JSON) and rows that are impossible (:func:`.schema.impossible`: a
-negative count, a count times its sampling rate above 2**64 - 1, ``last``
-before ``first``, a time more than ``options.window_us`` from the
+negative count, an empty record, bytes without packets or above 65,535
+(the exporter's MTU, ``options.max_packet_bytes``) per packet, a count
+times its sampling rate above 2**64 - 1, ``last`` before ``first``, a
+time more than ``options.window_us`` from the
 record's receive time where the format gives one) are never dropped
 silently: each is counted by :class:`Reason`, and by exporter, in a
 :class:`RejectReport` with its location
@@ -206,7 +208,10 @@ class ReadOptions:
     epoch ``s``/``ms``/``us``/``ns`` numbers.
     ``time_zone``: the IANA zone of times written without an offset.
     ``window_us``: how far (microseconds) a record's times may lie from its
-    receive time, where the format gives one (None: not checked)."""
+    receive time, where the format gives one (None: not checked).
+    ``max_packet_bytes``: the largest packet an exporter can count
+    (:func:`.schema.packet_limit`: None for 65,535, a number for all, or
+    ``{exporter: MTU}`` for exporters seeing jumbograms)."""
 
     exporter: str | None = None
     sampling: int | Mapping[str, int] | None = None
@@ -214,6 +219,7 @@ class ReadOptions:
     time_unit: str = "iso"
     time_zone: str = "UTC"
     window_us: int | None = schema.WINDOW_US
+    max_packet_bytes: int | Mapping[str, int] | None = None
 
 
 Reader = Callable[..., pl.DataFrame]
@@ -267,9 +273,24 @@ def _nfdump_trailer(data: bytes) -> int:
 
 def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
     """Records of an ``nfdump -o csv`` file (see the module doc)."""
+    tables = list(iter_nfdump_csv(path, options, report))
+    return pl.concat(tables) if tables else schema.empty()
+
+
+def iter_nfdump_csv(path, options: ReadOptions | None = None, report: RejectReport | None = None):
+    """The records of an ``nfdump -o csv`` file as canonical tables of one
+    block of about :data:`BLOCK_BYTES` of lines each, read as they are
+    needed: memory holds one block, whatever the file's size. Whether the
+    file is nfdump CSV is judged on its first line, before anything is
+    yielded."""
     options, report, path = options or ReadOptions(), _report(report), Path(path)
-    data = _read_bytes(path)
-    header = data.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+    _read_bytes(path, probe=True)
+    try:
+        with path.open("rb") as handle:
+            header_bytes = handle.readline()
+    except OSError as exc:
+        raise FlowFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    header = header_bytes.decode("utf-8", errors="replace").strip()
     columns = [c.strip() for c in header.split(",")]
     missing = [c for c in _NFDUMP_NEEDED if c not in columns]
     if missing:
@@ -277,11 +298,30 @@ def read_nfdump_csv(path, options: ReadOptions | None = None, report: RejectRepo
             f"{path}: not nfdump CSV output: the first line should name the columns "
             f"(ts,te,...), it lacks {', '.join(missing)} (it reads {_clip(header)!r})"
         )
-    body = data[: _nfdump_trailer(data)]
+    line = 2  # the number of the block's first line
+    try:
+        for index, block in enumerate(_line_blocks(path, BLOCK_BYTES)):
+            if index == 0:
+                block = block[len(header_bytes):]
+            end = _nfdump_trailer(b"\n" + block) - 1
+            end = len(block) if end < 0 else min(end, len(block))
+            body = block[:end]
+            if body.strip():
+                yield _nfdump_block(header_bytes.rstrip(b"\r\n") + b"\n" + body, columns, line, path, options, report)
+            if end < len(block):
+                return  # nfdump's trailer: no records after it
+            line += block.count(b"\n")
+    except OSError as exc:
+        raise FlowFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _nfdump_block(data: bytes, columns: list[str], first_line: int, path: Path, options: ReadOptions,
+                  report: RejectReport) -> pl.DataFrame:  # fmt: skip
+    """The records of one block (the header line, then lines from ``first_line`` on)."""
     wanted = [c for c in NFDUMP_COLUMNS if c in columns]
     try:
-        raw = pl.read_csv(io.BytesIO(body), columns=wanted, infer_schema=False, truncate_ragged_lines=True,
-                          row_index_name="_line", row_index_offset=2)  # fmt: skip
+        raw = pl.read_csv(io.BytesIO(data), columns=wanted, infer_schema=False, truncate_ragged_lines=True,
+                          row_index_name="_line", row_index_offset=first_line)  # fmt: skip
     except pl.exceptions.PolarsError as exc:
         raise FlowFileError(f"{path}: cannot be read as nfdump CSV: {_first_line(exc)}") from None
     raw = raw.rename({c: NFDUMP_COLUMNS[c] for c in wanted})
@@ -336,21 +376,26 @@ _GOFLOW2_TIMES = ("time_flow_start_ns", "time_flow_end_ns", "time_received_ns")
 
 
 def read_goflow2(path, options: ReadOptions | None = None, report: RejectReport | None = None) -> pl.DataFrame:
-    """Records of a GoFlow2 JSON-lines file (see the module doc). The file
-    is read in blocks of whole lines (:data:`BLOCK_BYTES`), so memory
-    holds one block beside the table; whether the file is GoFlow2 at all
-    is judged on its first block."""
+    """Records of a GoFlow2 JSON-lines file (see the module doc)."""
+    tables = list(iter_goflow2(path, options, report))
+    return pl.concat(tables) if tables else schema.empty()
+
+
+def iter_goflow2(path, options: ReadOptions | None = None, report: RejectReport | None = None):
+    """The records of a GoFlow2 JSON-lines file as canonical tables of one
+    block of whole lines (:data:`BLOCK_BYTES`) each, read as needed, so
+    memory holds one block; whether the file is GoFlow2 at all is judged on
+    its first block."""
     options, report, path = options or ReadOptions(), _report(report), Path(path)
     _read_bytes(path, probe=True)
-    tables, line = [], 1
+    line = 1
     try:
         for index, block in enumerate(_line_blocks(path, BLOCK_BYTES)):
             raw = _goflow2_block(block, line, path, report, first=index == 0)
-            tables.append(_finish(raw, path, options, report, time=_epoch_time("ns"), location="line"))
+            yield _finish(raw, path, options, report, time=_epoch_time("ns"), location="line")
             line += block.count(b"\n")
     except OSError as exc:
         raise FlowFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return pl.concat(tables) if tables else schema.empty()
 
 
 BLOCK_BYTES = 1 << 25
@@ -629,6 +674,7 @@ def _finish(raw: pl.DataFrame, path: Path, options: ReadOptions, report: RejectR
         negative=negative,
         earliest=None if window is None else received - window,
         latest=None if window is None else received + window,
+        max_packet_bytes=schema.packet_limit(pl.col("_p_exporter"), options.max_packet_bytes),
     )  # fmt: skip
     reason, column = schema.first_reason(checks)
     frame = frame.with_columns(reason.alias("_reason"), column.alias("_column"))
@@ -664,6 +710,8 @@ def _report_rejects(rejected: pl.DataFrame, path: Path, report: RejectReport, lo
                 detail = f"no {column}"
             elif why == Reason.OUT_OF_WINDOW:
                 detail = f"{column}={row[column]!r}, received {row['_received']}"
+            elif why in (Reason.BYTES_PER_PACKET, Reason.BYTES_WITHOUT_PACKETS, Reason.EMPTY):
+                detail = f"bytes={row['bytes']!r} packets={row['packets']!r}"
             elif why == Reason.OVERFLOW:
                 detail = f"{column}={row[column]!r} at 1:{row['_rate']}"
             else:
@@ -745,7 +793,7 @@ def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectRe
     options, report, path = options or ReadOptions(), _report(report), Path(path)
     _read_bytes(path, probe=True)
     sampling = {"*": options.sampling} if isinstance(options.sampling, int) else dict(options.sampling or {})
-    decoder = netflow.Decoder(sampling, window_us=options.window_us)
+    decoder = netflow.Decoder(sampling, window_us=options.window_us, max_packet_bytes=options.max_packet_bytes)
     frame, problems = netflow.read_pcap(path, decoder=decoder)
     # Impossible records: the readers' reasons, by exporter; the rest (datagrams, sets) is undecodable.
     for (exporter, why), n in decoder.rejected.items():
@@ -761,6 +809,17 @@ def read_pcap_exports(path, options: ReadOptions | None = None, report: RejectRe
     return frame
 
 
+def iter_records(format: str, path, options: ReadOptions | None = None, report: RejectReport | None = None):
+    """The records of ``path`` in ``format`` as a sequence of canonical
+    tables: block by block for the formats read as streams (nfdump,
+    GoFlow2), the whole file as one table for the others."""
+    stream = STREAMS.get(format)
+    if stream is not None:
+        yield from stream(path, options, report)
+    else:
+        yield READERS[format](path, options, report)
+
+
 READERS: dict[str, Reader] = {
     "nfdump": read_nfdump_csv,
     "pmacct": read_pmacct_csv,
@@ -769,3 +828,6 @@ READERS: dict[str, Reader] = {
     "parquet": read_parquet_mapped,
     "pcap": read_pcap_exports,
 }
+
+#: Formats read block by block (:func:`iter_records`).
+STREAMS: dict[str, Callable] = {"nfdump": iter_nfdump_csv, "goflow2": iter_goflow2}

@@ -40,10 +40,18 @@ Counters
     sample. ``alphaqos flows ingest`` warns per exporter when that happens.
 
 What no record may be (:func:`impossible`, checked by every reader and by
-the decoder alike, with the same :class:`Reason`): a negative count; a
-count that times its sampling rate does not fit in 64 bits; ``last``
-before ``first``; a time outside the plausible window of the record's
-source (the receive time ± a day by default, see :func:`impossible`).
+the decoder alike, with the same :class:`Reason`): a negative count; an
+empty record (0 bytes and 0 packets); bytes with zero packets; more bytes
+than :data:`MAX_PACKET_BYTES` (65,535: the largest IPv4 packet, RFC 791's
+16-bit total length, and an IPv6 packet without a jumbogram, RFC 8200)
+times the packets, or than the exporter's MTU times the packets where one
+is given for jumbograms (RFC 2675); a count that times its sampling rate
+does not fit in 64 bits; ``last`` before ``first``; a time outside the
+plausible window of the record's source (the receive time ± a day by
+default, see :func:`impossible`). The decoder also rejects an address
+field of the wrong length (RFC 7012 Section 3.2: ipv4Address is 4 bytes,
+ipv6Address 16) and a time field whose value overflows 64-bit epoch
+microseconds (never wrapped).
 
 On disk: Parquet, partitioned by exporter and day
 (``<root>/exporter=<exporter>/day=<YYYY-MM-DD>/part-*.parquet``), the day
@@ -57,7 +65,7 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["COLUMNS", "MAX_COUNT", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible",
+__all__ = ["COLUMNS", "MAX_COUNT", "MAX_PACKET_BYTES", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
            "scaled", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
@@ -79,6 +87,11 @@ SCHEMA: dict[str, pl.DataType] = {
 }
 COLUMNS = tuple(SCHEMA)
 MAX_COUNT = 2**64 - 1
+#: Bytes one packet can carry without jumbograms: IPv4's 16-bit total length
+#: (RFC 791 Section 3.1) and IPv6's payload length (RFC 8200 Section 3) both
+#: stop at 65,535; a larger packet needs an IPv6 jumbogram (RFC 2675), for
+#: which the exporter's MTU is given instead (``max_packet_bytes``).
+MAX_PACKET_BYTES = 65_535
 #: Default half-width of the plausible time window around a record's receive time.
 WINDOW_US = 86_400 * 1_000_000
 
@@ -86,7 +99,7 @@ WINDOW_US = 86_400 * 1_000_000
 class Reason(StrEnum):
     """Why a record was rejected (checked in this order; a record gets the
     first). The readers check them all; the decoder, whose records always
-    parse, checks those from NEGATIVE on."""
+    parse, checks ADDRESS_LENGTH and those from NEGATIVE on."""
 
     NOT_JSON = "not a JSON object"
     MISSING = "missing value"
@@ -95,8 +108,13 @@ class Reason(StrEnum):
     BAD_ADDRESS = "not an IP address"
     UNKNOWN_PROTOCOL = "unknown protocol"
     NO_EXPORTER = "no exporter"
+    ADDRESS_LENGTH = "address field of the wrong length"
     NEGATIVE = "negative count"
+    EMPTY = "empty record (0 bytes, 0 packets)"
+    BYTES_WITHOUT_PACKETS = "bytes with zero packets"
+    BYTES_PER_PACKET = "more bytes than packets x maximum packet size"
     OVERFLOW = "count x sampling rate above 2^64"
+    TIME_OVERFLOW = "time beyond 64-bit epoch microseconds"
     LAST_BEFORE_FIRST = "last before first"
     OUT_OF_WINDOW = "time outside the plausible window"
     UNDECODABLE = "undecodable export data"
@@ -104,24 +122,63 @@ class Reason(StrEnum):
 
 def impossible(first: pl.Expr, last: pl.Expr, counts: dict[str, pl.Expr], rate: pl.Expr, *,
                negative: dict[str, pl.Expr] | None = None, earliest: pl.Expr | None = None,
-               latest: pl.Expr | None = None) -> list[tuple[Reason, str, pl.Expr]]:  # fmt: skip
+               latest: pl.Expr | None = None, max_packet_bytes: pl.Expr | int = MAX_PACKET_BYTES,
+               address_length: pl.Expr | None = None, time_overflow: pl.Expr | None = None,
+               packets_known: pl.Expr | None = None) -> list[tuple[Reason, str, pl.Expr]]:  # fmt: skip
     """The checks that keep impossible records out of the store, as
-    ``(reason, column, mask)`` in the order of :class:`Reason`: a count
-    that is negative (``negative``: masks of counts read as signed text),
-    a count (UInt64 expressions by name) whose product with ``rate``
-    exceeds 2**64 - 1, ``last`` before ``first``, and ``first`` before
-    ``earliest`` or ``last`` after ``latest`` (epoch microseconds; a null
-    bound is not checked). ``first``/``last`` are UTC datetimes."""
-    checks = [(Reason.NEGATIVE, name, mask) for name, mask in (negative or {}).items()]
+    ``(reason, column, mask)`` in the order of :class:`Reason`: an address
+    field of the wrong length (``address_length``, a mask the decoder
+    gives), a count that is negative (``negative``: masks of counts read as
+    signed text), an empty record, bytes without packets, bytes above
+    ``max_packet_bytes`` x packets (``counts`` must then hold ``bytes``
+    and ``packets``; ``packets_known`` false where a record has no packet
+    count at all, as a template without one, which is then not checked
+    against the bytes), a count (UInt64 expressions by name) whose product
+    with ``rate`` exceeds 2**64 - 1, a time that overflowed
+    (``time_overflow``, a mask), ``last`` before ``first``, and ``first``
+    before ``earliest`` or ``last`` after ``latest`` (epoch microseconds; a
+    null bound is not checked). ``first``/``last`` are UTC datetimes. All
+    arithmetic stays within UInt64: nothing here can wrap."""
+    checks = [] if address_length is None else [(Reason.ADDRESS_LENGTH, "src_addr", address_length)]
+    checks += [(Reason.NEGATIVE, name, mask) for name, mask in (negative or {}).items()]
+    if "bytes" in counts and "packets" in counts:
+        octets, packets = counts["bytes"], counts["packets"]
+        size = max_packet_bytes if isinstance(max_packet_bytes, pl.Expr) else pl.lit(int(max_packet_bytes), pl.UInt64)
+        size = size.cast(pl.UInt64)
+        known = pl.lit(True) if packets_known is None else packets_known
+        checks += [
+            (Reason.EMPTY, "bytes", (octets == 0) & (packets == 0)),
+            (Reason.BYTES_WITHOUT_PACKETS, "packets", known & (octets > 0) & (packets == 0)),
+            # bytes > size x packets, as (bytes - 1) // size >= packets: no product to overflow
+            (Reason.BYTES_PER_PACKET, "bytes", known & (octets > 0) & ((octets - 1) // size >= packets)),
+        ]
     wide = rate.cast(pl.UInt64, strict=False)
     checks += [(Reason.OVERFLOW, name, (rate > 1) & (count > pl.lit(MAX_COUNT, pl.UInt64) // wide))
                for name, count in counts.items()]  # fmt: skip
+    if time_overflow is not None:
+        checks.append((Reason.TIME_OVERFLOW, "first", time_overflow))
     checks.append((Reason.LAST_BEFORE_FIRST, "last", last < first))
     if earliest is not None:
         checks.append((Reason.OUT_OF_WINDOW, "first", first.dt.epoch("us") < earliest))
     if latest is not None:
         checks.append((Reason.OUT_OF_WINDOW, "last", last.dt.epoch("us") > latest))
     return checks
+
+
+def packet_limit(exporter: pl.Expr, setting) -> pl.Expr:
+    """The largest packet (bytes) of each record's exporter as a UInt64
+    expression: ``setting`` is None (:data:`MAX_PACKET_BYTES` for all), a
+    number for all, or ``{exporter: bytes}`` (``"*"``: the others) for
+    exporters that see jumbograms (their MTU)."""
+    if setting is None:
+        return pl.lit(MAX_PACKET_BYTES, pl.UInt64)
+    if isinstance(setting, int):
+        return pl.lit(int(setting), pl.UInt64)
+    other = int(setting.get("*", MAX_PACKET_BYTES))
+    named = {k: int(v) for k, v in setting.items() if k != "*"}
+    if not named:
+        return pl.lit(other, pl.UInt64)
+    return exporter.replace_strict(named, default=other, return_dtype=pl.UInt64)
 
 
 def first_reason(checks: list[tuple[Reason, str, pl.Expr]]) -> tuple[pl.Expr, pl.Expr]:
