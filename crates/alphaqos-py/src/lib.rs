@@ -179,6 +179,47 @@ fn knobs() -> Vec<(&'static str, &'static str, &'static str)> {
 }
 
 /// Version of the engine crate.
+/// Booked bandwidth per link as step functions of time (`alphaqos_sim::bookings`):
+/// the admission core the circuit service shares with the engine's
+/// `call_admission` agent. Links are integer indices; `links` arguments are
+/// `[(link, reservable_bps), ...]`; times integer ns, rates whole bit/s.
+#[pyclass(module = "alphaqos._core")]
+#[derive(Default)]
+struct Bookings {
+    inner: alphaqos_sim::bookings::Bookings,
+}
+
+#[pymethods]
+impl Bookings {
+    #[new]
+    fn new() -> Self {
+        Bookings::default()
+    }
+    /// The most booked on `link` at any instant of `[start, end)`.
+    fn peak(&self, link: u32, start: u64, end: u64) -> u64 {
+        self.inner.peak(link, start, end)
+    }
+    fn fits(&self, links: Vec<(u32, u64)>, start: u64, end: u64, rate: u64) -> bool {
+        self.inner.fits(&links, start, end, rate)
+    }
+    /// Add `delta` bit/s (negative: release) over `[start, end)` on every link.
+    fn change(&mut self, links: Vec<(u32, u64)>, start: u64, end: u64, delta: i128) {
+        self.inner.change(&links, start, end, delta)
+    }
+    /// Does a step profile `[(from_ns, bps), ...]` (ascending) ending at `end` fit?
+    fn fits_profile(&self, links: Vec<(u32, u64)>, profile: Vec<(u64, u64)>, end: u64) -> bool {
+        self.inner.fits_profile(&links, &profile, end)
+    }
+    /// Add (`sign` 1) or remove (`sign` -1) a step profile's booking.
+    fn change_profile(&mut self, links: Vec<(u32, u64)>, profile: Vec<(u64, u64)>, end: u64, sign: i8) {
+        self.inner.change_profile(&links, &profile, end, sign as i128)
+    }
+    /// `[(time_ns, booked_bps from then on), ...]` over `[from, to)`.
+    fn steps(&self, link: u32, from: u64, to: u64) -> Vec<(u64, i128)> {
+        self.inner.steps(link, from, to)
+    }
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     alphaqos_sim::VERSION
@@ -187,6 +228,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add_class::<Bookings>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;

@@ -7,6 +7,7 @@
 //! No Python here: the bindings live in `alphaqos-py`.
 
 pub mod apps;
+pub mod bookings;
 pub mod builder;
 pub mod check;
 pub mod config;

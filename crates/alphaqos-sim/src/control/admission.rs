@@ -6,7 +6,8 @@
 //! interval: `rate_bps` for `duration_ns` (default: its size at that
 //! rate), or, with `deadline_ns`, `size x 8 / deadline x margin` until the
 //! deadline. Every link of its path keeps its bookings as a step function
-//! of time ([`Bookings`]); the request is admitted if, on every link, the
+//! of time ([`Bookings`], in `crate::bookings`, shared with the circuit
+//! service); the request is admitted if, on every link, the
 //! largest booking over its interval plus its rate stays within
 //! `capacity_fraction` of the link's rate, and booked for that whole
 //! interval; else it is refused (a call loss) and opens no connection. An
@@ -40,45 +41,7 @@ use crate::metrics::{Column, Table};
 use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
 use crate::sim::Simulation;
 use crate::time::{Duration, SimTime};
-use std::collections::{BTreeMap, HashMap};
-
-/// Rate booked on each link as a step function: at each time, the change.
-#[derive(Clone, Debug, Default)]
-pub struct Bookings {
-    links: HashMap<u32, BTreeMap<u64, i128>>,
-}
-
-impl Bookings {
-    /// The most booked on `link` at any instant of `[start, end)`.
-    pub fn peak(&self, link: u32, start: u64, end: u64) -> u64 {
-        let Some(steps) = self.links.get(&link) else { return 0 };
-        let mut level: i128 = steps.range(..=start).map(|(_, d)| d).sum();
-        let mut peak = level;
-        for (_, d) in steps.range(start + 1..end) {
-            level += d;
-            peak = peak.max(level);
-        }
-        peak as u64
-    }
-    /// Does `rate` fit on every `(link, capacity)` over `[start, end)`?
-    pub fn fits(&self, links: &[(u32, u64)], start: u64, end: u64, rate: u64) -> bool {
-        links.iter().all(|&(l, cap)| self.peak(l, start, end) as u128 + rate as u128 <= cap as u128)
-    }
-    pub fn book(&mut self, links: &[(u32, u64)], start: u64, end: u64, rate: u64) {
-        self.change(links, start, end, rate as i128);
-    }
-    /// Add `delta` (negative: release) to the booking over `[start, end)`.
-    pub fn change(&mut self, links: &[(u32, u64)], start: u64, end: u64, delta: i128) {
-        if start >= end || delta == 0 {
-            return;
-        }
-        for &(l, _) in links {
-            let s = self.links.entry(l).or_default();
-            *s.entry(start).or_default() += delta;
-            *s.entry(end).or_default() -= delta;
-        }
-    }
-}
+pub use crate::bookings::Bookings;
 
 /// One request for admission.
 #[derive(Clone, Debug)]
