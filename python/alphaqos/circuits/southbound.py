@@ -98,8 +98,10 @@ __all__ = [
     "Matched",
     "SouthboundError",
     "circuit_policy",
+    "circuit_term",
     "match_rates",
     "policer_bucket",
+    "policy_document",
     "render_southbound",
 ]
 
@@ -277,20 +279,31 @@ def _edge(topology: Any, host: str) -> tuple[str | None, dict]:
     return (str(name) if name is not None else None), settings
 
 
-def circuit_policy(resv: dict, src_address: str, dst_address: str, rate_bps: int, bucket: int):
-    """The edge router's policy document for the circuit (see the module doc)."""
-    from ..policy import Policy
-
-    mode = resv.get("policing") or "soft"
+def circuit_term(name: str, source: str, destination: str, rate_bps: int, bucket: int, mode: str = "soft") -> dict:
+    """A filter term (policy schema) steering ``source`` -> ``destination``
+    into the circuit class, policed at ``rate_bps`` with a ``bucket``-byte
+    bucket, out-of-profile packets as ``mode`` says (:data:`POLICING`)."""
     if mode not in POLICING:
         raise SouthboundError(f"policing: expected one of {', '.join(POLICING)}, got {mode!r}")
-    term = {
-        "name": f"circuit-{_safe_id(resv)}",
-        "from": {"source": f"{src_address}/32", "destination": f"{dst_address}/32"},
+    return {
+        "name": name, "from": {"source": source, "destination": destination},
         "then": {"class": CIRCUIT_CLASS,
                  "policer": {"rate": f"{rate_bps}bps", "burst": f"{bucket}B", "out_of_profile": POLICING[mode]}},
     }  # fmt: skip
-    return Policy.model_validate({"buffer": ROUTER_BUFFER, "classes": CLASSES, "filter": [term]})
+
+
+def policy_document(terms: list[dict]) -> dict:
+    """OSCARS's classes (:data:`CLASSES`) and ``terms``, as a policy document."""
+    return {"buffer": ROUTER_BUFFER, "classes": CLASSES, "filter": terms}
+
+
+def circuit_policy(resv: dict, src_address: str, dst_address: str, rate_bps: int, bucket: int):
+    """The edge router's policy for the circuit (see the module doc)."""
+    from ..policy import Policy
+
+    term = circuit_term(f"circuit-{_safe_id(resv)}", f"{src_address}/32", f"{dst_address}/32", rate_bps, bucket,
+                        resv.get("policing") or "soft")  # fmt: skip
+    return Policy.model_validate(policy_document([term]))
 
 
 def _router_files(resv: dict, policy, ingress: dict[str, str], previous: dict[str, str | None]) -> dict[str, str]:
