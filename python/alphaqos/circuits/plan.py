@@ -174,20 +174,20 @@ def _read(path: Path):
     """(sightings, prefix lengths, interval seconds, live prefixes, data end) of an identify database."""
     import duckdb
 
-    if not Path(path).is_file():
-        raise PlanError(f"--prefixes {str(path)!r}: no such database")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise PlanError(f"--prefixes {str(path)!r}: cannot open the database: {exc}") from None
+    from ..provision.model import InputError, read_prefix_db
+
+    try:  # the prefix table (what has not aged out) and the data's end, as provision reads them
+        entries, _aging, data_end = read_prefix_db(path)
+    except InputError as exc:
+        raise PlanError(f"--prefixes {exc}") from None
+    live = {(e.prefix, e.role) for e in entries}
+    con = duckdb.connect(str(path), read_only=True)
     try:
         settings = dict(con.execute("SELECT name, value FROM settings").fetchall())
         rows = con.execute(
             "SELECT src_addr, dst_addr, exporter, interval_start_us, sum(bytes) FROM alpha_flows "
             "GROUP BY ALL ORDER BY interval_start_us"
         ).fetchall()
-        live = set(con.execute("SELECT prefix, role FROM prefixes").fetchall())
-        (end_us,) = con.execute("SELECT max(data_end_us) FROM processed").fetchone()
     except duckdb.Error as exc:
         raise PlanError(f"--prefixes {str(path)!r}: not a database of 'alphaqos flows identify': {exc}") from None
     finally:
@@ -197,8 +197,7 @@ def _read(path: Path):
         interval_s = int(settings["interval_us"]) / US
     except (KeyError, ValueError):
         raise PlanError(f"--prefixes {str(path)!r}: its settings table has no interval_us") from None
-    end = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(end_us)) if end_us is not None else None
-    return rows, v4, v6, interval_s, live, end
+    return rows, v4, v6, interval_s, live, data_end
 
 
 def _next_occurrence(hour: int, after: datetime) -> datetime:
