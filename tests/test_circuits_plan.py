@@ -212,3 +212,28 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(db, tmp_path, capsys, a
     assert status == 2
     assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err
     assert not out.exists()
+
+
+def test_topology_maps_a_prefix_with_one_host_to_it(db, tmp_path, capsys):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "nodes:\n"
+        "  W1: {address: 198.51.100.10}\n"
+        "  E1: {address: 203.0.113.21}\n"
+        "  E2: {address: 203.0.113.22}\n"  # a second host in 203.0.113.0/24: that prefix stays unresolved
+        "  R: {router: true, address: 198.51.100.1}\n"
+    )
+    status, _, err = _plan(capsys, "--prefixes", db, "--after", AFTER, "--topology", scenario, "--out", tmp_path / "r.json")
+    assert status == 0, err
+    entries = json.loads((tmp_path / "r.json").read_text())
+    for e in entries:
+        r, ev = e["request"], e["evidence"]
+        for end, prefix in (("src", ev["src_prefix"]), ("dst", ev["dst_prefix"])):
+            assert r[end] == ("W1" if prefix == "198.51.100.0/24" else prefix)
+        if "203.0.113.0/24" in (ev["src_prefix"], ev["dst_prefix"]):
+            assert "203.0.113.0/24" in ev["unresolved"]
+    # --endpoint wins over the topology.
+    status, _, _ = _plan(capsys, "--prefixes", db, "--after", AFTER, "--topology", scenario, "--endpoint", "203.0.113.0/24=E2",
+                         "--out", tmp_path / "r.json")  # fmt: skip
+    assert status == 0
+    assert {e["request"]["src"] for e in json.loads((tmp_path / "r.json").read_text())} <= {"W1", "E2"}
