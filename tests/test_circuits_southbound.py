@@ -171,8 +171,15 @@ def _readback(ns: str, dev: str) -> dict:
             "root": (root.get_attr("TCA_KIND"), root["handle"]), "handles": handles}  # fmt: skip
 
 
+def _gso(ns: str, dev: str) -> int:
+    """gso_max_segs as ip -d link shows it."""
+    return int(re.search(r"gso_max_segs (\d+)", _ns(ns, "ip", "-d", "link", "show", dev).stdout).group(1))
+
+
 def test_linux_backend_applies_reads_back_and_changes_in_place(tmp_path, netns):  # noqa: F811
     dev, _peer = _veth(netns)
+    gso_default = _gso(netns, dev)
+    assert gso_default > 1
     r = resv()
     out = sb.render_southbound(r, Topo(), tmp_path / "r7", backend="linux", device=dev, netns=netns)
     m, _ = sb.match_rates(r["rate_bps"])
@@ -199,6 +206,12 @@ def test_linux_backend_applies_reads_back_and_changes_in_place(tmp_path, netns):
     assert json.loads(out2["manifest"].read_text())["applied"]["changed_in_place"] is True
     tc = _ns(netns, "tc", "class", "show", "dev", dev, "classid", "1:10").stdout
     assert "rate 1800Mbit ceil 1800Mbit" in tc or "rate 1.8Gbit ceil 1.8Gbit" in tc
+
+    # Release: the tree goes, the device's root qdisc is no longer ours.
+    sb.release_southbound(r2, tmp_path / "r7", backend="linux", device=dev, netns=netns)
+    assert json.loads((tmp_path / "r7" / "released.json").read_text())["removed"] is True
+    assert "htb" not in _ns(netns, "tc", "qdisc", "show", "dev", dev).stdout
+    assert _gso(netns, dev) == gso_default
 
 
 def test_linux_backend_unknown_device_changes_nothing(tmp_path, netns):  # noqa: F811

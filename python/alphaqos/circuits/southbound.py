@@ -102,6 +102,7 @@ __all__ = [
     "match_rates",
     "policer_bucket",
     "policy_document",
+    "release_southbound",
     "render_southbound",
 ]
 
@@ -355,9 +356,13 @@ def _host_script(resv: dict, matched: Matched, shape_plan, dst_address: str) -> 
     return "\n".join(lines) + "\n"
 
 
-def set_gso_max_segs(device: str, segs: int = GSO_MAX_SEGS) -> int:
+def _read_or_none(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def set_gso_max_segs(device: str, segs: int = GSO_MAX_SEGS) -> tuple[int, int]:
     """Set ``device``'s ``gso_max_segs`` (in the current network namespace)
-    over rtnetlink; returns the value read back."""
+    over rtnetlink; returns (the value before, the value read back)."""
     from pyroute2 import IPRoute
     from pyroute2.netlink.exceptions import NetlinkError
 
@@ -365,11 +370,12 @@ def set_gso_max_segs(device: str, segs: int = GSO_MAX_SEGS) -> int:
         found = ipr.link_lookup(ifname=device)
         if not found:
             raise SouthboundError(f"device: no network device {device!r}")
+        before = int(ipr.get_links(found[0])[0].get_attr("IFLA_GSO_MAX_SEGS"))
         try:
             ipr.link("set", index=found[0], gso_max_segs=segs)
         except NetlinkError as exc:
             raise SouthboundError(f"device {device}: cannot set gso_max_segs {segs}: {exc}") from None
-        return int(ipr.get_links(found[0])[0].get_attr("IFLA_GSO_MAX_SEGS"))
+        return before, int(ipr.get_links(found[0])[0].get_attr("IFLA_GSO_MAX_SEGS"))
 
 
 def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "dry-run", device: str | None = None, *,
@@ -423,9 +429,12 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
         except ShapeError as exc:
             raise SouthboundError(f"device {device}: {exc}") from None
         with in_netns(netns):
-            gso = set_gso_max_segs(device)
-        applied = {"changed_in_place": done.changed_in_place, "txqueuelen": done.txqueuelen, "notes": done.notes,
-                   "gso_max_segs": gso}  # fmt: skip
+            gso_before, gso = set_gso_max_segs(device)
+        old = json.loads(previous_manifest) if (previous_manifest := _read_or_none(out_dir / "southbound.json")) else {}
+        if old.get("applied", {}).get("device") == device:  # a modify: keep what the device had before the first apply
+            gso_before = old["applied"].get("gso_max_segs_before", gso_before)
+        applied = {"device": device, "changed_in_place": done.changed_in_place, "txqueuelen": done.txqueuelen,
+                   "notes": done.notes, "gso_max_segs": gso, "gso_max_segs_before": gso_before}  # fmt: skip
         manifest["applied"] = applied
     texts["southbound.json"] = json.dumps(manifest, indent=2, default=str) + "\n"
     try:
@@ -441,3 +450,40 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
         raise SouthboundError(f"out_dir {str(out_dir)!r}: cannot write: {exc.strerror or exc}") from None
     keys = {"junos": "junos.conf", "cisco": "cisco.cfg", "shaping": "host-shaping.sh", "manifest": "southbound.json"}
     return {key: out_dir / name for key, name in keys.items()}
+
+
+def release_southbound(resv: dict, out_dir: Path, backend: str = "dry-run", device: str | None = None, *,
+                       netns: str | None = None) -> dict[str, Path]:  # fmt: skip
+    """Undo the host side on ``release``/``terminate``: with the ``linux``
+    back-end, remove the shaping tree from ``device`` (the root it replaced
+    comes back, :func:`alphaqos.provision.shape.remove`); record it in
+    ``out_dir/released.json``. The router files are not undone here: the
+    policer stays until the operator removes the circuit's filter."""
+    from ..provision.cli import _replace
+    from ..provision.shape import ShapeError, remove
+
+    if backend not in BACKENDS:
+        raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "linux" and not device:
+        raise SouthboundError("device: the linux back-end needs the device to shape")
+    record: dict[str, Any] = {"reservation": resv.get("id"), "version": resv.get("version"), "backend": backend, "device": device}
+    if backend == "linux":
+        from ..provision.shape import netns as in_netns
+
+        try:
+            removed, now, previous = remove(device, netns)
+        except ShapeError as exc:
+            raise SouthboundError(f"device {device}: {exc}") from None
+        record.update(removed=removed, root_now=now, root_before=previous.get("kind"))
+        manifest = _read_or_none(Path(out_dir) / "southbound.json")
+        applied = json.loads(manifest).get("applied", {}) if manifest else {}
+        if applied.get("device") == device and applied.get("gso_max_segs_before"):
+            with in_netns(netns):
+                record["gso_max_segs"] = set_gso_max_segs(device, int(applied["gso_max_segs_before"]))[1]
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _replace(out_dir / "released.json", json.dumps(record, indent=2) + "\n")
+    except OSError as exc:
+        raise SouthboundError(f"out_dir {str(out_dir)!r}: cannot write: {exc.strerror or exc}") from None
+    return {"released": out_dir / "released.json"}
