@@ -137,7 +137,12 @@ class StandIn(BaseHTTPRequestHandler):
             at_start = ([0] + [bps for t, bps in steps if _t(t) <= start])[-1]
             peak = max([at_start] + [bps for t, bps in steps if start <= _t(t) < end])
             if peak + rate > 8 * GBPS:
-                return self._problem(409, "Conflict", f"{link}: {rate} bit/s does not fit", max_bookable_bps=8 * GBPS - peak)
+                extra = {}
+                if "bytes" in body:
+                    most = 8 * GBPS - peak
+                    finish = start + timedelta(seconds=int(body["bytes"]) * 8 * float(body.get("margin", 1.1)) / most)
+                    extra = {"max_bookable_bps": most, "earliest_finish": _iso(finish)}
+                return self._problem(409, "Conflict", f"{link}: {rate} bit/s does not fit", **extra)
         r = {"id": len(self.reservations) + 1, "version": 1, "owner": "web", "state": "held", "src": body["src"],
              "dst": body["dst"], "path": path, "start": _iso(start), "end": _iso(end), "rate_bps": rate,
              "profile": [[_iso(start), rate]], "policing": body.get("policing", "soft")}  # fmt: skip
@@ -148,8 +153,81 @@ class StandIn(BaseHTTPRequestHandler):
         pass
 
 
+TOPOLOGY = """\
+name: web-test
+duration: 1s
+nodes:
+  H1: {address: 10.0.1.1}
+  H2: {address: 10.0.2.1}
+  R1: {router: true}
+links:
+  - between: [H1, R1]
+    rate: 10Gbps
+    delay: 1ms
+  - between: [R1, H2]
+    rate: 10Gbps
+    delay: 1ms
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _real_service(tmp: Path):
+    """``alphaqos circuits serve`` on SQLite with the two-link topology, and a
+    user token; None when the service is not part of this tree."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    if importlib.util.find_spec("alphaqos.circuits.cli") is None:
+        return None
+    (tmp / "topology.yaml").write_text(TOPOLOGY)
+    env = dict(os.environ, ALPHAQOS_CIRCUITS_DB=f"sqlite:///{tmp / 'circuits.db'}",
+               ALPHAQOS_CIRCUITS_TOPOLOGY=str(tmp / "topology.yaml"))  # fmt: skip
+    cli = [sys.executable, "-m", "alphaqos", "circuits"]
+    made = subprocess.run([*cli, "token", "create", "--role", "user"], env=env, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.split()[-1]
+    port = _free_port()
+    server = subprocess.Popen([*cli, "serve", "--listen", f"127.0.0.1:{port}"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base + "/openapi.json", timeout=2).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise AssertionError(f"alphaqos circuits serve did not come up: {server.stderr.read()[-2000:]}") from None
+            time.sleep(0.2)
+    return base, token, server
+
+
 @pytest.fixture
-def circuits_service():
+def circuits_service(tmp_path):
+    real = _real_service(tmp_path)
+    if real is not None:
+        base, token, server = real
+        try:
+            yield base, token
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except Exception:
+                server.kill()
+                server.wait()
+        return
     StandIn.reservations = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -284,19 +362,25 @@ def test_reserve_by_bytes_and_deadline_and_a_refusal(circuits_service, browser):
     result = _reserve(browser, {"src": "H1", "dst": "H2", "start": start.strftime(fmt), "deadline": deadline.strftime(fmt),
                                 "bytes": "900000000000", "margin": "1.1"}, mode="bytes")  # fmt: skip
     assert result["status"] == 201, result
-    assert result["body"]["rate_bps"] == 1_100_000_000
-    steps = browser.execute_script("return window.alphaqos.plots['H1-R1'].steps;")
-    assert [_iso(start), 1_100_000_000] in steps and [_iso(deadline), 0] in steps
+    rate = result["body"]["rate_bps"]
+    assert 1_100_000_000 <= rate <= 1_101_000_000  # the smallest rate that meets the deadline, times the margin
+    link = result["body"]["path"][0]
+    steps = [(_t(t), bps) for t, bps in browser.execute_script("return window.alphaqos.plots[arguments[0]].steps;", link)]
+    assert (start, rate) in steps and (_t(result["body"]["end"]), 0) in steps
     middle = start + (deadline - start) / 2
-    assert _near(_pixel_at(browser, "H1-R1", middle, 0.5 * GBPS), BOOKED_RGB)
-    assert _near(_pixel_at(browser, "H1-R1", middle, 2 * GBPS), (255, 255, 255))
+    assert _near(_pixel_at(browser, link, middle, 0.5 * GBPS), BOOKED_RGB)
+    assert _near(_pixel_at(browser, link, middle, 2 * GBPS), (255, 255, 255))
 
-    # 7.5 Gbit/s more does not fit under the 8 Gbit/s reservable share: the problem is shown, nothing booked.
-    result = _reserve(browser, {"start": start.strftime(fmt), "end": deadline.strftime(fmt), "rate": "7.5Gbps"})
-    assert result["status"] == 409
+    # 6.3 TB more by the same deadline needs 7.7 Gbit/s: over the 8 Gbit/s reservable share with the first.
+    # The problem is shown with the earliest finish and the most bookable rate; nothing is booked.
+    result = _reserve(browser, {"start": start.strftime(fmt), "deadline": deadline.strftime(fmt), "bytes": "6300000000000"},
+                      mode="bytes")  # fmt: skip
+    assert result["status"] == 409, result
     text = browser.find_element("id", "reserve-result").text
-    assert "Conflict" in text and "most bookable" in text
-    assert browser.execute_script("return window.alphaqos.plots['H1-R1'].steps;") == steps
+    assert "earliest finish: " in text and "most bookable: " in text
+    assert result["body"]["max_bookable_bps"] <= 8 * GBPS - rate
+    after = [(_t(t), bps) for t, bps in browser.execute_script("return window.alphaqos.plots[arguments[0]].steps;", link)]
+    assert after == steps
 
 
 def test_page_is_offline_no_external_references():
