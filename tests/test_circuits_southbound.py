@@ -109,6 +109,20 @@ def test_router_files_per_mode_pass_the_checkers(tmp_path, mode, junos_then, cis
     assert (manifest["shaped_rate_bps"], manifest["shaped_burst_bytes"]) == (900_000_000, 29_486)
 
 
+def test_edge_port_interfaces_attach_the_circuits_filter_and_policy(tmp_path):
+    class WithPorts(Topo):
+        def edge_port_of(self, host):
+            return {"junos": "xe-0/0/0.3001", "cisco": "TenGigabitEthernet0/0.3001", "policing": "scavenger"}
+
+    out = sb.render_southbound(resv(policing=None), WithPorts(), tmp_path)
+    junos, cisco = out["junos"].read_text(), out["cisco"].read_text()
+    assert check.check("junos.conf", junos) == [] and check.check("cisco.cfg", cisco) == []
+    assert "set interfaces xe-0/0/0 unit 3001 family inet filter input circuit-7" in junos
+    assert re.search(r"interface TenGigabitEthernet0/0.3001\n service-policy input ALPHAQOS-IN-[0-9a-f]{8}", cisco)
+    # The port's policing applies when the reservation names none.
+    assert "set firewall policer circuit-7-policer then forwarding-class scavenger" in junos
+
+
 def test_host_script_matches_the_policer(tmp_path):
     text = sb.render_southbound(resv(rate_bps=2_000_000_000), Topo(), tmp_path)["shaping"].read_text()
     m, _ = sb.match_rates(2_000_000_000)

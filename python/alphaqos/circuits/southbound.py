@@ -316,9 +316,8 @@ def _router_files(resv: dict, policy, ingress: dict[str, str], previous: dict[st
     name = f"circuit-{_safe_id(resv)}"
     text = junos.render(plan, previous=previous.get(junos.FILENAME))
     # One filter per circuit, and the α prefix lists of `alphaqos provision` left alone.
-    shared = f" filter {junos.FILTER}"
-    renamed = [line.replace(f"{shared} ", f" filter {name} ").replace(f"{shared}", f" filter {name}") if shared in line else line
-               for line in text.splitlines()
+    shared = re.compile(rf"\bfilter (input )?{re.escape(junos.FILTER)}\b")
+    renamed = [shared.sub(lambda m: f"filter {m.group(1) or ''}{name}", line) for line in text.splitlines()
                if not line.startswith("delete policy-options prefix-list alpha-")]  # fmt: skip
     if not any(f"filter {name} " in line for line in renamed):
         raise SouthboundError(f"junos: the rendered filter is not named {junos.FILTER!r} any more; cannot name it {name!r}")
