@@ -232,3 +232,23 @@ def test_linux_backend_unknown_device_changes_nothing(tmp_path, netns):  # noqa:
     with pytest.raises(sb.SouthboundError, match="no network device 'aq-nope'"):
         sb.render_southbound(resv(), Topo(), tmp_path / "r7", backend="linux", device="aq-nope", netns=netns)
     assert not (tmp_path / "r7").exists()
+
+
+def test_with_the_services_topology(tmp_path):
+    from alphaqos.circuits.topology import Topology
+
+    scenario = tmp_path / "net.yaml"
+    scenario.write_text(
+        "name: t\nduration: 1s\nnodes:\n  H1: {address: 10.0.1.1}\n  H2: {address: 10.0.2.1}\n  R1: {router: true}\n"
+        "links:\n  - between: [H1, R1]\n    rate: 10Gbps\n    delay: 1ms\n  - between: [R1, H2]\n    rate: 10Gbps\n    delay: 1ms\n"
+        "circuits:\n  policing:\n    R1-H1: hard\n"
+    )
+    topo = Topology.from_scenario(scenario)
+    out = sb.render_southbound(resv(policing=None), topo, tmp_path / "r7")
+    manifest = json.loads(out["manifest"].read_text())
+    assert (manifest["edge_router"], manifest["src_address"], manifest["dst_address"]) == ("R1", "10.0.1.1", "10.0.2.1")
+    assert manifest["policing"] == "hard"
+    assert "set firewall policer circuit-7-policer then discard" in out["junos"].read_text()
+    # The reservation's own policing wins over the port's.
+    out = sb.render_southbound(resv(policing="scavenger"), topo, tmp_path / "r8")
+    assert "then forwarding-class scavenger" in out["junos"].read_text()

@@ -272,6 +272,12 @@ def _edge(topology: Any, host: str) -> tuple[str | None, dict]:
     port_fn = getattr(topology, "edge_port_of", None)
     if port is None and callable(port_fn):
         port = port_fn(host)
+    link_fn = getattr(topology, "link", None)
+    if port is None and name is not None and callable(link_fn):  # circuits.topology: the host's link into its edge router
+        try:
+            port = {"policing": getattr(link_fn(f"{host}-{name}"), "policing", None)}
+        except KeyError:
+            port = None
     settings: dict = {}
     if isinstance(port, dict):
         settings = dict(port)
