@@ -6,12 +6,12 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: demo test bench build setup cargo-test pytest clean
+.PHONY: demo test bench build setup cargo-test pytest test-deps clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "hypothesis>=6"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "selenium>=4.10" "hypothesis>=6"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -46,7 +46,17 @@ cargo-test:
 pytest: build
 	$(VENV)/bin/pytest -q
 
-test: build cargo-test pytest
+# Debian packages the tests need (installed only when missing): chromium and
+# chromium-driver for the circuits web page's browser test.
+DEBIAN_TEST_PACKAGES := chromium chromium-driver
+test-deps:
+	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test: build test-deps cargo-test pytest
 
 bench: build
 	$(PY) benches/run.py
