@@ -402,14 +402,19 @@ def live_plan(*, quick: bool) -> list[RunSpec]:
             raise EmuError(f"zurawski-tc: {tool} is not installed (apt-get install {package})")
     emu_binary()
     duration = DURATION_S[quick]
-    runs = [(cc, config, GSO_MAX_SEGS, None) for cc in CCS[quick] for config in CONFIGS]
-    runs += [("cubic", config, *EMU_SENSITIVITY[config]) for config in (EMU_SENSITIVITY_QUICK if quick else EMU_SENSITIVITY)]
     return [
         RunSpec(key=f"emu/{cc}/{config}", scenario=scenario(SCALED_BPS, config, cc, duration, bucket=bucket),
                 measure={"rate_bps": SCALED_BPS, "cc": cc, "config": config, "seconds": duration,
                          "gso_max_segs": gso, "bucket": bucket})
-        for cc, config, gso, bucket in runs
+        for cc, config, gso, bucket in live_runs(quick=quick)
     ]  # fmt: skip
+
+
+def live_runs(*, quick: bool) -> list[tuple[str, str, int | None, int | None]]:
+    """The emulated runs as (cc, configuration, gso_max_segs, bucket): the
+    three configurations per congestion control, then the sensitivity runs."""
+    runs = [(cc, config, GSO_MAX_SEGS, None) for cc in CCS[quick] for config in CONFIGS]
+    return runs + [("cubic", config, *EMU_SENSITIVITY[config]) for config in (EMU_SENSITIVITY_QUICK if quick else EMU_SENSITIVITY)]
 
 
 #: How far the emulator's hops run behind the wall clock (taken off the
