@@ -714,7 +714,7 @@ def discussion(measured: dict[str, dict[str, Any]]) -> str:
   gives the numbers, and why the profile is not adopted.
 - **Experiment 3**: the order of the four configurations is {order}. The
   scavenger configurations reorder {reordered[0]:,} and {reordered[-1]:,} packets and lose
-  {max(lost):,} at most; WRED loses {wred['egress_lost']:,} packets and reorders {wred['ooo_arrivals']:,}. That depends
+  {"none" if max(lost) == 0 else f"{max(lost):,} at most"}; WRED loses {wred['egress_lost']:,} packets and reorders {wred['ooo_arrivals']:,}. That depends
   on how the router holds its drop profile: Junos keeps an interpolated
   profile as a table of fill levels, so with "drop probability = queue
   occupancy" nothing is dropped below the first level above zero and the
@@ -722,7 +722,7 @@ def discussion(measured: dict[str, dict[str, Any]]) -> str:
   such burst cost out-of-profile packets and the flow fell far lower. The
   document's {PAPER_TABLE3['2queues'][2]:,} start-up losses in the 2-queues configuration need a
   window larger than the α queue; with the window fitted to experiment 1
-  ({fitted_rwnd}) the model loses {e3['2queues']['egress_lost']:,} there. Were the testbed's window
+  ({fitted_rwnd}) the model loses {"nothing" if e3['2queues']['egress_lost'] == 0 else f"{e3['2queues']['egress_lost']:,} packets"} there. Were the testbed's window
   larger, the model would lose packets at start-up too; the document does
   not say which.
 """
