@@ -102,6 +102,113 @@ HEADLINES = {
 }
 
 
+# --- the gallery (scenarios/examples): each run cut short with the runner's
+# duration override, its comment's "what to look at" asserted ------------------
+
+EXAMPLES = ROOT / "scenarios" / "examples"
+
+
+def _flows(res) -> dict:
+    return res.summary["flows"]
+
+
+def example_dtn_policed_circuit():
+    """Unshaped TCP falls far below the policed reservation; the same DTN
+    shaped with HTB at 90 % holds near 90 % without a retransmission."""
+    res = alphaqos.run(EXAMPLES / "dtn-policed-circuit.yaml", duration="5s")
+    reservation = 200e6
+    unshaped, shaped = _flows(res)["unshaped"], _flows(res)["shaped"]
+    assert unshaped["goodput_bps"] < 0.25 * reservation and unshaped["retransmits"] > 0
+    assert 0.75 * reservation < shaped["goodput_bps"] < 0.9 * reservation
+    assert shaped["retransmits"] == 0
+    # The policer's discards are counted on the unshaped circuit's term.
+    terms = {row["term"]: row for row in res.filter.to_dicts()}
+    assert terms["circuit-a"]["discarded_pkts"] > 0 and terms["circuit-b"]["discarded_pkts"] == 0
+
+
+def example_campus_fq_codel():
+    """Under FQ-CoDel the ping keeps the path's RTT while the α flow fills
+    the uplink; under a FIFO of the same size it waits behind the α flow."""
+    doc = yaml.safe_load((EXAMPLES / "campus-fq-codel.yaml").read_text())
+    res = alphaqos.run(doc, duration="4s")
+    base = 2 * (0.1 + 1 + 4) * 1e-3  # c1 - campus - gw - web, both ways
+    assert _flows(res)["probe"]["rtt_mean"] < base + 2e-3
+    assert _flows(res)["alpha"]["goodput_bps"] > 60e6  # the α flow takes what the web leaves of 100 Mbit/s
+    web = res.summary["workloads"]["web"]
+    assert web["transfers_completed"] >= 0.9 * web["transfers_started"] > 0
+    doc["links"][4]["queues"] = {"gw": {"fifo": {"limit": "1000p"}}, "campus": {"fifo": {"limit": "1000p"}}}
+    fifo = alphaqos.run(doc, duration="4s")
+    assert _flows(fifo)["probe"]["rtt_mean"] > base + 20e-3
+
+
+def example_relative_service_mdrr():
+    """Voice in the strict-priority queue never waits; the Relative queue's
+    WRED drops early and its thresholds follow equation 2 every 50 ms."""
+    res = alphaqos.run(EXAMPLES / "relative-service-mdrr.yaml", duration="5s")
+    queues = res.summary["queues"]
+    assert queues["n0->n1/hp"]["enq_pkts"] > 0 and queues["n0->n1/hp"]["drop_pkts"] == 0
+    assert queues["n0->n1/relative"]["drop_aqm_pkts"] > 0
+    assert _flows(res)["voice"]["delay_mean"] < 0.030 + 0.005  # the path's 30 ms, hardly a wait
+    tuned = res.control.filter(pl.col("knob") == "max_th")
+    assert tuned.height > 10 and tuned["handle"].unique().to_list() == ["n0->n1/relative"]
+    # min_th = 0.15 max_th after each change (min_fraction).
+    last = {row["knob"]: row["new_value"] for row in res.control.filter(pl.col("time") == tuned["time"].max()).to_dicts()}
+    assert abs(last["min_th"] - 0.15 * last["max_th"]) < 1e-6 * last["max_th"]
+
+
+def example_deadline_admission():
+    """Requests are admitted at 105 Mbit/s (125 MB in 10 s x 1.05) and the
+    first one is on its way to meet its deadline."""
+    res = alphaqos.run(EXAMPLES / "deadline-admission.yaml", duration="8s")
+    admitted = res.admission.filter(pl.col("admitted") == 1)
+    assert admitted.height >= 1 and set(admitted["rate_bps"].to_list()) == {105_000_000}
+    first = res.transfers.filter(pl.col("transfer") == 0).to_dicts()[0]
+    start = admitted["time"].min()
+    assert first["bytes_acked"] >= 125e6 * (8 - start) / 10  # at least the deadline's pace
+    assert res.reservation.height > 0
+    assert _flows(res)["background"]["goodput_bps"] > 100e6  # red background fills what is left
+
+
+def example_yaqs_bottleneck():
+    """The fast queue stays short, the bulk flow sits in the slow queue and
+    keeps its goodput, the ping waits little."""
+    res = alphaqos.run(EXAMPLES / "yaqs-bottleneck.yaml", duration="5s")
+    yaqs = res.yaqs.to_dicts()[0]
+    assert yaqs["classified_slow"] > 0 and yaqs["slow_flows_max"] >= 1
+    assert yaqs["fast_len_p90_bytes"] < 16_500
+    assert _flows(res)["aggressive"]["goodput_bps"] > 5e6
+    assert _flows(res)["probe"]["rtt_mean"] < 24e-3 + 5e-3
+    assert res.summary["workloads"]["web"]["transfers_completed"] > 0
+
+
+def example_gridftp_parallel_streams():
+    """Eight streams move several times what one moves on the same lossy
+    path; the one stays near the Mathis et al. rate."""
+    res = alphaqos.run(EXAMPLES / "gridftp-parallel-streams.yaml", duration="8s")
+    acked = {row["workload"]: row["bytes_acked"] for row in res.transfers.to_dicts()}
+    assert acked["striped"] > 4 * acked["single"]
+    mathis = 1448 * 8 / 0.08 * 1.22 / 0.00002**0.5
+    assert acked["single"] * 8 / 8 < 2 * mathis  # bit/s over the 8 s
+    streams = res.transfer_streams.filter(pl.col("workload") == "striped")
+    assert streams.height == 8 and streams["bytes_acked"].min() > 0
+
+
+HEADLINES.update({
+    "examples/dtn-policed-circuit.yaml": example_dtn_policed_circuit,
+    "examples/campus-fq-codel.yaml": example_campus_fq_codel,
+    "examples/relative-service-mdrr.yaml": example_relative_service_mdrr,
+    "examples/deadline-admission.yaml": example_deadline_admission,
+    "examples/yaqs-bottleneck.yaml": example_yaqs_bottleneck,
+    "examples/gridftp-parallel-streams.yaml": example_gridftp_parallel_streams,
+})
+
+
+def test_every_example_says_what_it_shows_and_what_to_look_at():
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        head = path.read_text().split("\nname:", 1)[0]
+        assert "# What it shows:" in head and "# What to look at:" in head, path.name
+
+
 @pytest.mark.parametrize("name", sorted(HEADLINES))
 def test_headline(name):
     HEADLINES[name]()

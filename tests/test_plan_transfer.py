@@ -81,3 +81,21 @@ def test_blocks_larger_than_the_file_from_flags():
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "block" in line and "larger than the file" in line, line
+
+
+def test_progress_for_people_on_stderr_and_json_for_scripts_quietly(tmp_path: Path):
+    """The plan runs the transfer on the engine (74 s for a 10 GB file due
+    in a minute): a progress bar on stderr says how far it is; --json
+    prints one document on stdout and nothing on stderr."""
+    done = cli(*FLAGS)
+    assert done.returncode == 0, done.stderr
+    assert "simulated" in done.stderr and "plan-transfer" in done.stderr, done.stderr
+    out = tmp_path / "t.yaml"
+    quiet = cli(*FLAGS, "--json", "--out", str(out))
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    import json
+
+    doc = json.loads(quiet.stdout)
+    assert doc["meets_deadline"] is True and doc["size_bytes"] == 200_000_000 and doc["deadline_s"] == 4.0
+    assert doc["schedule"][0]["rate_bps"] == pytest.approx(200e6 * 8 / 3.95 * 1.05, rel=1e-3)
+    assert doc["constant_bps"] == pytest.approx(420e6) and doc["scenario"] == str(out) and out.exists()

@@ -211,7 +211,7 @@ def test_lost_pings_are_drawn_as_lost_not_as_zero_delay():
     lost = [line for line in rtt_axes.get_lines() if "lost" in line.get_label()]
     assert len(lost) == 2 and all(list(line.get_xdata()) == [2.0] for line in lost)
     assert all(line.get_marker() == "x" and list(line.get_ydata()) == [1.0] for line in lost)  # the top edge
-    answered = [line for line in rtt_axes.get_lines() if "lost" not in line.get_label()]
+    answered = [line for line in rtt_axes.get_lines() if "lost" not in line.get_label() and "document" not in line.get_label()]
     for line in answered:
         ys = list(line.get_ydata())
         assert ys[0] == pytest.approx(2.3) and ys[1] != ys[1] and 0 not in ys  # NaN: no point, no 0 ms
@@ -351,3 +351,27 @@ def test_grading_by_direction_and_size():
     assert fmt_cell("61.8", "60.6", fitted) == "61.8 vs 60.6 (×1.02, fitted)"
     assert exit_status([Finding("x", True, "", [near])]) == 0
     assert exit_status([Finding("x", True, "", [near]), Finding("y", True, "", [far])]) == 1
+
+
+def test_the_discussion_states_the_model_numbers_of_its_runs(quick):
+    """The discussion's experiment 1 idle ping and experiment 2's (49,50,1)
+    at the highest UDP rate are the runs' own numbers (the text once said
+    0.6 Gbps and 2.3 ms, whatever the run measured)."""
+    _, out, results = quick
+    discussion = (out / "report.md").read_text().split("## What matches, what differs, and why", 1)[1]
+    idle = results["measured"]["exp1/1-queue"]["ping"]["idle"]["mean"] * 1e3
+    assert f"({idle:.2f} ms against 2.28)" in discussion
+    high = max(yan2013.exp2_rates(results["measured"]))  # results.json holds the runs split per step
+    step = results["measured"][f"exp2/3q (49,50,1)/{high:g}"]
+    assert f"falls to {yan2013._gbps(step['throughput_bps'])} Gbps at {high:g} Gbps of UDP" in discussion
+    assert f"(the document:\n  {yan2013._paper1('3q (49,50,1)', high):g})" in discussion
+
+
+def test_fig3_draws_the_documents_ping_delays_beside_the_model():
+    """Fig. 3 carries the document's 1-queue RTTs, 2.28 ms idle and 60.6 ms
+    with the α flow, as lines beside the model's pings."""
+    series = {"throughput_series": [[0.0, 1e9], [1.0, 2e9]], "ping_series": [[0.0, 2.3], [1.0, 61.0]]}
+    fig = yan2013.fig3({f"exp1/{c}": series for c in yan2013.EXP1_CONFIGS})
+    bottom = fig.axes[1]
+    levels = sorted(line.get_ydata()[0] for line in bottom.get_lines() if len(set(line.get_ydata())) == 1 and "document" in line.get_label())
+    assert levels == [2.28, 60.6]

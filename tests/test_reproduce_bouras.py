@@ -6,6 +6,7 @@ on the model's numbers."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,8 @@ def test_the_report_has_every_table_beside_the_document_and_says_what_is_pending
     # Every model number of Tables 2-5 stands beside the document's, with the ratio.
     assert report.count(" vs 7005 (×") == 2 and " vs 1021 (×" in report
     assert "access links: C1 512 kb/s" in report  # the open parameters, stated
-    assert {p.name for p in out.iterdir()} >= {"report.md", "results.json", "scenarios", "fig3_max_th.png", "fig4_static_dynamic.png", "fig6_relative_queue.png"}
+    assert {p.name for p in out.iterdir()} >= {"report.md", "results.json", "scenarios", "fig3_max_th.png", "fig4_static_dynamic.png", "fig6_relative_queue.png", "tables2_5.png"}
+    assert "![Tables 2-5 against the model](tables2_5.png)" in report
     for scenario in (out / "scenarios").iterdir():
         load_scenario(scenario)
 
@@ -135,3 +137,17 @@ def test_dynamic_wred_retunes_max_th_by_equation_2_and_holds_the_queue(quick):
     spread = lambda runs: max(r["queue"]["mean"] for r in runs.values()) - min(r["queue"]["mean"] for r in runs.values())  # noqa: E731
     assert spread(dynamic) < spread(static) / 2
     assert finding(results, "Section 5.1 (ii)")["direction"]
+
+
+def test_the_discussion_states_the_numbers_of_its_tables(quick):
+    """The discussion's Relative queue (Table 2) and no-WRED green queue
+    (Table 5) are the tables' own cells, not prose written once."""
+    _, out, _ = quick
+    report = (out / "report.md").read_text()
+    discussion = report.split("## What matches, what differs, and why", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if line.startswith("| ")}
+    means = sorted(re.match(r"([\d.]+) \(", rows[w].split(" | ")[-2]).group(1) for w in ("30", "20"))
+    assert f"The Relative queue's mean is {means[0]}" in discussion or f"mean is {means[0]}-{means[1]}" in discussion, discussion
+    green = next(line for line in report.splitlines() if line.startswith("| Green queue avg"))
+    none = green.split(" | ")[4].split(" vs ")[0]  # B1, B2, B3, none
+    assert f"averages {float(none):.0f} green packets (the document: 47)" in discussion, (none, discussion)

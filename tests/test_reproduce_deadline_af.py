@@ -122,3 +122,15 @@ def test_an_unknown_reproduction_is_refused(tmp_path: Path):
     done = run_cli("reproduce", "deadline-afx", "--quick", "--out", str(tmp_path / "r"))
     assert done.returncode == 2 and "deadline-af" in done.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_the_discussion_states_no_number_but_the_slides(quick):
+    """The discussion explains mechanisms; the numbers are the findings'.
+    It once quoted a run made while building the reproduction (9.92 s,
+    12.56 s, 23 timeouts) that no report run reproduces."""
+    import re
+
+    _, out, _ = quick
+    discussion = (out / "report.md").read_text().split("## What matches, what differs, and why", 1)[1].split("\n## ", 1)[0]
+    numbers = re.findall(r"\d+(?:\.\d+)?", discussion.replace("problem 2", ""))
+    assert numbers == [f"{deadline_af.PAPER_BASE_SHARE['fixed-cwnd']:g}"], numbers

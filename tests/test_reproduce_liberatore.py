@@ -89,3 +89,33 @@ def test_trace_rates_are_table_one(quick):
         assert "Trace of real TCP traffic: not made on this machine" in report
     else:
         assert ns["flows"] > 100 and "fifo" in ns and "Trace of real TCP traffic" in report
+
+
+def test_the_ccdf_finding_is_graded_on_its_direction_then_its_size(quick):
+    """YAQS's tail below FIFO's is the direction; "much faster" (a tenth
+    of FIFO's at 50 KB) is the size: a tail below FIFO's but not ten times
+    below is "direction only", never "fails"."""
+    _, _, results = quick
+    ccdf = next(f for f in results["findings"] if f["claim"].startswith("YAQS's fast-queue CCDF"))
+    ratios = [c["model"] for c in ccdf["cells"]]
+    assert ratios and all(c["bound"] and c["paper"] == 0.1 for c in ccdf["cells"])
+    if ccdf["direction"]:
+        assert ccdf["grade"] == ("holds" if all(r <= 0.1 for r in ratios) else "direction only")
+    else:
+        assert ccdf["grade"] == "fails" and any(r >= 1 for r in ratios)
+
+
+def test_the_discussion_states_the_slow_flows_its_run_measured(quick):
+    """It said "at most a dozen" flows in the slow queue where its tables
+    showed 30."""
+    _, out, results = quick
+    report = (out / "report.md").read_text()
+    measured = results["measured"]
+    slow = measured["sim/n1/yaqs"]["slow_flows_max"]
+    traces = max(t["yaqs_cs0"]["slow_flows_max"] for k, t in measured.items() if k.startswith("trace/") and "fifo" in t)
+    assert f"an exact count per slow flow (at most {slow} slow flows in this simulation, {traces} on the traces, the capture included)" in report
+    # The finding's evidence names which traces its number covers.
+    few = next(f for f in results["findings"] if f["claim"].startswith("Few flows sit in the slow queue"))
+    graded = max(t["yaqs_cs0"]["slow_flows_max"] for k, t in measured.items() if k.startswith("trace/") and t.get("trace") != "ns" and "fifo" in t)
+    assert f"{graded} on the simulated traces" in few["evidence"]
+    assert "a dozen" not in report

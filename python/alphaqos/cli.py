@@ -630,7 +630,7 @@ def _print_reproduction(reproduction, target: Path) -> None:
         mark = f"[{colours.get(finding.grade, 'red')}]{finding.grade}[/]"
         console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}; {finding.sizes()}[/dim]")
     console.print(
-        f"{len(reproduction.measured)} runs in {reproduction.wall_time_s:.0f} s wall time "
+        f"{reproduction.runs} runs in {reproduction.wall_time_s:.0f} s wall time "
         f"({reproduction.cpu_time_s:.0f} s of run time)"
     )
     console.print(f"report: {target / 'report.md'} (results.json, plots, scenarios/)")

@@ -31,6 +31,7 @@ line naming the field, exit status 2, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,15 @@ class Plan:
         )
         return out
 
+    def to_json(self) -> dict[str, Any]:
+        """The plan as ``--json`` prints it: base units (bytes, seconds, bit/s, bits)."""
+        return {
+            "transfer": self.name, "method": self.method, "size_bytes": self.size, "deadline_s": self.deadline_ns / NS_PER_S,
+            "schedule": [{"time_s": t, "rate_bps": r} for t, r in self.schedule],
+            "completion_s": self.completion_s, "meets_deadline": self.met, "reserved_bits": self.reserved_bits,
+            "constant_bits": self.constant_bits, "constant_bps": self.constant_bps,
+        }  # fmt: skip
+
 
 def path_scenario(
     *, size: int, deadline: int, rate: int, rtt: int, background: int = 0, method: str = "proposed",
@@ -143,10 +153,12 @@ def path_scenario(
     return scenario
 
 
-def plan(scenario: Any, transfer: str | None = None) -> tuple[Plan, Any]:
+def plan(scenario: Any, transfer: str | None = None, *, progress: bool = False) -> tuple[Plan, Any]:
     """Run the deadline transfer ``transfer`` (the only one if None) of a
     scenario (a loaded :class:`~alphaqos.scenario.Scenario`, a dict or a
-    file) and report its plan; also the scenario that was run."""
+    file) and report its plan; also the scenario that was run. ``progress``
+    draws the run's progress bar on stderr (a plan of a long deadline takes
+    a while: 74 s for a 10 GB file due in a minute)."""
     from .deadline import static_rate
     from .engine import simulate
     from .scenario import Scenario, load_scenario
@@ -161,7 +173,7 @@ def plan(scenario: Any, transfer: str | None = None) -> tuple[Plan, Any]:
     if name not in names:
         raise _bad("deadline_transfers", f"no deadline transfer {name!r} (have: {', '.join(names)})")
     t = loaded.deadline_transfers[names.index(name)]
-    results = simulate(loaded, command="alphaqos plan-transfer")
+    results = simulate(loaded, command="alphaqos plan-transfer", progress=progress)
     row = results.transfers.filter(results.transfers[col.WORKLOAD] == name).row(0, named=True)
     start = row[col.START]
     done = row[col.RECEIVER_END]
@@ -211,6 +223,7 @@ def add_plan_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--block", default="1MB", help="block size (default 1MB)")
     p.add_argument("--margin", type=float, default=1.05, help="reservation margin (default 1.05)")
     p.add_argument("--out", metavar="FILE", type=Path, help="write the scenario that checks the plan")
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON document, without the progress bar")
     p.set_defaults(handler=_plan_command)
 
 
@@ -233,12 +246,17 @@ def _plan_command(args: argparse.Namespace) -> int:
     if args.scenario is not None and given:
         raise _bad("plan-transfer", f"give a SCENARIO or --{', --'.join(given)}, not both")
     source = args.scenario if args.scenario is not None else _flag_scenario(args)
-    found, scenario = plan(source, args.transfer)
-    for line in found.lines():
-        print(line)
+    # The run's progress on stderr for people; --json is for scripts: quiet.
+    found, scenario = plan(source, args.transfer, progress=not args.json)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(args.out, scenario.to_yaml())
+    if args.json:
+        print(json.dumps({**found.to_json(), "scenario": None if args.out is None else str(args.out)}))
+        return 0
+    for line in found.lines():
+        print(line)
+    if args.out is not None:
         print(f"scenario written to {args.out} (check it with: alphaqos run {args.out})")
     return 0
 

@@ -24,6 +24,7 @@ What each part comes from:
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 import types
@@ -178,7 +179,7 @@ EXAMPLES: dict[str, str] = {
 DESCRIPTIONS: dict[str, str] = {
     "Scenario.name": "The scenario's name (run directories and reports use it).",
     "description": "Free text.",
-    "duration": "Simulated time the run lasts.",
+    "Scenario.duration": "Simulated time the run lasts.",
     "seed": "Seed of every random stream; same scenario and seed, same results bit for bit.",
     "metric_interval": "Interval of the time series (goodput, queue length, cwnd).",
     "nodes": "Hosts and routers by name.",
@@ -190,7 +191,7 @@ DESCRIPTIONS: dict[str, str] = {
     "between": "The two nodes the link joins.",
     "Link.rate": "Line rate of each direction.",
     "delay": "One-way propagation delay.",
-    "mtu": "Largest IP packet the link carries.",
+    "Link.mtu": "Largest IP packet the link carries.",
     "queue": "Egress queue of both directions.",
     "queues": "Egress queue of the direction leaving the named node (overrides `queue`).",
     "impair": "Wire impairment of both directions.",
@@ -199,12 +200,16 @@ DESCRIPTIONS: dict[str, str] = {
     "min_th": "RED minimum threshold (average queue).",
     "max_th": "RED maximum threshold (average queue).",
     "max_p": "Drop probability at max_th.",
+    "WredRttTuning.max_p": "Drop probability at max_th the agent sets on the curve (the document: 0.2).",
     "w_q": "Weight of the average queue's moving average.",
     "gentle": "Probability rises from max_p to 1 between max_th and 2 max_th instead of jumping to 1.",
     "byte_mode": "Drop probability scaled by packet size / mean_pkt_size.",
     "mean_pkt_size": "Packet size of byte mode and of the idle-time correction.",
     "from": "Sending host.",
+    "Term.from": "The conditions a packet must meet for the term to apply (all of those given; none: every packet).",
+    "Pairs.from": "Senders to draw from (with `to`).",
     "to": "Receiving host.",
+    "Pairs.to": "Receivers to draw from (with `from`).",
     "cc": "Congestion control algorithm; its parameters go in cc_params.",
     "rwnd": "Receive window (the receiver's buffer).",
     "mss": "Maximum segment size (TCP payload per packet).",
@@ -229,18 +234,19 @@ DESCRIPTIONS: dict[str, str] = {
     "Poisson.rate": "Mean rate.",
     "Poisson.size": "IP packet size (the mean, with sizes: exponential).",
     "sizes": "Fixed packet sizes, or exponentially distributed ones.",
-    "interval": "Time between echo requests.",
+    "Ping.interval": "Time between echo requests.",
     "Ping.size": "IP packet size.",
     "Flow.name": "Unique flow name (results are keyed by it).",
-    "tcp": "A bulk TCP transfer.",
+    "Flow.tcp": "A bulk TCP transfer.",
     "udp": "Constant-bit-rate UDP.",
     "ping": "ICMP echo probes.",
-    "poisson": "Poisson UDP packets.",
-    "start": "When the flow starts.",
+    "Flow.poisson": "Poisson UDP packets.",
+    "Flow.start": "When the flow starts.",
     "stop": "When it stops; unset: at the end of the run.",
     "scheduler": "Egress scheduler (policy module doc: which class keys each one uses).",
     "buffer": "Interface buffer the classes share, strictly partitioned by buffer_size.",
-    "classes": "Forwarding classes in queue order; the first is the default class.",
+    "Policy.classes": "Forwarding classes in queue order; the first is the default class.",
+    "Htb.classes": "HTB classes by tc class id (`1:10`), parents before their children.",
     "filter": "Firewall filter terms, first match wins.",
     "buffer_size": "Share of the policy's buffer; junos also {temporal: T}: the bytes transmit_rate sends in T.",
     "excess": "junos: excess bandwidth above the transmit rates by priority (default) or proportional (MX Trio).",
@@ -251,7 +257,7 @@ DESCRIPTIONS: dict[str, str] = {
     "priority": "junos: priority of in-profile service; strict-priority: the level.",
     "exact": "junos: never exceed transmit_rate (shaped), even when the link is idle.",
     "weight": "wrr: packets per round; mdrr: Cisco weight 1..2048 (quantum MTU + (weight - 1) 512 B).",
-    "quantum": "drr: bytes per round.",
+    "ForwardingClass.quantum": "drr: bytes per round.",
     "low_latency": "mdrr: this class is the low-latency queue (at most one).",
     "drop_profile": "Early drops by colour (see DropProfile).",
     "loss": "Probability that a packet is lost on the wire.",
@@ -269,6 +275,8 @@ DESCRIPTIONS: dict[str, str] = {
     "dst": "Destination prefix to match.",
     "protocol": "Transport protocol to match.",
     "class": "The class packets go to.",
+    "HtbFilter.class": "tc class id (`1:10`) that matching packets go to.",
+    "WredRttTuning.class": "Handle of the class (`A->B/class`) or RED interface (`A->B`) whose WRED thresholds the agent sets.",
     "default": "Class of unmatched packets; unset: they go out unshaped.",
     "Term.name": "Term name (counted per term in filter.parquet).",
     "then": "What the term does with a matching packet.",
@@ -317,6 +325,145 @@ DESCRIPTIONS: dict[str, str] = {
     "max_increment_segments": "Largest window step of the binary search, segments.",
     "fast_convergence": "Release bandwidth faster when the window at loss shrinks.",
     "filters": "u32-style filters, first match wins.",
+    # Queues and their disciplines.
+    "Child.red": "RED on the class's buffer (one curve for every colour).",
+    "Child.fq_codel": "FQ-CoDel: a CoDel queue per hashed flow, served by deficit round robin (RFC 8290).",
+    "Child.sfq": "SFQ-like hashed deficit round robin, a queue per hashed flow.",
+    "Child.yaqs": "YAQS local flow separation: a fast and a slow queue (Liberatore).",
+    "Queue.fq_codel": "FQ-CoDel: a CoDel queue per hashed flow, served by deficit round robin (RFC 8290).",
+    "Queue.sfq": "SFQ-like hashed deficit round robin, a queue per hashed flow.",
+    "Queue.yaqs": "YAQS local flow separation: a fast and a slow queue (Liberatore).",
+    "Queue.red": "Random Early Detection on the whole queue.",
+    "Queue.htb": "Linux HTB host shaping (classes, filters, default class).",
+    "Queue.policy": "The classes of a QoS policy, by name.",
+    "FqCodel.limit": "Packets (or bytes) all flow queues hold together; over it the fattest flow loses packets. Unset: 10240p on a link, the class's buffer inside a class.",
+    "Sfq.limit": "Packets (or bytes) all flow queues hold together; over it the longest flow loses its last packet. Unset: 127p on a link, the class's buffer inside a class.",
+    "Yaqs.limit": "Buffer of each of the two queues (fast and slow).",
+    "HtbClass.limit": "Capacity of the leaf's queue.",
+    "FqCodel.buckets": "Flow queues the flows are hashed into.",
+    "Sfq.buckets": "Flow queues the flows are hashed into.",
+    "FqCodel.quantum": "Bytes a flow queue may send per round of deficit round robin; unset: the link MTU + 14 B.",
+    "Sfq.quantum": "Bytes a flow queue may send per round of deficit round robin; unset: the link MTU + 14 B.",
+    "FqCodel.target": "CoDel's target: the queueing delay each flow queue is kept near (RFC 8289).",
+    "FqCodel.interval": "CoDel's interval: how long the delay must stay above target before CoDel drops, and the scale of its drop spacing (RFC 8289).",
+    "FqCodel.drop_batch": "Packets dropped from the fattest flow at once when the limit is reached.",
+    "Yaqs.c_f": "A flow holding more than this many bytes of the fast queue (Count-Sketch estimate) is queued in the slow queue.",
+    "Yaqs.c_s": "A flow holding more than this many bytes of the slow queue (exact count) stays in it; 0: no reordering at all.",
+    "Yaqs.r": "Weight of the slow queue against the fast queue's 1 (service rates B/(1+r) and rB/(1+r)).",
+    "Yaqs.sketch_rows": "Rows of the Count-Sketch (independent hashes; the estimate is their median).",
+    "Yaqs.sketch_buckets": "Counters per row of the Count-Sketch.",
+    "Yaqs.inflate": "Inflate slow packets' logical length with nop bytes, so no fast packet is overtaken (Algorithm 1, Proposition 2).",
+    "Yaqs.counter": "`two` sketches (fast-queue bytes), or one `combined` count of both queues (the document's earlier version).",
+    "Yaqs.slow_counts": "Slow-queue bytes per flow counted `exact`ly, or `approximate`d by a second sketch.",
+    "Yaqs.epsilon": "Keep exact per-flow counts to measure false positives at this epsilon (Definitions 3 and 4); unset: not measured.",
+    "Link.taps": "Per sending node: `true` or a file name for that direction's pcap (overrides `tap`).",
+    "Link.monitors": "Per sending node: monitor that direction (overrides `monitor`).",
+    # Flows.
+    "Flow.onoff": "UDP ON/OFF source (VoIP talker or VBR).",
+    "Flow.video": "MPEG-like video over UDP.",
+    "OnOffUdp.rate": "Sending rate while ON.",
+    "OnOffUdp.size": "IP packet size.",
+    "Video.size": "IP packet size.",
+    "OnOffUdp.on_mean": "Mean length of an ON period.",
+    "OnOffUdp.off_mean": "Mean length of an OFF period.",
+    "OnOffUdp.pareto_shape": "Pareto shape of ON and OFF periods; unset: exponential periods.",
+    "Video.rate": "Mean rate over a GOP.",
+    "Video.fps": "Frames a second.",
+    "Video.sigma": "Log-deviation of the lognormal factor on frame sizes.",
+    "fack": "Forward acknowledgement (Linux `tcp_fack`); unset: the host profile's.",
+    "adaptive_reordering": "Raise the reordering metric (dupthresh) when reordering is seen, as Linux does; unset: the host profile's.",
+    "max_reordering": "Upper bound of the adaptive reordering metric; unset: the host profile's.",
+    "undo": "Undo a spurious recovery (timestamps, D-SACK); unset: the host profile's.",
+    "dsack": "Receiver reports duplicate segments (D-SACK, RFC 2883); unset: the host profile's.",
+    "moderate_cwnd": "Moderate cwnd to packets in flight + 3 in Disorder (Linux `tcp_moderate_cwnd`); unset: the host profile's.",
+    "rate_halving": "Rate-halving in recovery instead of halving cwnd at once; unset: the host profile's.",
+    "quickack_after_dup": "Receiver ACKs at once after a duplicate or out-of-order segment; unset: the host profile's.",
+    "napi_interval": "Shortest time between the receiving NIC's interrupts (NAPI polls) with GRO; unset: the host profile's.",
+    # Workloads.
+    "Workload.name": "Unique workload name (results are keyed by it, `NAME#k` for its k-th transfer).",
+    "Workload.transfer": "One file at the workload's start.",
+    "Workload.poisson": "Transfers arriving as a Poisson process.",
+    "Workload.onoff": "Web-like ON/OFF sources.",
+    "Workload.http": "HTTP browsing sessions.",
+    "Workload.tcp": "TCP options of the workload's connections.",
+    "Workload.streams": "Parallel TCP connections each transfer is striped over.",
+    "Workload.start": "No transfer starts before this time.",
+    "Workload.dscp": "DiffServ marking of the workload's packets (a stream's stream_options may change it).",
+    "Workload.write_size": "Size of the application's writes with app_rate; unset: one MSS.",
+    "Workload.block": "Block handed to a stream under dynamic striping.",
+    "Transfer.size": "Bytes of the file.",
+    "PoissonArrivals.rate": "Transfers arriving per second (or give load).",
+    "PoissonArrivals.load": "Offered load (a rate, or a share of a link's rate); the arrival rate follows from the mean size.",
+    "PoissonArrivals.pairs": "Which hosts each transfer joins.",
+    "PoissonArrivals.size": "Transfer sizes.",
+    "LinkShare.share": "Share of the link's rate (0..1].",
+    "LinkShare.link": "The link, by the two nodes it joins.",
+    "Pairs.all": "Hosts of which every ordered pair of distinct hosts may be drawn.",
+    "Pairs.list": "`[from, to]` pairs to draw from.",
+    "SizeDist.fixed": "Every transfer this size.",
+    "SizeDist.exponential": "Exponentially distributed sizes.",
+    "SizeDist.pareto": "Pareto (heavy-tailed) sizes.",
+    "SizeDist.lognormal": "Lognormal sizes.",
+    "SizeDist.empirical": "A CDF `[[size, probability], ...]`, sizes increasing, probabilities up to 1.",
+    "SizeDist.max": "Every draw is cut to this size.",
+    "Exponential.mean": "Mean size.",
+    "Pareto.shape": "Tail index (> 1, so the mean is finite; smaller: heavier tail).",
+    "Pareto.mean": "Mean size.",
+    "Lognormal.mean": "Mean size.",
+    "Lognormal.sigma": "Deviation of the size's logarithm.",
+    "OnOff.hosts": "Hosts that send, one source each.",
+    "OnOff.peers": "Hosts a source's transfers go to, one at random each time.",
+    "OnOff.size": "Transfer sizes.",
+    "OnOff.idle": "Mean idle time after each transfer (or give mean_rate).",
+    "OnOff.mean_rate": "Mean rate of each source, setting the think time between starts (or give idle).",
+    "Http.server": "Host that serves the pages.",
+    "Http.clients": "Hosts that browse.",
+    "Http.sessions": "Sessions on each client.",
+    "Http.request": "Bytes of each request.",
+    "Http.response": "Sizes of the responses.",
+    "Http.think": "Mean think time after a response (or give mean_rate).",
+    "Http.mean_rate": "Rate of responses the whole workload offers, setting the think time between page starts (or give think).",
+    "StreamOptions.dscp": "This stream's DiffServ marking; unset: the workload's.",
+    # Control agents.
+    "ControlAgent.wred_rtt_tuning": "RTT-tuned WRED (Bouras & Sevasti).",
+    "ControlAgent.deadline_reservation": "A transfer's reservation recomputed towards its deadline.",
+    "ControlAgent.call_admission": "Admission of a workload's transfers on link bookings.",
+    "WredRttTuning.name": "The agent's name in control.parquet; unset: one is made up.",
+    "DeadlineReservation.name": "The agent's name in control.parquet; unset: one is made up.",
+    "CallAdmission.name": "The agent's name in control.parquet; unset: one is made up.",
+    "WredRttTuning.traffic": "Flows and workloads whose TCP RTT samples give the class's mean RTT.",
+    "WredRttTuning.interval": "How often max_th = r RTT / (MTU 8) is recomputed.",
+    "WredRttTuning.min_fraction": "min_th as a fraction of max_th (the document: 0.15).",
+    "WredRttTuning.rate": "r, the class's service rate; unset: its transmit rate, else the link's.",
+    "WredRttTuning.mtu": "MTU of the equation; unset: the link's.",
+    "DeadlineReservation.transfer": "Handle of the transfer (a flow or `workload#k`).",
+    "DeadlineReservation.deadline": "When the transfer is due, from the start of the run.",
+    "DeadlineReservation.margin": "Reservation above the bare need (bytes left / time left) as a factor.",
+    "DeadlineReservation.interval": "How often the reservation is recomputed.",
+    "DeadlineReservation.policer": "Handle of the edge policer (`router/term`) whose rate follows the reservation; unset: only the sender's target rate.",
+    "CallAdmission.workload": "Handle of the workload whose transfers ask for admission.",
+    "CallAdmission.rate": "Rate each transfer asks for (or give deadline).",
+    "CallAdmission.duration": "How long each booking at `rate` lasts; unset: the transfer's size at that rate.",
+    "CallAdmission.deadline": "Each transfer asks for size x 8 / deadline x margin until this long after its start (or give rate).",
+    "CallAdmission.margin": "Reservation above the bare need (bytes left / time left) as a factor.",
+    "CallAdmission.capacity_fraction": "Share of each link's rate that bookings may take.",
+    "CallAdmission.edge": "Router whose filter polices each admitted transfer; unset: not policed.",
+    "CallAdmission.burst": "Bucket depth of the admitted transfers' policers.",
+    "CallAdmission.reservation": "Give each admitted transfer a deadline reservation agent that its booking follows (needs deadline).",
+    "CallAdmission.interval": "How often bookings follow the reservation agents.",
+    "Reservation.interval": "How often a dynamic reservation is recomputed.",
+    "Reservation.margin": "Reservation above the bare need (bytes left / time left) as a factor.",
+    # Deadline transfers.
+    "DeadlineTransfer.name": "Unique name of the transfer (results are keyed by it).",
+    "DeadlineTransfer.size": "Bytes of the file.",
+    "DeadlineTransfer.deadline": "When the file is due, after its start.",
+    "DeadlineTransfer.start": "When the transfer starts.",
+    "DeadlineTransfer.method": "How the file is sent (the third document's methods; see the module doc).",
+    "DeadlineTransfer.base": "The connection that carries the reservation.",
+    "DeadlineTransfer.block": "Block of the file handed to whichever connection has room.",
+    "DeadlineTransfer.reservation": "Where the reservation is policed and how it is controlled.",
+    "BaseConnection.dscp": "The base connection's marking (af11).",
+    "AdditionalConnection.dscp": "The additional connection's marking (af13).",
 }
 
 #: Example values where the type's own would mislead, by ``key``.
@@ -337,6 +484,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "Poisson.rate": "500Mbps", "Link.rate": "10Gbps", "limit": "125MB", "buffer": "125MB", "min_th": 30,
     "max_th": 90, "ctr": "500Mbps", "beta": 0.7, "c": 0.4, "meter_window": "1ms", "excess_rate": "10%",
     "excess": "proportional", "excess_priority": "low",
+    "margin": 1.05, "Pairs.from": ["S1", "S2"], "Pairs.to": ["D1", "D2"], "empirical": [["1KB", 0.5], ["10MB", 1.0]],
+    "Transfer.size": "100GB", "DeadlineTransfer.size": "20GB", "epsilon": 0.1, "fps": 25, "Pairs.all": ["H1", "H2", "H3"], "traffic": ["web", "bulk"], "Yaqs.c_f": "16500B",
 }  # fmt: skip
 
 
@@ -473,7 +622,7 @@ def _describe(annotation: Any, metadata: list[Any] = ()) -> str:
 def _describe_inner(annotation: Any, metadata: list[Any]) -> tuple[str, list[str]]:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
-        return _describe_inner(args[0], [*metadata, *annotation.__metadata__])
+        return _describe_inner(args[0], [*metadata, *_flat(annotation.__metadata__)])
     conditions = [c for c in map(_condition, metadata) if c]
     parser = next((m.func for m in metadata if type(m).__name__ == "PlainValidator"), None)
     if parser is not None:
@@ -499,6 +648,12 @@ def _describe_inner(annotation: Any, metadata: list[Any]) -> tuple[str, list[str
     return names.get(annotation, "any"), conditions
 
 
+def _flat(metadata: Any) -> list[Any]:
+    """Annotated metadata with pydantic's ``Field(gt=...)`` opened into its
+    bounds (inside a union, a field's bounds stay in its FieldInfo)."""
+    return [m for meta in metadata for m in (meta.metadata if isinstance(meta, FieldInfo) else [meta])]
+
+
 def _condition(meta: Any) -> str | None:
     bounds = {annotated_types.Ge: ">=", annotated_types.Gt: ">", annotated_types.Le: "<=", annotated_types.Lt: "<"}
     for kind, sign in bounds.items():
@@ -517,8 +672,12 @@ def _default(info: FieldInfo) -> str:
         return "*required*"
     if info.default is None:
         return "*unset*"
+    # A default built by a factory (a fresh model per item) is shown as the value it builds.
+    default = info.get_default(call_default_factory=True)
+    if default is None:
+        return "*unset*"
     adapter = TypeAdapter(Annotated[info.annotation, *info.metadata]) if info.metadata else TypeAdapter(info.annotation)
-    return _inline(adapter.dump_python(info.default, mode="json", by_alias=True, exclude_none=True))
+    return _inline(adapter.dump_python(default, mode="json", by_alias=True, exclude_none=True))
 
 
 def _example(info: FieldInfo, model: type[BaseModel] | None = None, key: str = "") -> Any:
@@ -537,7 +696,7 @@ def _example(info: FieldInfo, model: type[BaseModel] | None = None, key: str = "
 def _type_example(annotation: Any, metadata: list[Any]) -> Any:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
-        return _type_example(args[0], [*metadata, *annotation.__metadata__])
+        return _type_example(args[0], [*metadata, *_flat(annotation.__metadata__)])
     parser = next((m.func for m in metadata if type(m).__name__ == "PlainValidator"), None)
     if parser is not None:
         return VALUE_TYPES.get(getattr(parser, "__name__", ""), (None, None))[1]
@@ -555,15 +714,19 @@ def _type_example(annotation: Any, metadata: list[Any]) -> Any:
         return None if None in items else items
     if origin is dict:
         value = _type_example(args[1], [])
-        return None if value is None else {"name": value}
+        return {} if value is None else {"name": value}
     lower = next((getattr(m, type(m).__name__.lower()) for m in metadata
                   if isinstance(m, (annotated_types.Ge, annotated_types.Gt))), None)  # fmt: skip
+    upper = next((getattr(m, type(m).__name__.lower()) for m in metadata
+                  if isinstance(m, (annotated_types.Le, annotated_types.Lt))), None)  # fmt: skip
     if annotation is bool:
         return True
     if annotation is int:
         return max(1, int(lower or 1))
     if annotation is float:
-        return 0.5
+        # Inside the bounds: a Pareto shape (> 1) is not 0.5.
+        value = 0.5 if lower is None or lower < 0.5 else lower + 0.5
+        return value if upper is None or value < upper else upper / 2
     return None
 
 
@@ -574,6 +737,7 @@ def _inline(value: Any) -> str:
     return f"`{text}`".replace("|", "\\|")
 
 
+@functools.cache
 def _field_notes(model: type[BaseModel]) -> dict[str, str]:
     """Each field's description from the model's source: the comment lines
     just above it, or the string just below it (inherited fields too)."""

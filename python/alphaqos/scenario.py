@@ -276,7 +276,7 @@ class Queue(_Model):
     """An egress queue: exactly one of ``fifo``, ``red``, ``policy`` (the
     classes of a QoS policy, see :mod:`alphaqos.policy`), ``htb``, and the
     per-flow ``fq_codel`` (``{target: 5ms, interval: 100ms, quantum: 1514B,
-    limit: 10240}``) and ``sfq`` (see :class:`~alphaqos.policy.FqCodel`,
+    limit: 10240p}``) and ``sfq`` (see :class:`~alphaqos.policy.FqCodel`,
     :class:`~alphaqos.policy.Sfq`)."""
 
     fifo: Fifo | None = None
@@ -394,7 +394,8 @@ class TcpOptions(_Model):
     # RFC 6298's max(min_rto, SRTT + 4 RTTVAR) (whose own min_rto is 1s).
     rto: Literal["linux", "rfc6298"] = "linux"
     dupthresh: Count = 3
-    # Linux defaults: SACK, window scaling and limited transmit on.
+    # Selective acknowledgements (RFC 2018); on by default, as in Linux (as
+    # are window scaling and limited transmit).
     sack: Flag = True
     window_scaling: Flag = True
     limited_transmit: Flag = True

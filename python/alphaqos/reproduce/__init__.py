@@ -81,6 +81,7 @@ class Reproduction:
     cpu_time_s: float  # the runs' wall times added up
     write_plots: Callable[[Path], list[Path]]
     paper: dict[str, Any]  # the document's own values, for results.json
+    runs: int = 0  # runs made (simulations and live runs); measured may hold entries split from them
 
     @classmethod
     def assemble(
@@ -125,6 +126,7 @@ class Reproduction:
             name=name, quick=quick, measured=measured, scenarios=scenarios, findings=findings,
             report_md="\n".join(md) + "\n", tables=tables, wall_time_s=wall_time_s,
             cpu_time_s=sum(m.get("wall_time_s", 0.0) for m in runs.values()), write_plots=write_plots, paper=paper,
+            runs=len(runs),
         )  # fmt: skip
 
     @property
@@ -243,26 +245,42 @@ def reproduce(
     on_plan: Callable[[int], None] | None = None,
     on_done: Callable[[str, int, int], None] | None = None,
 ) -> Reproduction:
-    """Plan, run and report reproduction ``name``."""
+    """Plan, run and report reproduction ``name``.
+
+    ``on_plan(total)`` is called with the runs planned so far (again when
+    an iterative method plans more), ``on_done(key, done, total)`` as each
+    finishes, counting every run made: live runs, the plan, follow-ups;
+    the report's and the returned :attr:`Reproduction.runs` count the same."""
     mod = module(name)
     specs: list[RunSpec] = mod.plan(quick=quick)
     live: list[RunSpec] = mod.live_plan(quick=quick) if hasattr(mod, "live_plan") else []
+    planned = len(live) + len(specs)
     if on_plan:
-        on_plan(len(live) + len(specs))
+        on_plan(planned)
     started = time.perf_counter()
     measured = {}
     for spec in live:
         measured[spec.key] = mod.live_run(spec)
         if on_done:
-            on_done(spec.key, len(measured), len(live) + len(specs))
-    offset = len(measured)
-    measured |= run_specs(mod.__name__, specs, jobs=jobs, dask=dask,
-                          on_done=on_done and (lambda key, done, total: on_done(key, offset + done, offset + total)))  # fmt: skip
+            on_done(spec.key, len(measured), planned)
+
+    def batch(more: list[RunSpec]) -> dict[str, dict[str, Any]]:
+        offset = len(measured)
+        progress = on_done and (lambda key, done, _total: on_done(key, offset + done, planned))
+        return run_specs(mod.__name__, more, jobs=jobs, dask=dask, on_done=progress)
+
+    measured |= batch(specs)
     specs = live + specs
     follow_up = getattr(mod, "follow_up", None)
     while follow_up is not None and (more := follow_up(measured, quick=quick)):
         specs += more
-        measured |= run_specs(mod.__name__, more, jobs=jobs, dask=dask, on_done=on_done)
+        planned += len(more)
+        if on_plan:
+            on_plan(planned)
+        measured |= batch(more)
     wall = time.perf_counter() - started
     scenarios = {spec.key: spec.scenario for spec in specs if spec.scenario is not None}
-    return mod.report(measured, scenarios, quick=quick, wall_time_s=wall)
+    reproduction = mod.report(measured, scenarios, quick=quick, wall_time_s=wall)
+    if reproduction.runs != len(specs):
+        raise AssertionError(f"{name}: the report counts {reproduction.runs} runs, {len(specs)} were made")
+    return reproduction

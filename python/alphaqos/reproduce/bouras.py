@@ -112,6 +112,10 @@ PAPER_HP_KBPS = 1100
 #: Section 5.1: the HTTP flow's ideal throughput, and the max_th below which it degrades.
 PAPER_HTTP_IDEAL_BPS = 1_000_000
 PAPER_DEGRADE_BELOW = 60
+#: Equation 3: the mean queue within this share of RTT x bandwidth / (MTU x 8).
+EQ3_BAND = (0.2, 0.25)
+#: The max_th values the HTTP throughput below PAPER_DEGRADE_BELOW is compared with.
+HTTP_REFERENCE_MAX_TH = (120, 180)
 
 # --- Section 5.2: customers, traffic, policy ------------------------------------
 
@@ -588,7 +592,7 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         ", ".join(f"max_th {m['max_th']:g}: {m['queue']['mean']:.1f}" for _, m in grid),
     ))  # fmt: skip
     low = [m for _, m in grid if m["max_th"] < PAPER_DEGRADE_BELOW]
-    high = [m for _, m in grid if 120 <= m["max_th"] <= 180]
+    high = [m for _, m in grid if HTTP_REFERENCE_MAX_TH[0] <= m["max_th"] <= HTTP_REFERENCE_MAX_TH[1]]
     low_bps = np.mean([m["http_bps"] for m in low]) if low else math.nan
     high_bps = np.mean([m["http_bps"] for m in high]) if high else math.nan
     out.append(Finding(
@@ -700,59 +704,112 @@ def report(
     return Reproduction.assemble(
         "bouras-relative", title=TITLE, mode=mode, quick=quick, measured=measured, scenarios=scenarios,
         findings=findings(measured), tables=tables(measured), grading=GRADING, wall_time_s=wall_time_s,
-        plots=[("Fig. 3", "fig3_max_th.png"), ("Fig. 4", "fig4_static_dynamic.png"), ("Fig. 6", "fig6_relative_queue.png")],
-        tail=[DISCUSSION, "## Parameters the document leaves open", OPEN_PARAMETERS],
+        plots=[("Fig. 3", "fig3_max_th.png"), ("Fig. 4", "fig4_static_dynamic.png"), ("Fig. 6", "fig6_relative_queue.png"), ("Tables 2-5 against the model", "tables2_5.png")],
+        tail=[discussion(measured), "## Parameters the document leaves open", OPEN_PARAMETERS],
         write_plots=lambda directory: write_plots(measured, directory),
         paper={"table2": PAPER_TABLE2, "table3": PAPER_TABLE3, "table4_5": PAPER_TABLE4, "hp_kbps": PAPER_HP_KBPS},
     )  # fmt: skip
 
 
-DISCUSSION = """## What matches, what differs, and why
+def discussion(measured: dict[str, dict[str, Any]]) -> str:
+    """What matches, what differs, and why; every number the model's, from
+    ``measured``, or the document's, from its tables."""
+    rates = {c: CUSTOMERS[c]["profile"][0] for c in CUSTOMERS}
 
-- **Provisioning by equation 1 (Table 2)** comes out as in the document:
-  at weight_REL 30 and 20 every customer gets 96-97 % of its contract (the
-  document: 90-96 %), at weight 10 the Relative queue is saturated and the
-  customers get 55-70 %. The best-effort weight was inferred from that
-  very row (the saturated queue gets exactly its MDRR share), so weight
-  10's total is close to the document's by construction; the split among
-  the customers is not. The Relative queue's mean stays within 10
-  packets, its maximum does not (about 24): MDRR serves best effort a
-  quantum of 41 KB (33 ms of the link) per round, during which some 17
-  Relative packets of 500 B arrive.
-- **Case A (Table 3)**: yellow packets sent to best effort raise the
-  customers' throughput at best effort's expense, as in the document, but
-  by less (C1 +16 kb/s against the document's +125): in the model best
-  effort's long TCP transfers keep its queue long, so a yellow packet there
-  meets a queue near its 500-packet limit (the best-effort queue's mean is
-  in `results.json`, `be_queue_mean`).
-- **WRED (Tables 4 and 5)**: as in the document, WRED leaves the capacity
-  split nearly where it is and cuts the Relative queue's mean and maximum
-  several fold. Without WRED the model's Relative queue sits near its
-  350-packet limit (the TCP sources fill whatever buffer they get); the
-  document's buffer is not given, and its 47-packet mean suggests a
-  smaller one. The document's ordering among B1, B2, B3 and C (B2 lowest,
-  C above B2) is a matter of a few packets; in the model B3 (yellow
-  max_p 0.8) and C come out slightly below B2, so those two findings fail
-  on their direction.
-- **Section 5.1**: along the iterative method the mean queue is 0.22 of
-  max_th at the first step and 0.30-0.34 near the fixed point (max_th
-  about 72 packets for a 60 ms base round trip): equation 3's 0.2-0.25 is
-  met only at the first step. On the static grid the share falls from
-  0.43 at max_th 30 to 0.27 at 180, and the distribution moves left as
-  max_th falls, as the document's Fig. 3a shows. The HTTP users
-  (closed-loop, heavy-tailed pages) lose only some 6 % below max_th 60,
-  not the document's serious degradation. The document does not describe
-  its HTTP model; with most pages a few segments long, a page here rarely
-  meets a drop (not checked further).
-- **Static against dynamic WRED (Fig. 4)**: the `wred_rtt_tuning` agent
-  sets max_th from the TCP traffic's RTT samples every 50 ms, first at
-  50 ms, before the queue has first built up: the initial max_th is
-  forgotten at once and the dynamic runs from every initial value are the
-  same run, packet for packet, with max_th settling around the iterative
-  method's fixed point. So the dynamic mean queue does not vary at all
-  where the static one varies several fold, and the HTTP throughput with
-  it; the document's dynamic curve still varied a little, which would need
-  a slower first re-tuning than its 50 ms interval suggests."""
+    def shares(w: int) -> list[float]:
+        m = m52(measured, f"w{w}")
+        return [m["customers"][c] / rates[c] for c in CUSTOMERS]
+
+    def span(values: list[float], fmt: str = "{:.0%}") -> str:
+        lo, hi = fmt.format(min(values)), fmt.format(max(values))
+        return lo if lo == hi else f"{lo}-{hi}"
+
+    *full, short = WEIGHTS  # weights meeting equation 1, and the one that does not
+    provisioned = [x for w in full for x in shares(w)]
+    paper_provisioned = [PAPER_TABLE2[w][i + 1] * KBPS / rates[c] for w in full for i, c in enumerate(CUSTOMERS)]
+    queues = [m52(measured, f"w{w}")["queue"] for w in full]
+    q_be = MTU + (BE_WEIGHT - 1) * 512  # bytes per MDRR round (Cisco: MTU + (weight - 1) 512 B)
+    round_s = q_be * 8 / BACKBONE_BPS
+    m20, ma = m52(measured, f"w{full[1]}"), m52(measured, "A")
+    arriving = sum(m20["customers"].values()) * round_s / (REL_PACKET * 8)
+    gain = {c: _kb(ma["customers"][c] - m20["customers"][c]) for c in CUSTOMERS}
+    paper_gain = {c: PAPER_TABLE3["A"][i + 1] - PAPER_TABLE3["drop"][i + 1] for i, c in enumerate(CUSTOMERS)}
+    none = m52(measured, "none")
+    wred = {b: m52(measured, b) for b in ("B1", "B2", "B3")}
+    cut = [none["queue"][k][stat] / max(m["queue"][k][stat], 1e-9) for m in wred.values() for k in ("green", "yellow") for stat in ("mean", "max")]
+    mc = m52(measured, "C")
+    means = {b: m["queue"]["mean"] for b, m in wred.items()}
+    lowest = min(means, key=means.get)
+    b2_lowest, c_above = lowest == "B2", mc["queue"]["mean"] > means["B2"]
+    if b2_lowest and c_above:
+        order = "the model keeps that order (B2 lowest, C above it)"
+    else:
+        wrong = ([f"{lowest} comes out lowest ({means[lowest]:.1f} against B2's {means['B2']:.1f} packets)"] if not b2_lowest else []) \
+            + ([f"C comes out at {mc['queue']['mean']:.1f}, not above B2's {means['B2']:.1f}"] if not c_above else [])
+        order = "in the model " + " and ".join(wrong) + (", so that finding fails on its direction" if len(wrong) == 1
+                                                          else ", so those two findings fail on their direction")
+    md = ["## What matches, what differs, and why", ""]
+    md.append(
+        f"- **Provisioning by equation 1 (Table 2)**: at weight_REL {full[0]} and {full[1]} every customer gets {span(provisioned)} "
+        f"of its contract (the document: {span(paper_provisioned)}); at weight {short} the customers get {span(shares(short))}. "
+        f"The best-effort weight was inferred from that weight-{short} row (the saturated queue gets exactly its MDRR "
+        f"share), so weight {short}'s total is close to the document's by construction; the split among the customers is "
+        f"not. The Relative queue's mean is {span([q['mean'] for q in queues], '{:.1f}')} packets, its maximum "
+        f"{span([q['max'] for q in queues], '{:.0f}')}: MDRR serves best effort a quantum of {q_be / 1e3:.1f} KB "
+        f"({round_s * 1e3:.0f} ms of the link) per round, during which some {arriving:.0f} Relative packets of "
+        f"{REL_PACKET} B arrive (at weight {full[1]}'s Relative rate)."
+    )
+    md.append(
+        "- **Case A (Table 3)**: yellow packets sent to best effort change the customers' throughput by "
+        + ", ".join(f"{c} {gain[c]:+.0f} kb/s" for c in CUSTOMERS)
+        + " (the document: " + ", ".join(f"{c} {paper_gain[c]:+d}" for c in CUSTOMERS) + "), and best effort's by "
+        f"{_kb(ma['background_bps'] - m20['background_bps']):+.0f} kb/s (the document: {PAPER_TABLE3['A'][0] - PAPER_TABLE3['drop'][0]:+d}). "
+        "In the model best effort's long TCP transfers keep its queue long, so a yellow packet there meets a long "
+        f"queue (best effort's mean queue in case A: {ma['be_queue_mean']:.0f} packets)."
+    )
+    md.append(
+        f"- **WRED (Tables 4 and 5)** divides the Relative queue's mean and maximum (green and yellow) of no WRED "
+        f"by {span(cut, '{:.1f}')} across B1-B3. Without WRED the model's Relative queue averages "
+        f"{none['queue']['green']['mean']:.0f} green packets (the document: {PAPER_TABLE4['none'][4]}): the TCP sources "
+        "fill whatever buffer they get, and the document does not give its buffer. The document's ordering among "
+        f"B1, B2, B3 and C (B2 lowest, C above B2) is a matter of a few packets; {order}."
+    )
+    iters = [m for _, m in runs51(measured, "iter") if m["max_th"] is not None]
+    grid = [m for _, m in runs51(measured, "grid")]
+    if iters:
+        ratios = [eq3_ratio(m) for m in iters]
+        later = f", {span(ratios[1:], '{:.2f}')} after it" if len(ratios) > 1 else ""
+        within = [i for i, r in enumerate(ratios) if EQ3_BAND[0] <= r <= EQ3_BAND[1]]
+        steps = [str(i) for i in within]
+        where = "at no step" if not within else "at every step" if len(within) == len(ratios) else \
+            f"only at step {steps[0]}" if len(steps) == 1 else "only at steps " + ", ".join(steps[:-1]) + f" and {steps[-1]}"
+        low = [m["http_bps"] for m in grid if m["max_th"] < PAPER_DEGRADE_BELOW]
+        high = [m["http_bps"] for m in grid if HTTP_REFERENCE_MAX_TH[0] <= m["max_th"] <= HTTP_REFERENCE_MAX_TH[1]]
+        loss = 1 - np.mean(low) / np.mean(high) if low and high else math.nan
+        md.append(
+            f"- **Section 5.1**: along the iterative method the mean queue is {ratios[0]:.2f} of max_th at the first step"
+            f"{later} (max_th {iters[-1]['max_th']:.0f} packets at the last): equation 3's {EQ3_BAND[0]:g}-{EQ3_BAND[1]:g} is met {where}. On "
+            f"the static grid the share goes from {eq3_ratio(grid[0]):.2f} at max_th {grid[0]['max_th']:g} to "
+            f"{eq3_ratio(grid[-1]):.2f} at {grid[-1]['max_th']:g}, and the distribution moves left as max_th falls, as "
+            f"the document's Fig. 3a shows. The HTTP users (closed-loop, heavy-tailed pages) lose {loss:.0%} below max_th "
+            f"{PAPER_DEGRADE_BELOW} against {HTTP_REFERENCE_MAX_TH[0]}-{HTTP_REFERENCE_MAX_TH[1]}, where the document saw a "
+            "serious degradation. The document does "
+            "not describe its HTTP model; with most pages a few segments long, a page here rarely meets a drop."
+        )
+    dynamic = [m for _, m in runs51(measured, "dynamic")]
+    if dynamic and grid:
+        dq, sq = [m["queue"]["mean"] for m in dynamic], [m["queue"]["mean"] for m in grid]
+        same = max(dq) == min(dq)
+        md.append(
+            "- **Static against dynamic WRED (Fig. 4)**: the `wred_rtt_tuning` agent sets max_th from the TCP "
+            "traffic's RTT samples from its first interval on, before the queue has first built up, so the initial "
+            "max_th is soon forgotten: the dynamic mean queue is "
+            + (f"{dq[0]:.1f} packets from every initial value (the same run, packet for packet)" if same
+               else f"{min(dq):.1f}-{max(dq):.1f} packets across the initial values")
+            + f", where the static one goes from {min(sq):.1f} to {max(sq):.1f}. The document's dynamic curve still "
+            "varied a little, which would need a slower first re-tuning than its interval suggests."
+        )
+    return "\n".join(md)
 
 
 OPEN_PARAMETERS = doc_section(__doc__, "What the document leaves open, and the choices made (also in the report):")
@@ -764,7 +821,45 @@ OPEN_PARAMETERS = doc_section(__doc__, "What the document leaves open, and the c
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     return [save_figure(fig3(measured), directory / "fig3_max_th.png"), save_figure(fig4(measured), directory / "fig4_static_dynamic.png"),
-            save_figure(fig6(measured), directory / "fig6_relative_queue.png")]
+            save_figure(fig6(measured), directory / "fig6_relative_queue.png"),
+            save_figure(fig_tables(measured), directory / "tables2_5.png")]
+
+
+def _paired_bars(axes: Any, groups: list[str], model: list[float], paper: list[float], title: str, ylabel: str) -> None:
+    """The model's value beside the document's for each group."""
+    x = np.arange(len(groups))
+    axes.bar(x - 0.2, model, 0.4, label="model")
+    axes.bar(x + 0.2, paper, 0.4, label="document", hatch="//", alpha=0.6)
+    axes.set_xticks(x, groups, fontsize="x-small", rotation=45, ha="right")
+    axes.set(title=title, ylabel=ylabel)
+    axes.grid(True, axis="y", alpha=0.3)
+
+
+def fig_tables(measured: dict[str, dict[str, Any]]) -> Any:
+    """Tables 2-5 against the model: the customers' throughput per
+    weight_REL (Table 2), yellow dropped against case A (Table 3), per WRED
+    case (Table 4), and the Relative queue and maximum RTT per case (Table 5)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(14, 8), layout="constrained")
+    t2, t3, t4, t5 = fig.subplots(2, 2).flat
+    names = list(CUSTOMERS)
+    groups = [f"w{w} {c}" for w in WEIGHTS for c in names]
+    _paired_bars(t2, groups, [_kb(m52(measured, f"w{w}")["customers"][c]) for w in WEIGHTS for c in names],
+                 [PAPER_TABLE2[w][i + 1] for w in WEIGHTS for i in range(len(names))], "Table 2: capacity per weight_REL", "kb/s")
+    cases3 = (("drop", "w20"), ("A", "A"))
+    _paired_bars(t3, [f"{k} {c}" for k, _ in cases3 for c in names],
+                 [_kb(m52(measured, cfg)["customers"][c]) for _, cfg in cases3 for c in names],
+                 [PAPER_TABLE3[k][i + 1] for k, _ in cases3 for i in range(len(names))], "Table 3: yellow dropped / to best effort", "kb/s")
+    cases = ("B1", "B2", "B3", "none", "C")
+    ms = {b: m52(measured, b) for b in cases}
+    _paired_bars(t4, [f"{b} {c}" for b in cases for c in names], [_kb(ms[b]["customers"][c]) for b in cases for c in names],
+                 [PAPER_TABLE4[b][i + 1] for b in cases for i in range(len(names))], "Table 4: throughput per WRED case", "kb/s")
+    _paired_bars(t5, [f"{b} {k}" for b in cases for k in ("green", "yellow")],
+                 [ms[b]["queue"][k]["mean"] for b in cases for k in ("green", "yellow")],
+                 [PAPER_TABLE4[b][4 + 2 * j] for b in cases for j in range(2)], "Table 5: mean Relative queue", "packets")
+    t2.legend(fontsize="small")
+    return fig
 
 
 def fig4(measured: dict[str, dict[str, Any]]) -> Any:

@@ -466,7 +466,7 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
     )  # fmt: skip
 
 
-DISCUSSION = """## What matches, what differs, and why
+DISCUSSION = f"""## What matches, what differs, and why
 
 See the findings above for the numbers; the mechanisms behind them:
 
@@ -474,7 +474,7 @@ See the findings above for the numbers; the mechanisms behind them:
   the OUT background keeps RIO's average queue near the OUT curve's upper
   end, and the round trip grows by that queueing delay, so the throughput
   falls by RTTmin / (RTTmin + queueing). Its distance from the slides'
-  94.8 % measures the queueing delay of the model's RIO settings against
+  {PAPER_BASE_SHARE["fixed-cwnd"]:g} % measures the queueing delay of the model's RIO settings against
   the slides' (unknown) ones, not the window control.
 - **Conventional NewReno** sends beyond its reservation until a red packet
   is dropped, then halves: its mean stays well below the CTR, as the
@@ -483,12 +483,12 @@ See the findings above for the numbers; the mechanisms behind them:
   additional connection (its packets all OUT, dropped by RIO first under
   congestion) can hold the file's last block long after the base
   connection has finished everything else; the file then completes late
-  although the reservation agent requested what was needed (measured while
-  building this reproduction: 500 MB due in 10 s beside 1000 Mbps of OUT
-  background, the base connection done at 9.92 s, the additional one's
-  last 1 MB block at 12.56 s after 23 timeouts). The tail is at most one
-  block at the additional connection's rate; smaller blocks (256 KiB here)
-  shorten it. Not fixed here: an end game (re-sending a straggler's block
+  although the reservation agent requested what was needed (seen while
+  building this reproduction, with a large OUT background, not in these
+  runs: the base connection was done before the deadline, the additional
+  one's last block came seconds after it, after a series of timeouts). The
+  tail is at most one block at the additional connection's rate; smaller
+  blocks shorten it. Not fixed here: an end game (re-sending a straggler's block
   on the base connection) would send blocks twice."""
 
 
@@ -558,7 +558,10 @@ def fig_admission(measured: dict[str, dict[str, Any]]) -> Any:
     for m in ADMISSION_METHODS:
         xs = sorted(table[m])
         loss.plot(xs, [100 * table[m][x]["call_loss"] for x in xs], "o-", label=LABELS[m])
-        used.plot(xs, [100 * table[m][x]["reserved_share"] for x in xs], "o-", label=LABELS[m])
+        line = used.plot(xs, [100 * table[m][x]["reserved_share"] for x in xs], "o-", label=LABELS[m])[0]
+        # The slides' reserved bandwidth used at no call loss, beside the model's.
+        used.axhline(PAPER_RESERVED[m], linestyle="--", color=line.get_color(), linewidth=1,
+                     label=f"{LABELS[m]}: slides, {PAPER_RESERVED[m]:g} % at no call loss")
     loss.set(title="Call loss rate", xlabel="transfer arrivals per second", ylabel="%")
     used.set(title="Reserved bandwidth (share of 1 Gb/s)", xlabel="transfer arrivals per second", ylabel="%", ylim=(0, None))
     for a in (loss, used):

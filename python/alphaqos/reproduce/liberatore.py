@@ -61,6 +61,9 @@ PAPER = {
     # YAQS's mean fast queue over the traces: 8 KB to 21 KB.
     "yaqs_mean_kb": (8.0, 21.0),
 }
+#: "Much faster" (Fig. 4), read as: YAQS's P[queue > 50 KB] at most a
+#: tenth of FIFO's.
+CCDF_TAIL_RATIO = 0.1
 
 #: Table I: trace id -> mean utilisation of its OC-3 link, Mbit/s.
 TABLE1_MBPS = {1: 131.3, 2: 23.9, 3: 93.9, 4: 80.8, 5: 123.4, 6: 11.9, 7: 44.7, 8: 25.6}
@@ -375,18 +378,28 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
     tail_y = [_ccdf_at(t["yaqs_cs0"]["ccdf"], 50.0) for t in traces]
     tail_f = [_ccdf_at(t["fifo"]["ccdf"], 50.0) for t in traces]
     busy = [(a, b) for a, b in zip(tail_y, tail_f) if b > 0.01]
+    # Its direction: YAQS's tail lies below FIFO's; its size ("much
+    # faster", Fig. 4): an order of magnitude or more at 50 KB, a bound on
+    # P_YAQS / P_FIFO per trace (factor 1: the bound itself).
+    sim_y, sim_f = _ccdf_at(y["ccdf"], 50), _ccdf_at(f["ccdf"], 50)
     out.append(Finding(
-        claim="YAQS's fast-queue CCDF decays much faster than FIFO's (Fig. 4)",
-        direction=bool(busy) and all(a * 10 <= b for a, b in busy) and _ccdf_at(y["ccdf"], 50) * 10 <= _ccdf_at(f["ccdf"], 50),
+        claim=f"YAQS's fast-queue CCDF decays much faster than FIFO's (Fig. 4: P[queue > 50 KB] at most {CCDF_TAIL_RATIO:g} of FIFO's)",
+        direction=bool(busy) and all(a < b for a, b in busy) and sim_y <= sim_f,
         evidence=("P[queue > 50 KB] on the traces where FIFO exceeds it at least 1 % of the time: "
                   + ", ".join(f"{a:.2g} vs {b:.2g}" for a, b in busy)
-                  + f"; simulation n = 1: {_ccdf_at(y['ccdf'], 50):.2g} vs {_ccdf_at(f['ccdf'], 50):.2g}"),
+                  + f"; simulation n = 1: {sim_y:.2g} vs {sim_f:.2g}"),
+        cells=[Cell(f"trace {t['trace']}: P_YAQS / P_FIFO at 50 KB", a / b, CCDF_TAIL_RATIO, bound=True)
+               for t, (a, b) in zip([t for t, b in zip(traces, tail_f) if b > 0.01], busy, strict=True)]
+              + ([Cell("simulation n = 1: P_YAQS / P_FIFO at 50 KB", sim_y / sim_f, CCDF_TAIL_RATIO, bound=True)] if sim_f > 0 else []),
+        factor=1.0,
     ))  # fmt: skip
     max_slow = max(t["yaqs_cs0"]["slow_flows_max"] for t in traces)
     out.append(Finding(
-        claim="Few flows sit in the slow queue (below 12 on every trace, Fig. 7)",
-        direction=max_slow < 12 and y.get("slow_flows_max", 0) < 12,
-        evidence=f"most flows in the slow queue: {max_slow} on the traces, {y.get('slow_flows_max')} in the simulation",
+        claim=f"Few flows sit in the slow queue (below {PAPER['max_slow_flows']} on every trace, Fig. 7)",
+        direction=max_slow < PAPER["max_slow_flows"] and y.get("slow_flows_max", 0) < PAPER["max_slow_flows"],
+        evidence=(f"most flows in the slow queue: {max_slow} on the simulated traces, {y.get('slow_flows_max')} in the simulation"
+                  + "".join(f"; the real-TCP capture (not graded): {t['yaqs_cs0']['slow_flows_max']}"
+                            for t in _traces(measured) if t["trace"] == "ns")),
         cells=[Cell("max slow flows", max_slow, PAPER["max_slow_flows"], bound=True)],
     ))  # fmt: skip
     reord = sum(m["fast_after_slow"] + m["slow_after_fast"] for k, m in measured.items() if k.startswith("sim/") and m["kind"] == "yaqs")
@@ -398,7 +411,8 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
     ))  # fmt: skip
     gy, gf, gr = (sum(sims[k]["goodput_bps"]) / 1e6 for k in ("yaqs", "fifo", "red"))
     out.append(Finding(
-        claim="The aggressive flow keeps a goodput comparable to RED's under YAQS (n = 1: 24 YAQS, 29 FIFO, 17 RED Mbit/s)",
+        claim="The aggressive flow keeps a goodput comparable to RED's under YAQS (n = 1: "
+              + ", ".join(f"{v:g} {k.upper()}" for k, v in PAPER["goodput_mbps"].items()) + " Mbit/s)",
         direction=gy >= 0.8 * gr,
         evidence=f"goodput of the 4 MB transfer: YAQS {gy:.1f}, FIFO {gf:.1f}, RED {gr:.1f} Mbit/s",
         cells=[Cell(f"goodput {k}", v, PAPER["goodput_mbps"][k]) for k, v in (("yaqs", gy), ("fifo", gf), ("red", gr))],
@@ -407,7 +421,7 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
     sfp = max(t["yaqs_cs0"]["strict_false_positive_pct"] for t in traces)
     out.append(Finding(
         claim=("False positives are rare: under 0.1 % of packets (Definition 3) and 1 % strict (Definition 4, c_s = 0); "
-               "the document's traces: at most 0.003 % and 0.25 %"),
+               f"the document's traces: at most {PAPER['false_positive_pct']:g} % and {PAPER['strict_false_positive_pct']:g} %"),
         direction=fp <= 0.1 and sfp <= 1.0,
         evidence=f"worst trace: {fp:.4f} % false positives (c_s = 16 500 B), {sfp:.3f} % strict (c_s = 0), epsilon = 1/2",
         cells=[Cell("false positives %", fp, PAPER["false_positive_pct"], bound=True),
@@ -494,15 +508,22 @@ def _fct(m: dict[str, Any]) -> str:
 
 
 def _fq_codel_paragraph(measured: dict[str, dict[str, Any]]) -> str:
+    from ..policy import FqCodel, Yaqs
+
+    # The state each keeps, from the bottleneck queues' configuration.
+    yaqs = Yaqs.model_validate(bottleneck_queue("yaqs")["yaqs"])
+    fq = FqCodel.model_validate(bottleneck_queue("fq_codel")["fq_codel"])
     sims = _sims(measured)
     y, q = sims["yaqs"], sims["fq_codel"]
+    slow_traces = max((t["yaqs_cs0"]["slow_flows_max"] for t in _traces(measured)), default="-")
     return (
         f"**YAQS against FQ-CoDel** (n = 1): queue seen by arrivals max {y['qmax_bytes'] / 1e3:.0f} KB (YAQS fast) vs "
         f"{q['qmax_bytes'] / 1e3:.0f} KB (FQ-CoDel, all flows' queues together), p90 {y['q90_bytes'] / 1e3:.1f} vs "
         f"{q['q90_bytes'] / 1e3:.1f} KB; aggressive goodput {sum(y['goodput_bps']) / 1e6:.1f} vs "
         f"{sum(q['goodput_bps']) / 1e6:.1f} Mbit/s; web completion p50/p99 {_fct(y)} vs {_fct(q)}. State: YAQS keeps "
-        "two queues, a 3 x 32 sketch and an exact count per slow flow (at most a dozen); FQ-CoDel 1024 queues with "
-        "CoDel state each. FQ-CoDel's per-flow queue also isolates each web flow's packets from the others'; its "
+        f"two queues, a {yaqs.sketch_rows} x {yaqs.sketch_buckets} sketch and an exact count per slow flow (at most "
+        f"{y.get('slow_flows_max', '-')} slow flows in this simulation, {slow_traces} on the traces, the capture included); FQ-CoDel "
+        f"{fq.buckets} queues with CoDel state each. FQ-CoDel's per-flow queue also isolates each web flow's packets from the others'; its "
         "aggregate queue is not a delay any one flow sees, so compare the web completion times."
     )
 
@@ -529,29 +550,30 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
     )  # fmt: skip
 
 
-DISCUSSION = """- The traces are the project's own (the NLANR ones are not available):
+_RED = bottleneck_queue("red")["red"]
+DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not available):
   web-like ON/OFF sources over a simulated OC-3 at Table I's mean rates,
   captured with the link tap and replayed, and one of real TCP traffic
-  between network namespaces. They are shorter than the document's 90 s,
-  and their burstiness comes from Pareto sizes over TCP rather than from a
+  between network namespaces. They are shorter than the document's, and
+  their burstiness comes from Pareto sizes over TCP rather than from a
   real campus; sizes that depend on the traces (queue lengths, slow
   shares) are compared in direction only.
 - Trace rates: Table I's utilisation is the document's stated input, so
   each simulated trace is made at it. The ON/OFF sources (Pareto sizes,
-  shape 1.2, mean 8 KB) are one host per 0.25 Mbit/s of it, so that each
-  host is idle most of the time and its closed loop does not hold it
-  back; still, a host's transfers take time and the heavy tail makes a
-  finite trace's mean miss its load, so a trace more than 3 % off is made
-  again with the offered load scaled by target / measured (at most 4
-  rounds; every round is in results.json, the last one's scenario in
-  scenarios/). The load is set from the
-  input, never from a queue or a finding.
+  the defaults of the `onoff` workload) are one host per {PER_HOST_MBPS:g} Mbit/s
+  of it, so that each host is idle most of the time and its closed loop
+  does not hold it back; still, a host's transfers take time and the
+  heavy tail makes a finite trace's mean miss its load, so a trace more
+  than {RATE_TOLERANCE:.0%} off is made again with the offered load scaled by
+  target / measured (at most {CALIBRATION_ROUNDS} rounds; every round is in
+  results.json, the last one's scenario in scenarios/). The load is set
+  from the input, never from a queue or a finding.
 - Queue lengths are those seen by each arriving packet (the fast queue for
   YAQS, the whole queue otherwise), the same measure for every discipline.
 - Reorderings are counted by the bottleneck interface from the TCP
   sequence numbers it sends, not by YAQS.
-- RED uses ns-2's defaults of the document's time (thresholds 5 and 15
-  packets, w_q 0.002, max_p 0.1), gentle."""
+- RED uses ns-2's defaults of the document's time (thresholds
+  {_RED["min_th"]} and {_RED["max_th"]} packets, w_q {_RED["w_q"]}, max_p {_RED["max_p"]}), gentle."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
@@ -566,6 +588,8 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
     for kind, m in sims.items():
         s = m["queue_series"]
         ax.plot(s["time"], [b / 1e3 for b in s["bytes"]], label=f"{kind}{' (fast)' if kind == 'yaqs' else ''}", lw=1)
+    lo, hi = PAPER["yaqs_mean_kb"]
+    ax.axhspan(lo, hi, color="grey", alpha=0.15, label=f"document: YAQS mean fast queue {lo:g}-{hi:g} KB (Fig. 6, traces)")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("queue (KB)")
     ax.set_title("Bottleneck queue, n = 1 aggressive flow (cf. Fig. 8)")
@@ -583,7 +607,10 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
             pts = [(x, p) for x, p in t[name]["ccdf"] if p > 0 and x > 0]
             if pts:
                 axes[1].loglog(*zip(*pts), style, label=f"trace {t['trace']} {name}")
-    axes[1].set_title("traces, beta = 1.15")
+    # The document's bound on the tail this reproduction grades (Fig. 4).
+    for ax in axes:
+        ax.axvline(50, linestyle=":", color="grey", linewidth=1)
+    axes[1].set_title(f"traces, beta = 1.15 (graded at 50 KB: YAQS at most {CCDF_TAIL_RATIO:g} of FIFO)")
     for ax in axes:
         ax.set_xlabel("queue length (KB)")
         ax.set_ylabel("P[length > x]")

@@ -80,6 +80,8 @@ PAPER_EXP1 = {
 
 EXP2_RATES = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 EXP2_QUICK_RATES = (0.0, 1.0, 3.0)
+#: The UDP rate at which the document's (10,30,60) has fallen furthest (Table I).
+AT_1G = 1.0
 #: Table I: α-flow throughput (Gbps) per UDP rate, per configuration.
 PAPER_TABLE1 = {
     "2q (50,50)": (9.12, 8.92, 8.43, 7.94, 7.44, 6.95, 6.46),
@@ -511,8 +513,8 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         f"at {high:g} Gbps: " + ", ".join(f"{c} {_gbps(v)}" for c, v in loaded.items()) + " Gbps",
         cells2(list(EXP2_CONFIGS), high),
     ))  # fmt: skip
-    if 1.0 in rates:
-        at1 = {c: thr(c, 1.0) for c in policed}
+    if AT_1G in rates:
+        at1 = {c: thr(c, AT_1G) for c in policed}
         out.append(Finding(
             "Experiment 2: at 1 Gbps of background the (10,30,60) configuration, whose α queue gets only "
             "10 %, has fallen furthest",
@@ -641,22 +643,50 @@ def report(
         quick=quick, measured=measured, scenarios=scenarios, findings=findings(measured), tables=tables(measured),
         grading=GRADING, wall_time_s=wall_time_s, runs=runs,
         plots=[("Experiment 1", "fig3_exp1.png"), ("Experiment 2", "fig4_exp2.png"), ("Experiment 3", "fig5_exp3.png")],
-        tail=[DISCUSSION], write_plots=lambda directory: write_plots(measured, directory),
+        tail=[discussion(measured)], write_plots=lambda directory: write_plots(measured, directory),
         paper={"exp1": PAPER_EXP1, "table1": PAPER_TABLE1, "table3": PAPER_TABLE3},
     )  # fmt: skip
 
 
-DISCUSSION = """## What matches, what differs, and why
+def discussion(measured: dict[str, dict[str, Any]]) -> str:
+    """What matches, what differs and why; every number the model's (from
+    ``measured``, the split per-step entries), the document's (its tables)
+    or the configuration's."""
+    one = measured["exp1/1-queue"]["ping"]
+    rates = exp2_rates(measured)
+    high = rates[-1]
+
+    def thr(config: str, rate: float) -> float:
+        return measured[f"exp2/{config}/{rate:g}"]["throughput_bps"] / GIGA
+
+    def exp2_rest() -> str:
+        if AT_1G not in rates:
+            return ""
+        return (f" (at {AT_1G:g} Gbps of UDP, (10,30,60) {_gbps(thr('3q (10,30,60)', AT_1G) * GIGA)} against "
+                f"{_paper1('3q (10,30,60)', AT_1G):g}, (30,50,20) {_gbps(thr('3q (30,50,20)', AT_1G) * GIGA)} against "
+                f"{_paper1('3q (30,50,20)', AT_1G):g} Gbps)")
+
+    e3 = {c: measured[f"exp3/{c}"] for c in EXP3_CONFIGS}
+    scavengers = ("3queues+policing1", "3queues+policing2")
+    wred = e3["2queues+policing+wred"]
+    reordered = sorted(e3[c]["ooo_arrivals"] for c in scavengers)
+    lost = [e3[c]["egress_lost"] for c in scavengers]
+    fitted_rwnd = next(f for f in testbed("x", None, 0.0, EXP1_TIMELINE[True])["flows"] if f["name"] == "alpha")["tcp"]["rwnd"]
+    burst = _policer("discard")["burst"]
+    ranked = sorted(EXP3_CONFIGS, key=lambda c: -e3[c]["throughput_bps"])
+    paper_ranked = sorted(EXP3_CONFIGS, key=lambda c: -PAPER_TABLE3[c][0])
+    order = "the document's" if ranked == paper_ranked else "not the document's (" + " > ".join(ranked) + ")"
+    return f"""## What matches, what differs, and why
 
 - **Experiment 1** matches in kind: with one FIFO the ping waits behind
   the α flow's standing queue, and with the α flow in a queue of its own
-  the ping never waits for it, because the β queue stays within its 40 %
-  and so in profile. In size, only the delay without the α flow (2.3 ms
-  against 2.28) is a result of the model: the delay behind the α flow is
-  set by the standing queue, so by the receive window, and the window was
-  fitted to the document's 60.6 ms (see "How findings are graded"). Pings
-  sent in the second after the α flow starts or stops are left out of both
-  groups.
+  the ping never waits for it, because the β queue stays within its share
+  and so in profile. In size, only the delay without the α flow
+  ({one['idle']['mean'] / MS:.2f} ms against {PAPER_EXP1['1-queue']['idle'][0]:g}) is a result of the model: the delay
+  behind the α flow is set by the standing queue, so by the receive window,
+  and the window ({fitted_rwnd}) was fitted to the document's
+  {PAPER_EXP1['1-queue']['active'][0]:g} ms (see "How findings are graded"). Pings sent in the second after
+  the α flow starts or stops are left out of both groups.
 - **Experiment 2** shows the mechanism the document describes, run as the
   document ran it: one α transfer per configuration while the background
   steps on and off (Fig. 4's panel over time). With no background the
@@ -666,37 +696,35 @@ DISCUSSION = """## What matches, what differs, and why
   overtake the scavenger queue, the receiver sees segments out of sequence
   and the sender halves its window for losses that never happened. What
   makes the bursts is the receiver: W1 coalesces in-order segments (GRO)
-  and acknowledges a run of up to 45 segments at once, and each such ACK
-  lets E1 send as many back to back at 10 Gbps; the policer's 31 KB bucket
+  and acknowledges a long run of them at once, and each such ACK lets the
+  sender send as many back to back at line rate; the policer's {burst} bucket
   passes the head of the burst and sends the rest behind the scavenger
   queue's backlog, so the reordering is deep even at light load. Without
-  GRO the model's collapse stopped at about 3.2 Gbps; with it (49,50,1)
-  falls to 0.6 Gbps at 3 Gbps of UDP (the document: 0.34). The (10,30,60)
-  configuration falls first, as in the document, because its α queue
-  turns out of profile after one packet of each burst; the model's falls
-  further than the document's (0.25 against 2.12 at 1 Gbps), as does
-  Table III's (20,40,40): the engine's sender (RFC 6675, no undo of
-  spurious recoveries) halves its window for each of the frequent shallow
-  reorderings of a small α queue. The Linux 2.6.33 sender's undo and
-  adaptive reordering metric (the `linux-2.6.33` host profile) would
-  rescue those, but in this procedure they keep every configuration near
-  the 2-queues figure, losing packets at WR where Table III lost none; the
-  study `docs/yan2013-exp2-study.md` gives the numbers, and why the
-  profile is not adopted.
-- **Experiment 3**: the order of the four configurations is the
-  document's: no policing first, WRED close behind, the scavenger queue far
-  below. The scavenger configurations reorder thousands to tens of thousands of
-  packets and lose none; WRED loses a few packets in a few congestion
-  events. That depends on how the router holds its drop profile: Junos keeps
-  an interpolated profile as a table of 64 fill levels, so with "drop
-  probability = queue occupancy" nothing is dropped below a fill of 1/63
-  (1.2 MB of the α queue's 75 MB) and the short bursts of an ACK-clocked
-  sender pass; with the exact line every such burst cost out-of-profile
-  packets and the flow fell to 2.7 Gbps. The document's 5050 start-up
-  losses in the 2-queues configuration need a window larger than the α
-  queue's 75 MB; with the window fitted to experiment 1 (48 MiB) the model
-  loses nothing there. Were the testbed's window larger, the model would
-  lose packets at start-up too; the document does not say which.
+  GRO the model's collapse stopped far short of the document's; with it
+  (49,50,1) falls to {_gbps(thr('3q (49,50,1)', high) * GIGA)} Gbps at {high:g} Gbps of UDP (the document:
+  {_paper1('3q (49,50,1)', high):g}). The (10,30,60) configuration, whose α queue turns out of profile
+  after one packet of each burst, falls furthest in the document at {AT_1G:g} Gbps;
+  where the α queue is small the model falls further than the document{exp2_rest()}:
+  the engine's sender (RFC 6675, no undo of spurious recoveries) halves its
+  window for each of the frequent shallow reorderings of a small α queue.
+  The Linux 2.6.33 sender's undo and adaptive reordering metric (the
+  `linux-2.6.33` host profile) would rescue those, but in this procedure
+  they keep every configuration near the 2-queues figure, losing packets at
+  WR where Table III lost none; the study `docs/yan2013-exp2-study.md`
+  gives the numbers, and why the profile is not adopted.
+- **Experiment 3**: the order of the four configurations is {order}. The
+  scavenger configurations reorder {reordered[0]:,} and {reordered[-1]:,} packets and lose
+  {"none" if max(lost) == 0 else f"{max(lost):,} at most"}; WRED loses {wred['egress_lost']:,} packets and reorders {wred['ooo_arrivals']:,}. That depends
+  on how the router holds its drop profile: Junos keeps an interpolated
+  profile as a table of fill levels, so with "drop probability = queue
+  occupancy" nothing is dropped below the first level above zero and the
+  short bursts of an ACK-clocked sender pass; with the exact line every
+  such burst cost out-of-profile packets and the flow fell far lower. The
+  document's {PAPER_TABLE3['2queues'][2]:,} start-up losses in the 2-queues configuration need a
+  window larger than the α queue; with the window fitted to experiment 1
+  ({fitted_rwnd}) the model loses {"nothing" if e3['2queues']['egress_lost'] == 0 else f"{e3['2queues']['egress_lost']:,} packets"} there. Were the testbed's window
+  larger, the model would lose packets at start-up too; the document does
+  not say which.
 """
 
 
@@ -714,8 +742,9 @@ def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Pa
 
 
 def fig3(measured: dict[str, dict[str, Any]]) -> Any:
-    """Fig. 3: TCP throughput and ping RTT, 1-queue against 2-queues; lost
-    pings as crosses on the top edge, never as a 0 ms round trip."""
+    """Fig. 3: TCP throughput and ping RTT, 1-queue against 2-queues, with
+    the document's 1-queue RTTs (2.28 ms idle, 60.6 ms with the α flow) as
+    lines; lost pings as crosses on the top edge, never as a 0 ms round trip."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
@@ -729,6 +758,11 @@ def fig3(measured: dict[str, dict[str, Any]]) -> Any:
         top.plot(series[:, 0], series[:, 1] / GIGA, label=config, linewidth=1.2)
         times, rtts = zip(*m["ping_series"], strict=True) if m["ping_series"] else ((), ())
         plot_pings(bottom, list(times), list(rtts), config)
+    # The document's 1-queue ping RTT, idle and with the α flow (Section III-B).
+    for phase, style in (("idle", ":"), ("active", "--")):
+        value = PAPER_EXP1["1-queue"][phase][0]
+        bottom.axhline(value, linestyle=style, color="grey", linewidth=1,
+                       label=f"document, 1-queue {'idle' if phase == 'idle' else 'with α'}: {value:g} ms")
     top.set(title="Experiment 1: α (TCP) throughput", ylabel="Gbit/s", ylim=(0, 10.5))
     bottom.set(title="Ping round-trip time", ylabel="RTT (ms)", xlabel="time (s)", yscale="log")
     bottom.yaxis.set_major_formatter(ScalarFormatter())

@@ -404,14 +404,19 @@ def live_plan(*, quick: bool) -> list[RunSpec]:
             raise EmuError(f"zurawski-tc: {tool} is not installed (apt-get install {package})")
     emu_binary()
     duration = DURATION_S[quick]
-    runs = [(cc, config, GSO_MAX_SEGS, None) for cc in CCS[quick] for config in CONFIGS]
-    runs += [("cubic", config, *EMU_SENSITIVITY[config]) for config in (EMU_SENSITIVITY_QUICK if quick else EMU_SENSITIVITY)]
     return [
         RunSpec(key=f"emu/{cc}/{config}", scenario=scenario(SCALED_BPS, config, cc, duration, bucket=bucket),
                 measure={"rate_bps": SCALED_BPS, "cc": cc, "config": config, "seconds": duration,
                          "gso_max_segs": gso, "bucket": bucket})
-        for cc, config, gso, bucket in runs
+        for cc, config, gso, bucket in live_runs(quick=quick)
     ]  # fmt: skip
+
+
+def live_runs(*, quick: bool) -> list[tuple[str, str, int | None, int | None]]:
+    """The emulated runs as (cc, configuration, gso_max_segs, bucket): the
+    three configurations per congestion control, then the sensitivity runs."""
+    runs = [(cc, config, GSO_MAX_SEGS, None) for cc in CCS[quick] for config in CONFIGS]
+    return runs + [("cubic", config, *EMU_SENSITIVITY[config]) for config in (EMU_SENSITIVITY_QUICK if quick else EMU_SENSITIVITY)]
 
 
 #: How far the emulator's hops run behind the wall clock (taken off the
@@ -828,11 +833,24 @@ def discussion(measured: dict[str, dict[str, Any]]) -> list[str]:
         return ", ".join(f"{s.split('/')[1]} {share(c[config]):.0%} (settled {share(c[config], 'settled'):.0%}, "
                          f"{retx_per_30s(c[config]):.0f} retransmissions per 30 s)" for s, c in emu.items() if config in c)  # fmt: skip
 
+    def paper(config: str) -> str:
+        p = PAPER[config]
+        settled = f", {p['settled_mbps'] * 1e6 / RESERVATION_BPS:.1%} settled" if "settled_mbps" in p else ""
+        return f"{p['mean_mbps'] * 1e6 / RESERVATION_BPS:.1%}{settled}, {p['retransmits']} retransmission{'s' if p['retransmits'] != 1 else ''}"
+
+    def range_of(config: str) -> str:
+        """The emulated runs' mean shares of the reservation for ``config``."""
+        values = sorted(share(c[config]) for c in emu.values() if config in c)
+        if not values:
+            return "-"
+        lo, hi = f"{values[0]:.1%}", f"{values[-1]:.1%}"
+        return lo if lo == hi else f"{lo} to {hi}"
+
     out = ["", "## Discussion", ""]
     out.append(
         f"**Emulated, the order of the document holds, its extremes do not.** HTB at 90 % gets the most: {shares('htb90')} "
-        f"(the document: 82.6 %, 90.9 % settled, 1 retransmission); HTB at 100 %: {shares('htb100')} (the document: 25 %); "
-        f"no shaping: {shares('unshaped')} (the document: 2.3 %, 171 retransmissions). Every retransmission is a drop "
+        f"(the document: {paper('htb90')}); HTB at 100 %: {shares('htb100')} (the document: {paper('htb100')}); "
+        f"no shaping: {shares('unshaped')} (the document: {paper('unshaped')}). Every retransmission is a drop "
         "of the emulated policer (the tables' policer drops; tcpdump's count equals iperf3's)."
     )
     gso = emu.get("emu/cubic", {})
@@ -842,25 +860,30 @@ def discussion(measured: dict[str, dict[str, Any]]) -> list[str]:
             f"GSO, HTB at 90 % gets {share(gso['htb90-gso']):.0%} of the reservation "
             f"({retx_per_30s(gso['htb90-gso']):.0f} retransmissions per 30 s, all policer drops)"
             + (f" and unshaped TCP {share(gso['unshaped-gso']):.0%}" if "unshaped-gso" in gso else "")
-            + ": HTB is charged a GSO packet of 2-6 frames at once and lets its segments out back to back, beyond the "
-            "four-frame bucket. Keeping the bucket at 31 KB does not cure it"
+            + ": HTB is charged a GSO packet of several frames at once and lets its segments out back to back, beyond the "
+            f"policer's bucket of {policer_bucket(SCALED_BPS) // POLICED_FRAME} frames. Keeping the bucket at "
+            f"{POLICER_BURST // 1000} KB does not cure it"
             + (f" ({share(gso['htb90-gso-31KB']):.0%}, with drops in the switch buffer as well)" if "htb90-gso-31KB" in gso else "")
             + ", and in the simulator it makes HTB at 100 % pass (the sensitivity table): the bucket is scaled in time."
         )]  # fmt: skip
     out += ["", (
         "**What differs, and the likely reasons.** (1) HTB at 90 % still loses a few frames to the policer, where the "
-        "document lost one: HTB's burst plus one frame is within 2 % of the scaled bucket (about 5 µs of the policer's "
-        "rate), and, likely, the time HTB lets a frame go and the time the veth stamps it differ by a few microseconds "
+        f"document lost {PAPER['htb90']['retransmits']}: HTB's burst plus one frame is just within the scaled bucket, and, likely, the time HTB lets a frame go and the time the veth stamps it differ by a few microseconds "
         "on a shared, virtualised two-core machine; each loss costs CUBIC seconds and Reno more (one segment per RTT to regrow "
-        f"600 frames). Runs the machine held up more than {DISTURBED_S * 1e3:g} ms are run again (timing table). "
-        "(2) Unshaped TCP here keeps a third to a half of the reservation: its single frames leave as the ACKs return, "
+        f"a window of about {SCALED_BPS * 2 * ONE_WAY_S / 8 / IP_MTU:.0f} frames). Runs the machine held up more than {DISTURBED_S * 1e3:g} ms are run again (timing table). "
+        f"(2) Unshaped TCP here keeps {range_of('unshaped')} of the reservation against the document's "
+        f"{PAPER['unshaped']['mean_mbps'] * 1e6 / RESERVATION_BPS:.1%}: its single frames leave as the ACKs return, "
         "and RACK-TLP and proportional rate reduction repair the policer's drops within a round trip; the document's "
-        "CentOS 5 sender (no TSQ, a 10 000-packet queue on a 10 Gbit/s NIC, no RACK) sent whole windows at line rate and "
-        "recovered by timeouts, as its per-second trace suggests (4-5 Mbit/s seconds after each burst of retransmissions). (3) The same for HTB at 100 %: it gets about half the reservation here against a quarter. "
+        f"CentOS 5 sender (no TSQ, a large transmit queue on a {LINE_FACTOR * RESERVATION_BPS / 1e9:g} Gbit/s NIC, no RACK) sent whole windows at line rate and "
+        "recovered by timeouts, as its per-second trace suggests (a few Mbit/s in the seconds after each burst of "
+        f"retransmissions). (3) The same for HTB at 100 %: it gets {range_of('htb100')} of the reservation here against "
+        f"{PAPER['htb100']['mean_mbps'] * 1e6 / RESERVATION_BPS:.1%}. "
         "(4) The simulator is harsher than both"
         + (f" (unshaped {share(sim['unshaped']):.1%}, HTB 100 % {share(sim['htb100']):.1%})" if sim else "")
-        + ": its sender puts a window's worth of frames into the host queue at once (its TSQ shim holds 256 KiB), "
-        "which a four- or twenty-frame bucket cannot pass; it agrees with the document on HTB at 90 %."
+        + f": its sender puts a window's worth of frames into the host queue at once (its TSQ shim holds {ENGINE_TSQ_BYTES // 1024} KiB), "
+        f"which a bucket of {policer_bucket(SCALED_BPS) // POLICED_FRAME} or {policer_bucket(RESERVATION_BPS) // POLICED_FRAME} "
+        "frames cannot pass; "
+        + ("it agrees with the document on HTB at 90 %." if sim and htb90_holds(sim) else "on HTB at 90 % it does not agree with the document either.")
     )]  # fmt: skip
     return out
 
