@@ -149,11 +149,17 @@ def example_relative_service_mdrr():
     assert queues["n0->n1/hp"]["enq_pkts"] > 0 and queues["n0->n1/hp"]["drop_pkts"] == 0
     assert queues["n0->n1/relative"]["drop_aqm_pkts"] > 0
     assert _flows(res)["voice"]["delay_mean"] < 0.030 + 0.005  # the path's 30 ms, hardly a wait
-    tuned = res.control.filter(pl.col("knob") == "max_th")
-    assert tuned.height > 10 and tuned["handle"].unique().to_list() == ["n0->n1/relative"]
-    # min_th = 0.15 max_th after each change (min_fraction).
+    tuned = res.control.filter(pl.col("knob") == "max_th.green")
+    assert tuned.height > 10 and res.control["handle"].unique().to_list() == ["n0->n1/relative"]
+    # Every colour is tuned (equation 2 sets green's max_th; yellow and red keep
+    # their configured 150:100:50 ratio to it), min_th = 0.15 max_th on each
+    # curve after each change (min_fraction), and the agent's max_p on each.
     last = {row["knob"]: row["new_value"] for row in res.control.filter(pl.col("time") == tuned["time"].max()).to_dicts()}
-    assert abs(last["min_th"] - 0.15 * last["max_th"]) < 1e-6 * last["max_th"]
+    for colour, share in (("green", 1.0), ("yellow", 100 / 150), ("red", 50 / 150)):
+        max_th = last[f"max_th.{colour}"]
+        assert abs(max_th - share * last["max_th.green"]) < 1e-6 * max_th, colour
+        assert abs(last[f"min_th.{colour}"] - 0.15 * max_th) < 1e-6 * max_th, colour
+    assert res.control.filter(pl.col("knob") == "max_p.red")["new_value"].to_list()[-1] == 0.2
 
 
 def example_deadline_admission():
