@@ -178,7 +178,10 @@ def match_rates(rate_bps: int, *, share_percent: float = HOST_SHARE_PERCENT, buc
         raise SouthboundError(f"rate_bps: must be a positive number of bit/s, got {rate_bps!r}")
     p = policer_bucket(rate_bps) if bucket is None else int(bucket)
     try:
-        plan = plan_shape(device, rate_bps, share_percent, match=match, policer_burst=p, netns_name=netns)
+        # gso_max_segs is set and restored by the southbound itself (its manifest
+        # keeps the device's value from before the first provision), not by shape.
+        plan = plan_shape(device, rate_bps, share_percent, match=match, policer_burst=p, netns_name=netns,
+                          gso_max_segs=None)
     except ShapeError as exc:
         raise SouthboundError(f"host shaping for {rate_bps} bit/s: {exc}") from None
     m = Matched(rate_bps, p, plan.rate_bps, plan.burst_bytes, share_percent, MTU_FRAME)
