@@ -53,9 +53,10 @@ def test_fq_codel_and_sfq_resolve_with_units():
         "limit_pkts": 10240, "limit_bytes": None, "buckets": 1024, "quantum_bytes": 1514,
         "target_ns": 5_000_000, "interval_ns": 100_000_000, "drop_batch": 64,
     }}  # fmt: skip
-    # Defaults left to the engine: limit (10240p on a link), quantum (MTU + 14 B).
+    # The limit is the engine's own default (10240p on a link, as Linux), taken
+    # from the engine at resolution; the quantum is left to it (MTU + 14 B).
     q = _bottleneck(_with_queue({"fq_codel": {}}))["fq_codel"]
-    assert (q["limit_pkts"], q["quantum_bytes"], q["target_ns"]) == (None, None, 5_000_000)
+    assert (q["limit_pkts"], q["quantum_bytes"], q["target_ns"]) == (10240, None, 5_000_000)
     q = _bottleneck(_with_queue({"sfq": {"buckets": 128, "quantum": "3000B", "limit": "300KB"}}))
     assert q == {"sfq": {"limit_pkts": None, "limit_bytes": 300_000, "buckets": 128, "quantum_bytes": 3000}}
 
