@@ -287,20 +287,17 @@ class Queue(_Model):
     sfq: Sfq | None = None
     yaqs: Yaqs | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _link_limits(cls, data: Any) -> Any:
+    @model_validator(mode="after")
+    def _link_limits(self) -> Queue:
         """A link's ``fq_codel`` or ``sfq`` without a ``limit`` has the one
         the engine gives it (Linux's: 10240p, 127p), so that what reads the
-        scenario (plots, summaries) knows it too."""
-        if isinstance(data, dict):
-            for kind in ("fq_codel", "sfq"):
-                spec = data.get(kind)
-                if isinstance(spec, dict) and spec.get("limit") is None:
-                    limit = _engine_limit(ENGINE_DEFAULTS[kind])
-                    text = f"{limit.pkts}p" if limit.pkts is not None else f"{limit.bytes}B"
-                    data = {**data, kind: {**spec, "limit": text}}
-        return data
+        scenario (plots, summaries) knows it too. It is not marked as set
+        by the user (``model_fields_set``): a trace replay still lifts it."""
+        for kind in ("fq_codel", "sfq"):
+            spec = getattr(self, kind)
+            if spec is not None and spec.limit is None:
+                object.__setattr__(spec, "limit", _engine_limit(ENGINE_DEFAULTS[kind]))
+        return self
 
     @model_validator(mode="after")
     def _one_kind(self) -> Queue:
