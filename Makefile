@@ -41,7 +41,7 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --release -p alphaqos-sim -p alphaqos-emu -q
+	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -q
 
 pytest: build
 	$(VENV)/bin/pytest -q
