@@ -11,7 +11,7 @@ STAMP := $(VENV)/.deps-stamp
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "selenium>=4.10" "hypothesis>=6"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -43,8 +43,14 @@ demo: build
 cargo-test:
 	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -q
 
+# Two passes: the tests that measure real time or make network namespaces
+# run alone (marked `serial` in tests/conftest.py), the rest on two workers.
+# Both passes run even when the first fails; the status is the worse one.
 pytest: build
-	$(VENV)/bin/pytest -q
+	status=0; \
+	$(VENV)/bin/pytest -q -n 2 -m "not serial" || status=$$?; \
+	$(VENV)/bin/pytest -q -m serial || status=$$?; \
+	exit $$status
 
 # Debian packages the tests need (installed only when missing): chromium and
 # chromium-driver for the circuits web page's browser test.
