@@ -165,7 +165,8 @@ def _series(frame: pl.DataFrame, key: str, value: str, *, others: str = "sum") -
     parts = frame.filter(pl.col(key).is_in(shown)).partition_by(key, as_dict=True, maintain_order=True)
     out = [(name, parts[(name,)].select(col.TIME, value)) for name in shown]
     if rest and others == "sum":
-        summed = frame.filter(pl.col(key).is_in(rest)).group_by(col.TIME).agg(pl.col(value).sum()).sort(col.TIME)
+        # Not the shown: a handful of keys to look up, not thousands.
+        summed = frame.filter(~pl.col(key).is_in(shown)).group_by(col.TIME).agg(pl.col(value).sum()).sort(col.TIME)
         out.append((f"{len(rest):,} others (sum)", summed))
     return out
 
