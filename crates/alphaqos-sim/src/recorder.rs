@@ -139,7 +139,7 @@ impl StreamSeries {
     /// Whether the streams are sampled at this sample (every `every`-th,
     /// and the last one of the run, `last`).
     pub fn due(&self, last: bool) -> bool {
-        last || self.samples % self.every == 0
+        last || self.samples.is_multiple_of(self.every)
     }
     /// Append a stream's row at the current sample: `head` its transfer
     /// and stream, `tcp` its TCP series row.
@@ -162,7 +162,7 @@ impl StreamSeries {
         while self.series.rows() > max && self.every < 1 << 30 {
             self.every *= 2;
             let every = self.every;
-            let keep = |s: u32| s % every == 0 || (last && s == current);
+            let keep = |s: u32| s.is_multiple_of(every) || (last && s == current);
             let of = &self.sample_of_row;
             self.series.retain(|i| keep(of[i]));
             self.sample_of_row.retain(|&s| keep(s));
