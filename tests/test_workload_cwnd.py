@@ -24,7 +24,6 @@ import yaml
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
-from _cli import cli  # noqa: E402
 from alphaqos import columns as col  # noqa: E402
 from alphaqos import plots  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -63,11 +62,10 @@ workloads:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("cwnd")
-    (where / "s.yaml").write_text(SCENARIO)
-    done = cli("run", str(where / "s.yaml"), "--out", str(where / "run"), "--quiet")
-    assert done.returncode == 0, done.stderr
-    return where / "run"
+    """The run directory as ``alphaqos run`` writes it (Results.save), read back."""
+    where = tmp_path_factory.mktemp("cwnd") / "run"
+    alphaqos.run(yaml.safe_load(SCENARIO)).save(where)
+    return where
 
 
 @pytest.fixture(scope="module")
