@@ -24,7 +24,7 @@ class Simulation:
         """Change a knob as ``agent`` (logged in the control table); the old value. ValueError if refused."""
     def results(self) -> dict[str, dict[str, list]]:
         """The tables tcp, udp, ping, queue, queue_summary, flow_summary,
-        workload, transfers, transfer_streams, filter, run, yaqs, yaqs_series,
+        workload, workload_tcp, transfers, transfer_streams, filter, run, yaqs, yaqs_series,
         monitor, qlen_hist."""
 
 def version() -> str: ...
