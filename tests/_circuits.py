@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -115,7 +116,7 @@ class Server:
 
     def __init__(self, tmp: Path, db: str, *, hold_timeout: float = 120.0) -> None:
         self.tmp, self.db = tmp, db
-        (tmp / "topology.yaml").write_text(TOPOLOGY)
+        self.topology(TOPOLOGY)
         self.env = dict(os.environ, ALPHAQOS_CIRCUITS_DB=db, ALPHAQOS_CIRCUITS_TOPOLOGY=str(tmp / "topology.yaml"),
                         ALPHAQOS_CIRCUITS_STATE_DIR=str(tmp / "state"),
                         ALPHAQOS_CIRCUITS_HOLD_TIMEOUT=str(hold_timeout))  # fmt: skip
@@ -125,6 +126,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
+    def topology(self, text: str) -> None:
+        (self.tmp / "topology.yaml").write_text(text)
+
     def token(self, role: str, name: str | None = None) -> str:
         extra = ["--name", name] if name else []
         done = subprocess.run([*CLI, "token", "create", "--role", role, *extra], env=self.env, capture_output=True,
@@ -133,17 +137,22 @@ class Server:
         return done.stdout.split()[-1]
 
     def start(self) -> Server:
-        self.proc = subprocess.Popen([*CLI, "serve", "--listen", f"127.0.0.1:{self.port}"], env=self.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.log = self.tmp / f"serve-{self.port}.log"
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([*CLI, "serve", "--listen", f"127.0.0.1:{self.port}"], env=self.env,
+                                         stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
         deadline = time.monotonic() + 60
         while True:
             try:
                 urllib.request.urlopen(self.url + "/openapi.json", timeout=2).close()
                 return self
+            except urllib.error.HTTPError as exc:
+                self.stop()
+                raise AssertionError(f"alphaqos circuits serve: /openapi.json: {exc}: {self.log.read_text()[-2000:]}") from None
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise AssertionError(f"alphaqos circuits serve did not come up: {self.proc.stderr.read()[-2000:]}") from None
+                    raise AssertionError(f"alphaqos circuits serve did not come up: {self.log.read_text()[-2000:]}") from None
                 time.sleep(0.1)
 
     def kill(self) -> None:

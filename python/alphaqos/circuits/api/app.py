@@ -6,7 +6,6 @@ its JSON; every refusal is an RFC 9457 problem document
 routes.
 """
 
-from __future__ import annotations
 
 import asyncio
 import contextlib
