@@ -129,7 +129,19 @@ class Server:
     def topology(self, text: str) -> None:
         (self.tmp / "topology.yaml").write_text(text)
 
-    def token(self, role: str, name: str | None = None) -> str:
+    def token(self, role: str, name: str | None = None, *, cli: bool = False) -> str:
+        """A new token: through ``alphaqos circuits token create`` with ``cli``,
+        else in-process (the same function, without a Python start-up)."""
+        if not cli:
+            from alphaqos.circuits.db import make_engine, migrate
+            from alphaqos.circuits.service import create_token, now_ns
+
+            engine = make_engine(self.db)
+            try:
+                migrate(engine)
+                return create_token(engine, role, name, now_ns())[0]
+            finally:
+                engine.dispose()
         extra = ["--name", name] if name else []
         done = subprocess.run([*CLI, "token", "create", "--role", role, *extra], env=self.env, capture_output=True,
                               text=True, timeout=120)  # fmt: skip

@@ -54,7 +54,7 @@ def circuits_service(tmp_path):
 
     server = Server(tmp_path, f"sqlite:///{tmp_path / 'circuits.db'}")
     server.topology(TOPOLOGY)
-    token = server.token("user")
+    token = server.token("user", cli=True)
     server.start()
     try:
         yield server.url, token

@@ -211,13 +211,18 @@ def _call(args: argparse.Namespace, method: str, path: str, body: dict | None = 
     return doc
 
 
+def _number(text: str) -> int | str:
+    """A bare whole number is bit/s (or bytes) as the API takes it; anything else goes as written."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text
+
+
 def _profile_arg(text: str) -> list[list[str]]:
     steps = []
     for part in text.split(","):
         when, sep, rate = part.strip().rpartition("=")
         if not sep or not when or not rate:
             raise UsageError(f"--profile: expected TIME=RATE,... (2026-01-01T10:00:00Z=2Gbps), got {part!r}")
-        steps.append([when, rate])
+        steps.append([when, _number(rate)])
     return steps
 
 
@@ -245,13 +250,13 @@ def _reserve(args: argparse.Namespace) -> int:
 
     body: dict[str, Any] = {"src": args.src, "dst": args.dst, "start": args.start or iso(now_ns())}
     if args.rate is not None:
-        body["rate"] = args.rate
+        body["rate"] = _number(args.rate)
     elif args.profile is not None:
         body["profile"] = _profile_arg(args.profile)
         if args.start is None:
             body["start"] = body["profile"][0][0]
     else:
-        body["bytes"] = int(args.bytes) if args.bytes.isdigit() else args.bytes
+        body["bytes"] = _number(args.bytes)
     for key in ("end", "deadline", "margin", "policing", "description"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
@@ -288,7 +293,7 @@ def _show(args: argparse.Namespace) -> int:
 def _modify(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {}
     if args.rate is not None:
-        body["rate"] = args.rate
+        body["rate"] = _number(args.rate)
     if args.profile is not None:
         body["profile"] = _profile_arg(args.profile)
     if args.end is not None:

@@ -57,7 +57,7 @@ from .admission import LinkBookings
 from .db import is_postgresql, make_engine, migrate
 from .errors import Problem, field
 from .models import BookingRow, Event, LinkRow, Reservation, Token
-from .topology import POLICING_MODES, Topology
+from .topology import DEFAULT_POLICING, POLICING_MODES, Topology
 
 ROLES = ("user", "operator", "admin")
 #: How far in the past a start may be (clock skew between client and service).
@@ -161,7 +161,7 @@ class Request:
     start: int
     end: int
     profile: list[tuple[int, int]]
-    policing: str
+    policing: str | None
     bytes: int | None = None
     deadline: int | None = None
     margin: float | None = None
@@ -314,8 +314,8 @@ class CircuitService:
         if len(kinds) != 1:
             raise field(loc, "give exactly one of rate, profile, or bytes with a deadline" +
                         (f" (got {', '.join(kinds)})" if kinds else ""))  # fmt: skip
-        policing = body.get("policing") or "soft"
-        if policing not in POLICING_MODES:
+        policing = body.get("policing")
+        if policing is not None and policing not in POLICING_MODES:
             raise field((*loc, "policing"), f"expected one of {', '.join(POLICING_MODES)}, got {policing!r}")
         start = None
         if body.get("start") is not None:
@@ -383,7 +383,9 @@ class CircuitService:
                     break
             resv = Reservation(version=1, owner=who.name, state=fsm.State.HELD.value, src=req.src, dst=req.dst,
                                path=path, start_ns=req.start, end_ns=req.end, rate_bps=req.rate,
-                               profile=[list(p) for p in req.profile], policing=req.policing, bytes=req.bytes,
+                               profile=[list(p) for p in req.profile], bytes=req.bytes,
+                               # Unless asked otherwise, the edge port's policing (the topology's).
+                               policing=req.policing or self.topology.link(path[0]).policing or DEFAULT_POLICING,
                                deadline_ns=req.deadline, margin=req.margin, hold_expires_ns=now + self.hold_timeout_ns,
                                description=req.description, created_ns=now, updated_ns=now)  # fmt: skip
             columns = {c.name: getattr(resv, c.name) for c in Reservation.__table__.columns if c.name != "id"}
@@ -570,9 +572,10 @@ class CircuitService:
             self._sync(s, path, lock=True)
             self._index.release(path, old_profile, r.end_ns)
             fits = self._index.fits(path, profile, end)
+            since = max(r.start_ns, now)
+            most = None if fits else self._index.max_bookable(path, since, end)  # besides itself
             self._index.book(path, old_profile, r.end_ns)
             if not fits:
-                most = self._index.max_bookable(path, r.start_ns, end)
                 raise Problem(409, f"reservation {resv_id}: the new version does not fit on its path {' '.join(path)}",
                               max_bookable_bps=most)  # fmt: skip
             self._change(s, r.id, path, (old_profile, r.end_ns), (profile, end))
