@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import secrets
 import threading
 import time
@@ -73,31 +74,45 @@ NS = 10**9
 
 
 def now_ns() -> int:
-    return time.time_ns() // 1000 * 1000
+    return time.time_ns()
 
 
 def iso(ns: int | None) -> str | None:
-    """RFC 3339 UTC: ``2026-11-27T10:00:00Z`` (microseconds when not whole seconds)."""
+    """RFC 3339 UTC: ``2026-11-27T10:00:00Z``, with as many fraction digits as
+    the nanoseconds need (times round-trip exactly through :func:`parse_time`)."""
     if ns is None:
         return None
     seconds, rest = divmod(ns, NS)
     text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    micros = rest // 1000
-    return text + (f".{micros:06d}".rstrip("0") if micros else "") + "Z"
+    return text + (f".{rest:09d}".rstrip("0") if rest else "") + "Z"
+
+
+_FRACTION = re.compile(r"(\.\d+)")
 
 
 def parse_time(value: Any, loc: tuple) -> int:
-    """An RFC 3339 time (without a zone: UTC) -> integer nanoseconds."""
+    """An RFC 3339 time (without a zone: UTC) -> integer nanoseconds (up to
+    nine fraction digits kept)."""
+    message = f"expected an RFC 3339 time like 2026-01-01T10:00:00Z, got {value!r}"
     if not isinstance(value, str):
-        raise field(loc, f"expected an RFC 3339 time like 2026-01-01T10:00:00Z, got {value!r}")
+        raise field(loc, message)
+    text = value.strip().replace("z", "Z")
+    fraction = _FRACTION.search(text[10:])
+    nanos = 0
+    if fraction:
+        digits = fraction.group(1)[1:]
+        if len(digits) > 9:
+            raise field(loc, f"{message} (at most nine fraction digits)")
+        nanos = int(digits.ljust(9, "0"))
+        text = text[:10] + text[10:].replace(fraction.group(1), "", 1)
     try:
-        t = datetime.fromisoformat(value.strip().replace("z", "Z"))
+        t = datetime.fromisoformat(text)
     except ValueError:
-        raise field(loc, f"expected an RFC 3339 time like 2026-01-01T10:00:00Z, got {value!r}") from None
+        raise field(loc, message) from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=UTC)
     delta = t - datetime(1970, 1, 1, tzinfo=UTC)
-    ns = (delta.days * 86400 + delta.seconds) * NS + delta.microseconds * 1000
+    ns = (delta.days * 86400 + delta.seconds) * NS + nanos
     if not 0 <= ns < FAR_NS:
         raise field(loc, f"out of range: {value!r}")
     return ns
