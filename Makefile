@@ -64,6 +64,7 @@ bench: build
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
+	$(PY) benches/circuits.py
 
 clean:
 	rm -rf $(VENV) target runs

@@ -148,12 +148,12 @@ class Server:
         assert done.returncode == 0, done.stderr
         return done.stdout.split()[-1]
 
-    def start(self) -> Server:
+    def start(self, timeout: float = 60) -> Server:
         self.log = self.tmp / f"serve-{self.port}.log"
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([*CLI, "serve", "--listen", f"127.0.0.1:{self.port}"], env=self.env,
                                          stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 urllib.request.urlopen(self.url + "/openapi.json", timeout=2).close()

@@ -59,8 +59,9 @@ class LinkBookings:
     def reset(self, link: str, bookings: Iterable[tuple[Profile, int]] = ()) -> None:
         """Replace ``link``'s bookings by ``[(profile, end), ...]``."""
         core = self._cores[link] = Bookings()
+        caps = [(0, self._caps[link])]
         for profile, end in bookings:
-            core.change_profile([(0, self._caps[link])], [tuple(p) for p in profile], end, 1)
+            core.change_profile(caps, [tuple(p) for p in profile], end, 1)
 
     def steps(self, link: str, start: int, end: int) -> list[tuple[int, int]]:
         """``[(time_ns, booked_bps from then on), ...]`` over ``[start, end)``."""

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, _error, _Parser
+from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, _error
 
 ACTIONS = ("commit", "abort", "provision", "release", "terminate")
 
@@ -48,7 +48,7 @@ def _guard(handler):
 
 def add_circuits_command(commands: argparse._SubParsersAction) -> None:
     circuits = commands.add_parser("circuits", help="advance reservation of bandwidth: the service and its client",
-                                   description=__doc__.split("\n\n")[0])  # fmt: skip
+                                   description="The reservation service, its tokens, and a client of its API (docs/circuits.md).")  # fmt: skip
     sub = circuits.add_subparsers(dest="circuits_command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="run the reservation service (HTTP API, web page)")
@@ -331,19 +331,3 @@ def _watch(args: argparse.Namespace) -> int:
         if _call(args, "GET", f"/api/v1/reservations/{args.id}")["state"] in TERMINAL:
             return EXIT_OK
         time.sleep(args.interval)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m alphaqos.circuits.cli ARGS`` (the same as ``alphaqos circuits ARGS``)."""
-    parser = _Parser(prog="alphaqos")
-    add_circuits_command(parser.add_subparsers(dest="command", required=True))
-    try:
-        args = parser.parse_args(["circuits", *(sys.argv[1:] if argv is None else argv)])
-        return args.handler(args)
-    except UsageError as exc:
-        _error(str(exc))
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

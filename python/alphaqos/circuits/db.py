@@ -22,7 +22,9 @@ from .config import database_url
 MIGRATIONS = Path(__file__).with_name("migrations")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, immediate: bool = True) -> Engine:
+    """An engine for ``url``; on SQLite, ``immediate=False`` gives one for
+    reading, whose transactions begin deferred (a snapshot, no write lock)."""
     url = database_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 60, "check_same_thread": False}, pool_size=8, max_overflow=8)
@@ -39,7 +41,7 @@ def make_engine(url: str) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _begin(connection):
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
     return create_engine(url, pool_size=16, max_overflow=16, pool_pre_ping=True)

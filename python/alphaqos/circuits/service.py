@@ -36,6 +36,7 @@ Bytes and a deadline
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import secrets
@@ -49,7 +50,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Text, delete, insert, select, update
+from sqlalchemy import cast as sa_cast
 from sqlalchemy.orm import Session
 
 from .. import units
@@ -65,6 +67,8 @@ ROLES = ("user", "operator", "admin")
 START_GRACE_NS = 60 * 10**9
 #: Paths tried when a bytes+deadline request is refused (earliest finish, most bookable).
 K_PATHS = 8
+#: Seconds a token, once found, is taken as valid without a lookup.
+TOKEN_CACHE_S = 30.0
 #: The last instant the service books (i64 nanoseconds reach year 2262).
 FAR_NS = 2**62
 NS = 10**9
@@ -215,6 +219,9 @@ class CircuitService:
                  clock: Callable[[], int] = now_ns) -> None:  # fmt: skip
         self.engine = make_engine(db)
         self.postgresql = is_postgresql(self.engine)
+        # Reads need no write lock (SQLite: deferred transactions, a snapshot each).
+        self.reader = self.engine if self.postgresql else make_engine(db, immediate=False)
+        self._principals: dict[str, tuple[Principal, float]] = {}
         self.topology = topology
         self.hold_timeout_ns = int(hold_timeout * NS)
         self.state_dir = Path(state_dir) if state_dir is not None else Path("circuits-state")
@@ -237,6 +244,7 @@ class CircuitService:
 
     def close(self) -> None:
         self.engine.dispose()
+        self.reader.dispose()
 
     # -- transactions and the index --------------------------------------------------
     @contextmanager
@@ -256,8 +264,12 @@ class CircuitService:
                 self._dirty.clear()
 
     def _reload(self, s: Session, link: str, version: int) -> None:
-        rows = s.execute(select(BookingRow.profile, BookingRow.end_ns).where(BookingRow.link_id == link)).all()
-        self._index.reset(link, [([tuple(p) for p in profile], end) for profile, end in rows])
+        # The rows as the driver gives them (JSON as text, parsed here): at
+        # 10^5 bookings SQLAlchemy's per-row type processing would dominate.
+        table = BookingRow.__table__
+        query = select(sa_cast(table.c.profile, Text), table.c.end_ns).where(table.c.link_id == link)
+        rows = s.connection().execute(query).tuples()
+        self._index.reset(link, ((json.loads(profile), end) for profile, end in rows))
         self._known[link] = version
 
     def _sync(self, s: Session, links: list[str] | None = None, lock: bool = False) -> bool:
@@ -298,21 +310,30 @@ class CircuitService:
         return create_token(self.engine, role, name, self.clock())
 
     def tokens(self) -> list[dict]:
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns)}
                     for t in s.scalars(select(Token).order_by(Token.id))]  # fmt: skip
 
     def authenticate(self, authorization: str | None) -> Principal:
+        """The token's owner and role. A token found is remembered for
+        :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
+        transaction); tokens are only ever added, so nothing goes stale."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Problem(401, "expected Authorization: Bearer TOKEN")
-        with Session(self.engine) as s, s.begin():
-            row = s.scalars(select(Token).where(Token.sha256 == token_hash(token.strip()))).first()
+        digest = token_hash(token.strip())
+        cached = self._principals.get(digest)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        with Session(self.reader) as s, s.begin():
+            row = s.scalars(select(Token).where(Token.sha256 == digest)).first()
             if row is None:
                 raise Problem(401, "unknown token")
-            return Principal(row.name, row.role)
+            principal = Principal(row.name, row.role)
+        self._principals[digest] = (principal, time.monotonic() + TOKEN_CACHE_S)
+        return principal
 
     # -- requests ------------------------------------------------------------------------
     def parse_request(self, body: dict[str, Any], now: int) -> Request:
@@ -461,14 +482,14 @@ class CircuitService:
 
     def get(self, who: Principal, resv_id: int) -> dict:
         self.expire_due()
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             return self.as_json(self._get(s, who, resv_id))
 
     def list(self, who: Principal, state: str | None = None) -> list[dict]:
         if state is not None and state not in set(fsm.State):
             raise field(("query", "state"), f"expected one of {', '.join(fsm.State)}, got {state!r}")
         self.expire_due()
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             query = select(Reservation).order_by(Reservation.id)
             if not who.sees_all:
                 query = query.where(Reservation.owner == who.name)
@@ -477,7 +498,7 @@ class CircuitService:
             return [self.as_json(r) for r in s.scalars(query)]
 
     def events(self, who: Principal, resv_id: int, after: int = 0) -> list[dict]:
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             self._get(s, who, resv_id)
             rows = s.scalars(select(Event).where(Event.reservation_id == resv_id, Event.id > after).order_by(Event.id))
             return [{"id": e.id, "reservation": e.reservation_id, "action": e.action, "who": e.who, "at": iso(e.at_ns),
@@ -499,7 +520,7 @@ class CircuitService:
             raise field(("query", "to"), "at or before from")
         self.expire_due()
         with self._lock:
-            with Session(self.engine) as s, s.begin():
+            with Session(self.reader) as s, s.begin():
                 self._sync(s, [link])
             steps = self._index.steps(link, start, end)
         return {"id": link, "reservable_bps": spec.reservable_bps, "steps": [[iso(t), int(bps)] for t, bps in steps]}
@@ -614,7 +635,7 @@ class CircuitService:
         if now < self._next_expiry_check:
             return 0
         self._next_expiry_check = now + every_ns
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             due = s.scalars(select(Reservation.id).where(Reservation.state == fsm.State.HELD.value,
                                                          Reservation.hold_expires_ns <= now)).all()  # fmt: skip
         if not due:
@@ -655,6 +676,6 @@ class CircuitService:
 
     # -- checks for tests and operators ---------------------------------------------------
     def booked_in_db(self, link: str) -> list[tuple[list[tuple[int, int]], int]]:
-        with Session(self.engine) as s, s.begin():
+        with Session(self.reader) as s, s.begin():
             rows = s.execute(select(BookingRow.profile, BookingRow.end_ns).where(BookingRow.link_id == link)).all()
             return [([tuple(p) for p in profile], end) for profile, end in rows]

@@ -1,7 +1,10 @@
 """Routes of ``alphaqos circuits serve`` (the contract in docs/circuits.md).
 
 Every route authenticates the bearer token, calls the service and returns
-its JSON; every refusal is an RFC 9457 problem document
+its JSON. The routes are coroutines that call the service directly: its
+writes are serialised in the process anyway (one lock over the in-memory
+index), and a thread hop per request and per dependency would only add
+latency; several processes on one PostgreSQL database give more. every refusal is an RFC 9457 problem document
 (:mod:`..errors`), including FastAPI's own validation errors and unknown
 routes.
 """
@@ -95,63 +98,63 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
     async def _on_http(_request: Request, exc: StarletteHTTPException):
         return _problem(Problem(exc.status_code, str(exc.detail)))
 
-    def who(authorization: Annotated[str | None, Header()] = None) -> Principal:
+    async def who(authorization: Annotated[str | None, Header()] = None) -> Principal:
         return service.authenticate(authorization)
 
     Who = Annotated[Principal, Depends(who)]
 
-    def admin(principal: Who) -> Principal:
+    async def admin(principal: Who) -> Principal:
         if principal.role != "admin":
             raise Problem(403, f"only an admin may do this (the token's role is {principal.role})")
         return principal
 
     @app.post("/api/v1/reservations", status_code=201)
-    def reserve(body: ReservationIn, principal: Who) -> dict:
+    async def reserve(body: ReservationIn, principal: Who) -> dict:
         return service.reserve(principal, body.model_dump(exclude_none=True))
 
     @app.get("/api/v1/reservations")
-    def list_reservations(principal: Who, state: str | None = None) -> list[dict]:
+    async def list_reservations(principal: Who, state: str | None = None) -> list[dict]:
         return service.list(principal, state)
 
     @app.get("/api/v1/reservations/{resv_id}")
-    def show(resv_id: int, principal: Who) -> dict:
+    async def show(resv_id: int, principal: Who) -> dict:
         return service.get(principal, resv_id)
 
     @app.patch("/api/v1/reservations/{resv_id}")
-    def modify(resv_id: int, body: ModifyIn, principal: Who) -> dict:
+    async def modify(resv_id: int, body: ModifyIn, principal: Who) -> dict:
         return service.modify(principal, resv_id, body.model_dump(exclude_none=True))
 
     @app.post("/api/v1/reservations/{resv_id}/{action}")
-    def act(resv_id: int, action: str, principal: Who) -> dict:
+    async def act(resv_id: int, action: str, principal: Who) -> dict:
         return service.act(principal, resv_id, action)
 
     @app.get("/api/v1/reservations/{resv_id}/events")
-    def events(resv_id: int, principal: Who, after: int = 0) -> list[dict]:
+    async def events(resv_id: int, principal: Who, after: int = 0) -> list[dict]:
         return service.events(principal, resv_id, after)
 
     @app.get("/api/v1/links")
-    def links(principal: Who) -> list[dict]:
+    async def links(principal: Who) -> list[dict]:
         return service.links()
 
     @app.get("/api/v1/links/{link_id}/bookings")
-    def bookings(link_id: str, principal: Who, from_: Annotated[str | None, Query(alias="from")] = None,
+    async def bookings(link_id: str, principal: Who, from_: Annotated[str | None, Query(alias="from")] = None,
                  to: str | None = None) -> dict:  # fmt: skip
         start = parse_time(from_, ("query", "from")) if from_ else None
         end = parse_time(to, ("query", "to")) if to else None
         return service.bookings(link_id, start, end)
 
     @app.get("/api/v1/topology")
-    def topology(principal: Annotated[Principal, Depends(admin)]) -> dict:
+    async def topology(principal: Annotated[Principal, Depends(admin)]) -> dict:
         return {"nodes": [{"name": n.name, "router": n.router, "address": n.address} for n in service.topology.nodes.values()],
                 "links": [{**l.as_json(), "reservable_share": l.reservable_share, "policing": l.policing}
                           for l in service.topology.links]}  # fmt: skip
 
     @app.get("/api/v1/tokens")
-    def tokens(principal: Annotated[Principal, Depends(admin)]) -> list[dict]:
+    async def tokens(principal: Annotated[Principal, Depends(admin)]) -> list[dict]:
         return service.tokens()
 
     @app.post("/api/v1/tokens", status_code=201)
-    def create_token(body: TokenIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
+    async def create_token(body: TokenIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
         token, name = service.create_token(body.role, body.name)
         return {"token": token, "name": name, "role": body.role}
 
