@@ -74,7 +74,7 @@ op = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(op, min_size=1, max_size=14))
 def test_random_sequences_never_overbook_and_refuse_only_what_does_not_fit(core, ops):
     service, clock = core

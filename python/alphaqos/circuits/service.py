@@ -268,20 +268,22 @@ class CircuitService:
         # 10^5 bookings SQLAlchemy's per-row type processing would dominate.
         table = BookingRow.__table__
         query = select(sa_cast(table.c.profile, Text), table.c.end_ns).where(table.c.link_id == link)
-        rows = s.connection().execute(query).tuples()
+        rows = s.connection().execute(query)
         self._index.reset(link, ((json.loads(profile), end) for profile, end in rows))
         self._known[link] = version
 
-    def _sync(self, s: Session, links: list[str] | None = None, lock: bool = False) -> bool:
-        """Bring the index of ``links`` (default all) to the database's
+    def _sync(self, s: Session, subset: list[str] | None = None, lock: bool = False) -> bool:
+        """Bring the index of the links ``subset`` (default all) to the database's
         versions, locking their rows first if ``lock``; True if any was stale."""
-        query = select(LinkRow.id, LinkRow.version)
-        if links is not None:
-            query = query.where(LinkRow.id.in_(sorted(set(links)))).order_by(LinkRow.id)
+        subset = sorted(set(subset)) if subset is not None else None
+        links = LinkRow.__table__
+        query = select(links.c.id, links.c.version)
+        if subset is not None:
+            query = query.where(links.c.id.in_(subset)).order_by(links.c.id)
         if lock:
             query = query.with_for_update()
         stale = False
-        for link, version in s.execute(query).all():
+        for link, version in s.connection().execute(query).all():
             if link in self._index._cores and self._known.get(link) != version:
                 self._reload(s, link, version)
                 stale = True
@@ -291,16 +293,16 @@ class CircuitService:
         """Replace a reservation's bookings (``(profile, end)`` or None) on
         ``path``, in the database and the index; the links' versions go up."""
         self._dirty.update(path)
-        bookings, links = BookingRow.__table__, LinkRow.__table__
+        bookings, links, c = BookingRow.__table__, LinkRow.__table__, s.connection()
         if old is not None:
             self._index.release(path, old[0], old[1])
-            s.execute(delete(bookings).where(bookings.c.reservation_id == resv_id))
+            c.execute(delete(bookings).where(bookings.c.reservation_id == resv_id))
         if new is not None:
             self._index.book(path, new[0], new[1])
             profile = [list(p) for p in new[0]]
-            s.execute(insert(bookings), [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
+            c.execute(insert(bookings), [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
                                          for link in path])  # fmt: skip
-        s.execute(update(links).where(links.c.id.in_(path)).values(version=links.c.version + 1))
+        c.execute(update(links).where(links.c.id.in_(path)).values(version=links.c.version + 1))
         for link in path:
             self._known[link] = self._known.get(link, 0) + 1
 
@@ -425,7 +427,7 @@ class CircuitService:
                                deadline_ns=req.deadline, margin=req.margin, hold_expires_ns=now + self.hold_timeout_ns,
                                description=req.description, created_ns=now, updated_ns=now)  # fmt: skip
             columns = {c.name: getattr(resv, c.name) for c in Reservation.__table__.columns if c.name != "id"}
-            resv.id = s.execute(insert(Reservation.__table__).returning(Reservation.__table__.c.id), columns).scalar_one()
+            resv.id = s.connection().execute(insert(Reservation.__table__).returning(Reservation.__table__.c.id), columns).scalar_one()
             self._change(s, resv.id, path, None, (req.profile, req.end))
             self._event(s, resv, "reserve", who.name, now, None, None)
             return self.as_json(resv)
@@ -538,7 +540,7 @@ class CircuitService:
     # -- the lifecycle -------------------------------------------------------------------
     def _event(self, s: Session, r: Reservation, action: str, who: str, at: int, old_state: str | None,
                old_version: int | None, detail: dict | None = None) -> None:  # fmt: skip
-        s.execute(insert(Event.__table__), {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
+        s.connection().execute(insert(Event.__table__), {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
                                             "old_state": old_state, "new_state": r.state, "old_version": old_version,
                                             "new_version": r.version, "detail": detail})  # fmt: skip
 
