@@ -282,6 +282,10 @@ def _parser() -> argparse.ArgumentParser:
     from .trace import add_trace_replay_command
 
     add_trace_replay_command(commands)
+
+    from .circuits.cli import add_circuits_command
+
+    add_circuits_command(commands)
     return parser
 
 
