@@ -68,7 +68,7 @@ from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .deadline import DeadlineTransfer, check_deadline_edges, check_deadline_transfers
 from .deadline import expand as _expand_deadline_transfers
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
-from .source import Source, read_source
+from .source import DUMPER, Source, read_source
 
 __all__ = [
     "CONGESTION_CONTROLS",
@@ -801,7 +801,7 @@ class Scenario(_Model):
         """The scenario as YAML in human units; :func:`load_scenario` reads
         it back to an equal scenario."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+        return yaml.dump(data, Dumper=DUMPER, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
 
 
 # --- loading and validation -------------------------------------------------
