@@ -63,6 +63,7 @@ bench: build
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
+	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
 
 clean:
 	rm -rf $(VENV) target runs

@@ -1261,8 +1261,9 @@ fn default_capacity_fraction() -> f64 {
 pub fn applied(json: &str) -> Result<serde_json::Value, String> {
     let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
     for l in &mut c.links {
-        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes);
-        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes);
+        let rate = Some(crate::units::DataRate(l.rate_bps));
+        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes, rate);
+        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes, rate);
     }
     serde_json::to_value(&c).map_err(|e| e.to_string())
 }
