@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import pytest
 
 from alphaqos import _core, units
+from alphaqos.errors import ScenarioError
 from alphaqos.scenario import ENGINE_DEFAULTS, FLOW_KINDS, Link, Scenario, load_scenario, resolve
 from test_every_discipline import VARIANTS
 
@@ -201,3 +202,17 @@ def test_a_class_childs_limit_follows_its_buffer_and_stays_the_users_when_given(
     # 30 % of 200 packets (the engine rounds a share down).
     assert children["strict-priority fq_codel"][1].limit == units.QueueLimit(pkts=60)
     assert children["strict-priority sfq"][1].limit == units.QueueLimit(pkts=60)
+
+
+def test_a_policy_the_engine_cannot_build_is_reported_not_filled():
+    doc = copy.deepcopy(kitchen_sink())
+    name = next(n for n, p in doc["policies"].items() if "fq_codel" in str(p))
+    (cls,) = doc["policies"][name]["classes"].values()
+    cls["buffer_size"] = "70%"
+    doc["policies"][name]["classes"]["more"] = {**cls, "child": {"sfq": {}}}
+    doc["links"][2]["queues"]["R"] = {"policy": "nowhere", "fifo": {}}  # two kinds and an unknown policy
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(doc)
+    messages = {".".join(map(str, i.loc)): i.message for i in err.value.issues}
+    assert messages[f"policies.{name}"] == "buffer_size shares add up to 140%, more than 100%"
+    assert messages["links.2.queues.R"].startswith("expected exactly one of")
