@@ -72,6 +72,7 @@ bench: build
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
 	$(PY) benches/circuits.py
+	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
 
 clean:
 	rm -rf $(VENV) target runs

@@ -21,7 +21,7 @@ use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
 use crate::recorder::{Recorder, Sampling, STREAM_ROWS_MAX};
 use crate::time::{Duration, SimTime};
 use crate::workload::{ideal_fct, Kind, PathInfo, Workload};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use crate::network::{ConnStats, TSQ_BYTES};
 
@@ -214,8 +214,11 @@ impl Simulation {
             flows.push(FlowMeta { name: f.name.clone(), key: rec.names.intern(&f.name), start: f.start_ns, stop, prev: 0 });
         }
         let mut workloads = Vec::new();
+        // Names seen so far: a set, not a scan of the earlier workloads
+        // (quadratic: 10^4 workloads took most of a second to check).
+        let mut workload_names = HashSet::new();
         for (i, w) in cfg.workloads.iter().enumerate() {
-            if cfg.workloads[..i].iter().any(|o| o.name == w.name) {
+            if !workload_names.insert(w.name.as_str()) {
                 problems.push(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
                 continue;
             }
