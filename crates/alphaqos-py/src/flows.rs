@@ -282,6 +282,23 @@ fn uint(bytes: &[u8]) -> u64 {
     tail.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64)
 }
 
+/// IPv4 dotted-quad text.
+fn ipv4_text(address: u32, out: &mut String) {
+    for (i, octet) in address.to_be_bytes().iter().enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        let o = *octet;
+        if o >= 100 {
+            out.push((b'0' + o / 100) as char);
+        }
+        if o >= 10 {
+            out.push((b'0' + o / 10 % 10) as char);
+        }
+        out.push((b'0' + o % 10) as char);
+    }
+}
+
 /// IPv6 text as glibc's `inet_ntop` writes it (RFC 5952 compression; an
 /// IPv4-mapped or -compatible address with its last 32 bits dotted).
 fn ipv6_text(b: &[u8], out: &mut String) {
@@ -373,14 +390,10 @@ struct Columns {
     packets_known: Vec<u8>,
     address_length: Vec<u8>,
     time_overflow: Vec<u8>,
-    src4: Vec<u32>,
-    dst4: Vec<u32>,
     exporter: Vec<u32>,
-    /// rows with an IPv6 address, and its text ('\n'-separated)
-    src6_rows: Vec<u32>,
-    src6: String,
-    dst6_rows: Vec<u32>,
-    dst6: String,
+    /// the addresses as text, '\n'-separated
+    src: String,
+    dst: String,
 }
 
 impl Columns {
@@ -390,7 +403,7 @@ impl Columns {
 
     fn clear(&mut self) {
         let Columns { first, last, src_port, dst_port, protocol, bytes, packets, sampling_rate, input_if, output_if, earliest, latest,
-                      packets_known, address_length, time_overflow, src4, dst4, exporter, src6_rows, src6, dst6_rows, dst6 } = self;
+                      packets_known, address_length, time_overflow, exporter, src, dst } = self;
         for v in [first, last, src_port, dst_port, protocol, sampling_rate, input_if, output_if, earliest, latest] {
             v.clear();
         }
@@ -399,11 +412,9 @@ impl Columns {
         for v in [packets_known, address_length, time_overflow] {
             v.clear();
         }
-        for v in [src4, dst4, exporter, src6_rows, dst6_rows] {
-            v.clear();
-        }
-        src6.clear();
-        dst6.clear();
+        exporter.clear();
+        src.clear();
+        dst.clear();
     }
 }
 
@@ -1059,17 +1070,15 @@ impl State {
             }
         }
         let rows = &mut self.rows;
-        let row = rows.first.len() as u32;
-        for (addr, v4, rows6, text) in [(plan.src, &mut rows.src4, &mut rows.src6_rows, &mut rows.src6), (plan.dst, &mut rows.dst4, &mut rows.dst6_rows, &mut rows.dst6)] {
+        // the addresses as text, one line a record: polars splits them without a Python object each
+        for (addr, text) in [(plan.src, &mut rows.src), (plan.dst, &mut rows.dst)] {
+            if !rows.first.is_empty() {
+                text.push('\n');
+            }
             match addr {
-                Addr::V4(p) => v4.push(v(p) as u32),
-                Addr::None => v4.push(0),
+                Addr::V4(p) => ipv4_text(v(p) as u32, text),
+                Addr::None => text.push_str("0.0.0.0"),
                 Addr::V6(p) => {
-                    v4.push(0);
-                    rows6.push(row);
-                    if !text.is_empty() {
-                        text.push('\n');
-                    }
                     let (o, l) = spans[p];
                     if l == 16 {
                         ipv6_text(&record[o..o + 16], text);
@@ -1362,8 +1371,8 @@ impl FlowDecoder {
     /// `bytes` per column (native byte order: int64 first, last, src_port,
     /// dst_port, protocol, sampling_rate, input_if, output_if, earliest,
     /// latest; uint64 bytes, packets; uint8 packets_known, address_length,
-    /// time_overflow; uint32 src4, dst4, exporter (an index into
-    /// `exporters`); src6/dst6: (uint32 rows, '\n'-joined text)), plus
+    /// time_overflow; uint32 exporter, an index into `exporters`), the
+    /// addresses as one str per side (src_addr, dst_addr: a line a record),
     /// `n` and `exporters` (names).
     fn detach<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut state = self.lock(py);
@@ -1402,11 +1411,9 @@ impl FlowDecoder {
         for (name, values) in [("packets_known", &rows.packets_known), ("address_length", &rows.address_length), ("time_overflow", &rows.time_overflow)] {
             out.set_item(name, bytes_of(py, values))?;
         }
-        for (name, values) in [("src4", &rows.src4), ("dst4", &rows.dst4), ("exporter", &rows.exporter)] {
-            out.set_item(name, bytes_of(py, values))?;
-        }
-        out.set_item("src6", (bytes_of(py, &rows.src6_rows), rows.src6.as_str()))?;
-        out.set_item("dst6", (bytes_of(py, &rows.dst6_rows), rows.dst6.as_str()))?;
+        out.set_item("exporter", bytes_of(py, &rows.exporter))?;
+        out.set_item("src_addr", rows.src.as_str())?;
+        out.set_item("dst_addr", rows.dst.as_str())?;
         // copied out: the vectors keep their memory for the next records (no page faults to grow them again)
         rows.clear();
         Ok(out)

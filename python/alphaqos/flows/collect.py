@@ -301,7 +301,7 @@ class Collector:
         written = 0
         while self.unwritten:
             try:
-                schema.write_partitioned(self.unwritten[0], self.out, tag="flows")
+                schema.write_partitioned(self.unwritten[0], self.out, tag="flows", level=1)  # fast: the collector keeps up
             except OSError as exc:
                 message = f"cannot write into {str(self.out)!r}: {exc.strerror or exc}"
                 if final:

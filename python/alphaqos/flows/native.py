@@ -22,7 +22,7 @@ import polars as pl
 
 from .. import _core
 from . import netflow, schema
-from .netflow import KEPT_PROBLEMS, Problem, address_column, finish
+from .netflow import KEPT_PROBLEMS, Problem, finish
 
 __all__ = ["NativeDecoder"]
 
@@ -87,12 +87,8 @@ class NativeDecoder:
                             ("earliest", np.int64), ("latest", np.int64), ("packets_known", np.bool_),
                             ("address_length", np.bool_), ("time_overflow", np.bool_)):  # fmt: skip
             columns[name] = np.frombuffer(batch[name], dtype)
-        addresses = []
-        for side in ("src", "dst"):
-            rows, text = batch[side + "6"]
-            rows = np.frombuffer(rows, np.uint32)
-            values = pl.Series([text], dtype=pl.String).str.split("\n").explode() if len(rows) else []
-            addresses.append(address_column(side, np.frombuffer(batch[side + "4"], np.uint32), rows, values))
+        # the text the native side wrote, a line a record, split by polars (no Python object per address)
+        addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
         index = np.frombuffer(batch["exporter"], np.uint32)
         frame, rejected, unknown = finish(columns, batch["exporters"], index, addresses, self.max_packet_bytes)
         with self._lock:
