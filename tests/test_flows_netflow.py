@@ -454,11 +454,11 @@ def _alphaqos(*args: str, **kwargs) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env, **kwargs)  # fmt: skip
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
+@pytest.mark.parametrize(("stop", "decoder"), [(signal.SIGTERM, "native"), (signal.SIGINT, "python")])
+def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop, decoder):
     out = tmp_path / "flows"
     collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(out), "--flush-every", "300ms",
-                          "--sampling", "127.0.0.1=7")  # fmt: skip
+                          "--sampling", "127.0.0.1=7", "--decoder", decoder)  # fmt: skip
     try:
         banner = collector.stdout.readline()
         port = int(banner.split()[2].rsplit(":", 1)[1])
