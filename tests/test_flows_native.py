@@ -185,3 +185,16 @@ def test_recv_reads_a_socket_in_batches_with_the_source_as_exporter():
     want, got = reference.take(), native.take()
     assert got.sort(want.columns).equals(want.sort(want.columns))
     assert native.exporters() == ["127.0.0.1"] and native.stats["datagrams"] == len(datagrams)
+
+
+def test_counters_of_many_source_addresses_are_bounded_alike(monkeypatch):
+    # 30 sources, counters kept apart for the first 8: the others' are summed, their records keep their name
+    monkeypatch.setattr(netflow, "EXPORTERS", 8)
+    rng = random.Random(5)
+    datagrams = encode_ipfix(canonical_frame(100, seed=8))
+    items = [(f"198.51.100.{i}", d, None) for i in range(30) for d in datagrams[:1] + rng.sample(datagrams[1:], 3)]
+    items += [(f"198.51.100.{i}", datagram, None) for i, datagram in enumerate(mutated_datagrams(rng, 300))]
+    frame, decoder = both(items)
+    assert len(decoder.exporter_stats) == 9 and netflow.OTHER_EXPORTERS in decoder.exporter_stats
+    assert sum(s["datagrams"] for s in decoder.exporter_stats.values()) == len(items)
+    assert frame["exporter"].n_unique() > 9

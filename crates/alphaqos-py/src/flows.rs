@@ -39,7 +39,11 @@ struct Caps {
     templates: usize,
     template_fields_per_exporter: usize,
     template_fields: usize,
+    /// exporters with counters of their own; the others' are summed under OTHER_EXPORTERS
+    exporters: usize,
 }
+
+const OTHER_EXPORTERS: &str = "(other exporters)";
 
 impl Default for Caps {
     fn default() -> Caps {
@@ -51,6 +55,7 @@ impl Default for Caps {
             templates: 16_384,
             template_fields_per_exporter: 65_536,
             template_fields: 262_144,
+            exporters: 10_000,
         }
     }
 }
@@ -438,7 +443,11 @@ struct State {
     sampling: HashMap<String, i64>,
     names: Vec<String>,
     ids: HashMap<String, u32>,
+    /// counters per slot (an exporter's own, or OTHER_EXPORTERS's), their names, and each exporter's slot
     exporters: Vec<ExporterState>,
+    slot_names: Vec<String>,
+    slot_of: Vec<u32>,
+    other_slot: Option<u32>,
     configured: Vec<i64>,
     by_address: HashMap<[u8; 16], u32>,
     // templates, least recently announced first
@@ -477,7 +486,18 @@ impl State {
         let id = self.names.len() as u32;
         self.names.push(name.to_string());
         self.ids.insert(name.to_string(), id);
-        self.exporters.push(ExporterState::default());
+        let slot = if self.slot_names.len() - self.other_slot.is_some() as usize >= self.caps.exporters {
+            *self.other_slot.get_or_insert_with(|| {
+                self.slot_names.push(OTHER_EXPORTERS.to_string());
+                self.exporters.push(ExporterState::default());
+                (self.exporters.len() - 1) as u32
+            })
+        } else {
+            self.slot_names.push(name.to_string());
+            self.exporters.push(ExporterState::default());
+            (self.exporters.len() - 1) as u32
+        };
+        self.slot_of.push(slot);
         let configured = self.sampling.get(name).or_else(|| self.sampling.get("*")).copied().unwrap_or(0);
         self.configured.push(configured);
         id
@@ -485,12 +505,14 @@ impl State {
 
     fn stat(&mut self, exporter: u32, which: usize, n: u64) {
         self.stats[which] += n;
-        self.exporters[exporter as usize].stats[which] += n;
+        let slot = self.slot_of[exporter as usize] as usize;
+        self.exporters[slot].stats[which] += n;
     }
 
     fn problem(&mut self, exporter: u32, why: Why, detail: String) {
         self.counts[why as usize] += 1;
-        self.exporters[exporter as usize].counts[why as usize] += 1;
+        let slot = self.slot_of[exporter as usize] as usize;
+        self.exporters[slot].counts[why as usize] += 1;
         self.problem_only(exporter, REASONS[why as usize], detail);
     }
 
@@ -1278,6 +1300,7 @@ impl FlowDecoder {
                 "templates" => &mut limits.templates,
                 "template_fields_per_exporter" => &mut limits.template_fields_per_exporter,
                 "template_fields" => &mut limits.template_fields,
+                "exporters" => &mut limits.exporters,
                 _ => return Err(PyValueError::new_err(format!("caps: unknown cap {name:?}"))),
             };
             *slot = value;
@@ -1378,12 +1401,13 @@ impl FlowDecoder {
         let mut state = self.lock(py);
         // only the exporters these rows name, renumbered
         let mut map: HashMap<u32, u32> = HashMap::new();
-        let mut names = Vec::new();
+        let (mut names, mut counted) = (Vec::new(), Vec::new());
         let mut exporter = std::mem::take(&mut state.rows.exporter);
         for e in exporter.iter_mut() {
             let next = map.len() as u32;
             *e = *map.entry(*e).or_insert_with(|| {
                 names.push(state.names[*e as usize].clone());
+                counted.push(state.slot_names[state.slot_of[*e as usize] as usize].clone());
                 next
             });
         }
@@ -1392,6 +1416,7 @@ impl FlowDecoder {
         let out = PyDict::new(py);
         out.set_item("n", rows.len())?;
         out.set_item("exporters", names)?;
+        out.set_item("counted", counted)?; // the name each exporter's counters go under
         for (name, values) in [
             ("first", &rows.first),
             ("last", &rows.last),
@@ -1441,7 +1466,7 @@ impl FlowDecoder {
         }
         out.set_item("stats", stats)?;
         let (ec, es) = (PyDict::new(py), PyDict::new(py));
-        for (name, e) in state.names.iter().zip(&state.exporters) {
+        for (name, e) in state.slot_names.iter().zip(&state.exporters) {
             if e.counts.iter().any(|&n| n > 0) {
                 ec.set_item(name, named(&REASONS, &e.counts)?)?;
             }

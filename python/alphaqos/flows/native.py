@@ -27,7 +27,7 @@ from .netflow import KEPT_PROBLEMS, Problem, finish
 __all__ = ["NativeDecoder"]
 
 _CAPS = ("HELD_SETS", "HELD_BYTES_PER_EXPORTER", "HELD_BYTES", "TEMPLATES_PER_EXPORTER", "TEMPLATES",
-         "TEMPLATE_FIELDS_PER_EXPORTER", "TEMPLATE_FIELDS")  # fmt: skip
+         "TEMPLATE_FIELDS_PER_EXPORTER", "TEMPLATE_FIELDS", "EXPORTERS")  # fmt: skip
 
 
 class NativeDecoder:
@@ -91,12 +91,16 @@ class NativeDecoder:
         addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
         index = np.frombuffer(batch["exporter"], np.uint32)
         frame, rejected, unknown = finish(columns, batch["exporters"], index, addresses, self.max_packet_bytes)
+        counted = dict(zip(batch["exporters"], batch["counted"]))  # counters of exporters beyond EXPORTERS: summed
+        summed: Counter = Counter()
+        for exporter, n in unknown.items():
+            summed[counted[exporter]] += n
         with self._lock:
             for (exporter, why), count in rejected.items():
-                self.rejected[(exporter, why)] += count
+                self.rejected[(counted[exporter], why)] += count
                 if len(self._build_problems) < KEPT_PROBLEMS:
                     self._build_problems.append(Problem(exporter, "rejected", f"{count} records: {why}"))
-            self._unknown.update(unknown)
+            self._unknown.update(summed)
         return frame
 
     # --- counters, as the Python decoder has them --------------------------

@@ -172,6 +172,11 @@ TEMPLATE_FIELDS_PER_EXPORTER = 65_536
 TEMPLATE_FIELDS = 262_144
 #: Problems kept in ``Decoder.problems`` (all are counted).
 KEPT_PROBLEMS = 10_000
+#: Exporters whose counters are kept apart; the counters of any further
+#: source address are summed under :data:`OTHER_EXPORTERS` (their records
+#: keep their own exporter), so spoofed sources cannot grow them.
+EXPORTERS = 10_000
+OTHER_EXPORTERS = "(other exporters)"
 
 # Information element ids (IPFIX, RFC 7012 / IANA registry; v9 ids 1-127
 # are the same, RFC 3954 Section 8).
@@ -335,6 +340,7 @@ class Decoder:
         self.exporter_counts: dict[str, Counter] = {}
         self.exporter_stats: dict[str, Counter] = {}
         self.rejected: Counter = Counter()  # (exporter, schema.Reason) -> records
+        self._named: set[str] = set()  # exporters with counters of their own (EXPORTERS)
         self._chunks: list[_Chunk] = []
         self._rows = 0
 
@@ -368,7 +374,17 @@ class Decoder:
         self._stat(exporter, "records", decoded)
         return decoded
 
+    def _counted(self, exporter: str) -> str:
+        """The name ``exporter``'s counters go under (see :data:`EXPORTERS`)."""
+        if exporter in self._named:
+            return exporter
+        if len(self._named) < EXPORTERS:
+            self._named.add(exporter)
+            return exporter
+        return OTHER_EXPORTERS
+
     def _stat(self, exporter: str, key: str, n: int = 1) -> None:
+        exporter = self._counted(exporter)
         self.stats[key] += n
         stats = self.exporter_stats.get(exporter)
         if stats is None:  # setdefault: atomic, so build() in another thread cannot replace a new Counter
@@ -377,7 +393,7 @@ class Decoder:
 
     def _problem(self, exporter: str, reason: str, detail: str, n: int = 1) -> None:
         self.counts[reason] += n
-        self.exporter_counts.setdefault(exporter, Counter())[reason] += n
+        self.exporter_counts.setdefault(self._counted(exporter), Counter())[reason] += n
         self._problem_only(exporter, reason, detail)
 
     def _problem_only(self, exporter: str, reason: str, detail: str) -> None:
@@ -756,7 +772,7 @@ class Decoder:
         addresses = [_addresses(parts, side) for side in ("src", "dst")]
         frame, rejected, unknown = finish(columns, names, exporter_index, addresses, self.max_packet_bytes)
         for (exporter, why), n in rejected.items():
-            self.rejected[(exporter, why)] += n
+            self.rejected[(self._counted(exporter), why)] += n
             self._problem_only(exporter, "rejected", f"{n} records: {why}")
         for exporter, n in unknown.items():
             self._stat(exporter, "sampling_unknown", n)
