@@ -87,23 +87,34 @@ def synthetic(n: int) -> pl.DataFrame:
 
 
 def in_process(records: int) -> None:
-    table = synthetic(records)
+    """Wall time, then the CPU time per record of each step (this process's
+    CPU time, all its threads: what one core must do) of decoding and of
+    writing the collector's Parquet (zstd level 1)."""
+    from alphaqos.flows import schema
     from alphaqos.flows.native import NativeDecoder
 
+    table = synthetic(records)
     for (name, encode), kind in itertools.product((("IPFIX", netflow.encode_ipfix), ("NetFlow v9", netflow.encode_v9)),
                                                   (netflow.Decoder, NativeDecoder)):  # fmt: skip
         datagrams = encode(table)
         decoder = kind()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for datagram in datagrams:
             decoder.feed(datagram, "192.0.2.1")
-        fed = time.perf_counter()
+        fed, cpu_fed = time.perf_counter(), time.process_time()
         frame = decoder.take()
-        done = time.perf_counter()
+        done, cpu_done = time.perf_counter(), time.process_time()
+        with tempfile.TemporaryDirectory() as tmp:
+            schema.write_partitioned(frame, tmp, tag="flows", level=1)
+        cpu_written = time.process_time()
         assert frame.height == records and frame["bytes"].sum() == table["bytes"].sum(), "decoding is wrong"
         assert frame.sort("src_port", "src_addr")["src_addr"].equals(table.sort("src_port", "src_addr")["src_addr"])
+        per = 1e6 / frame.height
         print(f"{name}, {kind.__name__}: {frame.height:,} records in {len(datagrams):,} datagrams: "
-              f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s)")  # fmt: skip
+              f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s); "
+              f"CPU per record: feed {(cpu_fed - cpu_start) * per:.2f} us, take {(cpu_done - cpu_fed) * per:.2f} us, "
+              f"Parquet {(cpu_written - cpu_done) * per:.2f} us: {frame.height / (cpu_written - cpu_start):,.0f} records/s "
+              "of one core", flush=True)  # fmt: skip
 
 
 def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
