@@ -9,7 +9,7 @@ the Unix epoch (UTC), rates whole bit/s, as the admission core takes them.
                   function (a list, never a set: equal rows count twice).
 ``reservations``  the current version of each reservation.
 ``events``        the audit log: every transition, who, when, versions.
-``tokens``        bearer tokens, by their SHA-256 only.
+``tokens``        bearer tokens, by their SHA-256 only; ``revoked_ns`` once revoked.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class LinkRow(Base):
     __tablename__ = "links"
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+    #: Set by an admin (``PUT /api/v1/links/{id}``); NULL: the topology's share.
+    reservable_bps: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Reservation(Base):
@@ -83,3 +85,4 @@ class Token(Base):
     role: Mapped[str] = mapped_column(String(20))
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     created_ns: Mapped[int] = mapped_column(BigInteger)
+    revoked_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

@@ -263,12 +263,13 @@ class CircuitService:
             finally:
                 self._dirty.clear()
 
-    def _reload(self, s: Session, link: str, version: int) -> None:
+    def _reload(self, s: Session, link: str, version: int, cap: int | None = None) -> None:
         # The rows as the driver gives them (JSON as text, parsed here): at
         # 10^5 bookings SQLAlchemy's per-row type processing would dominate.
         table = BookingRow.__table__
         query = select(sa_cast(table.c.profile, Text), table.c.end_ns).where(table.c.link_id == link)
         rows = s.connection().execute(query)
+        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
         self._index.reset(link, ((json.loads(profile), end) for profile, end in rows))
         self._known[link] = version
 
@@ -277,15 +278,15 @@ class CircuitService:
         versions, locking their rows first if ``lock``; True if any was stale."""
         subset = sorted(set(subset)) if subset is not None else None
         links = LinkRow.__table__
-        query = select(links.c.id, links.c.version)
+        query = select(links.c.id, links.c.version, links.c.reservable_bps)
         if subset is not None:
             query = query.where(links.c.id.in_(subset)).order_by(links.c.id)
         if lock:
             query = query.with_for_update()
         stale = False
-        for link, version in s.connection().execute(query).all():
+        for link, version, cap in s.connection().execute(query).all():
             if link in self._index._cores and self._known.get(link) != version:
-                self._reload(s, link, version)
+                self._reload(s, link, version, cap)
                 stale = True
         return stale
 
@@ -313,13 +314,27 @@ class CircuitService:
 
     def tokens(self) -> list[dict]:
         with Session(self.reader) as s, s.begin():
-            return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns)}
+            return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns), "revoked": iso(t.revoked_ns)}
                     for t in s.scalars(select(Token).order_by(Token.id))]  # fmt: skip
+
+    def revoke_token(self, token_id: int) -> dict:
+        """Revoke a token: refused from now on (this process forgets it at once)."""
+        with self._write() as s:
+            row = s.get(Token, token_id, with_for_update=True)
+            if row is None:
+                raise field(("path", "id"), f"no token {token_id}", status=404)
+            if row.revoked_ns is None:
+                row.revoked_ns = self.clock()
+            self._principals.pop(row.sha256, None)
+            return {"id": row.id, "name": row.name, "role": row.role, "revoked": iso(row.revoked_ns)}
 
     def authenticate(self, authorization: str | None) -> Principal:
         """The token's owner and role. A token found is remembered for
         :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
-        transaction); tokens are only ever added, so nothing goes stale."""
+        transaction). A token revoked in this process is forgotten at once; one
+        revoked by another process (another instance on the same PostgreSQL
+        database) is refused by this one at the latest when its cache entry
+        runs out."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
@@ -333,6 +348,8 @@ class CircuitService:
             row = s.scalars(select(Token).where(Token.sha256 == digest)).first()
             if row is None:
                 raise Problem(401, "unknown token")
+            if row.revoked_ns is not None:
+                raise Problem(401, f"token revoked at {iso(row.revoked_ns)}")
             principal = Principal(row.name, row.role)
         self._principals[digest] = (principal, time.monotonic() + TOKEN_CACHE_S)
         return principal
@@ -461,7 +478,7 @@ class CircuitService:
         times = sorted({t for l in path for t, _ in self._index.steps(l, start, FAR_NS) if t > start} | {FAR_NS})
         lo = start
         for t in times:
-            free = min(self.topology.link(l).reservable_bps - self._index.peak(l, start, lo + 1) for l in path)
+            free = min(self._index.cap(l) - self._index.peak(l, start, lo + 1) for l in path)
             if free <= 0:
                 return None
             finish = start + math.ceil(need_bits * NS / free)
@@ -508,13 +525,45 @@ class CircuitService:
                      "new_version": e.new_version, "detail": e.detail} for e in rows]  # fmt: skip
 
     def links(self) -> list[dict]:
-        return [link.as_json() for link in self.topology.links]
+        with self._lock:
+            with Session(self.reader) as s, s.begin():
+                self._sync(s)
+            return [{**link.as_json(), "reservable_bps": self._index.cap(link.id)} for link in self.topology.links]
 
-    def bookings(self, link: str, start: int | None, end: int | None) -> dict:
+    def _link_spec(self, link: str):
         try:
-            spec = self.topology.link(link)
+            return self.topology.link(link)
         except KeyError:
             raise field(("path", "id"), f"no such link {link!r}", status=404) from None
+
+    def set_link_share(self, who: Principal, link: str, share: Any) -> dict:
+        """An admin's new reservable share of ``link`` (a fraction of its
+        capacity, above 0 and at most 1). Refused (409) if the bookings from
+        now on would exceed it at any instant; the link's version goes up, so
+        every process takes the new rate at its next decision on the link."""
+        spec = self._link_spec(link)
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise field(("body", "reservable_share"), f"expected a fraction above 0 and at most 1, got {share!r}")
+        bps = int(spec.capacity_bps * share)  # as Link.reservable_bps rounds
+        self.expire_due()
+        now = self.clock()
+        with self._write() as s:
+            self._sync(s, [link], lock=True)
+            peak = self._index.peak(link, now, FAR_NS)
+            if peak > bps:
+                raise Problem(409, f"link {link}: {peak} bit/s are booked at some instant from now on, above the "
+                              f"{bps} bit/s a share of {share} gives; terminate or modify bookings first",
+                              booked_peak_bps=peak)  # fmt: skip
+            links = LinkRow.__table__
+            self._dirty.add(link)
+            s.connection().execute(update(links).where(links.c.id == link)
+                                   .values(version=links.c.version + 1, reservable_bps=bps))  # fmt: skip
+            self._known[link] = self._known.get(link, 0) + 1
+            self._index.set_cap(link, bps)
+        return {**spec.as_json(), "reservable_bps": bps, "reservable_share": share, "changed_by": who.name}
+
+    def bookings(self, link: str, start: int | None, end: int | None) -> dict:
+        self._link_spec(link)
         now = self.clock()
         start = now if start is None else start
         end = now + 3650 * 86400 * NS if end is None else end
@@ -525,7 +574,7 @@ class CircuitService:
             with Session(self.reader) as s, s.begin():
                 self._sync(s, [link])
             steps = self._index.steps(link, start, end)
-        return {"id": link, "reservable_bps": spec.reservable_bps, "steps": [[iso(t), int(bps)] for t, bps in steps]}
+        return {"id": link, "reservable_bps": self._index.cap(link), "steps": [[iso(t), int(bps)] for t, bps in steps]}
 
     def as_json(self, r: Reservation) -> dict:
         return {

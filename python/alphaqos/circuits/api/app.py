@@ -55,6 +55,13 @@ class ModifyIn(BaseModel):
     end: str | None = None
 
 
+class LinkIn(BaseModel):
+    """An admin's change of a link: its reservable share of the capacity."""
+
+    model_config = ConfigDict(extra="forbid")
+    reservable_share: float
+
+
 class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: str
@@ -143,6 +150,10 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
         end = parse_time(to, ("query", "to")) if to else None
         return service.bookings(link_id, start, end)
 
+    @app.put("/api/v1/links/{link_id}")
+    async def set_link(link_id: str, body: LinkIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
+        return service.set_link_share(principal, link_id, body.reservable_share)
+
     @app.get("/api/v1/topology")
     async def topology(principal: Annotated[Principal, Depends(admin)]) -> dict:
         return {"nodes": [{"name": n.name, "router": n.router, "address": n.address} for n in service.topology.nodes.values()],
@@ -157,6 +168,10 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
     async def create_token(body: TokenIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
         token, name = service.create_token(body.role, body.name)
         return {"token": token, "name": name, "role": body.role}
+
+    @app.delete("/api/v1/tokens/{token_id}")
+    async def revoke_token(token_id: int, principal: Annotated[Principal, Depends(admin)]) -> dict:
+        return service.revoke_token(token_id)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
