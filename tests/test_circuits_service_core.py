@@ -238,14 +238,19 @@ def test_admin_share_change_and_revocation_reach_another_process(tmp_path):
         assert two.bookings(link, None, None)["reservable_bps"] == 500 * MBPS
         # Revocation.
         token, _ = one.create_token("user", "carol")
+        carol = two.authenticate(f"Bearer {token}")  # now cached by the other process
         assert one.authenticate(f"Bearer {token}").name == "carol"
         token_id = next(t["id"] for t in one.tokens() if t["name"] == "carol")
         assert one.revoke_token(token_id)["revoked"] is not None
         with pytest.raises(Problem) as gone:
             one.authenticate(f"Bearer {token}")
         assert gone.value.status == 401
+        # The other process still has it cached, but no write of it goes through.
+        with pytest.raises(Problem) as refused:
+            two.reserve(carol, {**body, "rate": MBPS})
+        assert refused.value.status == 401 and len(two.list(admin)) == 3
         with pytest.raises(Problem):
-            two.authenticate(f"Bearer {token}")  # not cached there: looked up, revoked
+            two.authenticate(f"Bearer {token}")  # and the cache entry is gone
     finally:
         one.close()
         two.close()

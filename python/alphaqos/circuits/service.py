@@ -147,6 +147,8 @@ def parse_rate(value: Any, loc: tuple) -> int:
 class Principal:
     name: str
     role: str
+    #: The SHA-256 of the token it came with ("" for in-process callers).
+    token: str = ""
 
     @property
     def sees_all(self) -> bool:
@@ -328,13 +330,23 @@ class CircuitService:
             self._principals.pop(row.sha256, None)
             return {"id": row.id, "name": row.name, "role": row.role, "revoked": iso(row.revoked_ns)}
 
+    def _check_token(self, s: Session, who: Principal) -> None:
+        """Inside a write transaction: refuse a token revoked since it was cached
+        (by any process), so no revoked token changes anything."""
+        if not who.token:
+            return
+        tokens = Token.__table__
+        revoked = s.connection().execute(select(tokens.c.revoked_ns).where(tokens.c.sha256 == who.token)).scalar()
+        if revoked is not None:
+            self._principals.pop(who.token, None)
+            raise Problem(401, f"token revoked at {iso(revoked)}")
+
     def authenticate(self, authorization: str | None) -> Principal:
         """The token's owner and role. A token found is remembered for
         :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
         transaction). A token revoked in this process is forgotten at once; one
-        revoked by another process (another instance on the same PostgreSQL
-        database) is refused by this one at the latest when its cache entry
-        runs out."""
+        revoked by another process is refused by every write transaction here
+        (:meth:`_check_token`) and by reads once its cache entry runs out."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
@@ -350,7 +362,7 @@ class CircuitService:
                 raise Problem(401, "unknown token")
             if row.revoked_ns is not None:
                 raise Problem(401, f"token revoked at {iso(row.revoked_ns)}")
-            principal = Principal(row.name, row.role)
+            principal = Principal(row.name, row.role, digest)
         self._principals[digest] = (principal, time.monotonic() + TOKEN_CACHE_S)
         return principal
 
@@ -428,6 +440,7 @@ class CircuitService:
         req = self.parse_request(body, now)
         self.expire_due()
         with self._write() as s:
+            self._check_token(s, who)
             self._sync(s)
             while True:
                 path = self._find_path(req.src, req.dst, req.profile, req.end)
@@ -548,6 +561,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
+            self._check_token(s, who)
             self._sync(s, [link], lock=True)
             peak = self._index.peak(link, now, FAR_NS)
             if peak > bps:
@@ -601,6 +615,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
+            self._check_token(s, who)
             r = self._get(s, who, resv_id, lock=True)
             old_state = r.state
             try:
@@ -635,6 +650,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
+            self._check_token(s, who)
             r = self._get(s, who, resv_id, lock=True)
             try:
                 step = fsm.step(fsm.State(r.state), "modify")
