@@ -50,7 +50,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Text, delete, insert, select, update
+from sqlalchemy import Text, bindparam, delete, insert, select, update
 from sqlalchemy import cast as sa_cast
 from sqlalchemy.orm import Session
 
@@ -72,6 +72,20 @@ TOKEN_CACHE_S = 30.0
 #: The last instant the service books (i64 nanoseconds reach year 2262).
 FAR_NS = 2**62
 NS = 10**9
+
+
+# --- the hot path's statements, built once (SQLAlchemy then reuses their
+# compiled form: building an expression per request cost more than running it)
+_LINKS, _BOOKINGS, _RESERVATIONS, _EVENTS = LinkRow.__table__, BookingRow.__table__, Reservation.__table__, Event.__table__
+_VERSIONS = select(_LINKS.c.id, _LINKS.c.version, _LINKS.c.reservable_bps)
+_VERSIONS_OF = _VERSIONS.where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).order_by(_LINKS.c.id)
+_VERSIONS_OF_LOCKED = _VERSIONS_OF.with_for_update()
+_BUMP = update(_LINKS).where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).values(version=_LINKS.c.version + 1)
+_UNBOOK = delete(_BOOKINGS).where(_BOOKINGS.c.reservation_id == bindparam("rid"))
+_BOOK = insert(_BOOKINGS)
+_RESERVE = insert(_RESERVATIONS).returning(_RESERVATIONS.c.id)
+_EVENT = insert(_EVENTS)
+_REVOKED = select(Token.__table__.c.revoked_ns).where(Token.__table__.c.sha256 == bindparam("digest"))
 
 
 # --- times and rates -----------------------------------------------------------------
@@ -278,15 +292,13 @@ class CircuitService:
     def _sync(self, s: Session, subset: list[str] | None = None, lock: bool = False) -> bool:
         """Bring the index of the links ``subset`` (default all) to the database's
         versions, locking their rows first if ``lock``; True if any was stale."""
-        subset = sorted(set(subset)) if subset is not None else None
-        links = LinkRow.__table__
-        query = select(links.c.id, links.c.version, links.c.reservable_bps)
-        if subset is not None:
-            query = query.where(links.c.id.in_(subset)).order_by(links.c.id)
-        if lock:
-            query = query.with_for_update()
+        if subset is None:
+            assert not lock, "locks are taken on the links to book"
+            rows = s.connection().execute(_VERSIONS)
+        else:
+            rows = s.connection().execute(_VERSIONS_OF_LOCKED if lock else _VERSIONS_OF, {"ids": sorted(set(subset))})
         stale = False
-        for link, version, cap in s.connection().execute(query).all():
+        for link, version, cap in rows.all():
             if link in self._index._cores and self._known.get(link) != version:
                 self._reload(s, link, version, cap)
                 stale = True
@@ -296,16 +308,16 @@ class CircuitService:
         """Replace a reservation's bookings (``(profile, end)`` or None) on
         ``path``, in the database and the index; the links' versions go up."""
         self._dirty.update(path)
-        bookings, links, c = BookingRow.__table__, LinkRow.__table__, s.connection()
+        c = s.connection()
         if old is not None:
             self._index.release(path, old[0], old[1])
-            c.execute(delete(bookings).where(bookings.c.reservation_id == resv_id))
+            c.execute(_UNBOOK, {"rid": resv_id})
         if new is not None:
             self._index.book(path, new[0], new[1])
             profile = [list(p) for p in new[0]]
-            c.execute(insert(bookings), [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
+            c.execute(_BOOK, [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
                                          for link in path])  # fmt: skip
-        c.execute(update(links).where(links.c.id.in_(path)).values(version=links.c.version + 1))
+        c.execute(_BUMP, {"ids": list(path)})
         for link in path:
             self._known[link] = self._known.get(link, 0) + 1
 
@@ -335,8 +347,7 @@ class CircuitService:
         (by any process), so no revoked token changes anything."""
         if not who.token:
             return
-        tokens = Token.__table__
-        revoked = s.connection().execute(select(tokens.c.revoked_ns).where(tokens.c.sha256 == who.token)).scalar()
+        revoked = s.connection().execute(_REVOKED, {"digest": who.token}).scalar()
         if revoked is not None:
             self._principals.pop(who.token, None)
             raise Problem(401, f"token revoked at {iso(revoked)}")
@@ -446,8 +457,10 @@ class CircuitService:
                 path = self._find_path(req.src, req.dst, req.profile, req.end)
                 if path is None:
                     raise self._refusal(req)
-                # Lock the path's links; another process may have booked them since.
-                if not self._sync(s, path, lock=True):
+                # PostgreSQL: lock the path's links; another process may have
+                # booked them since. (SQLite: BEGIN IMMEDIATE holds the
+                # database's write lock, so the sync above is still current.)
+                if not self.postgresql or not self._sync(s, path, lock=True):
                     break
             resv = Reservation(version=1, owner=who.name, state=fsm.State.HELD.value, src=req.src, dst=req.dst,
                                path=path, start_ns=req.start, end_ns=req.end, rate_bps=req.rate,
@@ -457,7 +470,7 @@ class CircuitService:
                                deadline_ns=req.deadline, margin=req.margin, hold_expires_ns=now + self.hold_timeout_ns,
                                description=req.description, created_ns=now, updated_ns=now)  # fmt: skip
             columns = {c.name: getattr(resv, c.name) for c in Reservation.__table__.columns if c.name != "id"}
-            resv.id = s.connection().execute(insert(Reservation.__table__).returning(Reservation.__table__.c.id), columns).scalar_one()
+            resv.id = s.connection().execute(_RESERVE, columns).scalar_one()
             self._change(s, resv.id, path, None, (req.profile, req.end))
             self._event(s, resv, "reserve", who.name, now, None, None)
             return self.as_json(resv)
@@ -603,7 +616,7 @@ class CircuitService:
     # -- the lifecycle -------------------------------------------------------------------
     def _event(self, s: Session, r: Reservation, action: str, who: str, at: int, old_state: str | None,
                old_version: int | None, detail: dict | None = None) -> None:  # fmt: skip
-        s.connection().execute(insert(Event.__table__), {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
+        s.connection().execute(_EVENT, {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
                                             "old_state": old_state, "new_state": r.state, "old_version": old_version,
                                             "new_version": r.version, "detail": detail})  # fmt: skip
 
