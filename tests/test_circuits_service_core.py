@@ -230,12 +230,27 @@ def test_admin_share_change_and_revocation_reach_another_process(tmp_path):
         assert refused.value.status == 409 and refused.value.document()["booked_peak_bps"] == 300 * MBPS
         assert one.bookings(link, None, None)["reservable_bps"] == 800 * MBPS
         assert one.set_link_share(admin, link, 0.5)["reservable_bps"] == 500 * MBPS
-        # The other service's index still holds 800 Mbit/s; the version tells it otherwise.
+        # The other service's index still holds 800 Mbit/s; the version tells it
+        # otherwise, and it follows the change log rather than reloading.
+        followed = two.followed
         second = two.reserve(USER, {**body, "rate": 200 * MBPS})
+        assert two.followed > followed
         assert second["path"] == first["path"]  # 300 + 200 = 500 fits exactly
         third = two.reserve(USER, {**body, "rate": 100 * MBPS})
         assert link not in third["path"]  # the other route
         assert two.bookings(link, None, None)["reservable_bps"] == 500 * MBPS
+        # Releases follow too: both indexes equal a fresh load of the database.
+        one.act(USER, second["id"], "terminate")
+        followed = two.followed
+        fresh = CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock)
+        try:
+            for spec in topo.links:
+                want = fresh.bookings(spec.id, None, None)
+                assert one.bookings(spec.id, None, None) == want and two.bookings(spec.id, None, None) == want
+            assert two.followed > followed and fresh.followed == 0
+            assert max(bps for _, bps in two.bookings(link, None, None)["steps"]) == 300 * MBPS  # 200 released
+        finally:
+            fresh.close()
         # Revocation.
         token, _ = one.create_token("user", "carol")
         carol = two.authenticate(f"Bearer {token}")  # now cached by the other process

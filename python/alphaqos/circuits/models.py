@@ -8,6 +8,8 @@ the Unix epoch (UTC), rates whole bit/s, as the admission core takes them.
                   the link carries for it; the rows of a link are its step
                   function (a list, never a set: equal rows count twice).
 ``reservations``  the current version of each reservation.
+``booking_log``   every change of a link's bookings under the version it made
+                  (other processes follow a link incrementally from it).
 ``events``        the audit log: every transition, who, when, versions.
 ``tokens``        bearer tokens, by their SHA-256 only; ``revoked_ns`` once revoked.
 """
@@ -62,6 +64,23 @@ class BookingRow(Base):
     link_id: Mapped[str] = mapped_column(ForeignKey("links.id"), index=True)
     profile: Mapped[list] = mapped_column(JSON)
     end_ns: Mapped[int] = mapped_column(BigInteger)
+
+
+class BookingLog(Base):
+    """Every change of a link's bookings, under the link's version it made:
+    ``sign`` +1 booked, -1 released, 0 the reservable rate changed (no
+    booking). A process whose index of a link is at version ``v`` applies
+    the rows above ``v`` instead of reloading the link's whole bookings."""
+
+    __tablename__ = "booking_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    link_id: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(BigInteger)
+    sign: Mapped[int] = mapped_column(Integer)
+    profile: Mapped[list] = mapped_column(JSON)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_booking_log_link_version", "link_id", "version"),)
 
 
 class Event(Base):
