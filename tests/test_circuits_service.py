@@ -313,9 +313,10 @@ def test_64_clients_race_for_the_last_capacity(service):
 
 @pytest.mark.parametrize("backend", [
     "sqlite",
-    # The same transactions on PostgreSQL: about 20 s more, so only with ALPHAQOS_TEST_SLOW=1 (the time budget).
+    # The same transactions on PostgreSQL: about 20 s more, so in `make test-slow`
+    # (which sets ALPHAQOS_TEST_SLOW=1), not in `make test` (its time budget).
     pytest.param("postgresql", marks=pytest.mark.skipif(os.environ.get("ALPHAQOS_TEST_SLOW") != "1",
-                                                        reason="ALPHAQOS_TEST_SLOW=1 runs it (about 20 s)")),
+                                                        reason="make test-slow runs it (about 20 s)")),
 ])  # fmt: skip
 def test_sigkill_mid_batch_loses_nothing_acknowledged(request, tmp_path, backend):
     tmp = tmp_path
