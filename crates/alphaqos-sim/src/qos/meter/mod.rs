@@ -59,7 +59,7 @@ pub mod single_rate;
 pub mod srtcm;
 pub mod trtcm;
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::{Color, Packet};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -73,7 +73,7 @@ pub trait Meter: Send {
     /// Packets and bytes marked with each colour so far.
     fn counters(&self) -> &MeterCounters;
     /// Read or change a rate or bucket size at `now` (see
-    /// `control/knob.rs`); `tokens` reads the (first) bucket. A change
+    /// `knob.rs`); `tokens` reads the (first) bucket. A change
     /// credits the tokens earned at the old rate up to `now` first; the
     /// fraction of a byte earned since the last whole byte carries over
     /// to the new rate's grid, rounded down; a smaller bucket drops the

@@ -38,7 +38,7 @@
 //! exceed `burst_size + rate t / 8`.
 
 use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_rate_change_credits_the_old_rate_up_to_the_moment_of_change() {
-        use crate::control::knob::{KnobError, KnobOp};
+        use crate::knob::{KnobError, KnobOp};
         // 1 Mbit/s: a byte every 8 us; bucket 3000 B, emptied at t = 0.
         let mut m = meter(DataRate::mbps(1), 3000, ColorMode::Blind);
         assert_eq!(m.meter(SimTime(0), 3000, Color::Green), Color::Green);

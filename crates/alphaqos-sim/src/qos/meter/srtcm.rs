@@ -40,7 +40,7 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= CBS + EBS + CIR t / 8`, and a colour-aware meter never promotes.
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
