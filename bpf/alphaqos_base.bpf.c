@@ -7,9 +7,10 @@
 // flow") as a Linux TCP congestion control in BPF (struct_ops, bpf_tcp_ca).
 //
 // It is the simulator's `base_flow` controller
-// (crates/alphaqos-sim/src/tcp/cc/base_flow.rs, its default "latest" RTT
-// filter) in the kernel's units: windows in segments of tp->mss_cache, RTT
-// in microseconds from the ACK samples the stack hands to pkts_acked.
+// (crates/alphaqos-sim/src/tcp/cc/base_flow.rs) in the kernel's units:
+// windows in segments of tp->mss_cache, RTT in microseconds from the ACK
+// samples the stack hands to pkts_acked, averaged over each round trip (see
+// aq_pkts_acked for why not the latest sample).
 //
 // The committed target rate (CTR, bit/s) of each socket is in the
 // socket-storage map `alphaqos_cc_sk`, pinned at /sys/fs/bpf/alphaqos_cc_sk;
@@ -76,7 +77,9 @@ static __always_inline struct aq_base *entry(struct sock *sk)
 
 // cwnd_max = CTR x RTT (slides, "method for window size control for base
 // flow"; base_flow.rs, cwnd_max): bytes = bit/s x us / 8e6, in segments
-// (rounded down), at least 2, at most the socket's clamp. 0 before the first
+// rounded to the nearest (the simulator's window is in bytes; rounding down
+// would hold the kernel's half a segment below it on average), at least 2,
+// at most the socket's clamp. 0 before the first
 // RTT sample. The product stays in 64 bits: RTT below 2^26 us (67 s), the
 // target below 2^40 bit/s (1.1 Tbit/s); beyond either, the clamp.
 static __always_inline __u32 cwnd_max(const struct aq_base *st, const struct tcp_sock *tp)
@@ -91,7 +94,7 @@ static __always_inline __u32 cwnd_max(const struct aq_base *st, const struct tcp
 	if (rtt >= (1ULL << 26) || bytes_per_s >= (1ULL << 37))
 		segs = clamp;
 	else
-		segs = bytes_per_s * rtt / 1000000 / mss;
+		segs = (bytes_per_s * rtt / 1000000 + mss / 2) / mss;
 	if (segs < 2)
 		segs = 2;
 	if (segs > clamp)
@@ -142,11 +145,20 @@ void BPF_PROG(aq_init, struct sock *sk)
 		st->state = AQ_SLOW_START;
 }
 
-// Every ACK of new data with an RTT sample (base_flow.rs, on_measure, the
-// "latest" filter: the slides react to every change of the RTT). A window
-// above the new cwnd_max drops to it at once (slides: the window "decreases
-// immediately" when the RTT falls; base_flow.rs, on_ack), also outside
-// congestion avoidance, as the simulator does on every ACK.
+// The RTT of CTR x RTT, from the ACKs' RTT samples (base_flow.rs,
+// on_measure). The simulator's default filter takes the latest sample: its
+// samples vary only with the queues. A real host's samples also jitter from
+// ACK to ACK (delayed ACKs, interrupt and scheduling latency: 0.2-2 ms at
+// 20 ms here); since a window above cwnd_max drops at once while one below
+// grows by binary search over round trips, the latest sample would hold the
+// window at about CTR x (the smallest sample of each round), below CTR x
+// the mean RTT the data sees. So the kernel's estimate is the mean sample
+// of the last round trip (a round ends when snd_una passes the snd_nxt
+// noted at its start), updated once per round; before the first round ends,
+// the latest sample. Where samples do not jitter within a round the two
+// filters agree. A window above the new cwnd_max drops to it at once
+// (slides: the window "decreases immediately" when the RTT falls;
+// base_flow.rs, on_ack), also outside congestion avoidance.
 SEC("struct_ops/aq_pkts_acked")
 void BPF_PROG(aq_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
@@ -160,9 +172,21 @@ void BPF_PROG(aq_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	st = entry(sk);
 	if (!st)
 		return;
-	st->rtt_us = rtt;
 	if (st->min_rtt_us == 0 || (__u32)rtt < st->min_rtt_us)
 		st->min_rtt_us = rtt;
+	st->rtt_sum_us += rtt;
+	st->rtt_n++;
+	if (st->rtt_us == 0) {
+		st->rtt_us = rtt;
+		st->rtt_round_end = tp->snd_nxt;
+	} else if ((__s32)(tp->snd_una - st->rtt_round_end) > 0) {
+		st->rtt_us = st->rtt_sum_us / st->rtt_n;
+		st->rtt_sum_us = 0;
+		st->rtt_n = 0;
+		st->rtt_round_end = tp->snd_nxt;
+	} else {
+		return;
+	}
 	max = cwnd_max(st, tp);
 	st->cwnd_max = max;
 	if (tp->snd_cwnd > max) {

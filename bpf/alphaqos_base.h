@@ -25,7 +25,10 @@
 struct aq_base {
 	__u64 target_bps;     /* committed target rate, bit/s (user space) */
 	__u64 applied_bps;    /* the target the controller last saw */
-	__u32 rtt_us;         /* latest RTT sample */
+	__u64 rtt_sum_us;     /* this round's RTT samples: sum ... */
+	__u32 rtt_n;          /* ... and count */
+	__u32 rtt_round_end;  /* the round ends when snd_una passes it */
+	__u32 rtt_us;         /* the RTT of CTR x RTT: the last round's mean sample */
 	__u32 min_rtt_us;     /* smallest RTT sample */
 	__u32 cwnd_max;       /* CTR x RTT, segments (0 before an RTT sample) */
 	__u32 cwnd;           /* snd_cwnd after the controller's last decision, segments */

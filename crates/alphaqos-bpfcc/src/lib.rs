@@ -22,6 +22,8 @@ use std::os::fd::RawFd;
 pub const CC_NAME: &str = "alphaqos_base";
 /// Where the registration pins the controller's socket-storage map.
 pub const PIN_PATH: &str = "/sys/fs/bpf/alphaqos_cc_sk";
+/// The map's name in the kernel (the pin's file name).
+pub const MAP_NAME: &str = "alphaqos_cc_sk";
 /// The kernel's list of registered congestion controls.
 pub const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
@@ -44,6 +46,9 @@ impl std::error::Error for Unavailable {}
 pub struct RawEntry {
     pub target_bps: u64,
     pub applied_bps: u64,
+    pub rtt_sum_us: u64,
+    pub rtt_n: u32,
+    pub rtt_round_end: u32,
     pub rtt_us: u32,
     pub min_rtt_us: u32,
     pub cwnd_max: u32,
@@ -65,7 +70,7 @@ pub struct RawEntry {
 pub struct BaseState {
     /// Committed target rate, bit/s.
     pub target_bps: u64,
-    /// The window the target asks for, CTR x latest RTT (`cwnd_max`), segments; 0 before an RTT sample.
+    /// The window the target asks for, CTR x RTT (`cwnd_max`), segments; 0 before an RTT sample.
     pub target_cwnd: u32,
     /// The congestion window after the controller's last decision, segments.
     pub cwnd: u32,
@@ -73,7 +78,7 @@ pub struct BaseState {
     pub min_rtt_us: u32,
     /// Controller state (see [`BaseState::state_name`]).
     pub state: u32,
-    /// Latest RTT sample, microseconds.
+    /// The RTT of CTR x RTT: the mean RTT sample of the last round trip, microseconds.
     pub rtt_us: u32,
     /// Loss signals the controller answered (its ssthresh calls).
     pub losses: u32,
@@ -119,6 +124,8 @@ impl BaseState {
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_OBJ_GET: libc::c_long = 7;
+const BPF_MAP_GET_NEXT_ID: libc::c_long = 12;
+const BPF_MAP_GET_FD_BY_ID: libc::c_long = 14;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const BPF_MAP_TYPE_SK_STORAGE: u32 = 24;
 const BPF_ANY: u64 = 0;
@@ -144,7 +151,14 @@ impl Attr {
     fn call(&mut self, cmd: libc::c_long) -> io::Result<libc::c_long> {
         // SAFETY: the attribute buffer outlives the call; every pointer put
         // into it points at live memory of the size the command expects.
-        let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, self.0.as_mut_ptr(), self.0.len() as libc::c_uint) };
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                cmd,
+                self.0.as_mut_ptr(),
+                self.0.len() as libc::c_uint,
+            )
+        };
         if r < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -181,7 +195,8 @@ impl Drop for BaseCc {
 
 /// Whether `alphaqos_base` is in the kernel's list of registered congestion controls.
 pub fn registered() -> Result<bool, Unavailable> {
-    let list = std::fs::read_to_string(AVAILABLE_CC).map_err(|e| Unavailable(format!("cannot read {AVAILABLE_CC}: {e}")))?;
+    let list = std::fs::read_to_string(AVAILABLE_CC)
+        .map_err(|e| Unavailable(format!("cannot read {AVAILABLE_CC}: {e}")))?;
     Ok(list.split_whitespace().any(|n| n == CC_NAME))
 }
 
@@ -196,20 +211,87 @@ impl BaseCc {
                  register it as root with alphaqos.transfer.bpf.ensure_loaded()"
             )));
         }
-        Self::open_pinned(PIN_PATH)
+        match Self::open_pinned(PIN_PATH) {
+            Ok(cc) => Ok(cc),
+            // Where /sys/fs/bpf is not the BPF file system the map was
+            // pinned in (`ip netns exec` mounts a sysfs of its own over
+            // /sys), the registered map is found by its name.
+            Err(pinned) => Self::open_by_name()
+                .map_err(|by_name| Unavailable(format!("{}; {}", pinned.0, by_name.0))),
+        }
+    }
+
+    /// The newest map named `alphaqos_cc_sk` of the right type among all
+    /// the kernel's maps (`BPF_MAP_GET_NEXT_ID`, root only).
+    pub fn open_by_name() -> Result<BaseCc, Unavailable> {
+        let mut id = 0u32;
+        let mut found: Option<BaseCc> = None;
+        loop {
+            let mut attr = Attr::new();
+            attr.put_u32(0, id);
+            match attr.call(BPF_MAP_GET_NEXT_ID) {
+                Ok(_) => id = u32::from_ne_bytes(attr.0[4..8].try_into().unwrap()),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => break,
+                Err(e) => {
+                    return Err(Unavailable(format!(
+                        "cannot list the kernel's BPF maps to find {MAP_NAME} ({e}; root needed)"
+                    )))
+                }
+            }
+            let mut attr = Attr::new();
+            attr.put_u32(0, id);
+            let Ok(fd) = attr.call(BPF_MAP_GET_FD_BY_ID) else {
+                continue;
+            };
+            let cc = BaseCc {
+                map_fd: fd as RawFd,
+            };
+            if let Ok(info) = cc.info() {
+                let name = info.name.split(|&b| b == 0).next().unwrap_or_default();
+                if name == MAP_NAME.as_bytes() && cc.check(&info, &format!("map id {id}")).is_ok() {
+                    found = Some(cc); // ids grow: the last match is the newest
+                }
+            }
+        }
+        found.ok_or_else(|| Unavailable(format!("no BPF map named {MAP_NAME} is loaded")))
+    }
+
+    fn info(&self) -> io::Result<MapInfo> {
+        let mut info = MapInfo::default();
+        let mut attr = Attr::new();
+        attr.put_u32(0, self.map_fd as u32)
+            .put_u32(4, std::mem::size_of::<MapInfo>() as u32)
+            .put_u64(8, &mut info as *mut MapInfo as u64);
+        attr.call(BPF_OBJ_GET_INFO_BY_FD)?;
+        Ok(info)
+    }
+
+    fn check(&self, info: &MapInfo, what: &str) -> Result<(), Unavailable> {
+        let want = std::mem::size_of::<RawEntry>() as u32;
+        if info.map_type != BPF_MAP_TYPE_SK_STORAGE || info.key_size != 4 || info.value_size != want
+        {
+            return Err(Unavailable(format!(
+                "{what} is not alphaqos_base's socket-storage map (type {}, key {} B, value {} B; want type {BPF_MAP_TYPE_SK_STORAGE}, key 4 B, value {want} B)",
+                info.map_type, info.key_size, info.value_size
+            )));
+        }
+        Ok(())
     }
 
     /// Opens a pinned map at `path` and checks that it is the controller's
     /// (a socket-storage map with an int key and the `RawEntry` value).
     pub fn open_pinned(path: &str) -> Result<BaseCc, Unavailable> {
-        let cpath = CString::new(path).map_err(|_| Unavailable(format!("map path {path:?} contains a NUL byte")))?;
+        let cpath = CString::new(path)
+            .map_err(|_| Unavailable(format!("map path {path:?} contains a NUL byte")))?;
         let mut attr = Attr::new();
         attr.put_u64(0, cpath.as_ptr() as u64);
         let fd = match attr.call(BPF_OBJ_GET) {
             Ok(fd) => fd as RawFd,
             Err(e) => {
                 let why = match e.raw_os_error() {
-                    Some(libc::ENOENT) => format!("the map is not pinned at {path} (is {CC_NAME} registered by alphaqos?)"),
+                    Some(libc::ENOENT) => format!(
+                        "the map is not pinned at {path} (is {CC_NAME} registered by alphaqos?)"
+                    ),
                     Some(libc::EPERM) | Some(libc::EACCES) => {
                         format!("no permission to open the map at {path} ({e}); the bpf system call needs root or CAP_BPF")
                     }
@@ -221,19 +303,10 @@ impl BaseCc {
             }
         };
         let cc = BaseCc { map_fd: fd };
-        let mut info = MapInfo::default();
-        let mut attr = Attr::new();
-        attr.put_u32(0, fd as u32).put_u32(4, std::mem::size_of::<MapInfo>() as u32).put_u64(8, &mut info as *mut MapInfo as u64);
-        if let Err(e) = attr.call(BPF_OBJ_GET_INFO_BY_FD) {
-            return Err(Unavailable(format!("{path} is not a BPF map ({e})")));
-        }
-        let want = std::mem::size_of::<RawEntry>() as u32;
-        if info.map_type != BPF_MAP_TYPE_SK_STORAGE || info.key_size != 4 || info.value_size != want {
-            return Err(Unavailable(format!(
-                "{path} is not alphaqos_base's socket-storage map (type {}, key {} B, value {} B; want type {BPF_MAP_TYPE_SK_STORAGE}, key 4 B, value {want} B)",
-                info.map_type, info.key_size, info.value_size
-            )));
-        }
+        let info = cc
+            .info()
+            .map_err(|e| Unavailable(format!("{path} is not a BPF map ({e})")))?;
+        cc.check(&info, path)?;
         Ok(cc)
     }
 
@@ -257,10 +330,14 @@ impl BaseCc {
             .put_u64(16, &mut e as *mut RawEntry as u64);
         match attr.call(BPF_MAP_LOOKUP_ELEM) {
             Ok(_) => Ok(e),
-            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
-                Err(io::Error::new(io::ErrorKind::NotFound, format!("socket fd {fd} has no {CC_NAME} entry (not attached)")))
-            }
-            Err(err) => Err(io::Error::new(err.kind(), format!("{CC_NAME} map lookup for socket fd {fd}: {err}"))),
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("socket fd {fd} has no {CC_NAME} entry (not attached)"),
+            )),
+            Err(err) => Err(io::Error::new(
+                err.kind(),
+                format!("{CC_NAME} map lookup for socket fd {fd}: {err}"),
+            )),
         }
     }
 
@@ -269,9 +346,16 @@ impl BaseCc {
     /// before sending data.
     pub fn attach(&self, fd: RawFd, target_bps: u64) -> io::Result<()> {
         check_target(target_bps)?;
-        let e = RawEntry { target_bps, ..RawEntry::default() };
-        self.update(fd, &e, BPF_ANY)
-            .map_err(|err| io::Error::new(err.kind(), format!("{CC_NAME}: writing the target of socket fd {fd}: {err}")))?;
+        let e = RawEntry {
+            target_bps,
+            ..RawEntry::default()
+        };
+        self.update(fd, &e, BPF_ANY).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("{CC_NAME}: writing the target of socket fd {fd}: {err}"),
+            )
+        })?;
         set_congestion(fd, CC_NAME)
     }
 
@@ -283,8 +367,12 @@ impl BaseCc {
         // read (the controller notices the new target by applied_bps).
         let mut e = self.lookup(fd)?;
         e.target_bps = target_bps;
-        self.update(fd, &e, BPF_EXIST)
-            .map_err(|err| io::Error::new(err.kind(), format!("{CC_NAME}: updating the target of socket fd {fd}: {err}")))
+        self.update(fd, &e, BPF_EXIST).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("{CC_NAME}: updating the target of socket fd {fd}: {err}"),
+            )
+        })
     }
 
     /// What the controller holds for the socket now.
@@ -295,7 +383,10 @@ impl BaseCc {
 
 fn check_target(target_bps: u64) -> io::Result<()> {
     if target_bps == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{CC_NAME}: target rate must be at least 1 bit/s, got 0")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{CC_NAME}: target rate must be at least 1 bit/s, got 0"),
+        ));
     }
     Ok(())
 }
@@ -304,25 +395,48 @@ fn check_target(target_bps: u64) -> io::Result<()> {
 pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     // SAFETY: name's bytes are valid for its length.
     let r = unsafe {
-        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
     };
     if r != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("setsockopt(TCP_CONGESTION, {name}) on socket fd {fd}: {e}")));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("setsockopt(TCP_CONGESTION, {name}) on socket fd {fd}: {e}"),
+        ));
     }
     Ok(())
+}
+
+/// `getsockopt(IPPROTO_TCP, opt)` into `buf`; the length the kernel wrote.
+pub fn tcp_getsockopt(fd: RawFd, opt: libc::c_int, buf: &mut [u8]) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf and len are valid for writing buf.len() bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            opt,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(len as usize)
 }
 
 /// The socket's congestion control (`getsockopt(TCP_CONGESTION)`).
 pub fn congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 16];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buf and len are valid for writing.
-    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = buf[..len as usize].iter().position(|&b| b == 0).unwrap_or(len as usize);
+    let len = tcp_getsockopt(fd, libc::TCP_CONGESTION, &mut buf)?;
+    let n = buf[..len].iter().position(|&b| b == 0).unwrap_or(len);
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
@@ -332,8 +446,8 @@ mod tests {
 
     #[test]
     fn the_entry_has_the_c_layout() {
-        // struct aq_base: two u64 then fourteen u32.
-        assert_eq!(std::mem::size_of::<RawEntry>(), 2 * 8 + 14 * 4);
+        // struct aq_base: three u64 then sixteen u32.
+        assert_eq!(std::mem::size_of::<RawEntry>(), 3 * 8 + 16 * 4);
         assert_eq!(std::mem::align_of::<RawEntry>(), 8);
         let h = include_str!("../../../bpf/alphaqos_base.h");
         let body = &h[h.find("struct aq_base {").unwrap()..];
@@ -350,6 +464,9 @@ mod tests {
         let rust = [
             ("__u64", "target_bps"),
             ("__u64", "applied_bps"),
+            ("__u64", "rtt_sum_us"),
+            ("__u32", "rtt_n"),
+            ("__u32", "rtt_round_end"),
             ("__u32", "rtt_us"),
             ("__u32", "min_rtt_us"),
             ("__u32", "cwnd_max"),
@@ -393,7 +510,10 @@ mod tests {
         match registered() {
             Ok(false) => {
                 let e = BaseCc::open().unwrap_err();
-                assert!(e.0.contains("not registered") && e.0.contains(AVAILABLE_CC), "{e}");
+                assert!(
+                    e.0.contains("not registered") && e.0.contains(AVAILABLE_CC),
+                    "{e}"
+                );
             }
             // Registered on this host: open succeeds or names the map's problem.
             Ok(true) => {
@@ -414,7 +534,25 @@ mod tests {
 
     #[test]
     fn state_names() {
-        let names: Vec<_> = (0..6).map(|s| BaseState { state: s, ..Default::default() }.state_name()).collect();
-        assert_eq!(names, ["reno", "slow_start", "increase", "hold", "recovery", "unknown"]);
+        let names: Vec<_> = (0..6)
+            .map(|s| {
+                BaseState {
+                    state: s,
+                    ..Default::default()
+                }
+                .state_name()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "reno",
+                "slow_start",
+                "increase",
+                "hold",
+                "recovery",
+                "unknown"
+            ]
+        );
     }
 }
