@@ -37,6 +37,7 @@ struct TcpInfo {
     snd_cwnd: u32,
     snd_ssthresh: u32,
     snd_mss: u32,
+    unacked: u32,
     total_retrans: u32,
     pacing_rate: u64,
     bytes_acked: u64,
@@ -63,6 +64,7 @@ fn tcp_info(fd: i32) -> std::io::Result<TcpInfo> {
         rtt_us: u32_at(68),
         snd_ssthresh: u32_at(76),
         snd_mss: u32_at(16),
+        unacked: u32_at(24),
         snd_cwnd: u32_at(80),
         total_retrans: u32_at(100),
         pacing_rate: u64_at(104),
@@ -231,8 +233,8 @@ fn send(addr: &str, args: &[String]) {
                     None => "null".into(),
                 };
                 println!(
-                    "{{\"t\":{t:.4},\"cc\":\"{in_use}\",\"target_bps\":{target},\"bytes_acked\":{},\"bytes_sent\":{},\"bytes_retrans\":{},\"data_segs_out\":{},\"total_retrans\":{},\"snd_cwnd\":{},\"snd_ssthresh\":{},\"snd_mss\":{},\"rtt_us\":{},\"pacing_rate\":{},\"busy_us\":{},\"notsent_bytes\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{},\"base\":{st}}}",
-                    i.bytes_acked, i.bytes_sent, i.bytes_retrans, i.data_segs_out, i.total_retrans, i.snd_cwnd, i.snd_ssthresh, i.snd_mss, i.rtt_us, i.pacing_rate, i.busy_us, i.notsent_bytes, i.rwnd_limited_us, i.sndbuf_limited_us
+                    "{{\"t\":{t:.4},\"cc\":\"{in_use}\",\"target_bps\":{target},\"bytes_acked\":{},\"bytes_sent\":{},\"bytes_retrans\":{},\"data_segs_out\":{},\"total_retrans\":{},\"snd_cwnd\":{},\"snd_ssthresh\":{},\"snd_mss\":{},\"unacked\":{},\"rtt_us\":{},\"pacing_rate\":{},\"busy_us\":{},\"notsent_bytes\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{},\"base\":{st}}}",
+                    i.bytes_acked, i.bytes_sent, i.bytes_retrans, i.data_segs_out, i.total_retrans, i.snd_cwnd, i.snd_ssthresh, i.snd_mss, i.unacked, i.rtt_us, i.pacing_rate, i.busy_us, i.notsent_bytes, i.rwnd_limited_us, i.sndbuf_limited_us
                 );
                 std::io::stdout().flush().ok();
                 if done.load(Ordering::Relaxed) {
