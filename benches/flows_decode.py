@@ -1,6 +1,6 @@
 """Benchmark of flow export decoding and of ``alphaqos flows collect``.
 
-    PYTHONPATH=python python benches/flows_decode.py [--records 1000000] [--seconds 8]
+    PYTHONPATH=python python benches/flows_decode.py [--records 300000] [--seconds 5] [--writes]
 
 1. In-process: IPFIX (12-field IPv4 template: addresses, ports, protocol,
    8-byte counters, interfaces, flowStart/EndMilliseconds, samplerId) and
@@ -15,7 +15,7 @@
 3. Over loopback (127.0.0.1 only): a collector subprocess (``--decoders``:
    native, then python; alone on CPU ``--pin``, the sender on the others)
    receives 30-record IPFIX messages from a separate sender process paced
-   at 10,000, 20,000 and 34,000 datagrams/s (about 1 M records/s), then unpaced, for
+   at 20,000, 34,000 (about 1 M records/s) and 40,000 datagrams/s, then unpaced, for
    ``--seconds`` each; printed per run: the rate achieved, records sent
    and stored (counted in the Parquet store it wrote), the share lost,
    kernel drops, the collector's decoding rate and peak RSS; then the
@@ -102,12 +102,15 @@ def in_process(records: int) -> None:
         for datagram in datagrams:
             decoder.feed(datagram, "192.0.2.1")
         fed, cpu_fed = time.perf_counter(), time.process_time()
-        batch = decoder.detach()  # native: the checks and the copy out; Python: nothing yet
+        batch = decoder.detach()  # native: the checks and the canonical columns; Python: nothing yet
         cpu_detached = time.process_time()
-        frame = decoder.build(batch)
+        frame, groups = decoder.build_parts(batch) if kind is NativeDecoder else (decoder.build(batch), None)
         done, cpu_done = time.perf_counter(), time.process_time()
-        with tempfile.TemporaryDirectory() as tmp:
-            schema.write_partitioned(frame, tmp, tag="flows", level=1)
+        with tempfile.TemporaryDirectory() as tmp:  # as the collector writes
+            if groups is None:
+                schema.write_partitioned(frame, tmp, tag="flows", level=1)
+            else:
+                schema.write_grouped(frame, groups, tmp, tag="flows", level=1)
         cpu_written = time.process_time()
         assert frame.height == records and frame["bytes"].sum() == table["bytes"].sum(), "decoding is wrong"
         assert frame.sort("src_port", "src_addr")["src_addr"].equals(table.sort("src_port", "src_addr")["src_addr"])
@@ -118,6 +121,39 @@ def in_process(records: int) -> None:
               f"(detach {(cpu_detached - cpu_fed) * per:.2f} us, build {(cpu_done - cpu_detached) * per:.2f} us), "
               f"Parquet {(cpu_written - cpu_done) * per:.2f} us: {frame.height / (cpu_written - cpu_start):,.0f} records/s "
               "of one core", flush=True)  # fmt: skip
+
+
+def write_options(records: int) -> None:
+    """CPU per record (this process, all threads) and bytes per record of
+    writing the collector's table in other ways than the collector's
+    (zstd level 1, statistics on every column, polars' row groups): other
+    codecs, no statistics, one row group, and Arrow IPC as a staging format
+    (cheap on the receive path, but its compaction to Parquet costs the
+    Parquet write again on the same core). Best of two each."""
+    from alphaqos.flows.native import NativeDecoder
+
+    decoder = NativeDecoder()
+    for datagram in netflow.encode_ipfix(synthetic(records), mtu=MTU_30):
+        decoder.feed(datagram, "192.0.2.1")
+    frame = decoder.take()
+    variants = {
+        "Parquet zstd-1, statistics (the collector's)": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, statistics=True),
+        "Parquet zstd-1, no statistics": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, statistics=False),
+        "Parquet zstd-1, one row group": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, row_group_size=records),
+        "Parquet lz4, statistics": lambda p: frame.write_parquet(p, compression="lz4", statistics=True),
+        "Parquet uncompressed, statistics": lambda p: frame.write_parquet(p, compression="uncompressed", statistics=True),
+        "Arrow IPC uncompressed (staging)": lambda p: frame.write_ipc(p, compression="uncompressed"),
+        "Arrow IPC lz4 (staging)": lambda p: frame.write_ipc(p, compression="lz4"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x"
+        for name, write in variants.items():
+            best = float("inf")
+            for _ in range(2):
+                start = time.process_time()
+                write(path)
+                best = min(best, time.process_time() - start)
+            print(f"write, {name}: {best * 1e6 / frame.height:.2f} us CPU and {path.stat().st_size / frame.height:.1f} bytes per record", flush=True)
 
 
 def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
@@ -193,7 +229,7 @@ MTU_30 = 16 + 4 + 30 * 54
 
 
 def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
-    """Each decoder, fed at 10k, 20k and 40k datagrams/s of 30-record IPFIX
+    """Each decoder, fed at 20k, 34k and 40k datagrams/s of 30-record IPFIX
     and by an unpaced sender; per run: records/s offered and stored, the
     share lost, kernel drops and the collector's peak RSS."""
     datagrams = netflow.encode_ipfix(synthetic(30_000), mtu=MTU_30)  # the templates first, then full data sets
@@ -205,7 +241,7 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
         path.write_bytes(b"".join(struct.pack(">H", len(d)) + d for d in datagrams))
         for kind in decoders:
             lossless = 0
-            for rate in (10_000, 20_000, 34_000, 0):  # 34,000 x 30 records: about 1 M records/s
+            for rate in (20_000, 34_000, 40_000, 0):  # 34,000 x 30 records: about 1 M records/s
                 out = Path(tmp) / f"out-{kind}-{rate}"
                 expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, out, kind, pin)
                 lost = 100 * (1 - stored / expected) if expected else 0.0
@@ -251,14 +287,18 @@ def nfdump_ingest(megabytes: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--seconds", type=float, default=8.0)
+    # the defaults keep `make bench` under a minute; the figures in docs/flows.md name their options
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--skip-collector", action="store_true")
-    parser.add_argument("--decoders", default="native,python", help="collector decoders to run (comma-separated)")
+    parser.add_argument("--decoders", default="native", help="collector decoders to run (comma-separated: native,python)")
     parser.add_argument("--pin", type=int, default=0, help="CPU the collector runs on alone (-1: any)")
-    parser.add_argument("--nfdump-mb", type=int, default=200, help="size of the nfdump CSV ingested (0: skip)")
+    parser.add_argument("--nfdump-mb", type=int, default=50, help="size of the nfdump CSV ingested (0: skip)")
+    parser.add_argument("--writes", action="store_true", help="also measure other Parquet settings and Arrow IPC staging")
     args = parser.parse_args()
     in_process(args.records)
+    if args.writes:
+        write_options(args.records)
     if args.nfdump_mb:
         nfdump_ingest(args.nfdump_mb)
     if not args.skip_collector:
