@@ -156,11 +156,13 @@ def write_options(records: int) -> None:
             print(f"write, {name}: {best * 1e6 / frame.height:.2f} us CPU and {path.stat().st_size / frame.height:.1f} bytes per record", flush=True)
 
 
-def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
+def _wait_rss(process: subprocess.Popen, stream, cpu: list | None = None) -> tuple[str, int]:
     """Read ``stream`` (the process's output) to its end while polling the
     process's peak resident set (``VmHWM`` of ``/proc/PID/status``, every
     20 ms: the kernel's rusage of a child would include the RSS of this
-    large parent, inherited through fork); returns (output, peak bytes)."""
+    large parent, inherited through fork); returns (output, peak bytes).
+    ``cpu``, if given, gets the CPU seconds the process used (user +
+    system, all its threads; the last ``/proc/PID/stat`` read)."""
     import threading
 
     peak = 0
@@ -174,6 +176,8 @@ def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
                 for line in status.read_text().splitlines():
                     if line.startswith("VmHWM:"):
                         peak = max(peak, int(line.split()[1]) * 1024)
+                if cpu is not None:
+                    cpu[:] = [_cpu_seconds(process.pid)]
             except (OSError, ValueError, IndexError):
                 pass
             time.sleep(0.02)
@@ -206,12 +210,14 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
                                  stdout=subprocess.PIPE, text=True, env=env, preexec_fn=on({pin}))  # fmt: skip
     try:
         port = collector.stdout.readline().split()[2].rsplit(":", 1)[1]
+        started = _cpu_seconds(collector.pid)  # its start (imports): not the collecting
         sender = subprocess.run([sys.executable, "-c", SENDER, port, str(rate), str(seconds), str(path)],
                                 capture_output=True, text=True, check=True, preexec_fn=on(cpus - {pin}))  # fmt: skip
         sent, elapsed = int(sender.stdout.split()[0]), float(sender.stdout.split()[1])
         time.sleep(0.5)
         collector.send_signal(signal.SIGTERM)
-        output, rss = _wait_rss(collector, collector.stdout)
+        cpu: list = [0.0]
+        output, rss = _wait_rss(collector, collector.stdout, cpu)
     finally:
         if collector.poll() is None:
             collector.kill()
@@ -221,7 +227,13 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
     drops = re.search(r"kernel drops: ([\d,?]+)", final).group(1)
     decoding = re.search(r"decoding ([\d,]+) records/s", final).group(1)
     expected = sum(counts) * (sent // len(counts)) + sum(counts[: sent % len(counts)])
-    return expected, stored, drops, decoding, sent / elapsed, rss
+    return expected, stored, drops, decoding, sent / elapsed, rss, cpu[0] - started
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: IPFIX messages of 30 records (the 54-byte IPv4 records of encode_ipfix's template 256).
@@ -243,7 +255,7 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
             lossless = 0
             for rate in (20_000, 34_000, 40_000, 0):  # 34,000 x 30 records: about 1 M records/s
                 out = Path(tmp) / f"out-{kind}-{rate}"
-                expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, out, kind, pin)
+                expected, stored, drops, decoding, achieved, rss, cpu = collector_run(path, counts, rate, seconds, out, kind, pin)
                 lost = 100 * (1 - stored / expected) if expected else 0.0
                 if stored == expected:
                     lossless = max(lossless, expected / seconds)
@@ -251,7 +263,8 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
                 print(f"collector ({kind} decoder{'' if pin is None else f', on CPU {pin}'}), {pace} (achieved {achieved:,.0f} "
                       f"datagrams/s = {achieved * 30:,.0f} records/s offered) for {seconds:g} s: {expected:,} records sent, "
                       f"{stored:,} stored ({stored / seconds:,.0f} records/s), {lost:.1f}% lost, kernel drops {drops}, "
-                      f"decoding {decoding} records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+                      f"decoding {decoding} records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB; the collector's CPU "
+                      f"{cpu:.1f} s after its start ({1e6 * cpu / max(stored, 1):.2f} us per record stored, receive to Parquet)", flush=True)  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)
             print(f"collector ({kind} decoder): highest rate with every record stored {lossless:,.0f} records/s", flush=True)
 
