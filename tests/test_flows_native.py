@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from alphaqos.flows import netflow
+from alphaqos.flows import netflow, schema
 from alphaqos.flows.native import REASONS, NativeDecoder
 from alphaqos.flows.netflow import Decoder, encode_ipfix, encode_v5, encode_v9
 
@@ -241,3 +241,23 @@ def test_names_of_spoofed_sources_are_forgotten_once_they_hold_nothing(monkeypat
         native.feed(datagram, exporter, received)
     assert native._counters()["names"] <= 16
     assert native.take()["exporter"].unique().to_list() == ["192.0.2.1"] and frame.height > 0
+
+
+def test_grouped_write_makes_the_partitions_of_write_partitioned(tmp_path):
+    # two exporters, records on both sides of midnight UTC, interleaved: the native groups written as
+    # slices (schema.write_grouped) make the files the Python decoder's table makes through write_partitioned
+    datagrams = encode_ipfix(canonical_frame(400, seed=12, base=1_700_000_000_000 + 5_400_000))
+    reference, native = Decoder(window_us=None), NativeDecoder(window_us=None)
+    for datagram in datagrams:
+        for exporter in ("192.0.2.1", "2001:db8::7"):
+            reference.feed(datagram, exporter)
+            native.feed(datagram, exporter)
+    frame, groups = native.build_parts(native.detach())
+    assert len(groups) == 4 and sum(n for *_, n in groups) == frame.height == 800
+    schema.write_grouped(frame, groups, tmp_path / "native", tag="flows")
+    schema.write_partitioned(reference.take(), tmp_path / "python", tag="flows")
+    files = sorted(p.relative_to(tmp_path / "python") for p in (tmp_path / "python").rglob("*.parquet"))
+    assert len(files) == 4 and files == sorted(p.relative_to(tmp_path / "native") for p in (tmp_path / "native").rglob("*.parquet"))
+    for name in files:
+        want, got = pl.read_parquet(tmp_path / "python" / name), pl.read_parquet(tmp_path / "native" / name)
+        assert got.schema == want.schema and got.sort(want.columns).equals(want.sort(want.columns))
