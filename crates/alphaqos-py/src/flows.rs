@@ -6,16 +6,23 @@
 //! computes them in `_columns`: the same templates per (exporter, version,
 //! domain, id) with the same caps and eviction, the same held data sets of
 //! unknown templates, sampler state, sequence-number accounting and problem
-//! reasons. The impossible-record checks are *not* repeated here: Python
-//! applies `schema.impossible` to these columns, the same code the reference
-//! path runs, so the two paths cannot disagree on them.
+//! reasons. The impossible-record checks of `schema.impossible` are applied
+//! here too, in its order and with its reasons (`Columns::reason`); the
+//! tests hold them to the Python path's.
 //!
 //! Datagrams come either one by one (`feed`, for tests and captures) or
 //! straight from a UDP socket's descriptor in batches of `recvmmsg(2)`
 //! (`recv`), with the GIL released while it waits and decodes. The records
-//! wait in column vectors until `detach()` hands them over as one `bytes`
-//! per column (native byte order), read with `numpy.frombuffer`: no Python
-//! object per record.
+//! wait in column vectors until `detach()` builds the canonical table's
+//! columns from them (grouped by exporter and day) and hands them to polars
+//! through the Arrow C data interface (`flows_arrow.rs`): no copy, no
+//! Python object per record.
+//!
+//! Memory: besides the caps on templates and held sets, the sequence and
+//! sampler state keep at most `caps.exporters` keys each (least recently
+//! set evicted, `state_evicted`), and the names of exporters that hold
+//! nothing are forgotten and their ids reused (`State::sweep`), so spoofed
+//! source addresses grow nothing without bound.
 //!
 //! Tests: `tests/test_flows_native.py` (differential against the Python
 //! decoder, with late templates and hostile input).
