@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -59,6 +60,7 @@ def add_circuits_command(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--state-dir", metavar="DIR", help="per-reservation southbound files (default circuits-state)")
     serve.add_argument("--backend", choices=("dry-run", "linux"), help="southbound back-end (default dry-run)")
     serve.add_argument("--device", metavar="DEV", help="the device the linux back-end shapes")
+    serve.add_argument("--workers", metavar="N", type=int, help="server processes on the one database (default 1)")
     serve.set_defaults(handler=_serve)
 
     token = sub.add_parser("token", help="bearer tokens")
@@ -142,14 +144,16 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..errors import ScenarioError
-    from .api import create_app
+    from .api import asgi
     from .errors import Problem
     from .service import CircuitService
     from .topology import Topology
 
-    settings = _settings(args, ("db", "topology", "listen", "hold_timeout", "state_dir", "backend", "device"))
+    settings = _settings(args, ("db", "topology", "listen", "hold_timeout", "state_dir", "backend", "device", "workers"))
     if settings.topology is None:
         raise UsageError("--topology (or ALPHAQOS_CIRCUITS_TOPOLOGY): the scenario whose nodes and links to book")
+    if settings.workers < 1:
+        raise UsageError(f"--workers: expected 1 or more, got {settings.workers}")
     if settings.backend not in ("dry-run", "linux"):
         raise UsageError(f"backend: expected dry-run or linux, got {settings.backend!r}")
     host, _, port = settings.listen.rpartition(":")
@@ -163,12 +167,21 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except Exception as exc:  # the database: a bad URL, unreachable, no permission
         raise UsageError(f"--db {settings.db}: {' '.join(str(exc).split())[:300]}") from None
-    print(f"alphaqos circuits: serving {len(topology.links)} links on http://{host}:{port} (db {settings.db})",
-          file=sys.stderr, flush=True)  # fmt: skip
+    print(f"alphaqos circuits: serving {len(topology.links)} links on http://{host}:{port} (db {settings.db}"
+          f"{f', {settings.workers} processes' if settings.workers > 1 else ''})", file=sys.stderr, flush=True)  # fmt: skip
     # uvloop and httptools when installed (the Makefile installs them): less CPU per request.
-    uvicorn.run(create_app(service), host=host.strip("[]"), port=int(port), log_level="warning", access_log=False,
-                loop="auto", http="auto")  # fmt: skip
+    options = dict(host=host.strip("[]"), port=int(port), log_level="warning", access_log=False, loop="auto", http="auto")
+    if settings.workers == 1:
+        uvicorn.run(asgi(service), **options)
+        service.close()
+        return EXIT_OK
+    # Several processes: each builds its own service from the settings (checked
+    # above, the database migrated), passed down as the environment.
     service.close()
+    for name, value in settings.model_dump().items():
+        if value is not None and name not in ("url", "token"):
+            os.environ[f"ALPHAQOS_CIRCUITS_{name.upper()}"] = str(value)
+    uvicorn.run("alphaqos.circuits.api.app:app_from_env", factory=True, workers=settings.workers, **options)
     return EXIT_OK
 
 

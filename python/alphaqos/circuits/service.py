@@ -35,6 +35,7 @@ Bytes and a deadline
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -117,8 +118,13 @@ def iso(ns: int | None) -> str | None:
     if ns is None:
         return None
     seconds, rest = divmod(ns, NS)
-    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return text + (f".{rest:09d}".rstrip("0") if rest else "") + "Z"
+    return _iso_seconds(seconds) + (f".{rest:09d}".rstrip("0") if rest else "") + "Z"
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_seconds(seconds: int) -> str:
+    # strftime is a good share of a reserve's answer; the same seconds recur.
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 _FRACTION = re.compile(r"(\.\d+)")
