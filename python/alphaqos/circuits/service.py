@@ -478,12 +478,14 @@ class CircuitService:
             self._principals.pop(who.token, None)
             raise Problem(401, f"token revoked at {iso(row[0])}")
 
-    def authenticate(self, authorization: str | None) -> Principal:
+    def authenticate(self, authorization: str | None, *, checked_later: bool = False) -> Principal:
         """The token's owner and role. A token found is remembered for
-        :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
-        transaction). A token revoked in this process is forgotten at once; one
-        revoked by another process is refused by every write transaction here
-        (:meth:`_check_token`) and by reads once its cache entry runs out."""
+        :data:`TOKEN_CACHE_S` seconds (its role and name: no session, no ORM
+        row per request); a cached token is still checked against revocation
+        at every request, by one indexed lookup on the write path's
+        connection, so a token revoked by any process is refused at once
+        everywhere. ``checked_later``: the caller's write transaction checks
+        it (:meth:`_check_token`), so the lookup is not made twice."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
@@ -492,6 +494,13 @@ class CircuitService:
         digest = token_hash(token.strip())
         cached = self._principals.get(digest)
         if cached is not None and cached[1] > time.monotonic():
+            if not checked_later:
+                with self._lock:
+                    row = self._hot.one(_REVOKED, (digest,))
+                    self._hot.rollback()
+                if row is None or row[0] is not None:
+                    self._principals.pop(digest, None)
+                    raise Problem(401, "unknown token" if row is None else f"token revoked at {iso(row[0])}")
             return cached[0]
         with Session(self.reader) as s, s.begin():
             row = s.scalars(select(Token).where(Token.sha256 == digest)).first()

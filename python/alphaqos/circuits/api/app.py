@@ -243,7 +243,7 @@ class FastReserve:
                 break
         authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
         try:
-            who = self.service.authenticate(authorization)
+            who = self.service.authenticate(authorization, checked_later=True)  # reserve checks it in its transaction
             status, content_type = 201, b"application/json"
             data = orjson.dumps(self.service.reserve(who, _object(b"".join(chunks), ReservationIn)))
         except Problem as p:
