@@ -172,6 +172,10 @@ BAD = [
      ["body", "profile", 2, 0], "ordered in time"),
     ({"policing": "gentle"}, ["body", "policing"], "expected one of hard, soft, scavenger"),
     ({"src": None}, ["body", "src"], ""),
+    ({"colour": "red"}, ["body", "colour"], "unexpected field"),
+    ({"src": 7}, ["body", "src"], "required: a host or router"),
+    ({"rate": [1]}, ["body", "rate"], "expected a rate"),
+    ({"margin": "big", "rate": None, "bytes": 10**9, "end": None, "deadline": "END"}, ["body", "margin"], "expected a number"),
 ]
 
 

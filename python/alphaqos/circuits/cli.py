@@ -1,6 +1,6 @@
 """``alphaqos circuits``: the service, its tokens, and a client of its API.
 
-``serve [--db URL] [--topology FILE] [--listen ADDR] [--hold-timeout S] [--state-dir DIR] [--backend B] [--device DEV]``
+``serve [--db URL] [--topology FILE] [--listen ADDR] [--hold-timeout S] [--state-dir DIR] [--backend B] [--device DEV] [--workers N]``
     Run the service (uvicorn). Every option is also an environment variable
     ``ALPHAQOS_CIRCUITS_<OPTION>`` (``ALPHAQOS_CIRCUITS_DB``, ...).
 ``token create --role user|operator|admin [--name NAME] [--db URL]``

@@ -24,6 +24,12 @@ Consistency across processes
     link's bookings are never decided on a stale view, and the index stays
     O(log n) per request however many bookings there are.
 
+The write path
+    Its statements run on the driver's own connection (:mod:`.raw`, sqlite3
+    or psycopg, kept prepared by the driver), not through SQLAlchemy's
+    execution layer, which cost more than the statements; SQLAlchemy keeps
+    the schema, the migrations, the pool and the cold paths.
+
 Bytes and a deadline
     The smallest constant rate that moves ``bytes`` between ``start`` and
     ``deadline`` is ``8 bytes / (deadline - start)``; the service books that
