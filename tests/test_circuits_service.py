@@ -39,17 +39,19 @@ def _db_url(kind: str, tmp: Path, pg_cluster, name: str) -> str:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def service(request, tmp_path_factory):
-    """One server per back-end for the module, with tokens of every role; two
-    server processes (``serve --workers 2``), so that every test also checks
-    that two processes on one database keep each other's bookings, shares and
-    revocations (requests land on either)."""
+    """One server per back-end for the module, with tokens of every role. On
+    SQLite two server processes (``serve --workers 2``), so that every test
+    also checks that two processes on one database keep each other's
+    bookings, shares and revocations (requests land on either); on
+    PostgreSQL one (two more Python start-ups cost the suite's time budget;
+    two instances on one database are the in-process tests' case)."""
     tmp = tmp_path_factory.mktemp(f"circuits-{request.param}")
     cluster = request.getfixturevalue("pg") if request.param == "postgresql" else None
-    server = Server(tmp, _db_url(request.param, tmp, cluster, "api"), workers=2)
+    server = Server(tmp, _db_url(request.param, tmp, cluster, "api"), workers=2 if request.param == "sqlite" else 1)
     server.tokens = {name: server.token(role, name) for name, role in
                      (("alice", "user"), ("bob", "user"), ("olga", "operator"), ("ada", "admin"))}  # fmt: skip
     server.kind = request.param
-    server.start()
+    server.start(timeout=120)  # three Python start-ups on a loaded machine
     try:
         yield server
     finally:

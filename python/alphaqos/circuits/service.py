@@ -96,8 +96,8 @@ _RESERVE = ("INSERT INTO reservations (version, owner, state, src, dst, path, st
 _EVENT = ("INSERT INTO events (reservation_id, action, who, at_ns, old_state, new_state, old_version, new_version, detail) "
           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _LOG = "INSERT INTO booking_log (link_id, version, sign, profile, end_ns) VALUES (?, ?, ?, ?, ?)"
-_LOG_SINCE = ("SELECT version, sign, CAST(profile AS TEXT), end_ns FROM booking_log "
-              "WHERE link_id = ? AND version > ? AND version <= ? ORDER BY id")
+_LOG_SINCE = ("SELECT link_id, version, sign, CAST(profile AS TEXT), end_ns FROM booking_log "
+              "WHERE link_id IN ({}) AND version > ? ORDER BY id")
 #: Log rows every index may have passed: more than ``keep`` versions behind their link's.
 _LOG_PRUNE = "DELETE FROM booking_log WHERE version <= (SELECT version FROM links WHERE links.id = booking_log.link_id) - ?"
 _LINK_BOOKINGS = "SELECT CAST(profile AS TEXT), end_ns FROM bookings WHERE link_id = ?"
@@ -375,35 +375,41 @@ class CircuitService:
             ids = sorted(set(subset))
             query = _VERSIONS_OF.format(placeholders(len(ids)))
             rows = raw.rows(query + " FOR UPDATE" if lock and self.postgresql else query, ids)
-        stale = False
-        for link, version, cap in rows:
-            if link in self._index._cores and self._known.get(link) != version:
-                if not self._follow(raw, link, version, cap):
-                    self._reload(raw, link, version, cap)
-                stale = True
-        return stale
+        stale = {link: (version, cap) for link, version, cap in rows
+                 if link in self._index._cores and self._known.get(link) != version}  # fmt: skip
+        if stale:
+            self._follow(raw, stale)
+        return bool(stale)
 
-    def _follow(self, raw: Raw, link: str, version: int, cap: int | None) -> bool:
-        """Bring ``link``'s index from the version it holds to ``version`` by the
-        log's changes in between (O(changes log n), not a reload of every
-        booking); False if it cannot (never loaded, a failed transaction's
-        leftovers, or a version without its log rows: written otherwise, or
-        pruned), then the caller reloads."""
-        known = self._known.get(link)
-        if known is None or known < 0 or known > version:
-            return False
-        rows = raw.rows(_LOG_SINCE, (link, known, version))
-        if {v for v, *_ in rows} != set(range(known + 1, version + 1)):
-            return False
-        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
-        for _, sign, profile, end in rows:
-            if sign > 0:
-                self._index.book([link], [tuple(p) for p in orjson.loads(profile)], end)
-            elif sign < 0:
-                self._index.release([link], [tuple(p) for p in orjson.loads(profile)], end)
-        self._known[link] = version
-        self.followed += 1
-        return True
+    def _follow(self, raw: Raw, stale: dict[str, tuple[int, int | None]]) -> None:
+        """Bring each stale link's index (``{link: (version, reservable_bps)}``)
+        from the version it holds to the database's by the log's changes in
+        between, read for all of them in one query (O(changes log n), not a
+        reload of every booking); a link that cannot follow is reloaded: never
+        loaded, a failed transaction's leftovers, or a version without its
+        log rows (written otherwise, or pruned)."""
+        known = {link: self._known.get(link) for link in stale}
+        followable = {link: k for link, k in known.items() if k is not None and 0 <= k <= stale[link][0]}
+        changes: dict[str, list[tuple]] = {link: [] for link in followable}
+        if followable:
+            ids = sorted(followable)
+            for link, version, sign, profile, end in raw.rows(_LOG_SINCE.format(placeholders(len(ids))),
+                                                              (*ids, min(followable.values()))):  # fmt: skip
+                if followable[link] < version <= stale[link][0]:
+                    changes[link].append((version, sign, profile, end))
+        for link, (version, cap) in stale.items():
+            rows = changes.get(link)
+            if rows is None or {v for v, *_ in rows} != set(range(followable[link] + 1, version + 1)):
+                self._reload(raw, link, version, cap)
+                continue
+            self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
+            for _, sign, profile, end in rows:
+                if sign > 0:
+                    self._index.book([link], [tuple(p) for p in orjson.loads(profile)], end)
+                elif sign < 0:
+                    self._index.release([link], [tuple(p) for p in orjson.loads(profile)], end)
+            self._known[link] = version
+            self.followed += 1
 
     def _change(self, raw: Raw, resv_id: int, path: list[str], old: tuple | None, new: tuple | None) -> None:
         """Replace a reservation's bookings (``(profile, end)`` or None) on
