@@ -39,6 +39,10 @@ pub struct SendOptions {
 
 struct Queue {
     pending: VecDeque<u64>,
+    /// Blocks on the wire: (block, connection), for the endgame.
+    inflight: Vec<(u64, usize)>,
+    /// Blocks the receiver verified (a duplicate's second ack is ignored).
+    verified: Vec<bool>,
     acked: u64,
     finished: bool,
     error: Option<Fail>,
@@ -51,6 +55,8 @@ struct State {
     stop: AtomicBool,
     sent_blocks: AtomicU64,
     resent: AtomicU64,
+    /// Endgame copies of blocks already on the wire.
+    copies: AtomicU64,
     acked_bytes: AtomicU64,
 }
 
@@ -109,12 +115,13 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let pending: VecDeque<u64> = (0..n).filter(|i| !have[*i as usize]).collect();
     let held_bytes: u64 = (0..n).filter(|i| have[*i as usize]).map(|i| block_span(i, size, o.block).1).sum();
     let state = Arc::new(State {
-        q: Mutex::new(Queue { pending, acked: held, finished: false, error: None }),
+        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), acked: held, finished: false, error: None }),
         cv: Condvar::new(),
         total: n,
         stop: AtomicBool::new(false),
         sent_blocks: AtomicU64::new(0),
         resent: AtomicU64::new(0),
+        copies: AtomicU64::new(0),
         acked_bytes: AtomicU64::new(held_bytes),
     });
     emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": t_hash.elapsed().as_secs_f64(),
@@ -162,10 +169,10 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     emit(&json!({"event": "cc", "base": cc_note}));
     let file = Arc::new(file);
     let mut workers = Vec::new();
-    for c in &conns {
+    for (i, c) in conns.iter().enumerate() {
         let (c, st, f) = (c.clone(), state.clone(), file.clone());
         let block = o.block;
-        workers.push(std::thread::spawn(move || sender_loop(&c, &st, &f, size, block)));
+        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, size, block)));
     }
     // The receiver's acknowledgements.
     let reader = {
@@ -236,6 +243,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
         .collect();
     emit(&json!({"event": "done", "name": name, "size": size, "hash": hash, "seconds": secs, "blocks": n, "held": held,
                  "blocks_sent": state.sent_blocks.load(Ordering::SeqCst), "blocks_resent": state.resent.load(Ordering::SeqCst),
+                 "blocks_copied": state.copies.load(Ordering::SeqCst),
                  "conns": per, "cc": cc_note}));
     Ok(())
 }
@@ -276,18 +284,29 @@ fn fail(st: &State, e: Fail) {
     st.cv.notify_all();
 }
 
-fn sender_loop(c: &Conn, st: &State, file: &File, size: u64, block: u64) {
+/// Takes blocks from the queue; when it is empty, an idle connection sends a
+/// copy of a block still on the wire on another connection (the endgame:
+/// the tail of the file does not wait for the slowest connection, the paced
+/// base one at a small reservation). The first verified copy counts.
+fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u64) {
     let mut buf = vec![0u8; 1 << 20];
     let sock = c.stream.as_raw_fd();
     loop {
-        let index = {
+        let (index, copy) = {
             let mut q = st.q.lock().unwrap();
             loop {
                 if st.stop.load(Ordering::SeqCst) || q.error.is_some() || q.finished {
                     return;
                 }
                 if let Some(i) = q.pending.pop_front() {
-                    break i;
+                    q.inflight.push((i, me));
+                    break (i, false);
+                }
+                let copies = |b: u64, q: &Queue| q.inflight.iter().filter(|(x, _)| *x == b).count();
+                let spare = q.inflight.iter().find(|(b, c)| *c != me && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
+                if let Some(i) = spare {
+                    q.inflight.push((i, me));
+                    break (i, true);
                 }
                 q = st.cv.wait(q).unwrap();
             }
@@ -302,7 +321,7 @@ fn sender_loop(c: &Conn, st: &State, file: &File, size: u64, block: u64) {
         match r {
             Ok(()) => {
                 c.bytes.fetch_add(len, Ordering::SeqCst);
-                st.sent_blocks.fetch_add(1, Ordering::SeqCst);
+                (if copy { &st.copies } else { &st.sent_blocks }).fetch_add(1, Ordering::SeqCst);
             }
             Err(e) => {
                 if !st.stop.load(Ordering::SeqCst) {
@@ -349,11 +368,16 @@ fn control_reader(r: &mut TcpStream, st: &State, size: u64, block: u64) {
             Some("ack") => {
                 let i = msg["block"].as_u64().unwrap_or(u64::MAX);
                 let mut q = st.q.lock().unwrap();
-                if msg["ok"].as_bool() == Some(true) {
+                if i >= st.total || q.verified[i as usize] {
+                    // A late copy of a block already verified (endgame).
+                } else if msg["ok"].as_bool() == Some(true) {
+                    q.verified[i as usize] = true;
+                    q.inflight.retain(|e| e.0 != i);
                     q.acked += 1;
                     st.acked_bytes.fetch_add(block_span(i.min(block_count(size, block) - 1), size, block).1, Ordering::SeqCst);
                 } else {
                     st.resent.fetch_add(1, Ordering::SeqCst);
+                    q.inflight.retain(|e| e.0 != i);
                     q.pending.push_back(i);
                 }
                 drop(q);
@@ -363,9 +387,14 @@ fn control_reader(r: &mut TcpStream, st: &State, size: u64, block: u64) {
                 let blocks: Vec<u64> = msg["blocks"].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
                 let mut q = st.q.lock().unwrap();
                 for i in blocks {
+                    if i >= st.total || !q.verified[i as usize] {
+                        continue;
+                    }
+                    q.verified[i as usize] = false;
                     q.acked -= 1;
                     st.acked_bytes.fetch_sub(block_span(i, size, block).1, Ordering::SeqCst);
                     st.resent.fetch_add(1, Ordering::SeqCst);
+                    q.inflight.retain(|e| e.0 != i);
                     q.pending.push_back(i);
                 }
                 drop(q);
