@@ -44,6 +44,9 @@ struct Queue {
     /// Blocks the receiver verified (a duplicate's second ack is ignored).
     verified: Vec<bool>,
     acked: u64,
+    /// `done` was sent for the current set of acknowledgements (a `resend`
+    /// clears it: the blocks come again, then `done` again).
+    done_sent: bool,
     finished: bool,
     error: Option<Fail>,
 }
@@ -115,7 +118,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let pending: VecDeque<u64> = (0..n).filter(|i| !have[*i as usize]).collect();
     let held_bytes: u64 = (0..n).filter(|i| have[*i as usize]).map(|i| block_span(i, size, o.block).1).sum();
     let state = Arc::new(State {
-        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), acked: held, finished: false, error: None }),
+        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), acked: held, done_sent: false, finished: false, error: None }),
         cv: Condvar::new(),
         total: n,
         stop: AtomicBool::new(false),
@@ -191,13 +194,17 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     }
 
     let t0 = Instant::now();
-    let mut done_sent = false;
     let mut last = (t0, vec![0u64; conns.len()]);
     let outcome = loop {
-        let (finished, error) = {
+        let (finished, error, send_done) = {
             let q = state.q.lock().unwrap();
-            let q = state.cv.wait_timeout_while(q, o.interval.saturating_sub(last.0.elapsed()), |q| !q.finished && q.error.is_none() && (q.acked < state.total || done_sent)).unwrap().0;
-            (q.finished, q.error.clone())
+            let timeout = o.interval.saturating_sub(last.0.elapsed());
+            let mut q = state.cv.wait_timeout_while(q, timeout, |q| !q.finished && q.error.is_none() && (q.acked < state.total || q.done_sent)).unwrap().0;
+            let send_done = !q.finished && q.error.is_none() && q.acked >= state.total && !q.done_sent;
+            if send_done {
+                q.done_sent = true;
+            }
+            (q.finished, q.error.clone(), send_done)
         };
         if let Some(e) = error {
             break Err(e);
@@ -205,12 +212,8 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
         if finished {
             break Ok(());
         }
-        let all_acked = state.q.lock().unwrap().acked >= state.total;
-        if all_acked && !done_sent {
+        if send_done {
             proto::write_msg(&mut ctl, &json!({"type": "done"})).map_err(Fail::io)?;
-            done_sent = true;
-        } else if !all_acked {
-            done_sent = false;
         }
         if last.0.elapsed() >= o.interval {
             let now = Instant::now();
@@ -292,7 +295,7 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u
     let mut buf = vec![0u8; 1 << 20];
     let sock = c.stream.as_raw_fd();
     loop {
-        let (index, copy) = {
+        let index = {
             let mut q = st.q.lock().unwrap();
             loop {
                 if st.stop.load(Ordering::SeqCst) || q.error.is_some() || q.finished {
@@ -300,13 +303,15 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u
                 }
                 if let Some(i) = q.pending.pop_front() {
                     q.inflight.push((i, me));
-                    break (i, false);
+                    st.sent_blocks.fetch_add(1, Ordering::SeqCst);
+                    break i;
                 }
                 let copies = |b: u64, q: &Queue| q.inflight.iter().filter(|(x, _)| *x == b).count();
                 let spare = q.inflight.iter().find(|(b, c)| *c != me && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
                 if let Some(i) = spare {
                     q.inflight.push((i, me));
-                    break (i, true);
+                    st.copies.fetch_add(1, Ordering::SeqCst);
+                    break i;
                 }
                 q = st.cv.wait(q).unwrap();
             }
@@ -321,7 +326,6 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u
         match r {
             Ok(()) => {
                 c.bytes.fetch_add(len, Ordering::SeqCst);
-                (if copy { &st.copies } else { &st.sent_blocks }).fetch_add(1, Ordering::SeqCst);
             }
             Err(e) => {
                 if !st.stop.load(Ordering::SeqCst) {
@@ -386,6 +390,7 @@ fn control_reader(r: &mut TcpStream, st: &State, size: u64, block: u64) {
             Some("resend") => {
                 let blocks: Vec<u64> = msg["blocks"].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
                 let mut q = st.q.lock().unwrap();
+                q.done_sent = false;
                 for i in blocks {
                     if i >= st.total || !q.verified[i as usize] {
                         continue;
