@@ -61,6 +61,7 @@ struct State {
     /// Endgame copies of blocks already on the wire.
     copies: AtomicU64,
     acked_bytes: AtomicU64,
+    held_bytes: u64,
 }
 
 struct Conn {
@@ -126,6 +127,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
         resent: AtomicU64::new(0),
         copies: AtomicU64::new(0),
         acked_bytes: AtomicU64::new(held_bytes),
+        held_bytes,
     });
     emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": t_hash.elapsed().as_secs_f64(),
                  "blocks": n, "held": held, "block": o.block, "streams": o.streams, "session": session}));
@@ -469,6 +471,12 @@ fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (I
     }
     last.0 = now;
     let acked = st.q.lock().unwrap().acked;
-    emit(&json!({"event": "progress", "t": now.duration_since(t0).as_secs_f64(), "bytes_done": st.acked_bytes.load(Ordering::SeqCst),
+    // Bytes at the receiver by TCP's count (held blocks plus what the peer
+    // acknowledged on each connection, less the framing): finer than whole
+    // blocks, for the deadline loop.
+    let wire: u64 = per.iter().map(|c| c["bytes_acked"].as_u64().unwrap_or(0)).sum();
+    let framing = 13 * conns.len() as u64 + proto::BLOCK_HEADER as u64 * (st.sent_blocks.load(Ordering::SeqCst) + st.copies.load(Ordering::SeqCst));
+    let delivered = (st.held_bytes + wire.saturating_sub(framing)).min(size).max(st.acked_bytes.load(Ordering::SeqCst));
+    emit(&json!({"event": "progress", "t": now.duration_since(t0).as_secs_f64(), "bytes_delivered": delivered, "bytes_done": st.acked_bytes.load(Ordering::SeqCst),
                  "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per}));
 }

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -75,6 +76,8 @@ def add_transfer_command(commands: argparse._SubParsersAction) -> None:
     send.add_argument("--hysteresis", type=float, default=0.05,
                       help="modify the reservation when the need differs by more than this fraction (default 0.05)")  # fmt: skip
     send.add_argument("--interval", default="1s", help="deadline loop period (default 1s)")
+    send.add_argument("--guard", default=None,
+                      help="plan to finish this long before the deadline (default: two intervals)")  # fmt: skip
     send.add_argument("--cc", default=None,
                       help="base connection's congestion control: alphaqos_base, pacing-only, or a kernel one "
                            "(default: alphaqos_base when available, else pacing alone)")  # fmt: skip
@@ -202,8 +205,9 @@ def _send(args: argparse.Namespace) -> int:
     try:
         block = units.parse_size(args.block)
         interval = units.parse_time(args.interval) / 1e9
+        guard = 2 * interval if args.guard is None else units.parse_time(args.guard) / 1e9
     except ValueError as exc:
-        raise TransferError(f"--block/--interval: {exc}") from None
+        raise TransferError(f"--block/--interval/--guard: {exc}") from None
     if not 1 <= args.streams <= 64:
         raise TransferError(f"--streams {args.streams}: must be from 1 to 64")
     if not 1 <= args.margin <= 10:
@@ -225,7 +229,8 @@ def _send(args: argparse.Namespace) -> int:
 
     circuit = None
     t0 = time.time()
-    loop = DeadlineLoop(size=size, deadline_s=deadline - t0, margin=args.margin, hysteresis=args.hysteresis, cap_bps=cap)
+    loop = DeadlineLoop(size=size, deadline_s=deadline - t0, margin=args.margin, hysteresis=args.hysteresis, cap_bps=cap,
+                        guard_s=guard)  # fmt: skip
     if args.circuit is not None:
         token = args.token or os.environ.get("ALPHAQOS_CIRCUITS_TOKEN")
         circuit = Circuit(args.circuit, token)
@@ -283,31 +288,33 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
             except ValueError:
                 continue
             kind = e.get("event")
+            if kind == "progress" and _newer_progress(lines):
+                continue  # late: act on the newest report only
             if kind == "start":
                 start_t = time.time()
             elif kind == "progress":
                 c0 = time.perf_counter()
                 t = time.time() - t0
-                proposal = loop.proposal(t, e["bytes_done"])
+                proposal = loop.proposal(t, e["bytes_delivered"])
                 changed = None
                 if proposal is not None:
                     try:
-                        bps = circuit.modify(proposal) if circuit is not None else proposal
+                        bps = _modify(circuit, proposal, loop.reserved_bps) if circuit is not None else proposal
                     except CircuitError as exc:
-                        if not args.json:
-                            print(f"alphaqos: note: the circuit kept {loop.reserved_bps} bit/s: {exc}", file=sys.stderr)
+                        print(f"alphaqos: note: the circuit kept {loop.reserved_bps} bit/s: {exc}", file=sys.stderr)
                     else:
                         loop.applied(t, bps)
-                        proc.stdin.write(json.dumps({"rate_bps": bps}) + "\n")  # type: ignore[union-attr]
-                        proc.stdin.flush()  # type: ignore[union-attr]
+                        with contextlib.suppress(OSError):  # the mover has just finished
+                            proc.stdin.write(json.dumps({"rate_bps": bps}) + "\n")  # type: ignore[union-attr]
+                            proc.stdin.flush()  # type: ignore[union-attr]
                         changed = bps
                 loop_cost[0] += time.perf_counter() - c0
                 loop_cost[1] += 1
                 base = e["conns"][0]
                 extra = sum(c["bps"] for c in e["conns"][1:])
                 base_samples.append((t, base["bps"], e["rate_bps"]))
-                row = {"t": round(t, 3), "bytes_done": e["bytes_done"], "bytes_total": size,
-                       "needed_bps": _need(size - e["bytes_done"], deadline - time.time(), loop.margin),
+                row = {"t": round(t, 3), "bytes_done": e["bytes_done"], "bytes_delivered": e["bytes_delivered"], "bytes_total": size,
+                       "needed_bps": _need(size - e["bytes_delivered"], deadline - time.time(), loop.margin),
                        "reserved_bps": loop.reserved_bps, "base_bps": round(base["bps"]), "additional_bps": round(extra),
                        "rtt_us": [c["rtt_us"] for c in e["conns"]], "retrans": [c["total_retrans"] for c in e["conns"]],
                        "time_left_s": round(deadline - time.time(), 3), "changed_bps": changed}  # fmt: skip
@@ -342,6 +349,24 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
         for text in _report_lines(report):
             print(text)
     return EXIT_OK
+
+
+def _newer_progress(lines: queue.Queue) -> bool:
+    """Whether a later progress report already waits (the front fell behind)."""
+    with lines.mutex:
+        return any(item is not None and '"progress"' in item for item in lines.queue)
+
+
+def _modify(circuit: Circuit, bps: int, current: int) -> int:
+    """Modify the circuit to ``bps``; refused for capacity, take the largest
+    rate the path has if that is still an increase."""
+    try:
+        return circuit.modify(bps)
+    except CircuitError as exc:
+        most = exc.doc.get("max_bookable_bps")
+        if exc.doc.get("status") == 409 and isinstance(most, int) and current < most < bps:
+            return circuit.modify(most)
+        raise
 
 
 def _need(bytes_left: int, time_left: float, margin: float) -> int | None:

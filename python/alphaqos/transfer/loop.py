@@ -47,6 +47,10 @@ class DeadlineLoop:
     #: The largest rate the path or the flags allow (None: the service decides).
     cap_bps: int | None = None
     reserved_bps: int = 0
+    #: Aim to finish this long before the deadline (seconds): the loop reacts
+    #: an interval late and the service's answer takes time, so a plan for
+    #: the deadline itself would end just after it.
+    guard_s: float = 0.0
     #: The reservation's steps: (t, bit/s), ascending.
     steps: list[tuple[float, int]] = field(default_factory=list)
 
@@ -57,7 +61,10 @@ class DeadlineLoop:
     def proposal(self, t: float, bytes_done: int) -> int | None:
         """The rate to reserve at ``t`` with ``bytes_done`` delivered, or None
         when the reservation is within the hysteresis of the need."""
-        need = needed_rate_bps(self.size - bytes_done, self.deadline_s - t, self.margin)
+        left = self.deadline_s - t
+        if left <= 0:
+            return None  # past the deadline: the reservation has ended, nothing to modify
+        need = needed_rate_bps(self.size - bytes_done, max(left - self.guard_s, min(left, self.guard_s / 2)), self.margin)
         if need == 0:
             return None
         need = max(MIN_RATE_BPS, need if math.isfinite(need) else self.cap_bps or self.reserved_bps)
