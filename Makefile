@@ -78,6 +78,7 @@ bench: build
 	$(PY) benches/flows_decode.py
 	$(PY) benches/circuits.py
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
+	$(PY) benches/transfer.py
 
 clean:
 	rm -rf $(VENV) target runs

@@ -289,8 +289,8 @@ fn fail(st: &State, e: Fail) {
     st.cv.notify_all();
 }
 
-/// Takes blocks from the queue; when it is empty, an idle connection sends a
-/// copy of a block still on the wire on another connection (the endgame:
+/// Takes blocks from the queue; when it is empty, an idle additional
+/// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
 fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u64) {
@@ -309,7 +309,9 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u
                     break i;
                 }
                 let copies = |b: u64, q: &Queue| q.inflight.iter().filter(|(x, _)| *x == b).count();
-                let spare = q.inflight.iter().find(|(b, c)| *c != me && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
+                // Only blocks of the paced base connection (0) are copied: the
+                // unpaced ones finish theirs about as fast as a copy would.
+                let spare = q.inflight.iter().find(|(b, c)| *c == 0 && me != 0 && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
                 if let Some(i) = spare {
                     q.inflight.push((i, me));
                     st.copies.fetch_add(1, Ordering::SeqCst);
