@@ -82,3 +82,39 @@ bench: build
 
 clean:
 	rm -rf $(VENV) target runs
+
+# The base flow's congestion control in BPF, alphaqos_base (docs/transfer-bpf.md):
+# target/bpf/alphaqos_base.bpf.o, compiled with Debian's clang against a
+# vmlinux.h dumped from the running kernel's BTF. Part of `make build` where
+# clang, bpftool and libbpf's headers are present (a note otherwise, and the
+# tests that need it skip saying so); `make test` installs them first. The
+# crate's helper binary (target/release/alphaqos-bpfcc) is built with it.
+BPF_OBJ := target/bpf/alphaqos_base.bpf.o
+BPF_DEBIAN_PACKAGES := clang libbpf-dev bpftool
+.PHONY: bpf bpf-deps bpfcc
+build: bpf bpfcc
+pytest: bpf-deps
+bpfcc:
+	cargo build --release -p alphaqos-bpfcc -q
+bpf:
+	@if command -v clang >/dev/null && command -v bpftool >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] && [ -r /sys/kernel/btf/vmlinux ]; then \
+		$(MAKE) --no-print-directory $(BPF_OBJ); \
+	else \
+		echo "note: alphaqos_base (BPF) not built: needs clang, bpftool, libbpf-dev ($(BPF_DEBIAN_PACKAGES)) and /sys/kernel/btf/vmlinux; transfers fall back to pacing alone"; \
+	fi
+$(BPF_OBJ): bpf/alphaqos_base.bpf.c bpf/alphaqos_base.h
+	@mkdir -p target/bpf
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > target/bpf/vmlinux.h.tmp && mv target/bpf/vmlinux.h.tmp target/bpf/vmlinux.h
+	clang -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86 -I target/bpf -I bpf -c bpf/alphaqos_base.bpf.c -o $@.tmp && mv $@.tmp $@
+bpf-deps:
+	@missing=$$(for p in $(BPF_DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing) \
+			|| echo "note: could not install $$missing: alphaqos_base (BPF) is not built and its tests skip"; \
+	fi
+	@$(MAKE) --no-print-directory bpf
+cargo-test: cargo-test-bpfcc
+.PHONY: cargo-test-bpfcc
+cargo-test-bpfcc:
+	cargo test --profile ci-test -p alphaqos-bpfcc -q
