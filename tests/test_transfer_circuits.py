@@ -40,15 +40,15 @@ def test_two_transfers_over_capacity(tmp_path, capsys):
     first = None
     try:
         with receiver(tmp_path / "in") as rx:
-            a = make_file(tmp_path / "a.bin", 8 * MiB, seed=5)
+            a = make_file(tmp_path / "a.bin", 5 * MiB, seed=5)
             b = make_file(tmp_path / "b.bin", 8 * MiB, seed=6)
             circuit = ["--circuit", server.url, "--token", token, "--src", "H1", "--dst", "H2"]
             # A token the service does not know (this also loads the client in this process).
             status, _, err = send(capsys, str(b), rx.addr, "--deadline", "60s", "--circuit", server.url, "--token", "aqc_nope",
                                   "--src", "H1", "--dst", "H2")  # fmt: skip
             assert status == 2 and "refused the token" in err, err
-            # 8 MiB by 12 s: 8 x 8 MiB / 12 s x 1.1 = 6.2 Mbit/s, on one paced connection.
-            first = subprocess.Popen([sys.executable, "-m", "alphaqos", "transfer", "send", str(a), rx.addr, "--deadline", "12s",
+            # 5 MiB by 9 s: 8 x 5 MiB / 9 s x 1.1 = 5.1 Mbit/s, on one paced connection.
+            first = subprocess.Popen([sys.executable, "-m", "alphaqos", "transfer", "send", str(a), rx.addr, "--deadline", "9s",
                                       "--streams", "1", "--interval", "250ms", "--cc", "pacing-only", "--block", "1MiB", "--json",
                                       *circuit], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
             headers = {"Authorization": f"Bearer {token}"}
@@ -59,7 +59,7 @@ def test_two_transfers_over_capacity(tmp_path, capsys):
                 time.sleep(0.05)
             else:
                 raise AssertionError(f"the first transfer never reserved: {first.stderr.read() if first.poll() is not None else ''}")
-            # 8 MiB by 5 s: 14.8 Mbit/s more, beyond the 16 Mbit/s with the first's 6.2.
+            # 8 MiB by 5 s: 14.8 Mbit/s more, beyond the 16 Mbit/s with the first's 5.1.
             status, _, err = send(capsys, str(b), rx.addr, "--deadline", "5s", *circuit)
             assert status == 2, err
             assert "infeasible" in err and "earliest finish" in err, err
