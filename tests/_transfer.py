@@ -37,7 +37,9 @@ class Receiver:
         self.port = free_port()
         self.addr = f"{listen}:{self.port}"
         self.log = directory.parent / f"serve-{self.port}.log"
-        prefix = ["ip", "netns", "exec", netns] if netns else []
+        # nsenter --net keeps the mount namespace (ip netns exec remounts /sys,
+        # hiding the pinned BPF map of alphaqos_base).
+        prefix = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen([*prefix, binary(), "serve", "--listen", self.addr, "--dir", str(directory)],
                                          stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))  # fmt: skip
