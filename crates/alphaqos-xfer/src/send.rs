@@ -37,12 +37,17 @@ pub struct SendOptions {
     pub connect_timeout: Duration,
 }
 
+/// A block whose copy at the receiver fails its xxh3 this often ends the transfer.
+const MAX_BLOCK_FAILURES: u8 = 4;
+
 struct Queue {
     pending: VecDeque<u64>,
     /// Blocks on the wire: (block, connection), for the endgame.
     inflight: Vec<(u64, usize)>,
     /// Blocks the receiver verified (a duplicate's second ack is ignored).
     verified: Vec<bool>,
+    /// Failed checks per block (the hashes are taken once, before sending).
+    failures: Vec<u8>,
     acked: u64,
     /// `done` was sent for the current set of acknowledgements (a `resend`
     /// clears it: the blocks come again, then `done` again).
@@ -101,7 +106,8 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let mut ctl = connect()?;
     let t_hash = Instant::now();
     emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size}));
-    let hash = whole_hash(&file).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
+    let (hash, block_hashes) = hash_file(&file, size, o.block).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
+    let block_hashes = Arc::new(block_hashes);
     ctl.write_all(proto::MAGIC_CONTROL).map_err(Fail::io)?;
     proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "hash": hash, "block": o.block, "force": o.force}))
         .map_err(Fail::io)?;
@@ -119,7 +125,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let pending: VecDeque<u64> = (0..n).filter(|i| !have[*i as usize]).collect();
     let held_bytes: u64 = (0..n).filter(|i| have[*i as usize]).map(|i| block_span(i, size, o.block).1).sum();
     let state = Arc::new(State {
-        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), acked: held, done_sent: false, finished: false, error: None }),
+        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), failures: vec![0; n as usize], acked: held, done_sent: false, finished: false, error: None }),
         cv: Condvar::new(),
         total: n,
         stop: AtomicBool::new(false),
@@ -175,9 +181,9 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let file = Arc::new(file);
     let mut workers = Vec::new();
     for (i, c) in conns.iter().enumerate() {
-        let (c, st, f) = (c.clone(), state.clone(), file.clone());
+        let (c, st, f, hashes) = (c.clone(), state.clone(), file.clone(), block_hashes.clone());
         let block = o.block;
-        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, size, block)));
+        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, &hashes, size, block)));
     }
     // The receiver's acknowledgements.
     let reader = {
@@ -253,31 +259,25 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     Ok(())
 }
 
-fn whole_hash(file: &File) -> io::Result<String> {
+/// One pass over the file: its BLAKE3 and every block's xxh3-64.
+fn hash_file(file: &File, size: u64, block: u64) -> io::Result<(String, Vec<u64>)> {
     let mut h = blake3::Hasher::new();
+    let mut blocks = Vec::with_capacity(block_count(size, block) as usize);
     let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0u64;
-    loop {
-        let got = file.read_at(&mut buf, off)?;
-        if got == 0 {
-            break;
+    for i in 0..block_count(size, block) {
+        let (off, len) = block_span(i, size, block);
+        let mut x = xxhash_rust::xxh3::Xxh3::new();
+        let mut done = 0u64;
+        while done < len {
+            let take = ((len - done) as usize).min(buf.len());
+            file.read_exact_at(&mut buf[..take], off + done)?;
+            h.update(&buf[..take]);
+            x.update(&buf[..take]);
+            done += take as u64;
         }
-        h.update(&buf[..got]);
-        off += got as u64;
+        blocks.push(x.digest());
     }
-    Ok(h.finalize().to_hex().to_string())
-}
-
-fn block_hash(file: &File, off: u64, len: u64, buf: &mut [u8]) -> io::Result<u64> {
-    let mut x = xxhash_rust::xxh3::Xxh3::new();
-    let mut done = 0u64;
-    while done < len {
-        let take = ((len - done) as usize).min(buf.len());
-        file.read_exact_at(&mut buf[..take], off + done)?;
-        x.update(&buf[..take]);
-        done += take as u64;
-    }
-    Ok(x.digest())
+    Ok((h.finalize().to_hex().to_string(), blocks))
 }
 
 fn fail(st: &State, e: Fail) {
@@ -293,8 +293,7 @@ fn fail(st: &State, e: Fail) {
 /// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
-fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u64) {
-    let mut buf = vec![0u8; 1 << 20];
+fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], size: u64, block: u64) {
     let sock = c.stream.as_raw_fd();
     loop {
         let index = {
@@ -322,8 +321,7 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, size: u64, block: u
         };
         let (off, len) = block_span(index, size, block);
         let r = (|| -> io::Result<()> {
-            let h = block_hash(file, off, len, &mut buf)?;
-            (&c.stream).write_all(&proto::block_header(index, len as u32, h))?;
+            (&c.stream).write_all(&proto::block_header(index, len as u32, hashes[index as usize]))?;
             sendfile_all(sock, file.as_raw_fd(), off, len)?;
             Ok(())
         })();
@@ -386,6 +384,12 @@ fn control_reader(r: &mut TcpStream, st: &State, size: u64, block: u64) {
                 } else {
                     st.resent.fetch_add(1, Ordering::SeqCst);
                     q.inflight.retain(|e| e.0 != i);
+                    q.failures[i as usize] += 1;
+                    if q.failures[i as usize] >= MAX_BLOCK_FAILURES {
+                        drop(q);
+                        fail(st, Fail::other(format!("block {i} failed its check {MAX_BLOCK_FAILURES} times (the file changed while sent, or a path that corrupts data)")));
+                        return;
+                    }
                     q.pending.push_back(i);
                 }
                 drop(q);
