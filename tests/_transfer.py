@@ -78,7 +78,10 @@ def receiver(directory: Path, **kw):
 def send(capsys, *args: str) -> tuple[int, list[dict], str]:
     """``alphaqos transfer send ... --json`` in-process: (status, JSON lines, stderr)."""
     capsys.readouterr()
-    status = main(["transfer", "send", *args, "--json"])
+    # Paced alone unless a test asks: the default would register the BPF
+    # controller on the host and leave it there (tests/test_transfer_bpf.py's).
+    cc = [] if "--cc" in args else ["--cc", "pacing-only"]
+    status = main(["transfer", "send", *args, *cc, "--json"])
     out, err = capsys.readouterr()
     return status, [json.loads(line) for line in out.splitlines() if line.startswith("{")], err
 

@@ -120,9 +120,11 @@ def _serve(args: argparse.Namespace) -> int:
             print(_serve_line(e), flush=True)
         proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
         return 130
+    finally:  # also on SIGTERM (raised as an exception by alphaqos.cli)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
     if proc.returncode != 0:
         err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()  # type: ignore[union-attr]
         raise TransferError(err[-1].removeprefix("alphaqos-xfer: error: ") if err else f"alphaqos-xfer exited {proc.returncode}",
@@ -327,12 +329,14 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
             elif kind == "error":
                 error = e
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
         if bar:
             bar.close()
         print("alphaqos: interrupted (send again with the same arguments to resume)", file=sys.stderr)
         return 130
+    finally:  # also on SIGTERM (raised as an exception by alphaqos.cli)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
     proc.wait()
     if bar:
         bar.close()
