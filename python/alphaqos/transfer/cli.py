@@ -280,6 +280,7 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
     start_t = None
     loop_cost = [0.0, 0]
     base_samples: list[tuple[float, float, float]] = []
+    ended = False
     try:
         while True:
             line = lines.get()
@@ -328,13 +329,14 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
                 final = e
             elif kind == "error":
                 error = e
+        ended = True
     except KeyboardInterrupt:
         if bar:
             bar.close()
         print("alphaqos: interrupted (send again with the same arguments to resume)", file=sys.stderr)
         return 130
     finally:  # also on SIGTERM (raised as an exception by alphaqos.cli)
-        if proc.poll() is None:
+        if not ended and proc.poll() is None:
             proc.terminate()
             proc.wait()
     proc.wait()
