@@ -128,3 +128,30 @@ def _closed_port() -> int:
     from _transfer import free_port
 
     return free_port()
+
+
+def test_deadline_loop_rule():
+    """needed = bytes left x 8 / (time left - guard) x margin (the third
+    document's dynamic reservation), applied past the hysteresis only; the
+    integral is the step function's."""
+    from alphaqos.transfer.loop import MIN_RATE_BPS, DeadlineLoop, needed_rate_bps
+
+    assert needed_rate_bps(10**9, 100.0, 1.1) == 88_000_000
+    assert needed_rate_bps(0, 10.0, 1.1) == 0
+    loop = DeadlineLoop(size=10**9, deadline_s=100.0, margin=1.1, hysteresis=0.05, guard_s=0.0)
+    loop.start(88_000_000)
+    assert loop.proposal(0.0, 0) is None  # on plan
+    assert loop.proposal(50.0, 5 * 10**8) is None  # still 88 Mbit/s needed
+    assert loop.proposal(50.0, 6 * 10**8) == 70_400_000  # ahead: 4e8 B x 8 / 50 s x 1.1
+    loop.applied(50.0, 70_400_000)
+    assert loop.proposal(60.0, 681 * 10**6) is None  # 70.18 Mbit/s: within 5 %
+    assert loop.integral_bits(100.0) == 88_000_000 * 50 + 70_400_000 * 50
+    assert loop.mean_bps(100.0) == (88_000_000 + 70_400_000) / 2
+    assert loop.proposal(99.99, 10**9 - 10) == MIN_RATE_BPS  # the floor near the end
+    assert loop.proposal(100.5, 0) is None  # past the deadline: nothing to modify
+    capped = DeadlineLoop(size=10**9, deadline_s=100.0, cap_bps=50_000_000)
+    capped.start(50_000_000)
+    assert capped.proposal(10.0, 0) is None  # needs more than the cap: stays at the cap
+    guarded = DeadlineLoop(size=10**9, deadline_s=100.0, margin=1.0, guard_s=20.0)
+    guarded.start(1)
+    assert guarded.proposal(0.0, 0) == 100_000_000  # plans for 80 s
