@@ -155,3 +155,23 @@ def test_deadline_loop_rule():
     guarded = DeadlineLoop(size=10**9, deadline_s=100.0, margin=1.0, guard_s=20.0)
     guarded.start(1)
     assert guarded.proposal(0.0, 0) == 100_000_000  # plans for 80 s
+
+
+def test_full_disk_refused_up_front(tmp_path, capsys):
+    """A receiver without room for the file refuses it at the hello (its
+    space is reserved with fallocate before any data moves): one line, exit
+    status 2, nothing left behind."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], check=True)
+    try:
+        src = make_file(tmp_path / "f.bin", 4 * MiB, seed=8)
+        with receiver(small / "in") as r:
+            status, _, err = send(capsys, str(src), r.addr, "--deadline", "30s", "--rate", "1Gbps", "--block", "1MiB")
+            assert status == 2 and "no space left on the receiver" in err, err
+            assert err.count("\n") == 1
+            assert list(r.dir.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
