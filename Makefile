@@ -20,7 +20,7 @@ setup: $(STAMP)
 # and of the circuit emulator (target/release/alphaqos-emu, `alphaqos emulate`).
 build: setup
 	. $(VENV)/bin/activate && maturin develop --release -q
-	cargo build --release -p alphaqos-emu -q
+	cargo build --release -p alphaqos-emu -p alphaqos-xfer -q
 
 # The first document's experiment 1: one shared FIFO, then the alpha flow in
 # a queue of its own (compare the ping RTT in the two summaries and plots);
@@ -41,7 +41,7 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -q
+	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -p alphaqos-xfer -q
 
 # Two passes: the tests that measure real time or make network namespaces
 # run alone (marked `serial` in tests/conftest.py), the rest on two workers,
@@ -87,6 +87,7 @@ bench: build
 	$(PY) benches/flows_decode.py
 	$(PY) benches/circuits.py
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
+	$(PY) benches/transfer.py
 
 clean:
 	rm -rf $(VENV) target runs

@@ -286,6 +286,10 @@ def _parser() -> argparse.ArgumentParser:
     from .circuits.cli import add_circuits_command
 
     add_circuits_command(commands)
+
+    from .transfer.cli import add_transfer_command
+
+    add_transfer_command(commands)
     return parser
 
 
