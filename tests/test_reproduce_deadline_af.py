@@ -163,7 +163,8 @@ def test_the_queue_finding_names_a_queue_where_both_flows_fall_below_95_percent(
     measured[f"queue/{q_before}"] = {**before, "base_bps": held}
     measured[f"queue/{q}"] = {**last, "base_bps": {k: 0.9 * v for k, v in held.items()}}
     found = next(f for f in deadline_af.findings(measured) if f.claim.startswith(claim))
-    assert f"at {q:,} packets both fall below 95 % of the CTR (225 and 225 Mbps)" in found.evidence
+    assert f"at {q:,} packets both fall below 95% of the CTR (225 and 225 Mbps)" in found.evidence
+    assert "not held through the longest queue (21 ms) and not held through the longest queue (101 ms)" in found.evidence
     assert found.direction is False and found.grade == "fails"
     measured[f"queue/{q}"] = {**last, "base_bps": held}
     found = next(f for f in deadline_af.findings(measured) if f.claim.startswith(claim))

@@ -19,7 +19,13 @@
     only, fails), ``results.json``, plots and every
     run's scenario. ``--quick`` shortens the timelines (about a minute).
     Exit status 0 if every finding holds, 1 otherwise (see
-    :mod:`alphaqos.reproduce.grading`).
+    :mod:`alphaqos.reproduce.grading`; a finding may also be "not graded").
+
+``alphaqos reproduce-summary DIR... [--save FILE]``
+    Count the graded findings of reproduction report directories per
+    document and grade (holds, direction only, fails, not graded) with the
+    mode and commit each came from, as a markdown table (the README's);
+    ``--save`` also writes the graded findings it counted (JSON).
 
 ``alphaqos reference [--out FILE]``
     Write ``docs/scenario-reference.md``: every key of a scenario and a

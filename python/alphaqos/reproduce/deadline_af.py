@@ -34,7 +34,10 @@ Three studies, as the slides' NS2 evaluation:
    reserved bandwidth (time average of what is booked on the bottleneck,
    as a share of its capacity) and the call loss rate against the arrival
    rate, compared at the largest arrival rate at which no method loses a
-   call (the slides: 32.9 / 18.0 / 8.0 %).
+   call (the slides: 32.9 / 18.0 / 8.0 %). Two more runs (``check/*``,
+   the lowest arrival rate with every connection's window capped) check
+   why two connections without dynamic control reserve no less than one
+   NewReno connection here (:func:`two_connections_section`).
 
 What the slides leave open, and the choices made (also in the report):
 
@@ -390,7 +393,9 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         "holds from a longer queue, or from the same one while below the 21 ms flow at every shorter queue)",
         short is not None and long_ is not None
         and (long_ > short or (long_ == short and all(base(m, "long") < base(m, "short") for _, m in below))),
-        f"held from {short} packets on (21 ms) and from {long_} packets on (101 ms); below that, the 101 ms base flow "
+        " and ".join(f"held from {q} packets on ({rtt})" if q is not None else f"not held through the longest queue ({rtt})"
+                     for q, rtt in ((short, "21 ms"), (long_, "101 ms")))
+        + "; below that, the 101 ms base flow "
         + ", ".join(f"{base(m, 'long') / MBPS:.0f}" for _, m in below) + " Mbps against the 21 ms one's "
         + ", ".join(f"{base(m, 'short') / MBPS:.0f}" for _, m in below)
         + "".join(f"; at {q:,} packets both fall below {HOLD:.0%} of the CTR ({base(m, 'short') / MBPS:.0f} and "
