@@ -135,7 +135,8 @@ def test_the_trace_summary_numbers_are_graded_like_for_like(quick):
     assert [c["paper"] for c in nop["cells"]] == [4.0]
     spread = next(f for f in results["findings"] if f["claim"].startswith("FIFO's mean queue varies"))
     means = [t["fifo"]["qmean_bytes"] for t in traces]
-    assert spread["cells"][0]["paper"] == 100 and spread["cells"][0]["model"] == pytest.approx(max(means) / min(means))
+    assert [c["paper"] for c in spread["cells"]] == [100]  # YAQS's 8-21 KB count in the first finding only
+    assert spread["cells"][0]["model"] == pytest.approx(max(means) / min(means))
     for f in (fp, slow, nop, spread):
         assert f["grade"] == regraded(f)
 
