@@ -159,7 +159,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
                 client = b.run(b.snd, "iperf3", "-c", b.rcv_ip, "-t", f"{spec['seconds']:g}", "-i", "0.1", "-J", "-C", "cubic",
                                "-P", str(spec.get("flows", 1)), "--get-server-output", timeout=spec["seconds"] + 60)  # fmt: skip
                 tables = emu.stop()
-            server.wait(timeout=20)
+            server.communicate(timeout=20)  # (its JSON, which would fill the pipe, is also in the client's --get-server-output)
         finally:
             for proc in procs:
                 if proc.poll() is None:
