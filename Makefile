@@ -86,6 +86,7 @@ bench: build
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
 	$(PY) benches/circuits.py
+	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
 	$(PY) benches/transfer.py
 
