@@ -261,3 +261,26 @@ def test_grouped_write_makes_the_partitions_of_write_partitioned(tmp_path):
     for name in files:
         want, got = pl.read_parquet(tmp_path / "python" / name), pl.read_parquet(tmp_path / "native" / name)
         assert got.schema == want.schema and got.sort(want.columns).equals(want.sort(want.columns))
+
+
+def test_ipv6_text_is_inet_ntop_text():
+    # the hand-written IPv6 formatting against glibc's inet_ntop: RFC 5952 zero runs (longest, first of equals,
+    # single zero words kept), IPv4-mapped and -compatible tails, no leading zeros, random words
+    rng = random.Random(20)
+    edges = ["::", "::1", "::2", "1::", "::ffff:10.0.0.1", "::10.0.0.1", "::1:0:0:0", "1:0:0:2:0:0:0:3", "1:0:0:2:0:0:3:4",
+             "1:0:2:0:3:0:4:0", "0:1:0:1:0:1:0:1", "ffff::", "::ffff:0:1", "0:0:0:0:0:1:0:0", "f:f0:f00:f000:a:ab:abc:abcd",
+             "2001:db8::2", "fe80::1:0:0:0:1", "::ffff:0.0.0.0"]  # fmt: skip
+    packed = [socket.inet_pton(socket.AF_INET6, a) for a in edges]
+    for _ in range(300):  # words of 0 with probability 1/2: many runs of every length
+        packed.append(b"".join(struct.pack(">H", 0 if rng.random() < 0.5 else rng.choice([rng.randrange(1, 16), rng.randrange(1, 65536)]))
+                               for _ in range(8)))  # fmt: skip
+    template = a_set(2, struct.pack(">HH", 440, 6) + fields((27, 16), (28, 16), (1, 4), (2, 4), (152, 8), (153, 8)))
+    t = EXPORT_S * 1000
+    decoder = NativeDecoder()
+    for start in range(0, len(packed), 20):
+        chunk = packed[start:start + 20]
+        body = b"".join(struct.pack(">16s16sIIQQ", a, a[::-1], 1500, 1, t - 2000, t - 1000) for a in chunk)
+        decoder.feed(ipfix(1, template, a_set(440, body)), "192.0.2.1")
+    frame = decoder.take()
+    assert frame["src_addr"].to_list() == [socket.inet_ntop(socket.AF_INET6, a) for a in packed]
+    assert frame["dst_addr"].to_list() == [socket.inet_ntop(socket.AF_INET6, a[::-1]) for a in packed]

@@ -322,8 +322,12 @@ fn ipv4_text(address: u32, out: &mut String) {
 /// IPv6 text as glibc's `inet_ntop` writes it (RFC 5952 compression; an
 /// IPv4-mapped or -compatible address with its last 32 bits dotted).
 fn ipv6_text(b: &[u8], out: &mut String) {
-    use std::fmt::Write;
-    let words: Vec<u16> = (0..8).map(|i| (b[2 * i] as u16) << 8 | b[2 * i + 1] as u16).collect();
+    // hand-written into the caller's reused buffer: no Vec and no `fmt` machinery per address
+    let mut words = [0u16; 8];
+    for (i, w) in words.iter_mut().enumerate() {
+        *w = (b[2 * i] as u16) << 8 | b[2 * i + 1] as u16;
+    }
+    // the longest run of two or more zero words, the first of equals (RFC 5952 Section 4.2)
     let (mut best, mut best_len, mut cur, mut cur_len) = (usize::MAX, 0, usize::MAX, 0);
     for (i, &w) in words.iter().enumerate() {
         if w == 0 {
@@ -348,6 +352,7 @@ fn ipv6_text(b: &[u8], out: &mut String) {
     if best != usize::MAX && best_len < 2 {
         best = usize::MAX;
     }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut i = 0;
     while i < 8 {
         if best != usize::MAX && i >= best && i < best + best_len {
@@ -361,10 +366,21 @@ fn ipv6_text(b: &[u8], out: &mut String) {
             out.push(':');
         }
         if i == 6 && best == 0 && (best_len == 6 || (best_len == 5 && words[5] == 0xffff)) {
-            let _ = write!(out, "{}", Ipv4Addr::new(b[12], b[13], b[14], b[15]));
+            ipv4_text(u32::from_be_bytes([b[12], b[13], b[14], b[15]]), out);
             return;
         }
-        let _ = write!(out, "{:x}", words[i]);
+        let w = words[i];
+        let mut shift = 12;
+        while shift > 0 && (w >> shift) & 0xf == 0 {
+            shift -= 4; // no leading zeros (RFC 5952 Section 4.1)
+        }
+        loop {
+            out.push(HEX[((w >> shift) & 0xf) as usize] as char);
+            if shift == 0 {
+                break;
+            }
+            shift -= 4;
+        }
         i += 1;
     }
     if best != usize::MAX && best + best_len == 8 {
