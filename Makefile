@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: demo test test-slow bench build setup cargo-test pytest test-deps clean golden golden-accept
+.PHONY: demo test bench build setup cargo-test pytest test-deps clean golden golden-accept
 
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -66,10 +66,6 @@ test-deps:
 
 test: build test-deps cargo-test pytest
 
-# Tests kept out of `make test` for its time budget (docs/circuits.md): the
-# circuits service's SIGKILL crash test on PostgreSQL (SQLite's is in make test).
-test-slow: build test-deps
-	ALPHAQOS_TEST_SLOW=1 $(VENV)/bin/pytest -q tests/test_circuits_service.py -k "sigkill and postgresql"
 
 # Golden summaries (tests/golden, checked by tests/test_golden.py): `golden`
 # runs every bundled scenario and bench case and prints what moved;

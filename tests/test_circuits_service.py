@@ -8,7 +8,6 @@ the last capacity of a link, and SIGKILL in the middle of a batch."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -386,13 +385,7 @@ def test_admin_cli_and_the_audit_log(service, capsys):
     assert status == 0 and "token_revoke" in out and "token_create" not in out
 
 
-@pytest.mark.parametrize("backend", [
-    "sqlite",
-    # The same transactions on PostgreSQL: about 20 s more, so in `make test-slow`
-    # (which sets ALPHAQOS_TEST_SLOW=1), not in `make test` (its time budget).
-    pytest.param("postgresql", marks=pytest.mark.skipif(os.environ.get("ALPHAQOS_TEST_SLOW") != "1",
-                                                        reason="make test-slow runs it (about 20 s)")),
-])  # fmt: skip
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sigkill_mid_batch_loses_nothing_acknowledged(request, tmp_path, backend):
     tmp = tmp_path
     cluster = request.getfixturevalue("pg") if backend == "postgresql" else None
