@@ -159,7 +159,13 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
                 client = b.run(b.snd, "iperf3", "-c", b.rcv_ip, "-t", f"{spec['seconds']:g}", "-i", "0.1", "-J", "-C", "cubic",
                                "-P", str(spec.get("flows", 1)), "--get-server-output", timeout=spec["seconds"] + 60)  # fmt: skip
                 tables = emu.stop()
-            server.communicate(timeout=20)  # (its JSON, which would fill the pipe, is also in the client's --get-server-output)
+            if client.returncode == 0:
+                # Its JSON (which would fill the pipe) is also in the client's
+                # --get-server-output: a server that does not exit is only killed.
+                try:
+                    server.communicate(timeout=20)
+                except subprocess.TimeoutExpired:
+                    pass
         finally:
             for proc in procs:
                 if proc.poll() is None:
