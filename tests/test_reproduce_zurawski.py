@@ -94,6 +94,13 @@ def test_emulated_htb_at_90_percent_holds_once_the_sender_hands_it_single_frames
     _, _, results = quick
     runs = Z.sources(results["measured"])["emu/cubic"]
     shaped, gso = runs["htb90"], runs["htb90-gso"]
+    # A run in which the emulator was held up beyond its threshold (after its
+    # retry) did not emulate the circuit: the reproduction reports it "not
+    # graded" (issue 21), and so does this check (make test once met htb90
+    # held up 22 ms on an otherwise idle machine: best second 0.30).
+    held = {k: Z.disturbance_s(runs[k]) for k in ("htb90", "htb90-gso", "htb100") if Z.disturbed(runs[k])}
+    if held:
+        pytest.skip("not graded: the emulator was held up in " + ", ".join(f"{k} ({v * 1e3:.0f} ms)" for k, v in held.items()) + f", above {Z.DISTURBED_S * 1e3:.0f} ms")
     best = max(shaped["per_second_bps"]) / shaped["rate_bps"]
     assert 0.70 <= best <= 0.87, best
     assert Z.share(gso, "settled") < 0.4 and Z.share(shaped) > 2.5 * Z.share(gso)
