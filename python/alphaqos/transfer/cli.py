@@ -10,7 +10,6 @@ import math
 import os
 import queue
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -35,15 +34,11 @@ class TransferError(Exception):
 
 def xfer_binary() -> Path:
     """``$ALPHAQOS_XFER``, the workspace's release build, or one on PATH."""
-    env = os.environ.get("ALPHAQOS_XFER")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[3] / "target" / "release" / "alphaqos-xfer")
-    found = shutil.which("alphaqos-xfer")
-    if found:
-        candidates.append(Path(found))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
+    from alphaqos.emulate import workspace_binary
+
+    found = workspace_binary("alphaqos-xfer", "ALPHAQOS_XFER")
+    if found is not None:
+        return found
     raise TransferError("the data mover alphaqos-xfer is not built: run `make build` (cargo build --release -p alphaqos-xfer)",
                         EXIT_FAILURE)  # fmt: skip
 
@@ -148,9 +143,8 @@ def _serve_line(e: dict) -> str:
 def _deadline(args: argparse.Namespace, now: float) -> float:
     """The deadline as a Unix time."""
     if args.deadline is not None:
-        text = re.sub(r"(?<=\d)m$", "min", args.deadline.strip())
         try:
-            ns = units.parse_time(text)
+            ns = units.parse_time(args.deadline)
         except ValueError as exc:
             raise TransferError(f"--deadline {args.deadline}: {exc}") from None
         if ns <= 0:
