@@ -40,8 +40,8 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 #: As the emulated hosts send and receive (wire_like: no offloads).
 HOST = {"tso": "0B", "gro": False}
-#: Socket buffers for the kernel's hosts (as zurawski-tc) and the simulator's receive window.
-TCP_MEM = "4096 87380 33554432"
+#: The simulator's receive window: the kernel's hosts' socket buffers go up
+#: to 32 MB (zurawski's TCP_MEM, set by its _socket_buffers).
 RWND = "32MiB"
 TARGET = 0.15
 SND, RCV = "10.10.200.20", "10.10.200.10"
@@ -138,7 +138,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
     (``-P`` flows), everything removed after, also on failure."""
     from alphaqos.emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
     from alphaqos.provision.shape import apply
-    from alphaqos.reproduce.zurawski import _iperf_error, _listening, _spawn
+    from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _socket_buffers, _spawn
     from alphaqos.scenario import load_scenario, resolve
 
     engine = resolve(load_scenario(scenario({**spec, "shape": None}, {})))  # the shaping is the host's own here
@@ -146,9 +146,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
     load0 = os.getloadavg()[0]
     with bench("aqkx") as b:
         try:
-            for ns in (b.snd, b.rcv):
-                for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
-                    b.run(ns, "sysctl", "-qw", f"{key}={TCP_MEM}", check=True)
+            _socket_buffers(b)
             if spec.get("shape"):
                 apply(shape_plan(spec, b.snd))
             # The sender's host link is the veth itself: the path the emulator runs starts at rtr.
@@ -167,13 +165,8 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
                 except subprocess.TimeoutExpired:
                     pass
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
-    if client.returncode != 0:
-        raise EmuError(f"iperf3 failed: {_iperf_error(client.stdout) or client.stderr.strip()}")
-    report = json.loads(client.stdout)
+            _end(procs)
+    report = _iperf_report(client)
     server_intervals = (report.get("server_output_json") or {}).get("intervals") or report["intervals"]
     times, acked, total = [], [], 0
     for iv in server_intervals:

@@ -464,9 +464,7 @@ def live_once(spec: RunSpec) -> dict[str, Any]:
     procs: list[subprocess.Popen] = []
     with bench("aqzur") as b, tempfile.TemporaryDirectory(prefix="alphaqos-zurawski-") as tmp:
         try:
-            for ns in (b.snd, b.rcv):
-                for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
-                    b.run(ns, "sysctl", "-qw", f"{key}={TCP_MEM}", check=True)
+            _socket_buffers(b)
             if p.get("gso_max_segs"):
                 b.run(b.snd, "ip", "link", "set", "s0", "gso_max_segs", str(p["gso_max_segs"]), check=True)
             share = CONFIGS[base_config(p["config"])]
@@ -492,13 +490,8 @@ def live_once(spec: RunSpec) -> dict[str, Any]:
                 tables = emu.stop()
             server.wait(timeout=20)
         finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
-        if client.returncode != 0:
-            raise EmuError(f"iperf3 failed: {_iperf_error(client.stdout) or client.stderr.strip()}")
-        out = iperf_numbers(json.loads(client.stdout), p["rate_bps"])
+            _end(procs)
+        out = iperf_numbers(_iperf_report(client), p["rate_bps"])
         segments = tcp_segments(pcap, b.snd_ip)
     emu_flows = pl.DataFrame(tables["emu_flows"])
     filters = tables.get("filter") or {}
@@ -518,6 +511,30 @@ def live_once(spec: RunSpec) -> dict[str, Any]:
         "wall_time_s": time.perf_counter() - started,
     }
     return out
+
+
+def _socket_buffers(b) -> None:
+    """TCP socket buffers up to :data:`TCP_MEM`'s maximum in both namespaces."""
+    for ns in (b.snd, b.rcv):
+        for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+            b.run(ns, "sysctl", "-qw", f"{key}={TCP_MEM}", check=True)
+
+
+def _end(procs: list[subprocess.Popen]) -> None:
+    """Kill what is still running of ``procs`` and reap all of them."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _iperf_report(client: subprocess.CompletedProcess) -> dict[str, Any]:
+    """The iperf3 client's JSON report, or EmuError with iperf3's own error."""
+    from ..emulate import EmuError
+
+    if client.returncode != 0:
+        raise EmuError(f"iperf3 failed: {_iperf_error(client.stdout) or client.stderr.strip()}")
+    return json.loads(client.stdout)
 
 
 def _spawn(procs: list[subprocess.Popen], ns: str, *argv: str) -> subprocess.Popen:
