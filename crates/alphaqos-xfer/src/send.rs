@@ -310,6 +310,12 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], siz
             }
             Err(e) => {
                 if !st.stop.load(Ordering::SeqCst) {
+                    // A receiver that drops a data connection says why on the
+                    // control one first (a full disk, a block that does not
+                    // fit): its reason, when it comes, is the error.
+                    let q = st.q.lock().unwrap();
+                    let reason = |q: &mut Queue| q.error.is_none() && !q.finished && !st.stop.load(Ordering::SeqCst);
+                    drop(st.cv.wait_timeout_while(q, Duration::from_secs(2), reason).unwrap());
                     fail(st, Fail::other(format!("data connection: {e}")));
                 }
                 return;
@@ -422,6 +428,7 @@ fn stdin_reader(rate: &AtomicU64, base: RawFd, bpf_on: bool, ctl: &Mutex<TcpStre
 #[allow(clippy::too_many_arguments)]
 fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (Instant, Vec<u64>), now: Instant, rate: u64, bpf: Option<&basecc::Base>) {
     let dt = now.duration_since(last.0).as_secs_f64().max(1e-9);
+    let t_report = Instant::now();
     let mut per = Vec::new();
     for (i, c) in conns.iter().enumerate() {
         let t = net::tcp_info(c.stream.as_raw_fd()).unwrap_or_default();
@@ -450,5 +457,6 @@ fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (I
     let framing = 13 * conns.len() as u64 + proto::BLOCK_HEADER as u64 * (st.sent_blocks.load(Ordering::SeqCst) + st.copies.load(Ordering::SeqCst));
     let delivered = (st.held_bytes + wire.saturating_sub(framing)).min(size).max(st.acked_bytes.load(Ordering::SeqCst));
     emit(&json!({"event": "progress", "t": now.duration_since(t0).as_secs_f64(), "bytes_delivered": delivered, "bytes_done": st.acked_bytes.load(Ordering::SeqCst),
-                 "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per}));
+                 "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per,
+                 "report_us": t_report.elapsed().as_secs_f64() * 1e6}));
 }
