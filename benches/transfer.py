@@ -64,12 +64,20 @@ def strace(cmd: list[str], out: Path) -> list[str]:
     return ["strace", "-c", "-f", "-o", str(out), *cmd]
 
 
-def syscall_count(path: Path) -> int:
-    """The total line of ``strace -c``."""
+def syscall_counts(path: Path) -> dict[str, int]:
+    """Calls per system call from ``strace -c`` (columns: % time, seconds,
+    usecs/call, calls, [errors], syscall); "total" included."""
+    out = {}
     for line in path.read_text().splitlines():
-        if line.rstrip().endswith("total"):
-            return int(line.split()[2])
-    return 0
+        f = line.split()
+        if len(f) >= 5 and f[3].isdigit() and not line.startswith("-"):
+            out[f[-1]] = int(f[3])
+    return out
+
+
+def per_mb(counts: dict[str, int], mb: float, top: int = 4) -> str:
+    rows = sorted(((n, c) for n, c in counts.items() if n != "total"), key=lambda x: -x[1])[:top]
+    return f"{counts.get('total', 0) / mb:.2f} (" + ", ".join(f"{n} {c / mb:.2f}" for n, c in rows) + ")"
 
 
 def wait_listening(proc: subprocess.Popen, port: int) -> None:
@@ -115,7 +123,7 @@ def xfer(src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
            "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system),
            "rx_cpu": rx_cpu, "wall": wall}  # fmt: skip
     if trace:
-        out["rx_calls"], out["tx_calls"] = syscall_count(trace / "rx"), syscall_count(trace / "tx")
+        out["rx_calls"], out["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
     return out
 
 
@@ -143,7 +151,7 @@ def iperf(size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: 
     r = {"bps": end["sum_received"]["bits_per_second"],
          "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu}  # fmt: skip
     if trace:
-        r["rx_calls"], r["tx_calls"] = syscall_count(trace / "rx"), syscall_count(trace / "tx")
+        r["rx_calls"], r["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
     return r
 
 
@@ -225,8 +233,9 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as t:
                     sx = xfer(src, work / "dst", streams, trace=Path(t))
                     si = iperf(size, streams, True, sink, trace=Path(t))
-                print(f"{'':>7} syscalls per MB: alphaqos-xfer sender {sx['tx_calls'] / mb:.2f}, receiver {sx['rx_calls'] / mb:.2f}"
-                      + (f"; iperf3 -Z -F sender {si['tx_calls'] / mb:.2f}, receiver {si['rx_calls'] / mb:.2f}" if si else ""))  # fmt: skip
+                print(f"{'':>7} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
+                if si:
+                    print(f"{'':>7} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
         print(f"deadline loop: the rule {decision_cost() * 1e6:.1f} us per interval", end="")
         ic = interval_cost(_small(work), work / "dst")
         print(f"; the front's whole interval (parse, rule, row) {ic['front_us']:.0f} us ({ic['front_cpu_us']:.0f} us CPU),"
