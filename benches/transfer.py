@@ -38,6 +38,45 @@ from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 RX_CORE, TX_CORE = "1", "0"
 
 
+class Net:
+    """Where the two ends run: loopback, or the two ends of a veth pair
+    between two network namespaces the bench makes (``ip netns``; the
+    processes enter them with ``nsenter --net``)."""
+
+    def __init__(self, kind: str):
+        self.kind, self.host, self.ns = kind, "127.0.0.1", None
+        if kind == "veth":
+            tag = f"aqxb{os.getpid() % 100000}"
+            self.ns = (f"{tag}s", f"{tag}r")
+            try:
+                for n in self.ns:
+                    _ip("netns", "add", n)
+                _ip("link", "add", f"{tag}a", "type", "veth", "peer", "name", f"{tag}b")
+                for n, dev, a in ((self.ns[0], f"{tag}a", "10.251.7.1"), (self.ns[1], f"{tag}b", "10.251.7.2")):
+                    _ip("link", "set", dev, "netns", n)
+                    _ip("-n", n, "addr", "add", f"{a}/24", "dev", dev)
+                    _ip("-n", n, "link", "set", dev, "up")
+                    _ip("-n", n, "link", "set", "lo", "up")
+            except Exception:
+                self.close()
+                raise
+            self.host = "10.251.7.2"
+
+    def rx(self, cmd: list[str]) -> list[str]:
+        return pinned(RX_CORE, (["nsenter", f"--net=/run/netns/{self.ns[1]}"] if self.ns else []) + cmd)
+
+    def tx(self, cmd: list[str]) -> list[str]:
+        return pinned(TX_CORE, (["nsenter", f"--net=/run/netns/{self.ns[0]}"] if self.ns else []) + cmd)
+
+    def close(self) -> None:
+        for n in self.ns or ():
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,7 +124,8 @@ def wait_listening(proc: subprocess.Popen, port: int) -> None:
     connection, which iperf3 -s -1 would take for its one client)."""
     want = f":{port:04X} "
     for _ in range(1000):
-        if any(want in line and line.split()[3] == "0A" for line in Path("/proc/net/tcp").read_text().splitlines()[1:]):
+        tcp = Path(f"/proc/{proc.pid}/net/tcp")  # the server's network namespace
+        if tcp.exists() and any(want in line and line.split()[3] == "0A" for line in tcp.read_text().splitlines()[1:]):
             return
         if proc.poll() is not None:
             raise RuntimeError(f"{proc.args} exited {proc.returncode}")
@@ -93,15 +133,16 @@ def wait_listening(proc: subprocess.Popen, port: int) -> None:
     raise RuntimeError(f"{proc.args}: nothing listens on port {port}")
 
 
-def xfer(src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
+def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
     """One transfer of ``src``: bit/s over the data phase and including the
     sender's whole-file hash, CPU seconds of each end, its syscall counts."""
     port = free_port()
-    rx_cmd = pinned(RX_CORE, [str(xfer_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--dir", str(dst), "--once", "1"])
-    tx_cmd = pinned(TX_CORE, [str(xfer_binary()), "send", str(src), f"127.0.0.1:{port}", "--streams", str(streams),
-                              "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"])  # fmt: skip
+    rx_cmd = [str(xfer_binary()), "serve", "--listen", f"{net.host}:{port}", "--dir", str(dst), "--once", "1"]
+    tx_cmd = [str(xfer_binary()), "send", str(src), f"{net.host}:{port}", "--streams", str(streams),
+              "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"]  # fmt: skip
     if trace:
         rx_cmd, tx_cmd = strace(rx_cmd, trace / "rx"), strace(tx_cmd, trace / "tx")
+    rx_cmd, tx_cmd = net.rx(rx_cmd), net.tx(tx_cmd)
     rx = subprocess.Popen(rx_cmd, stdout=subprocess.PIPE, text=True)
     try:
         rx.stdout.readline()  # listening
@@ -127,15 +168,16 @@ def xfer(src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
     return out
 
 
-def iperf(size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: Path | None = None) -> dict | None:
+def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: Path | None = None) -> dict | None:
     """iperf3 on the same path and cores: receiver-side bit/s, CPU seconds of each end."""
     if shutil.which("iperf3") is None:
         return None
     port = free_port()
-    s_cmd = pinned(RX_CORE, ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port), *(["-F", str(to_file)] if to_file else [])])
-    c_cmd = pinned(TX_CORE, ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-n", str(size), "-J", *(["-Z"] if zerocopy else [])])
+    s_cmd = ["iperf3", "-s", "-1", "-B", net.host, "-p", str(port), *(["-F", str(to_file)] if to_file else [])]
+    c_cmd = ["iperf3", "-c", net.host, "-p", str(port), "-P", str(streams), "-n", str(size), "-J", *(["-Z"] if zerocopy else [])]
     if trace:
         s_cmd, c_cmd = strace(s_cmd, trace / "rx"), strace(c_cmd, trace / "tx")
+    s_cmd, c_cmd = net.rx(s_cmd), net.tx(c_cmd)
     server = subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL)
     try:
         wait_listening(server, port)
@@ -197,6 +239,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="512MiB")
     ap.add_argument("--syscalls", action="store_true", help="also count system calls (strace -c -f), one more run per case")
+    ap.add_argument("--path", default="loopback,veth", help="loopback, veth (two namespaces, root) or both, comma-separated")
     ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
@@ -211,31 +254,39 @@ def main() -> None:
         (work / "dst").mkdir()
         sink = work / "iperf.out"
         gb = size / 1e9
-        print(f"loopback, {units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}, "
-              f"load {os.getloadavg()[0]:.1f}; CPU s/GB per end (user + system, all threads)")  # fmt: skip
-        print("xfer: data phase (after the sender's whole-file hash; 'incl. hash' counts it), receiver hashes every byte and writes the file")
-        print(f"{'streams':>7} {'tool':<22} {'Gbit/s':>7} {'ratio':>6} {'tx CPU/GB':>10} {'rx CPU/GB':>10}")
-        for streams in (1, 4):
-            best = lambda f: max((f() for _ in range(args.repeat)), key=lambda r: r["bps"] if r else 0)  # noqa: E731
-            x = best(lambda: xfer(src, work / "dst", streams))
-            rows = [("alphaqos-xfer", x), ("alphaqos-xfer incl. hash", dict(x, bps=x["bps_all"]))]
-            refs = {}
-            for label, zc, f in (("iperf3", False, None), ("iperf3 -Z", True, None), ("iperf3 -Z -F (file)", True, sink)):
-                refs[label] = best(lambda zc=zc, f=f: iperf(size, streams, zc, f))
-            for label, r in rows + list(refs.items()):
-                if r is None:
-                    print(f"{streams:>7} {label:<22} {'no iperf3':>7}")
-                    continue
-                ratio = x["bps"] / r["bps"]
-                print(f"{streams:>7} {label:<22} {r['bps'] / 1e9:>7.2f} {ratio:>6.2f} {r['tx_cpu'] / gb:>10.2f} {r['rx_cpu'] / gb:>10.2f}")
-            if args.syscalls and shutil.which("strace"):
-                mb = size / 1e6
-                with tempfile.TemporaryDirectory() as t:
-                    sx = xfer(src, work / "dst", streams, trace=Path(t))
-                    si = iperf(size, streams, True, sink, trace=Path(t))
-                print(f"{'':>7} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
-                if si:
-                    print(f"{'':>7} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
+        for kind in args.path.split(","):
+            if kind == "veth" and os.geteuid() != 0:
+                print("veth: skipped (network namespaces need root)")
+                continue
+            net = Net(kind)
+            try:
+                print(f"{net.kind}, {units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}, "
+                      f"load {os.getloadavg()[0]:.1f}; CPU s/GB per end (user + system, all threads)")  # fmt: skip
+                print("xfer: data phase (after the sender's whole-file hash; 'incl. hash' counts it), receiver hashes every byte and writes the file")
+                print(f"{'streams':>7} {'tool':<22} {'Gbit/s':>7} {'ratio':>6} {'tx CPU/GB':>10} {'rx CPU/GB':>10}")
+                for streams in (1, 4):
+                    best = lambda f: max((f() for _ in range(args.repeat)), key=lambda r: r["bps"] if r else 0)  # noqa: E731
+                    x = best(lambda: xfer(net, src, work / "dst", streams))
+                    rows = [("alphaqos-xfer", x), ("alphaqos-xfer incl. hash", dict(x, bps=x["bps_all"]))]
+                    refs = {}
+                    for label, zc, f in (("iperf3", False, None), ("iperf3 -Z", True, None), ("iperf3 -Z -F (file)", True, sink)):
+                        refs[label] = best(lambda zc=zc, f=f: iperf(net, size, streams, zc, f))
+                    for label, r in rows + list(refs.items()):
+                        if r is None:
+                            print(f"{streams:>7} {label:<22} {'no iperf3':>7}")
+                            continue
+                        ratio = x["bps"] / r["bps"]
+                        print(f"{streams:>7} {label:<22} {r['bps'] / 1e9:>7.2f} {ratio:>6.2f} {r['tx_cpu'] / gb:>10.2f} {r['rx_cpu'] / gb:>10.2f}")
+                    if args.syscalls and shutil.which("strace"):
+                        mb = size / 1e6
+                        with tempfile.TemporaryDirectory() as t:
+                            sx = xfer(net, src, work / "dst", streams, trace=Path(t))
+                            si = iperf(net, size, streams, True, sink, trace=Path(t))
+                        print(f"{'':>7} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
+                        if si:
+                            print(f"{'':>7} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
+            finally:
+                net.close()
         print(f"deadline loop: the rule {decision_cost() * 1e6:.1f} us per interval", end="")
         ic = interval_cost(_small(work), work / "dst")
         print(f"; the front's whole interval (parse, rule, row) {ic['front_us']:.0f} us ({ic['front_cpu_us']:.0f} us CPU),"
