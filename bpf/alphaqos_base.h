@@ -14,6 +14,10 @@
 #define AQ_MIN_INCREMENT 1
 #define AQ_MAX_INCREMENT 64
 #define AQ_ALPHA 2
+/* A socket paced at its target (SO_MAX_PACING_RATE = CTR / 8): cwnd_max is
+ * CTR x RTT plus 1/AQ_PACED_HEADROOM of it, so that the pacer, not the
+ * window, sets the rate (docs/transfer-bpf.md, "Paced"). */
+#define AQ_PACED_HEADROOM 2
 
 /* state */
 #define AQ_RENO 0        /* no target yet: Reno */
