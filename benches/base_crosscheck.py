@@ -58,8 +58,10 @@ def kernel_run(path: str, pace: bool, cc: str = "alphaqos_base") -> dict:
     helper = str(HELPER)
     if path == "af":
         with emulated_path(af_scenario(AF_TARGET, background_bps=AF_BACKGROUND), AF_PATH) as (b, emu):
+            t = time.monotonic()
             with udp_background(b, AF_BACKGROUND, RUN_S + 1):
                 lines = base_run(b, helper, target_bps=AF_TARGET, seconds=RUN_S, pace=pace, tos=AF11_TOS, cc=cc)
+            bg_s = time.monotonic() - t
             tables = emu.stop()
     else:
         with emulated_path(HTB_SCENARIO, HTB_PATH) as (b, emu):
@@ -67,7 +69,7 @@ def kernel_run(path: str, pace: bool, cc: str = "alphaqos_base") -> dict:
             lines = base_run(b, helper, target_bps=HTB_TARGETS[0], seconds=RUN_S, pace=pace, changes=((HTB_CHANGE_S, HTB_TARGETS[1]),), beside=other, cc=cc)
             tables = emu.stop()
     last = lines[-1]
-    bg = background_bps(tables, RUN_S + 1) if path == "af" else (None, None)
+    bg = background_bps(tables, bg_s) if path == "af" else (None, None)
     return {"background_in_bps": bg[0], "background_out_bps": bg[1],
         "parts": [{"target_bps": tgt, "t0": t0, "t1": t1, "rate_bps": steady_rate(lines, t0, t1), "in_flight": in_flight(lines, t0, t1),
                    **diagnostics(lines, t0, t1)} for tgt, t0, t1 in PARTS[path]],

@@ -89,7 +89,8 @@ static __always_inline bool paced_at_target(const struct aq_base *st, const stru
 // cwnd_max = CTR x RTT (slides, "method for window size control for base
 // flow"; base_flow.rs, cwnd_max): bytes = bit/s x us / 8e6, in segments
 // rounded to the nearest (the simulator's window is in bytes; rounding down
-// would hold the kernel's half a segment below it on average), at least 2,
+// would hold the kernel's half a segment below it on average), doubled on a
+// socket paced at its target (AQ_PACED_HEADROOM), at least 2,
 // at most the socket's clamp. 0 before the first
 // RTT sample. The product stays in 64 bits: RTT below 2^26 us (67 s), the
 // target below 2^40 bit/s (1.1 Tbit/s); beyond either, the clamp.

@@ -133,7 +133,7 @@ def background_bps(tables: dict[str, dict[str, list]], seconds: float) -> tuple[
     """The UDP background's rate into the emulator and out of it (bit/s over
     ``seconds``), from its per-flow counters (``emu_flows``)."""
     f = tables.get("emu_flows") or {}
-    rows = [i for i, name in enumerate(f.get("flow", [])) if OTHER_IP in name and "udp" in name.lower()]
+    rows = [i for i, name in enumerate(f.get("flow", [])) if name.startswith(f"{OTHER_IP}:") and name.endswith("/17")]  # UDP from OTHER_IP
     return tuple(8 * sum(f[k][i] for i in rows) / seconds for k in ("rx_bytes", "tx_bytes"))  # type: ignore[return-value]
 
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _base_path import AF_PATH, DISTURBED_S, RCV_IP, af_scenario, emulated_path, held_up_s, p99_late_s, udp_background
+from _base_path import AF_PATH, DISTURBED_S, RCV_IP, af_scenario, background_bps, emulated_path, held_up_s, p99_late_s, udp_background
 from _system import need_root
 from _transfer import binary, make_file, receiver
 
@@ -54,6 +54,7 @@ def transfer(tmp_path_factory):
     try:
         with emulated_path(af_scenario(PATH_RATE_BPS, background_bps=BACKGROUND_BPS, duration_s=DEADLINE_S), AF_PATH, prefix="aqxe") as (b, emu):
             marks.append(("namespaces and emulator", time.monotonic()))
+            bg_start = time.monotonic()
             with udp_background(b, BACKGROUND_BPS, DEADLINE_S + 4), receiver(tmp / "in", netns=b.rcv, listen=RCV_IP) as rx:
                 marks.append(("background and receiver", time.monotonic()))
                 # In-process (no Python start-up, seconds on a loaded
@@ -66,6 +67,7 @@ def transfer(tmp_path_factory):
                 marks.append(("transfer", time.monotonic()))
                 events = rx.events()
                 same = (rx.dir / "big.bin").is_file() and (rx.dir / "big.bin").read_bytes() == src.read_bytes()
+            bg_s = time.monotonic() - bg_start
             tables = emu.stop()
     finally:
         if ok:
@@ -74,7 +76,13 @@ def transfer(tmp_path_factory):
     print("set-up and run: " + ", ".join(f"{k} {t - (marks[i - 1][1] if i else t0):.1f} s" for i, (k, t) in enumerate(marks)))
     assert status == 0, out.getvalue()[-2000:]
     lines = [json.loads(x) for x in out.getvalue().splitlines() if x.startswith("{")]
-    return lines[-1], lines[:-1], events, same, held_up_s(tables), p99_late_s(tables), note
+    report = lines[-1]
+    # The background was there: what entered the emulator while it ran (its
+    # start-up and stop in the span: a lower bound of its rate).
+    bg_in, bg_out = background_bps(tables, bg_s)
+    print(f"background {bg_in / 1e6:.1f} Mbit/s in, {bg_out / 1e6:.1f} out over {bg_s:.1f} s")
+    assert bg_in >= 0.7 * BACKGROUND_BPS, f"the background did not run: {bg_in / 1e6:.1f} Mbit/s"
+    return report, lines[:-1], events, same, held_up_s(tables), p99_late_s(tables), note
 
 
 @contextlib.contextmanager
