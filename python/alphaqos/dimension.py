@@ -415,7 +415,8 @@ def _parse_wred(text: str) -> tuple[str, Colour]:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from .cli import UsageError, _staged_directory
+    from .errors import UsageError
+    from .output import new_output_directory
 
     try:
         customers = [_parse_profile(p) for p in args.profile]
@@ -449,7 +450,7 @@ def _handler(args: argparse.Namespace) -> int:
     if checked is not None:
         print("\n".join(checked["lines"]))
     if args.out is not None:
-        with _staged_directory(args.out) as staging:
+        with new_output_directory(args.out) as staging:
             for name, document in (("policy.yaml", policy(d)), ("policy-junos.yaml", junos_policy(d))):
                 (staging / name).write_text(yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100))
             prefixes = [f"src {c.prefix}" for c in d.customers if c.prefix]

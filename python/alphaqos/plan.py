@@ -40,7 +40,7 @@ from typing import Any
 from . import columns as col
 from . import units
 from .errors import Issue, ScenarioError
-from .sweep import write_atomically
+from .output import write_atomic
 
 __all__ = ["Plan", "add_plan_command", "path_scenario", "plan"]
 
@@ -250,7 +250,7 @@ def _plan_command(args: argparse.Namespace) -> int:
     found, scenario = plan(source, args.transfer, progress=not args.json)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(args.out, scenario.to_yaml())
+        write_atomic(args.out, scenario.to_yaml())
     if args.json:
         print(json.dumps({**found.to_json(), "scenario": None if args.out is None else str(args.out)}))
         return 0

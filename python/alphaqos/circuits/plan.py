@@ -332,7 +332,7 @@ def _endpoint_map(items: list[str]) -> dict[str, str]:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     try:
         return _run(args)
@@ -413,15 +413,16 @@ def _submit(url: str, token: str, pairs: list[PairPlan], policing: str, skipped:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m alphaqos.circuits.plan ARGS`` (the same as ``alphaqos circuits plan ARGS``)."""
-    from ..cli import EXIT_USAGE, UsageError, _error, _Parser
+    from ..cmdline import EXIT_USAGE, OneLineParser, print_error
+    from ..errors import UsageError
 
-    parser = _Parser(prog="alphaqos circuits")
+    parser = OneLineParser(prog="alphaqos circuits")
     add_plan_command(parser.add_subparsers(dest="command", required=True))
     try:
         args = parser.parse_args(["plan", *(sys.argv[1:] if argv is None else argv)])
         return args.handler(args)
     except UsageError as exc:
-        _error(str(exc))
+        print_error(str(exc))
         return EXIT_USAGE
 
 
