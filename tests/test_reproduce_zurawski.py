@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _system import ensure_debian_package, need_root
+from _system import need_root, require_debian_package
 
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
@@ -35,8 +35,8 @@ def quick(tmp_path_factory) -> tuple[int, Path, dict]:
         E.emu_binary()
     except E.EmuError as exc:
         pytest.skip(str(exc))
-    ensure_debian_package("iperf3", binary="iperf3")
-    ensure_debian_package("tcpdump", binary="tcpdump")
+    require_debian_package("iperf3", binary="iperf3")
+    require_debian_package("tcpdump", binary="tcpdump")
     before = _namespaces()
     out = tmp_path_factory.mktemp("reproduce") / "zurawski"
     try:
