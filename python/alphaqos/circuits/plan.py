@@ -341,7 +341,7 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..provision.cli import _replace
+    from ..output import write_atomic
 
     if args.submit and not args.token:
         raise PlanError("--submit needs --token (a bearer token of the circuits service)")
@@ -363,9 +363,9 @@ def _run(args: argparse.Namespace) -> int:
         policy_text = head + yaml.safe_dump(policy_document(terms), sort_keys=False)
     try:
         if args.out is not None:
-            _replace(args.out, text)
+            write_atomic(args.out, text)
         if policy_text is not None:
-            _replace(args.policy_out, policy_text)
+            write_atomic(args.policy_out, policy_text)
     except OSError as exc:
         raise PlanError(f"cannot write: {exc.strerror or exc}: {exc.filename}") from None
     if args.out is None:
