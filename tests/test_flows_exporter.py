@@ -1,5 +1,5 @@
 """A real exporter: traffic between two network namespaces, exported as IPFIX
-or NetFlow v9 by softflowd (Debian's package, installed by the test if missing), received
+or NetFlow v9 by softflowd (Debian's package, installed by make test-deps), received
 by ``alphaqos flows collect`` and identified by :func:`alphaqos.flows.identify.identify`.
 
 Namespace A holds the collector and the receiving ends; namespace B the
