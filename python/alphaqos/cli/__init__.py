@@ -76,9 +76,11 @@ with ``set_defaults(handler=...)``, and its handler, which takes the parsed
 arguments and returns the exit status, raising
 :class:`~alphaqos.errors.UsageError` (exit 2) or
 :class:`~alphaqos.errors.RunFailure` (exit 1). Output is written through
-:mod:`alphaqos.output`. Feature modules do not import this package.
+:mod:`alphaqos.output`. Feature modules do not import this package. The
+commands whose parsers their feature packages define (``flows``,
+``provision``, ``shape``, ``circuits``, ``transfer``) have a module here
+that registers them.
 """
-
 
 from __future__ import annotations
 
@@ -93,8 +95,8 @@ import sys
 from typing import NamedTuple
 
 from .._version import __version__
-from ..errors import RunFailure, ScenarioError, Terminated, UsageError
 from ..cmdline import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, OneLineParser, print_error
+from ..errors import RunFailure, ScenarioError, Terminated, UsageError
 from ._common import scenario_error
 
 __all__ = ["COMMANDS", "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TERMINATED", "EXIT_USAGE", "RunFailure",

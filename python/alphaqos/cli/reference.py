@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cmdline import EXIT_OK
 from ..errors import UsageError
 from ..output import write_atomic
-from ..cmdline import EXIT_OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..cmdline import EXIT_FAILURE, EXIT_OK
 from ..errors import UsageError
 from ..output import default_run_dir, new_output_directory, saving
-from ..cmdline import EXIT_FAILURE, EXIT_OK
 from ._common import add_runner_options
 from ._tables import _console, _fit, _table
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     from ..reproduce import REPRODUCTIONS

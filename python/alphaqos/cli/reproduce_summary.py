@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..cmdline import EXIT_OK
 from ..errors import UsageError
 from ..output import write_atomic
-from ..cmdline import EXIT_OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:

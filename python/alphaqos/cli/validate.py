@@ -6,8 +6,8 @@ import argparse
 from collections import Counter
 
 from .. import units
-from ..errors import ScenarioError
 from ..cmdline import EXIT_OK, EXIT_USAGE
+from ..errors import ScenarioError
 from ._common import scenario_error
 
 
