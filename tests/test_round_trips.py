@@ -23,7 +23,7 @@ from hypothesis import strategies as st  # noqa: E402
 from alphaqos import units  # noqa: E402
 from alphaqos.provision.tc import bits  # noqa: E402
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: Any integer a unit holds, weighted toward round numbers (hypothesis
 #: shrinks toward 0, so the failures it reports are small).
@@ -98,7 +98,7 @@ PARSERS = {
 }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(list(PARSERS)), st.one_of(st.text(max_size=30), st.from_regex(r"-?[0-9.e]{0,6} ?[A-Za-zµ/]{0,7}", fullmatch=True)))
 def test_garbage_is_refused_on_one_line_saying_what_was_expected(parse, text):
     """Anything the parser does not take is a ValueError, never another
