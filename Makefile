@@ -47,22 +47,28 @@ cargo-test:
 # run alone (marked `serial` in tests/conftest.py), the rest on two workers,
 # a file's tests on one worker (its module fixtures, e.g. a reproduction, run once).
 # Both passes run even when the first fails; the status is the worse one.
-pytest: build
+pytest: build test-deps
 	status=0; \
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not serial" || status=$$?; \
 	$(VENV)/bin/pytest -q -m serial || status=$$?; \
 	exit $$status
 
-# Debian packages the tests need (installed only when missing): chromium and
-# chromium-driver for the circuits web page's browser test; postgresql for the
-# circuits service's API suite (a throw-away cluster per test session).
-DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql
-test-deps:
+# What the tests need beyond the pip line, installed once before pytest and
+# only when missing (tests install nothing; a test whose tool is missing
+# fails naming this target). Debian: chromium and chromium-driver for the
+# circuits web page's browser test; postgresql for the circuits service's
+# API suite (a throw-away cluster per test session); tcpdump, iperf3 and
+# iputils-ping for the emulator, tap and kernel cross-check tests; iproute2
+# and softflowd for the flow exporter test; nftables for the provisioned
+# rule sets. PyPI: pyspark (not a dependency of alphaqos) for flows.spark.
+DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql tcpdump iperf3 iputils-ping iproute2 softflowd nftables
+test-deps: setup
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing $$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(PY) -c "import pyspark" 2>/dev/null || { echo "installing pyspark"; $(PIP) install -q "pyspark==4.*"; }
 
 test: build test-deps cargo-test pytest
 

@@ -58,7 +58,7 @@ import time
 from pathlib import Path
 
 from .. import units
-from ..cli import RunFailure, UsageError
+from ..errors import RunFailure, UsageError
 from . import schema
 from .ingest import time_window
 from .native import NativeDecoder
