@@ -207,10 +207,9 @@ def in_flight(lines: list[dict], t0: float, t1: float) -> float:
 def udp_background(b: Bench, rate_bps: int, seconds: float, port: int = 5201) -> Iterator[None]:
     """Constant-rate UDP from OTHER_IP to the receiver (iperf3 -u, 1472 B
     datagrams, 1500 B packets); stopped at the end, also on failure."""
-    if shutil.which("iperf3") is None:
-        import pytest
+    from _system import require_debian_package
 
-        pytest.skip("iperf3 is not installed (apt-get install iperf3): no constant-rate background")
+    require_debian_package("iperf3", binary="iperf3")
     run = lambda ns: ["nsenter", f"--net=/run/netns/{ns}"]  # noqa: E731
     procs = [subprocess.Popen([*run(b.rcv), "iperf3", "-s", "-1", "-B", b.rcv_ip, "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
