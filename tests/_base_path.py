@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
