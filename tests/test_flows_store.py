@@ -1,6 +1,7 @@
 """The flow store's Parquet files (schema.write_partitioned / write_grouped,
 written by pyarrow with statistics only on the pruned columns and
-dictionaries only on the low-cardinality ones): what polars, DuckDB and
+dictionaries only on the low-cardinality ones, delta encoding on times and
+counts): what polars, DuckDB and
 ``flows identify`` read back, and the layout itself; the collector's
 receive buffer."""
 
@@ -81,7 +82,7 @@ def test_store_reads_back_identically_in_polars_and_duckdb(table, store):
     assert rows == expected
 
 
-def test_store_layout_statistics_on_pruned_columns_dictionary_on_few_valued(store):
+def test_store_layout_statistics_on_pruned_columns_dictionary_on_few_valued_delta_on_counts(store):
     _, files = store
     for path in files:
         meta = pq.ParquetFile(path).metadata
@@ -97,6 +98,7 @@ def test_store_layout_statistics_on_pruned_columns_dictionary_on_few_valued(stor
                 assert (column.statistics.min, column.statistics.max) == (values.min(), values.max()), name
             dictionary = any("DICTIONARY" in e for e in column.encodings)
             assert dictionary == (name in schema.DICTIONARY), (name, column.encodings)
+            assert ("DELTA_BINARY_PACKED" in column.encodings) == (name in schema.DELTA), (name, column.encodings)
 
 
 def test_identify_reads_the_store_as_polars_written_files(table, store, tmp_path):

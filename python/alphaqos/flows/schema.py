@@ -59,7 +59,8 @@ being that of ``first`` in UTC, written by pyarrow's Parquet writer
 (:func:`write_partitioned`): zstd, row groups of :data:`ROW_GROUP_ROWS`,
 statistics (min/max a row group) only on the columns readers prune on
 (:data:`PRUNED`), dictionary encoding only on the columns of few values
-(:data:`DICTIONARY`), the other columns plain.
+(:data:`DICTIONARY`), delta encoding on times, counts and source ports
+(:data:`DELTA`), the addresses plain.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["COLUMNS", "DICTIONARY", "MAX_COUNT", "MAX_PACKET_BYTES", "PRUNED", "ROW_GROUP_ROWS", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
+__all__ = ["COLUMNS", "DELTA", "DICTIONARY", "MAX_COUNT", "MAX_PACKET_BYTES", "PRUNED", "ROW_GROUP_ROWS", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
            "scaled", "write_grouped", "write_parquet", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
@@ -110,6 +111,13 @@ PRUNED = ("exporter", "first", "last", "src_addr", "dst_addr")
 #: dictionary outgrows its page limit. The others (addresses, times,
 #: counts, source ports) are mostly distinct and are written plain.
 DICTIONARY = ("exporter", "protocol", "sampling_rate", "dst_port", "input_if", "output_if")
+#: Integer columns written DELTA_BINARY_PACKED (Parquet's delta encoding,
+#: read by DuckDB, polars and Spark): times close to each other within a
+#: flush, counts and source ports of a few significant bits. zstd then has
+#: a third of the bytes to compress: on a realistic table (``flows synth``)
+#: the write costs about 0.3 us a record less than plain pages, for a few
+#: per cent more bytes.
+DELTA = ("first", "last", "bytes", "packets", "bytes_scaled", "packets_scaled", "src_port")
 #: Rows of a Parquet row group (the unit the statistics describe); a
 #: collector flush (``--flush-records``, default 200,000) is one.
 ROW_GROUP_ROWS = 262_144
@@ -270,7 +278,8 @@ def write_parquet(frame: pl.DataFrame, path: str | Path, *, level: int = ZSTD_LE
 
     table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
     pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="zstd", compression_level=level,
-                   write_statistics=list(PRUNED), use_dictionary=list(DICTIONARY))  # fmt: skip
+                   write_statistics=list(PRUNED), use_dictionary=list(DICTIONARY),
+                   column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"))  # fmt: skip
 
 
 def _write_groups(groups, root: Path, tag: str, level: int) -> list[Path]:
