@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -17,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from alphaqos.flows import schema
-from alphaqos.flows.collect import receive_buffer
+from alphaqos.flows.collect import WRITER_NICE, receive_buffer
 from alphaqos.flows.identify import identify
 
 T0 = datetime(2024, 3, 1, 23, 58, tzinfo=UTC)  # two minutes before a day's end: two partitions per exporter
@@ -130,3 +134,25 @@ def test_receive_buffer_asks_beyond_rmem_max_when_allowed():
         assert granted == 2 * size
     else:
         assert granted == 2 * rmem_max
+
+
+def test_collector_writer_thread_runs_nicer_than_its_receive_loop(tmp_path):
+    # on one core the receive loop goes first: the writer thread's nice value is above the process's
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "python"))
+    collector = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "collect", "--listen", "127.0.0.1:0", "--out",
+                                  str(tmp_path / "o"), "--duration", "3s"], stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        banner = collector.stdout.readline()
+        assert "receive buffer" in banner
+        time.sleep(0.3)
+        nice = {}
+        for task in Path(f"/proc/{collector.pid}/task").iterdir():
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            nice[int(task.name)] = int(fields[16])
+        assert collector.wait(timeout=20) == 0
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
+    main = nice.pop(collector.pid)
+    assert max(nice.values()) == min(19, main + WRITER_NICE), (main, nice)

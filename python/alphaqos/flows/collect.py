@@ -19,7 +19,8 @@ records are handed every ``--flush-every``, or as soon as
 ``--flush-records`` are waiting (default :data:`FLUSH_RECORDS`), to a
 writer thread that builds the table and writes it with
 :func:`.schema.write_partitioned` under ``DIR`` (``exporter=.../day=...``),
-while the socket keeps being read. At most :data:`QUEUED_FLUSHES` flushes
+while the socket keeps being read (the writer runs :data:`WRITER_NICE`
+nicer than the receive loop, so on one core the receive loop goes first). At most :data:`QUEUED_FLUSHES` flushes
 wait for the writer; beyond them the receive loop waits too (and the
 kernel drops what its buffer cannot hold, counted below), so memory is
 bounded by ``--flush-records`` whatever the rate and the flush interval.
@@ -76,6 +77,12 @@ BATCH = 2048
 FLUSH_RECORDS = 200_000
 #: Flushes that may wait for the writer thread before the receive loop waits.
 QUEUED_FLUSHES = 2
+#: Nice value the writer thread adds to the collector's: on a busy core the
+#: scheduler gives the receive loop about nine tenths while both run (CFS
+#: weights 1024 and 110), so a write never keeps the socket unread for
+#: long; the writer has whatever the receive loop leaves, and when it falls
+#: behind the receive loop waits for it (QUEUED_FLUSHES).
+WRITER_NICE = 10
 #: Longest time spent, once stopping, reading what is still queued on the socket.
 FINAL_DRAIN_S = 5.0
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux, asm-generic/socket.h (Python does not name it)
@@ -301,6 +308,10 @@ class Collector:
         return False
 
     def _writer(self) -> None:
+        try:  # Linux: a thread's own nice value; the receive loop then has the core whenever the socket has data
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE)
+        except OSError:
+            pass
         final = False
         while not final:
             chunks, final = self.batches.get()
