@@ -136,7 +136,7 @@ def in_process(records: int) -> list[tuple]:
             if name not in best or sum(steps) < sum(best[name]):
                 best[name] = steps
     for name, steps in best.items():
-        rows.append((f"in-process {name} (native)", *(f"{v:.2f} us" for v in steps), f"{sum(steps):.2f} us", f"{1 / sum(steps):.2f} M"))
+        rows.append((f"in-process {name} (native, {records:,} records)", *(f"{v:.2f} us" for v in steps), f"{sum(steps):.2f} us", f"{1 / sum(steps):.2f} M"))
     return rows
 
 

@@ -77,12 +77,14 @@ BATCH = 2048
 FLUSH_RECORDS = 200_000
 #: Flushes that may wait for the writer thread before the receive loop waits.
 QUEUED_FLUSHES = 2
-#: Nice value the writer thread adds to the collector's: on a busy core the
-#: scheduler gives the receive loop about nine tenths while both run (CFS
-#: weights 1024 and 110), so a write never keeps the socket unread for
+#: Nice value the writer thread adds to the collector's: on a core of its
+#: own the scheduler gives the receive loop three quarters while both run
+#: (CFS weights 1024 and 335), so a write never keeps the socket unread for
 #: long; the writer has whatever the receive loop leaves, and when it falls
-#: behind the receive loop waits for it (QUEUED_FLUSHES).
-WRITER_NICE = 10
+#: behind the receive loop waits for it (QUEUED_FLUSHES). Not more: on a
+#: core shared with other work the writer competes with that work at this
+#: nice value too.
+WRITER_NICE = 5
 #: Longest time spent, once stopping, reading what is still queued on the socket.
 FINAL_DRAIN_S = 5.0
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux, asm-generic/socket.h (Python does not name it)
