@@ -115,8 +115,8 @@ DICTIONARY = ("exporter", "protocol", "sampling_rate", "dst_port", "input_if", "
 #: read by DuckDB, polars and Spark): times close to each other within a
 #: flush, counts and source ports of a few significant bits. zstd then has
 #: a third of the bytes to compress: on a realistic table (``flows synth``)
-#: the write costs about 0.3 us a record less than plain pages, for a few
-#: per cent more bytes.
+#: the write costs 0.1-0.3 us a record less than plain pages, for a few per
+#: cent more bytes (``benches/flows_decode.py --writes``).
 DELTA = ("first", "last", "bytes", "packets", "bytes_scaled", "packets_scaled", "src_port")
 #: Rows of a Parquet row group (the unit the statistics describe); a
 #: collector flush (``--flush-records``, default 200,000) is one.
