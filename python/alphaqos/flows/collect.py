@@ -20,8 +20,8 @@ records are handed every ``--flush-every``, or as soon as
 writer thread that builds the table and writes it with
 :func:`.schema.write_partitioned` under ``DIR`` (``exporter=.../day=...``),
 while the socket keeps being read (the writer runs :data:`WRITER_NICE`
-nicer than the receive loop, so on one core the receive loop goes first). At most :data:`QUEUED_FLUSHES` flushes
-wait for the writer; beyond them the receive loop waits too (and the
+nicer than the receive loop, so on one core the receive loop goes first).
+At most :data:`QUEUED_FLUSHES` flushes wait for the writer; beyond them the receive loop waits too (and the
 kernel drops what its buffer cannot hold, counted below), so memory is
 bounded by ``--flush-records`` whatever the rate and the flush interval.
 The decoder's own caps (held data, templates) are in
@@ -310,7 +310,7 @@ class Collector:
         return False
 
     def _writer(self) -> None:
-        try:  # Linux: a thread's own nice value; the receive loop then has the core whenever the socket has data
+        try:  # Linux: a thread's own nice value (see WRITER_NICE)
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE)
         except OSError:
             pass
