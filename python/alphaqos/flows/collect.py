@@ -23,8 +23,8 @@ while the socket keeps being read (the writer runs :data:`WRITER_NICE`
 nicer than the receive loop, so on one core the receive loop goes first).
 At most :data:`QUEUED_FLUSHES` flushes wait for the writer; beyond them
 the receive loop waits too (and the kernel drops what its buffer cannot
-hold, counted below), so memory is bounded by ``--flush-records`` whatever the rate and the flush interval.
-The decoder's own caps (held data, templates) are in
+hold, counted below), so memory is bounded by ``--flush-records``
+whatever the rate and the flush interval. The decoder's own caps (held data, templates) are in
 :mod:`.netflow` and ``docs/flows.md``.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
