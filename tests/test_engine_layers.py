@@ -121,3 +121,55 @@ def test_the_analysis_finds_a_circle_and_an_upward_import(tmp_path):
     graph = module_graph(tmp_path)
     assert circles(graph) == [["a", "b"]]
     assert graph["control"] == {"qos"} and "control" not in graph["b"]
+
+
+def _code(path: Path) -> str:
+    """A source file without its unit tests and comments."""
+    text = path.read_text().split("#[cfg(test)]", 1)[0]
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _engine_files(root: Path = SRC) -> dict[str, str]:
+    return {str(p.relative_to(root)): _code(p) for p in sorted(root.rglob("*.rs"))}
+
+
+def downcasts(files: dict[str, str]) -> list[str]:
+    """Files outside `tcp/` and `apps/` that reach into a connection's TCP
+    (`.tcp()`, `.tcp_mut()`, a `.sender.`/`.receiver.` of an application)."""
+    reach = re.compile(r"\.tcp(_mut)?\(\)|\bapp\.(sender|receiver)\b|\bBulkTcp\b.*\.(sender|receiver)\b")
+    return sorted(f for f, text in files.items() if not f.startswith(("tcp/", "apps/")) and reach.search(text))
+
+
+def test_no_one_outside_tcp_and_apps_reaches_into_a_connection():
+    # The event loop and the control plane learn what happened from the
+    # application's Report and read its TcpCounters; the App trait has no
+    # downcast to the TCP connection any more.
+    files = _engine_files()
+    assert downcasts(files) == []
+    assert not re.search(r"fn tcp(_mut)?\(", files["apps/mod.rs"])
+
+
+def test_a_packets_direction_is_stamped_by_its_sender_not_read_from_its_payload():
+    files = _engine_files()
+    assert [f for f, text in files.items() if "is_forward" in text] == []
+    net = files["network.rs"]
+    # Only DirWire sets it: FlowIo::fwd stamps true, FlowIo::rev false.
+    assert re.findall(r"fwd: (true|false) \}", net) == ["true", "false"]
+
+
+def test_tcp_small_queues_accounting_lives_in_one_shim():
+    # The bytes a connection has queued at its sending host change in the
+    # Tsq type and in Net::tsq alone, not across the transmit path.
+    net = _engine_files()["network.rs"]
+    changes = [m.start() for m in re.finditer(r"\bqueued\s*[-+]?=", net)]
+    impl_tsq = re.search(r"impl Tsq \{.*?\n\}", net, re.S).span()
+    fn_tsq = re.search(r"fn tsq\(.*?\n    \}", net, re.S).span()
+    assert changes and all(impl_tsq[0] <= c < impl_tsq[1] or fn_tsq[0] <= c < fn_tsq[1] for c in changes)
+
+
+def test_the_reach_check_finds_a_downcast(tmp_path):
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "sim.rs").write_text("fn f(c: &Conn) { let t = c.app.tcp().unwrap(); }\n")
+    (tmp_path / "world.rs").write_text("// c.app.tcp() in a comment\nfn g() {}\n#[cfg(test)]\nmod t { fn h(c: &C) { c.app.tcp_mut(); } }\n")
+    (tmp_path / "apps" / "mod.rs").write_text("fn tcp(&self) -> Option<&BulkTcp> { None }\nfn f(a: &A) { a.tcp(); }\n")
+    assert downcasts(_engine_files(tmp_path)) == ["sim.rs"]

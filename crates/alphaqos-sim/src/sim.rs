@@ -9,7 +9,7 @@
 
 use crate::qos::Qdisc;
 use crate::apps::bulk::{AppWriter, BulkTcp};
-use crate::apps::App;
+use crate::apps::{App, End, Report};
 use crate::builder::{build_flow, build_net, check_path, host_id, MSS_NOTE};
 use crate::config::Config;
 use crate::control::{Agent, Change, Handles};
@@ -97,7 +97,8 @@ pub struct StreamRec {
     pub start: SimTime,
     pub end: Option<SimTime>,
     pub acked: u64,
-    /// Bytes its receiver delivered in order (final once it ended).
+    /// Bytes its receiver delivered in order: as of its last event
+    /// ([`Report::delivered`]), final once it ended.
     pub delivered: u64,
     pub retransmits: u64,
     /// Payload bytes sent again, and segments its receiver already had.
@@ -343,18 +344,9 @@ impl Simulation {
         }
         self.net.now = self.net.now.max(until);
         if self.net.now >= self.duration {
-            self.flush_taps();
+            self.net.flush_taps();
         }
         true
-    }
-
-    /// Write out what the links' taps hold (done at the end of the run).
-    pub fn flush_taps(&mut self) {
-        for ifc in &mut self.net.ifaces {
-            if let Some(t) = &mut ifc.tap {
-                let _ = t.flush();
-            }
-        }
     }
 
     pub fn run(&mut self) {
@@ -376,8 +368,10 @@ impl Simulation {
                     let id = ConnId::new(pkt.flow, pkt.gen);
                     if let Some(c) = self.conns.get_mut(id) {
                         let mut io = FlowIo::new(&mut self.net, id, c.ends);
-                        c.app.on_packet(&pkt, &mut io);
-                        self.after(id);
+                        let report = c.app.on_packet(&pkt, &mut io);
+                        if let Owner::Stream(s) = c.owner {
+                            self.after(id, s as usize, report);
+                        }
                     }
                 }
             }
@@ -387,8 +381,10 @@ impl Simulation {
                         self.flow_active[i as usize] = t == FlowTimer::Start;
                     }
                     let mut io = FlowIo::new(&mut self.net, id, c.ends);
-                    c.app.on_timer(t, &mut io);
-                    self.after(id);
+                    let report = c.app.on_timer(t, &mut io);
+                    if let Owner::Stream(s) = c.owner {
+                        self.after(id, s as usize, report);
+                    }
                 }
             }
             Event::Workload(w, arg) => self.on_workload(w as usize, arg),
@@ -397,32 +393,32 @@ impl Simulation {
         }
     }
 
-    /// After an event of connection `id`: close a transfer's stream that has
+    /// After an event of stream `s` (connection `id`), what its application
+    /// reported: feed it blocks if it wants data, note the file whole at
+    /// the receiver, answer an HTTP request, close the stream that has
     /// finished or given up.
-    fn after(&mut self, id: ConnId) {
-        let Some(c) = self.conns.get(id) else { return };
-        let Owner::Stream(s) = c.owner else { return };
-        let t = self.streams[s as usize].transfer as usize;
-        if self.transfers[t].block.is_some() && self.transfers[t].assigned < self.transfers[t].size {
-            self.feed(id, t);
+    fn after(&mut self, id: ConnId, s: usize, mut report: Report) {
+        self.streams[s].delivered = report.delivered;
+        let t = self.streams[s].transfer as usize;
+        let tr = &self.transfers[t];
+        if report.wants_data && tr.block.is_some() && tr.assigned < tr.size {
+            self.feed(id, t, &mut report);
         }
-        let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
+        let tr = &self.transfers[t];
         // The file is whole at the receiver only once this stream, whose
         // event may have completed it, holds all it was fed: only then is
         // it worth summing the transfer's streams (not on every packet).
-        if self.transfers[t].receiver_end.is_none() && tcp.receiver.delivered() >= tcp.sender.written() {
+        if tr.receiver_end.is_none() && report.delivered >= report.written {
             self.note_receiver(t);
         }
-        let Some(tcp) = self.conns.get(id).and_then(|c| c.app.tcp()) else { return };
         // An HTTP server answers once it holds the whole request.
-        let answer = self.transfers[t].awaiting_response && tcp.receiver.delivered() >= self.transfers[t].size;
-        let done = tcp.is_finished() || tcp.failed;
-        if answer {
-            self.transfers[t].awaiting_response = false;
+        let tr = &mut self.transfers[t];
+        if tr.awaiting_response && report.delivered >= tr.size {
+            tr.awaiting_response = false;
             self.start_response(t);
         }
-        if done {
-            self.close_stream(id, s as usize);
+        if report.end.is_some() {
+            self.close_stream(id, s);
         }
     }
 
@@ -439,13 +435,7 @@ impl Simulation {
     /// The bytes the receiver of transfer `t` holds in order, summed over
     /// its streams (each stream's in-order bytes: its blocks are whole).
     pub fn transfer_delivered(&self, t: usize) -> u64 {
-        self.streams[self.transfers[t].stream_rows()]
-            .iter()
-            .map(|r| match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
-                Some(tcp) if r.end.is_none() => tcp.receiver.delivered(),
-                _ => r.delivered,
-            })
-            .sum()
+        self.streams[self.transfers[t].stream_rows()].iter().map(|r| r.delivered).sum()
     }
 
     /// The receiver of transfer `t` merges its streams' blocks: the file is
@@ -456,31 +446,30 @@ impl Simulation {
         }
     }
 
-    /// Dynamic striping: hand stream `id` of transfer `t` blocks while its
-    /// unacknowledged data is under two windows (or one block); when the
-    /// file has no more blocks, every stream's size becomes what it was fed.
-    fn feed(&mut self, id: ConnId, t: usize) {
+    /// Dynamic striping: offer stream `id` of transfer `t` the file's next
+    /// blocks (it takes them while its unacknowledged data is under two
+    /// windows, or one block); when the file has no more blocks, every
+    /// stream's size becomes what it was fed.
+    fn feed(&mut self, id: ConnId, t: usize, report: &mut Report) {
         let tr = &mut self.transfers[t];
         let block = tr.block.expect("dynamic");
         let c = self.conns.get_mut(id).expect("live");
-        let ends = c.ends;
-        let tcp = c.app.tcp_mut().expect("a transfer's stream is TCP");
-        let mut io = FlowIo::new(&mut self.net, id, ends);
-        while tr.assigned < tr.size {
-            let backlog = tcp.sender.written() - tcp.sender.bytes_acked();
-            if backlog >= (2 * tcp.sender.cwnd()).max(block) {
-                return;
-            }
-            let n = block.min(tr.size - tr.assigned);
-            tr.assigned += n;
-            tcp.feed(n, &mut io.fwd());
+        let mut io = FlowIo::new(&mut self.net, id, c.ends);
+        let taken = c.app.offer(block, tr.size - tr.assigned, &mut io);
+        tr.assigned += taken;
+        report.written += taken;
+        if tr.assigned < tr.size {
+            return;
         }
         // The last block is out: seal every stream of the transfer.
         let rows = tr.stream_rows();
-        self.seal_streams(rows.clone());
-        for r in rows {
+        for (r, finished) in rows.clone().zip(self.seal_streams(rows)) {
             let sid = self.streams[r].id;
-            if sid != id && self.conns.get(sid).and_then(|c| c.app.tcp()).is_some_and(|tcp| tcp.is_finished()) {
+            if sid == id {
+                if finished {
+                    report.end = Some(End::Finished);
+                }
+            } else if finished {
                 self.close_stream(sid, r);
             }
         }
@@ -622,9 +611,8 @@ impl Simulation {
                 let gap = Duration((chunk as u128 * 8 * 1_000_000_000 / rate as u128) as u64);
                 app = app.with_writer(AppWriter::new(part, chunk, gap));
             }
-            if block.is_some() {
-                app = app.fed_by_blocks();
-                app.sender.set_written(part);
+            if let Some(b) = block {
+                app = app.fed_by_blocks(b, part);
                 self.transfers[t as usize].assigned += part;
             }
             let dst_port = wl.dst_port;
@@ -657,20 +645,17 @@ impl Simulation {
         // A file that fits the first blocks: every stream is sealed now.
         let tr = &self.transfers[t as usize];
         if tr.block.is_some() && tr.assigned >= tr.size {
+            // Just opened, none is done yet.
             self.seal_streams(tr.stream_rows());
         }
         t
     }
 
     /// No more blocks: the streams of these rows are done once what they
-    /// were fed is acknowledged.
-    fn seal_streams(&mut self, rows: std::ops::Range<usize>) {
+    /// were fed is acknowledged. Whether each (still open) is done now.
+    fn seal_streams(&mut self, rows: std::ops::Range<usize>) -> Vec<bool> {
         let now = self.net.now;
-        for r in rows {
-            if let Some(tcp) = self.conns.get_mut(self.streams[r].id).and_then(|c| c.app.tcp_mut()) {
-                tcp.seal(now);
-            }
-        }
+        rows.map(|r| self.conns.get_mut(self.streams[r].id).is_some_and(|c| c.app.seal(now))).collect()
     }
 
     /// Stream `s` (connection `id`) finished or gave up: record it, free its
@@ -678,20 +663,20 @@ impl Simulation {
     fn close_stream(&mut self, id: ConnId, s: usize) {
         let now = self.net.now;
         let c = self.conns.remove(id).expect("a live connection");
-        let tcp = c.app.tcp().expect("a transfer's stream is TCP");
+        let k = c.app.counters().expect("a transfer's stream is TCP");
         let r = &mut self.streams[s];
         r.end = Some(now);
         if self.transfers[r.transfer as usize].block.is_some() {
-            r.size = tcp.sender.written();
+            r.size = k.written;
         }
-        r.acked = tcp.sender.bytes_acked().min(r.size);
-        r.retransmits = tcp.sender.stats.retransmits;
-        r.resent = tcp.sender.stats.retransmitted_bytes;
-        r.spurious = tcp.receiver.stats.spurious_retransmits;
-        r.timeouts = tcp.sender.stats.timeouts;
-        r.failed = tcp.failed;
-        let (n, sum) = tcp.sender.rtt_totals();
-        let delivered = tcp.receiver.delivered();
+        r.acked = k.bytes_acked.min(r.size);
+        r.retransmits = k.retransmits;
+        r.resent = k.retransmitted_bytes;
+        r.spurious = k.spurious_retransmits;
+        r.timeouts = k.timeouts;
+        r.failed = k.failed;
+        let (n, sum) = (k.rtt_samples, k.rtt_sum_ns);
+        let delivered = k.delivered;
         r.delivered = delivered;
         let t = &mut self.transfers[r.transfer as usize];
         t.failed |= r.failed;
@@ -751,13 +736,14 @@ impl Simulation {
             let due = self.rec.streams.due(last);
             let span = Sampling { now, span_ns: now.since(self.rec.streams.last).as_nanos().max(1) };
             for (_, c) in self.conns.iter() {
-                if let (Owner::Stream(r), Some(tcp)) = (c.owner, c.app.tcp()) {
+                if let Owner::Stream(r) = c.owner {
                     let sr = &mut self.streams[r as usize];
                     let w = self.transfers[sr.transfer as usize].workload as usize;
-                    delivered[w] += tcp.receiver.delivered();
+                    delivered[w] += sr.delivered;
                     if due {
-                        let row = tcp.series_row(&mut sr.prev_delivered, span);
-                        self.rec.streams.row(self.workloads[w].key, [sr.transfer as u64, sr.stream as u64], &row);
+                        if let Some(row) = c.app.tcp_row(&mut sr.prev_delivered, span) {
+                            self.rec.streams.row(self.workloads[w].key, [sr.transfer as u64, sr.stream as u64], &row);
+                        }
                     }
                 }
             }
@@ -907,8 +893,8 @@ impl Simulation {
 
     /// A stream's counters now: final if it ended, else read from its live connection.
     pub(crate) fn stream_now(&self, r: &StreamRec) -> (u64, u64, u64) {
-        match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
-            Some(tcp) if r.end.is_none() => (tcp.sender.bytes_acked().min(tcp.sender.written()), tcp.sender.stats.retransmits, tcp.sender.stats.timeouts),
+        match self.conns.get(r.id).and_then(|c| c.app.counters()) {
+            Some(k) if r.end.is_none() => (k.bytes_acked.min(k.written), k.retransmits, k.timeouts),
             _ => (r.acked, r.retransmits, r.timeouts),
         }
     }
@@ -916,8 +902,8 @@ impl Simulation {
     /// A stream's payload bytes sent again, and the segments its receiver
     /// got twice, so far.
     fn stream_resent(&self, r: &StreamRec) -> (u64, u64) {
-        match self.conns.get(r.id).and_then(|c| c.app.tcp()) {
-            Some(tcp) if r.end.is_none() => (tcp.sender.stats.retransmitted_bytes, tcp.receiver.stats.spurious_retransmits),
+        match self.conns.get(r.id).and_then(|c| c.app.counters()) {
+            Some(k) if r.end.is_none() => (k.retransmitted_bytes, k.spurious_retransmits),
             _ => (r.resent, r.spurious),
         }
     }
