@@ -3,8 +3,9 @@ the `use` lines of `crates/alphaqos-sim/src` has no circle, and the control
 plane (`control/`) imports nothing of the components it drives (`qos/`,
 `tcp/`, `apps/`): it sees the engine only through its `World` trait.
 
-The graph is per file (a `mod.rs` is its directory's module); `#[cfg(test)]`
-modules are left out (a unit test may reach anywhere).
+The graph is per file (a `mod.rs` is its directory's module); items under
+`#[cfg(test)]` are left out (a unit test may reach anywhere), and only they:
+code after a file's test module counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,26 @@ SRC = Path(__file__).resolve().parent.parent / "crates" / "alphaqos-sim" / "src"
 
 USE = re.compile(r"\buse\s+(crate|super|self)((?:::\w+)*)(?:::\{([^;]*)\})?", re.S)
 PATH = re.compile(r"\bcrate((?:::\w+)+)")
+
+
+def without_tests(text: str) -> str:
+    """`text` without its `#[cfg(test)]` items (a module's braces matched)."""
+    out, pos = [], 0
+    while (at := text.find("#[cfg(test)]", pos)) >= 0:
+        out.append(text[pos:at])
+        i = at + len("#[cfg(test)]")
+        while i < len(text) and text[i] not in "{;":
+            i += 1
+        if i < len(text) and text[i] == "{":
+            depth = 0
+            while i < len(text):
+                depth += {"{": 1, "}": -1}.get(text[i], 0)
+                i += 1
+                if depth == 0:
+                    break
+        pos = i + 1 if i < len(text) and text[i - 1] != "}" else i
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _module(path: Path, root: Path) -> str:
@@ -38,9 +59,7 @@ def module_graph(root: Path = SRC) -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        text = path.read_text()
-        text = text.split("#[cfg(test)]", 1)[0]
-        text = re.sub(r"//[^\n]*", "", text)
+        text = re.sub(r"//[^\n]*", "", without_tests(path.read_text()))
         here = name.split("::") if name else []
         targets: set[str] = set()
         for m in USE.finditer(text):
@@ -115,9 +134,78 @@ def test_the_analysis_finds_a_circle_and_an_upward_import(tmp_path):
     (tmp_path / "qos").mkdir()
     (tmp_path / "lib.rs").write_text("pub mod a; pub mod b; pub mod control; pub mod qos;\n")
     (tmp_path / "a.rs").write_text("use crate::b::Thing;\n")
-    (tmp_path / "b.rs").write_text("use crate::{a, qos::Q};\n#[cfg(test)]\nmod tests { use crate::control::X; }\n")
+    (tmp_path / "b.rs").write_text("use crate::{a, qos::Q};\n#[cfg(test)]\nmod tests { fn f() { use crate::control::X; } }\n#[cfg(test)]\nuse crate::control::Y;\n")
+    # Code after a test module counts: c -> d -> c.
+    (tmp_path / "c.rs").write_text("#[cfg(test)]\nmod tests {}\npub fn f() { crate::d::g() }\n")
+    (tmp_path / "d.rs").write_text("pub fn g() { crate::c::f() }\n")
     (tmp_path / "control" / "mod.rs").write_text("use super::qos::Q;\n")
     (tmp_path / "qos" / "mod.rs").write_text("pub struct Q;\n")
     graph = module_graph(tmp_path)
-    assert circles(graph) == [["a", "b"]]
+    assert circles(graph) == [["a", "b"], ["c", "d"]]
     assert graph["control"] == {"qos"} and "control" not in graph["b"]
+
+
+def _code(path: Path) -> str:
+    """A source file without its unit tests and comments."""
+    return re.sub(r"//[^\n]*", "", without_tests(path.read_text()))
+
+
+def _engine_files(root: Path = SRC) -> dict[str, str]:
+    return {str(p.relative_to(root)): _code(p) for p in sorted(root.rglob("*.rs"))}
+
+
+def downcasts(files: dict[str, str]) -> list[str]:
+    """Files outside `tcp/` and `apps/` that reach into a connection's TCP
+    (`.tcp()`, `.tcp_mut()`, a `.sender.`/`.receiver.` of an application)."""
+    reach = re.compile(r"\.tcp(_mut)?\(\)|\bapp\.(sender|receiver)\b|\bBulkTcp\b.*\.(sender|receiver)\b")
+    return sorted(f for f, text in files.items() if not f.startswith(("tcp/", "apps/")) and reach.search(text))
+
+
+def test_no_one_outside_tcp_and_apps_reaches_into_a_connection():
+    # The event loop and the control plane learn what happened from the
+    # application's Report and read its TcpCounters; the App trait has no
+    # downcast to the TCP connection any more.
+    files = _engine_files()
+    assert downcasts(files) == []
+    assert not re.search(r"fn tcp(_mut)?\(", files["apps/mod.rs"])
+
+
+def test_a_packets_direction_is_stamped_by_its_sender_not_read_from_its_payload():
+    files = _engine_files()
+    assert [f for f, text in files.items() if "is_forward" in text] == []
+    net = files["network.rs"]
+    # Only DirWire sets it: FlowIo::fwd stamps true, FlowIo::rev false.
+    assert re.findall(r"fwd: (true|false) \}", net) == ["true", "false"]
+
+
+def test_tcp_small_queues_accounting_lives_in_one_shim():
+    # The bytes a connection has queued at its sending host change in the
+    # Tsq type and in Net::tsq alone, not across the transmit path.
+    net = _engine_files()["network.rs"]
+    changes = [m.start() for m in re.finditer(r"\bqueued\s*[-+]?=", net)]
+    impl_tsq = re.search(r"impl Tsq \{.*?\n\}", net, re.S).span()
+    fn_tsq = re.search(r"fn tsq\(.*?\n    \}", net, re.S).span()
+    assert changes and all(impl_tsq[0] <= c < impl_tsq[1] or fn_tsq[0] <= c < fn_tsq[1] for c in changes)
+
+
+def test_the_reach_check_finds_a_downcast(tmp_path):
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "sim.rs").write_text("fn f(c: &Conn) { let t = c.app.tcp().unwrap(); }\n")
+    (tmp_path / "world.rs").write_text("// c.app.tcp() in a comment\nfn g() {}\n#[cfg(test)]\nmod t { fn h(c: &C) { c.app.tcp_mut(); } }\n")
+    (tmp_path / "apps" / "mod.rs").write_text("fn tcp(&self) -> Option<&BulkTcp> { None }\nfn f(a: &A) { a.tcp(); }\n")
+    assert downcasts(_engine_files(tmp_path)) == ["sim.rs"]
+
+
+def test_the_simulation_file_keeps_the_event_loop():
+    # Transfers and streams live in workload/, the samples and result
+    # tables in summary.rs; sim.rs builds the world and runs the loop,
+    # knowing neither TCP's state nor the disciplines (building a workload
+    # still checks its TCP configuration by making one connection).
+    files = _engine_files()
+    sim = files["sim.rs"]
+    assert not re.search(r"crate::(tcp|qos|summary)\b", sim)
+    assert not re.search(r"fn (start_transfer|close_stream|feed|on_workload|sample|results|flow_summary)\b", sim)
+    assert re.search(r"fn start_transfer\b", files["workload/transfers.rs"])
+    assert re.search(r"pub fn results\b", files["summary.rs"])
+    # YAQS's Count-Sketch has a file of its own.
+    assert "pub struct CountSketch" in files["qos/sketch.rs"] and "struct CountSketch" not in files["qos/yaqs.rs"]

@@ -75,6 +75,7 @@ pub fn parse(frame: &[u8], slot: u64, now: SimTime) -> (Packet, FlowKey, u16) {
         color: Color::Green,
         created: now,
         enqueued: now,
+        fwd: true,
         payload: Payload::Udp { seq: slot },
     };
     (pkt, key, ethertype)

@@ -227,6 +227,15 @@ pub struct Histogram<const BITS: u32 = 10> {
 /// The per-queue sojourn histogram.
 pub type SojournHistogram = Histogram<6>;
 
+/// The name of a class's queue: the link, or "<link>/<class>".
+pub fn queue_name(iface: &str, class: &str) -> String {
+    if class.is_empty() {
+        iface.to_string()
+    } else {
+        format!("{iface}/{class}")
+    }
+}
+
 #[cfg(test)]
 const SUB_BITS: u32 = 10;
 #[cfg(test)]

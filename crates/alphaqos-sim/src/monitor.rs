@@ -75,15 +75,23 @@ mod tests {
     }
 }
 
+/// What the results read of an interface: its name, its discipline and its
+/// monitor (the interface itself belongs to the network, above this module).
+pub struct Watched<'a> {
+    pub name: &'a str,
+    pub qdisc: &'a dyn Qdisc,
+    pub monitor: Option<&'a Monitor>,
+}
+
 /// The YAQS series: one row per YAQS discipline at a sample.
-pub fn sample_yaqs(net: &crate::network::Net, rec: &mut crate::recorder::Recorder, now: crate::time::SimTime) {
-    rec.yaqs_keys.resize_with(net.ifaces.len(), Vec::new);
-    for (ifc, keys) in net.ifaces.iter().zip(&mut rec.yaqs_keys) {
+pub fn sample_yaqs(ifaces: &[Watched], rec: &mut crate::recorder::Recorder, now: crate::time::SimTime) {
+    rec.yaqs_keys.resize_with(ifaces.len(), Vec::new);
+    for (ifc, keys) in ifaces.iter().zip(&mut rec.yaqs_keys) {
         let (names, series) = (&mut rec.names, &mut rec.yaqs);
         let mut k = 0;
         ifc.qdisc.for_each_yaqs(&mut |class, y| {
             if k == keys.len() {
-                keys.push(names.intern(&crate::sim::queue_name(&ifc.name, class)));
+                keys.push(names.intern(&crate::metrics::queue_name(ifc.name, class)));
             }
             let s = y.stats();
             series.row(keys[k], &[now.as_nanos(), y.fast_backlog().bytes, y.slow_backlog().bytes, s.slow_flows, s.nop_bytes]);
@@ -96,7 +104,7 @@ pub fn sample_yaqs(net: &crate::network::Net, rec: &mut crate::recorder::Recorde
 /// `monitor` (one row per monitored interface), `qlen_hist` (the
 /// histograms of queue length at arrival: YAQS's fast queue, source
 /// "yaqs_fast", and each monitor's whole queue, source "monitor").
-pub fn tables(net: &crate::network::Net) -> Vec<(&'static str, crate::metrics::Table)> {
+pub fn tables(ifaces: &[Watched]) -> Vec<(&'static str, crate::metrics::Table)> {
     use crate::metrics::{col, Column, Table};
     let mut y: (Vec<String>, Vec<String>) = Default::default();
     let mut u: [Vec<u64>; 9] = Default::default();
@@ -110,13 +118,13 @@ pub fn tables(net: &crate::network::Net) -> Vec<(&'static str, crate::metrics::T
             hist.3.push(c);
         }
     };
-    for ifc in &net.ifaces {
+    for ifc in ifaces {
         ifc.qdisc.for_each_yaqs(&mut |class, q| {
             let s = q.stats();
-            let name = crate::sim::queue_name(&ifc.name, class);
+            let name = crate::metrics::queue_name(ifc.name, class);
             put_hist(&name, "yaqs_fast", &s.fast_len_at_arrival);
             y.0.push(name);
-            y.1.push(ifc.name.clone());
+            y.1.push(ifc.name.to_string());
             let h = &s.fast_len_at_arrival;
             let vals = [
                 s.arrivals,
@@ -151,10 +159,10 @@ pub fn tables(net: &crate::network::Net) -> Vec<(&'static str, crate::metrics::T
         .with(col::STRICT_FALSE_POSITIVES, Column::OptU64(sfp));
     let mut links = vec![];
     let mut m: [Vec<u64>; 8] = Default::default();
-    for ifc in &net.ifaces {
-        let Some(mon) = &ifc.monitor else { continue };
-        links.push(ifc.name.clone());
-        put_hist(&ifc.name, "monitor", &mon.qlen_at_arrival);
+    for ifc in ifaces {
+        let Some(mon) = ifc.monitor else { continue };
+        links.push(ifc.name.to_string());
+        put_hist(ifc.name, "monitor", &mon.qlen_at_arrival);
         let h = &mon.qlen_at_arrival;
         let vals = [
             h.count(),

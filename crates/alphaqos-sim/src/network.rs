@@ -13,9 +13,11 @@
 //! its connection ended (a late retransmission) never touches the counters
 //! of the connection that took the slot over: it is counted as stale.
 //!
-//! TCP Small Queues is a host shim ([`Tsq`]), not a field of the generic
-//! counters: the bytes of a connection's data waiting in its sending host's
-//! interface queue.
+//! TCP Small Queues is a host shim ([`Tsq`], kept by [`Net::tsq`] alone),
+//! not a field of the generic counters: the bytes of a connection's data
+//! waiting in its sending host's interface queue. A packet's direction is
+//! the one its sender stamped ([`Packet::fwd`], by [`FlowIo::fwd`] or
+//! [`FlowIo::rev`]).
 
 use crate::qos::Qdisc;
 use crate::conn::ConnId;
@@ -51,7 +53,7 @@ pub struct ConnStats {
 
 impl ConnStats {
     fn count_drop(&mut self, pkt: &Packet) {
-        if pkt.is_forward() {
+        if pkt.fwd {
             self.drop_pkts += 1;
         } else {
             self.drop_rev_pkts += 1;
@@ -66,6 +68,49 @@ pub struct Tsq {
     pub queued: u64,
     /// The sender waits for `queued` to drain.
     pub blocked: bool,
+}
+
+impl Tsq {
+    /// May the sender queue another segment? If not, it is blocked until
+    /// its share has drained ([`Tsq::left`] says when to wake it).
+    #[inline]
+    pub fn room(&mut self) -> bool {
+        if self.queued < TSQ_BYTES {
+            return true;
+        }
+        self.blocked = true;
+        false
+    }
+
+    /// `bytes` of its data left the host's queue (sent or dropped there):
+    /// true if the blocked sender is to be woken, once its share has
+    /// drained to half the limit (hysteresis: not once per packet).
+    #[inline]
+    fn left(&mut self, bytes: u64) -> bool {
+        self.queued -= bytes;
+        if self.blocked && self.queued <= TSQ_BYTES / 2 {
+            self.blocked = false;
+            return true;
+        }
+        false
+    }
+}
+
+/// A packet's share of its connection's TSQ account: its connection and
+/// size, if it is that connection's data in its sending host's queue at
+/// `node`. Replies leaving the destination host carry the same `src` node
+/// field but are not the sender's (defect 1 of issue 9).
+#[derive(Clone, Copy, Debug)]
+pub struct TsqShare {
+    id: ConnId,
+    bytes: u64,
+}
+
+impl TsqShare {
+    #[inline]
+    fn of(node: u32, p: &Packet) -> Option<TsqShare> {
+        (node == p.src && p.fwd).then(|| TsqShare { id: ConnId::new(p.flow, p.gen), bytes: p.size as u64 })
+    }
 }
 
 /// Per-slot state of the network side of connections.
@@ -139,6 +184,15 @@ impl Net {
         }
     }
 
+    /// Write out what the links' taps hold (at the end of the run).
+    pub fn flush_taps(&mut self) {
+        for ifc in &mut self.ifaces {
+            if let Some(t) = &mut ifc.tap {
+                let _ = t.flush();
+            }
+        }
+    }
+
     /// Hand `pkt` to the network at `node`.
     pub fn send_from(&mut self, node: u32, pkt: Packet) {
         match self.route(node, pkt.dst) {
@@ -151,11 +205,7 @@ impl Net {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
         let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
-        // TSQ charges a connection's data at its sending host only: replies
-        // leaving the destination host carry the same `src` node field but
-        // are not the sender's (defect 1 of issue 9).
-        let (size, charge) = (pkt.size as u64, ifc.node == pkt.src && pkt.is_forward());
-        let key = (pkt.flow, pkt.gen);
+        let share = TsqShare::of(ifc.node, &pkt);
         if let Some(m) = &mut ifc.monitor {
             m.on_arrival(ifc.qdisc.backlog().bytes);
         }
@@ -168,11 +218,7 @@ impl Net {
             self.count_drop(&p);
             return;
         }
-        if charge {
-            if let Some(s) = self.conns.get_mut(key.0 as usize).filter(|s| s.gen == key.1) {
-                s.tsq.queued += size;
-            }
-        }
+        self.tsq(share, true);
         let ifc = &mut self.ifaces[i as usize];
         if ifc.tx_event == SimTime::MAX {
             if now >= ifc.busy_until {
@@ -189,18 +235,19 @@ impl Net {
         }
     }
 
-    /// `size` bytes of connection `id`'s data left its sending host's queue
-    /// (sent or dropped there): a sender held back by TSQ is woken once
-    /// its share has drained to half the limit (hysteresis: not once per
-    /// packet).
+    /// The TCP Small Queues shim, its one entry: a packet's share (if it
+    /// has one, [`TsqShare::of`]) entered its sending host's queue
+    /// (`entered`) or left it, sent or dropped there; a sender held back is
+    /// woken when [`Tsq::left`] says so. A connection that has ended keeps
+    /// no account.
     #[inline]
-    fn tsq_left(&mut self, id: ConnId, size: u64) {
-        if let Some(s) = self.conns.get_mut(id.idx as usize).filter(|s| s.gen == id.gen) {
-            s.tsq.queued -= size;
-            if s.tsq.blocked && s.tsq.queued <= TSQ_BYTES / 2 {
-                s.tsq.blocked = false;
-                self.events.schedule(self.now, Event::Conn(id, FlowTimer::Wake));
-            }
+    fn tsq(&mut self, share: Option<TsqShare>, entered: bool) {
+        let Some(TsqShare { id, bytes }) = share else { return };
+        let Some(s) = self.conns.get_mut(id.idx as usize).filter(|s| s.gen == id.gen) else { return };
+        if entered {
+            s.tsq.queued += bytes;
+        } else if s.tsq.left(bytes) {
+            self.events.schedule(self.now, Event::Conn(id, FlowTimer::Wake));
         }
     }
 
@@ -212,9 +259,7 @@ impl Net {
         let mut dropped = std::mem::take(&mut self.dropped);
         for (p, _) in dropped.drain(..) {
             self.count_drop(&p);
-            if node == p.src && p.is_forward() {
-                self.tsq_left(ConnId::new(p.flow, p.gen), p.size as u64);
-            }
+            self.tsq(TsqShare::of(node, &p), false);
         }
         self.dropped = dropped;
     }
@@ -249,7 +294,7 @@ impl Net {
                 // Impairments draw from their own stream, so that enabling
                 // loss leaves the discipline's draws as they were (defect 2).
                 let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-                let (uncharge, key, size) = (ifc.node == p.src && p.is_forward(), (p.flow, p.gen), p.size as u64);
+                let share = TsqShare::of(ifc.node, &p);
                 if lost {
                     ifc.lost_pkts += 1;
                 } else {
@@ -269,9 +314,7 @@ impl Net {
                 if lost {
                     self.count_drop(&p);
                 }
-                if uncharge {
-                    self.tsq_left(ConnId::new(key.0, key.1), size);
-                }
+                self.tsq(share, false);
             }
             Dequeued::Empty => {}
             Dequeued::NotBefore(t) => {
@@ -328,7 +371,7 @@ impl Net {
     /// has ended (the packet is stale and goes nowhere).
     fn arrive(&mut self, pkt: Packet) -> Option<Packet> {
         let now = self.now;
-        let fwd = pkt.is_forward();
+        let fwd = pkt.fwd;
         let idx = pkt.flow as usize;
         let Some(s) = self.slot(&pkt) else {
             self.stale_pkts += 1;
@@ -372,13 +415,13 @@ impl<'a> FlowIo<'a> {
     /// Sending from the connection's source towards its destination.
     pub fn fwd(&mut self) -> DirWire<'_> {
         let e = self.ends;
-        DirWire { net: self.net, id: self.id, from: e.src, to: e.dst, from_ip: e.src_ip, to_ip: e.dst_ip, ports: (e.src_port, e.dst_port), proto: e.proto, dscp: e.dscp }
+        DirWire { net: self.net, id: self.id, from: e.src, to: e.dst, from_ip: e.src_ip, to_ip: e.dst_ip, ports: (e.src_port, e.dst_port), proto: e.proto, dscp: e.dscp, fwd: true }
     }
     /// Sending from the destination back to the source.
     pub fn rev(&mut self) -> DirWire<'_> {
         // Replies (ACKs, echo replies) carry the connection's marking back.
         let e = self.ends;
-        DirWire { net: self.net, id: self.id, from: e.dst, to: e.src, from_ip: e.dst_ip, to_ip: e.src_ip, ports: (e.dst_port, e.src_port), proto: e.proto, dscp: e.dscp }
+        DirWire { net: self.net, id: self.id, from: e.dst, to: e.src, from_ip: e.dst_ip, to_ip: e.src_ip, ports: (e.dst_port, e.src_port), proto: e.proto, dscp: e.dscp, fwd: false }
     }
     pub fn now(&self) -> SimTime {
         self.net.now
@@ -395,6 +438,8 @@ pub struct DirWire<'a> {
     ports: (u16, u16),
     proto: u8,
     dscp: u8,
+    /// The data direction (source to destination), stamped on every packet.
+    fwd: bool,
 }
 
 impl Wire for DirWire<'_> {
@@ -418,9 +463,10 @@ impl Wire for DirWire<'_> {
             color: Color::Green,
             created: self.net.now,
             enqueued: self.net.now,
+            fwd: self.fwd,
             payload,
         };
-        if pkt.is_forward() {
+        if self.fwd {
             let st = &mut self.net.conns[self.id.idx as usize].stats;
             st.tx_pkts += 1;
             st.tx_bytes += size as u64;
@@ -431,11 +477,6 @@ impl Wire for DirWire<'_> {
         self.net.events.schedule(at, Event::Conn(self.id, timer));
     }
     fn tx_room(&mut self) -> bool {
-        let t = &mut self.net.conns[self.id.idx as usize].tsq;
-        if t.queued < TSQ_BYTES {
-            return true;
-        }
-        t.blocked = true;
-        false
+        self.net.conns[self.id.idx as usize].tsq.room()
     }
 }

@@ -71,15 +71,13 @@ pub struct Packet {
     /// When the queue now holding the packet admitted it (set by the queue;
     /// sojourn times and CoDel read it).
     pub enqueued: SimTime,
+    /// It travels in its connection's data direction, source to destination
+    /// (TCP data, SYN, UDP, echo requests: the packets whose one-way delay
+    /// is measured); false for replies (ACKs, SYN-ACKs, echo replies).
+    /// Stamped by the side that sends it (`FlowIo::fwd` / `rev`), not read
+    /// from the payload.
+    pub fwd: bool,
     pub payload: Payload,
-}
-
-impl Packet {
-    /// True for packets travelling in a flow's data direction (the ones
-    /// whose one-way delay is measured): TCP data, UDP, echo requests.
-    pub fn is_forward(&self) -> bool {
-        !matches!(self.payload, Payload::TcpAck { .. } | Payload::Echo { reply: true, .. } | Payload::TcpSyn { ack: true, .. })
-    }
 }
 
 /// Up to three SACK blocks (RFC 2018): with the timestamps option, three
@@ -149,6 +147,7 @@ impl Packet {
             color: Color::Green,
             created: SimTime::ZERO,
             enqueued: SimTime::ZERO,
+            fwd: true,
             payload: Payload::Udp { seq: 0 },
         }
     }

@@ -13,7 +13,6 @@ use crate::network::FlowIo;
 use crate::qos::Qdisc;
 use crate::sim::{Owner, Simulation};
 use crate::time::SimTime;
-use crate::units::DataRate;
 use std::collections::BTreeMap;
 
 impl World for Simulation {
@@ -288,8 +287,7 @@ impl Simulation {
             _ => {}
         }
         let c = self.conns.get_mut(id).expect("a scenario flow lives the whole run");
-        let tcp = c.app.tcp_mut().ok_or(KnobError::Unknown)?;
-        tcp_knob(tcp, what, op)
+        c.app.knob(what, op)
     }
 
     fn workload_knob(&mut self, w: u32, what: &str, op: KnobOp) -> KnobResult {
@@ -302,11 +300,10 @@ impl Simulation {
             "rtt_samples" | "rtt_sum_ns" => {
                 let (mut n, mut sum) = self.rtt_done[w as usize];
                 for (_, c) in self.conns.iter() {
-                    if let (Owner::Stream(r), Some(tcp)) = (c.owner, c.app.tcp()) {
+                    if let (Owner::Stream(r), Some(k)) = (c.owner, c.app.counters()) {
                         if self.transfers[self.streams[r as usize].transfer as usize].workload == w {
-                            let (a, b) = tcp.sender.rtt_totals();
-                            n += a;
-                            sum += b;
+                            n += k.rtt_samples;
+                            sum += k.rtt_sum_ns;
                         }
                     }
                 }
@@ -357,7 +354,7 @@ impl Simulation {
                 let rows = self.transfers[t as usize].stream_rows();
                 let mut live: Vec<ConnId> = self.streams[rows].iter().map(|r| r.id).filter(|&id| self.conns.get(id).is_some()).collect();
                 if what == "ctr_bps" {
-                    live.retain(|&id| self.conns.get_mut(id).and_then(|c| c.app.tcp_mut()).is_some_and(|tcp| tcp_knob(tcp, what, KnobOp::Get).is_ok()));
+                    live.retain(|&id| self.conns.get_mut(id).is_some_and(|c| c.app.knob(what, KnobOp::Get).is_ok()));
                 }
                 let k = live.len().max(1) as f64;
                 let op = match op {
@@ -366,8 +363,8 @@ impl Simulation {
                 };
                 let mut sum = 0.0;
                 for id in live {
-                    let tcp = self.conns.get_mut(id).and_then(|c| c.app.tcp_mut()).ok_or(KnobError::Unknown)?;
-                    sum += tcp_knob(tcp, what, op)?;
+                    let c = self.conns.get_mut(id).ok_or(KnobError::Unknown)?;
+                    sum += c.app.knob(what, op)?;
                 }
                 return Ok(sum);
             }
@@ -514,40 +511,5 @@ fn switch(what: &str, v: f64) -> Result<bool, KnobError> {
         0.0 => Ok(false),
         1.0 => Ok(true),
         _ => Err(KnobError::Invalid(format!("{what} = {v}: must be 1 (on) or 0 (off)"))),
-    }
-}
-
-/// The knobs and measurements of a TCP connection.
-fn tcp_knob(tcp: &mut crate::apps::bulk::BulkTcp, what: &str, op: KnobOp) -> KnobResult {
-    let s = &mut tcp.sender;
-    let ro = |v: u64| read_only(what, v as f64, op);
-    match what {
-        "srtt_ns" => ro(s.srtt().map_or(0, |d| d.as_nanos())),
-        "cwnd_bytes" => ro(s.cwnd()),
-        "bytes_acked" => ro(s.bytes_acked()),
-        "retransmits" => ro(s.stats.retransmits),
-        "rtt_samples" => ro(s.rtt_totals().0),
-        "rtt_sum_ns" => ro(s.rtt_totals().1),
-        "ctr_bps" => s.controller_mut().target_rate(op),
-        "pacing_rate_bps" => {
-            let old = s.max_pacing_rate().map_or(0.0, |r| r.as_bps() as f64);
-            if let KnobOp::Set(v) = op {
-                let v = crate::qos::meter::whole(what, v)?;
-                s.set_max_pacing_rate((v > 0).then_some(DataRate(v)));
-            }
-            Ok(old)
-        }
-        "cwnd_clamp_bytes" => {
-            let old = match s.cwnd_clamp() {
-                u64::MAX => 0.0,
-                c => c as f64,
-            };
-            if let KnobOp::Set(v) = op {
-                let v = crate::qos::meter::whole(what, v)?;
-                s.set_cwnd_clamp(if v == 0 { u64::MAX } else { v });
-            }
-            Ok(old)
-        }
-        _ => Err(KnobError::Unknown),
     }
 }

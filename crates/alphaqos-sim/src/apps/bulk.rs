@@ -22,7 +22,9 @@
 //!   segment, `net/ipv4/tcp_input.c`), so that a short transfer does not
 //!   wait for the delayed-ACK timer.
 
-use super::App;
+use super::{App, End, Report, TcpCounters};
+use crate::knob::{KnobError, KnobOp, KnobResult};
+use crate::units::DataRate;
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
 use crate::metrics::col;
@@ -72,6 +74,8 @@ pub struct BulkTcp {
     writer: Option<AppWriter>,
     /// Bytes of a finite transfer (None: endless).
     size: Option<u64>,
+    /// Fed block by block: the block size.
+    block: Option<u64>,
     /// The SYN was sent again this many times and the connection gave up.
     pub failed: bool,
     /// When the last byte was acknowledged.
@@ -105,6 +109,7 @@ impl BulkTcp {
             handshake: None,
             writer: None,
             size: cfg.size_bytes,
+            block: None,
             failed: false,
             finished_at: None,
         })
@@ -163,24 +168,34 @@ impl BulkTcp {
         self.size
     }
 
-    /// A stream fed block by block: nothing written yet, its size known
-    /// only when the file has no more blocks ([`BulkTcp::seal`]).
-    pub fn fed_by_blocks(mut self) -> Self {
-        self.sender.set_written(0);
+    /// A stream fed blocks of `block` bytes ([`App::offer`]), `first`
+    /// bytes written to begin with; its size known only when the file has
+    /// no more blocks ([`App::seal`]).
+    pub fn fed_by_blocks(mut self, block: u64, first: u64) -> Self {
+        self.sender.set_written(first);
         self.size = Some(u64::MAX);
+        self.block = Some(block);
         self
     }
 
-    /// Hand the sender `n` more bytes of the file.
-    pub fn feed(&mut self, n: u64, w: &mut impl Wire) {
-        self.sender.write(n, w);
+    /// Room for another block: its unacknowledged data is under two
+    /// windows, or one block.
+    fn has_room(&self, block: u64) -> bool {
+        let backlog = self.sender.written() - self.sender.bytes_acked();
+        backlog < (2 * self.sender.cwnd()).max(block)
     }
 
-    /// No more blocks will come: the stream is done once what it was fed
-    /// is acknowledged.
-    pub fn seal(&mut self, now: SimTime) {
-        self.size = Some(self.sender.written());
-        self.check_finished(now);
+    /// What the event loop learns after an event.
+    #[inline]
+    fn report(&self) -> Report {
+        let end = if self.finished_at.is_some() {
+            Some(End::Finished)
+        } else if self.failed {
+            Some(End::Failed)
+        } else {
+            None
+        };
+        Report { delivered: self.receiver.delivered(), written: self.sender.written(), wants_data: self.block.is_some_and(|b| self.has_room(b)), end }
     }
 
     fn established(&self) -> bool {
@@ -223,12 +238,8 @@ impl BulkTcp {
     }
 }
 
-impl App for BulkTcp {
-    fn kind(&self) -> &'static str {
-        "tcp"
-    }
-
-    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
+impl BulkTcp {
+    fn timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
         match t {
             FlowTimer::Start => {
                 if self.handshake.is_some() {
@@ -268,7 +279,7 @@ impl App for BulkTcp {
         }
     }
 
-    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
+    fn packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
         match pkt.payload {
             Payload::TcpData { seq, len, ts_val, retx, push } => self.receiver.on_segment(seq, len, ts_val, retx, push, &mut io.rev()),
             Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => {
@@ -294,6 +305,98 @@ impl App for BulkTcp {
         }
     }
 
+}
+
+impl App for BulkTcp {
+    fn kind(&self) -> &'static str {
+        "tcp"
+    }
+
+    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) -> Report {
+        self.timer(t, io);
+        self.report()
+    }
+
+    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) -> Report {
+        self.packet(pkt, io);
+        self.report()
+    }
+
+    fn offer(&mut self, block: u64, left: u64, io: &mut FlowIo) -> u64 {
+        let mut taken = 0;
+        while taken < left && self.has_room(block) {
+            let n = block.min(left - taken);
+            taken += n;
+            self.sender.write(n, &mut io.fwd());
+        }
+        taken
+    }
+
+    fn seal(&mut self, now: SimTime) -> bool {
+        self.size = Some(self.sender.written());
+        self.check_finished(now);
+        self.is_finished()
+    }
+
+    fn counters(&self) -> Option<TcpCounters> {
+        let (snd, rcv) = (&self.sender, &self.receiver);
+        let (rtt_samples, rtt_sum_ns) = snd.rtt_totals();
+        Some(TcpCounters {
+            written: snd.written(),
+            bytes_acked: snd.bytes_acked(),
+            delivered: rcv.delivered(),
+            retransmits: snd.stats.retransmits,
+            retransmitted_bytes: snd.stats.retransmitted_bytes,
+            spurious_retransmits: rcv.stats.spurious_retransmits,
+            timeouts: snd.stats.timeouts,
+            rtt_samples,
+            rtt_sum_ns,
+            failed: self.failed,
+        })
+    }
+
+    fn tcp_row(&self, prev: &mut u64, s: Sampling) -> Option<[u64; 16]> {
+        Some(self.series_row(prev, s))
+    }
+
+    /// The knobs and measurements of a TCP connection.
+    fn knob(&mut self, what: &str, op: KnobOp) -> KnobResult {
+        let s = &mut self.sender;
+        let ro = |v: u64| match op {
+            KnobOp::Get => Ok(v as f64),
+            KnobOp::Set(_) => Err(KnobError::Invalid(format!("{what} is a measurement, not a knob"))),
+        };
+        match what {
+            "srtt_ns" => ro(s.srtt().map_or(0, |d| d.as_nanos())),
+            "cwnd_bytes" => ro(s.cwnd()),
+            "bytes_acked" => ro(s.bytes_acked()),
+            "retransmits" => ro(s.stats.retransmits),
+            "rtt_samples" => ro(s.rtt_totals().0),
+            "rtt_sum_ns" => ro(s.rtt_totals().1),
+            "ctr_bps" => s.controller_mut().target_rate(op),
+            "pacing_rate_bps" => {
+                let old = s.max_pacing_rate().map_or(0.0, |r| r.as_bps() as f64);
+                if let KnobOp::Set(v) = op {
+                    let v = crate::qos::meter::whole(what, v)?;
+                    s.set_max_pacing_rate((v > 0).then_some(DataRate(v)));
+                }
+                Ok(old)
+            }
+            "cwnd_clamp_bytes" => {
+                let old = match s.cwnd_clamp() {
+                    u64::MAX => 0.0,
+                    c => c as f64,
+                };
+                if let KnobOp::Set(v) = op {
+                    let v = crate::qos::meter::whole(what, v)?;
+                    s.set_cwnd_clamp(if v == 0 { u64::MAX } else { v });
+                }
+                Ok(old)
+            }
+            _ => Err(KnobError::Unknown),
+        }
+    }
+
     fn delivered(&self, _st: &ConnStats) -> u64 {
         self.receiver.delivered()
     }
@@ -303,10 +406,4 @@ impl App for BulkTcp {
         rec.tcp.row(key, &self.series_row(prev, s));
     }
 
-    fn tcp(&self) -> Option<&BulkTcp> {
-        Some(self)
-    }
-    fn tcp_mut(&mut self) -> Option<&mut BulkTcp> {
-        Some(self)
-    }
 }

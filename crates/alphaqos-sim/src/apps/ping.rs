@@ -5,7 +5,7 @@
 use crate::event::FlowTimer;
 use crate::packet::{Packet, Payload};
 use crate::network::FlowIo;
-use super::App;
+use super::{App, Report};
 use crate::tcp::{LazyTimer, Wire};
 use crate::time::{Duration, SimTime};
 
@@ -64,11 +64,13 @@ impl App for Ping {
     fn kind(&self) -> &'static str {
         "ping"
     }
-    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) {
-        Ping::on_timer(self, t, &mut io.fwd())
+    fn on_timer(&mut self, t: FlowTimer, io: &mut FlowIo) -> Report {
+        Ping::on_timer(self, t, &mut io.fwd());
+        Report::default()
     }
-    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) {
-        Ping::on_packet(self, pkt, io)
+    fn on_packet(&mut self, pkt: &Packet, io: &mut FlowIo) -> Report {
+        Ping::on_packet(self, pkt, io);
+        Report::default()
     }
     fn probes(&self) -> Option<&[(SimTime, Option<Duration>)]> {
         Some(&self.probes)

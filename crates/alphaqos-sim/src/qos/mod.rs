@@ -52,6 +52,7 @@ pub mod fq;
 pub mod htb;
 pub mod meter;
 pub mod sched;
+pub mod sketch;
 pub mod yaqs;
 
 use crate::config::QueueConfig;

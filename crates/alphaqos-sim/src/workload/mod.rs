@@ -57,7 +57,9 @@
 //! sources, completion times against processor sharing).
 
 pub mod dist;
+pub mod transfers;
 
+use crate::conn::ConnId;
 use crate::config::{HttpConfig, OnOffConfig, PairsConfig, PoissonArrivalsConfig, TcpConfig, WorkloadConfig};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
@@ -471,4 +473,68 @@ mod tests {
         assert_eq!(n.len(), 6);
         assert!(n.values().all(|&c| (9_400..10_600).contains(&c)), "{n:?}");
     }
+}
+
+/// Linux's ephemeral port range (`net.ipv4.ip_local_port_range`).
+pub(crate) const EPHEMERAL_LOW: u16 = 32768;
+pub(crate) const EPHEMERAL_HIGH: u16 = 60999;
+
+/// One transfer of a workload.
+#[derive(Clone, Debug)]
+pub struct TransferRec {
+    pub workload: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    pub start: SimTime,
+    pub end: Option<SimTime>,
+    /// When the receiver held the whole file in order, whichever streams
+    /// carried its blocks (the sender learns it a one-way trip later).
+    pub receiver_end: Option<SimTime>,
+    pub streams: u32,
+    /// Streams still open.
+    pub open: u32,
+    pub ideal: Duration,
+    /// The ON/OFF host index that started it (0 otherwise).
+    pub host: u32,
+    pub failed: bool,
+    /// An HTTP request whose response has not started yet.
+    pub awaiting_response: bool,
+    /// Dynamic striping: the block size, and the bytes handed out so far.
+    pub block: Option<u64>,
+    pub assigned: u64,
+    /// Its first stream's row in the stream records (the others follow).
+    pub first_stream: u32,
+}
+
+impl TransferRec {
+    /// The rows of its streams in the stream records.
+    pub fn stream_rows(&self) -> std::ops::Range<usize> {
+        self.first_stream as usize..(self.first_stream + self.streams) as usize
+    }
+}
+
+/// One connection (stream) of a transfer.
+#[derive(Clone, Debug)]
+pub struct StreamRec {
+    pub transfer: u32,
+    pub stream: u32,
+    pub id: ConnId,
+    pub src_port: u16,
+    pub size: u64,
+    pub start: SimTime,
+    pub end: Option<SimTime>,
+    pub acked: u64,
+    /// Bytes its receiver delivered in order: as of its last event
+    /// ([`Report::delivered`]), final once it ended.
+    pub delivered: u64,
+    pub retransmits: u64,
+    /// Payload bytes sent again, and segments its receiver already had.
+    pub resent: u64,
+    pub spurious: u64,
+    pub timeouts: u64,
+    pub failed: bool,
+    /// Bytes its receiver had delivered in order at its previous row of
+    /// the streams' TCP series.
+    pub prev_delivered: u64,
 }
