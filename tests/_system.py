@@ -10,13 +10,15 @@ installing is impossible (not root, no apt, no such package, no network).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["ensure_debian_package", "need_root", "package_installed"]
+__all__ = ["ensure_debian_package", "namespaces", "need_root", "package_installed"]
 
 #: Longest wait for apt/dpkg held by another process (other tests, unattended upgrades), seconds.
 APT_LOCK_WAIT_S = 300
@@ -26,6 +28,24 @@ def need_root(what: str) -> None:
     """Skip the calling test unless it runs as root."""
     if os.geteuid() != 0:
         pytest.skip(f"{what} needs root (run the tests as root, as CI does)")
+
+
+@contextlib.contextmanager
+def namespaces(prefix: str, roles: tuple[str, ...] = ("ns",)) -> Iterator[list[str]]:
+    """Network namespaces for a test, ``<prefix>-<tag>-<role>``
+    (:func:`alphaqos.netns.namespaces`, the emulator's and the capture's
+    set-up): removed at the end with every process left in them, also when
+    the test fails; the test is skipped, saying why, only when they cannot
+    be made (not root, no iproute2, a kernel that refuses)."""
+    need_root("network namespaces")
+    from alphaqos import netns
+
+    with contextlib.ExitStack() as stack:
+        try:
+            names = stack.enter_context(netns.namespaces(prefix, roles))
+        except netns.NetnsError as exc:
+            pytest.skip(f"cannot create a network namespace here: {exc}")
+        yield names
 
 
 def package_installed(name: str) -> bool:

@@ -16,6 +16,7 @@ import pytest
 from _system import ensure_debian_package, need_root
 
 from alphaqos import emulate as E
+from alphaqos import netns
 from alphaqos.cli import main
 from alphaqos.scenario import load_scenario, resolve
 
@@ -196,3 +197,22 @@ def test_a_lag_keeps_the_path_delay_and_must_fit_in_it(scenario, emu_built):
     rtt_min = float(done.stdout.split("min/avg/max")[1].split("=")[1].split("/")[0])
     assert 10.0 <= rtt_min < 11.0, done.stdout
     assert E.timing(tables)[0]["configured_delay_s"] == pytest.approx(0.005)
+
+
+def test_namespaces_go_with_their_processes_also_on_failure():
+    # The one namespace set-up (alphaqos.netns) of the emulator's bench, the
+    # capture and the tests: a failure inside the block still removes the
+    # namespaces, their veth and every process started in them.
+    need_root("network namespaces")
+    with pytest.raises(RuntimeError, match="inside"):
+        with netns.namespaces("aqtest", ("a", "b")) as (a, b):
+            netns.veth(a, "x0", b, "x1")
+            netns.up(a, "x0")
+            assert netns.mac(a, "x0").count(":") == 5
+            sleeper = subprocess.Popen([*netns.exec_argv(b), "sleep", "60"])
+            raise RuntimeError("inside")
+    assert sleeper.wait(timeout=10) != 0
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert a not in left and b not in left
+    with pytest.raises(netns.NetnsError, match=r"^ip -n aq-no-such-ns link set lo up: "):
+        netns.up("aq-no-such-ns", "lo")
