@@ -325,7 +325,7 @@ class Bench:
         return [(self.emu, "e0"), (self.emu, "e1")]
 
     def run(self, ns: str, *argv: str, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, **kw)
+        return subprocess.run([*netns.exec_argv(ns), *argv], capture_output=True, text=True, **kw)
 
 
 def _mac(ns: str, dev: str) -> str:

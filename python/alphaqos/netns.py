@@ -108,8 +108,10 @@ def kill_all_in(ns: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, stopped and waiting for its
+    parent to reap it, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return False
-    return True
