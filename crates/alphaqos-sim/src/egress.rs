@@ -137,6 +137,41 @@ mod tests {
     }
 
     #[test]
+    fn a_shaped_class_holds_the_transmitter_and_an_arrival_asks_again() {
+        // HTB at 8 Mbit/s (1500-byte bursts) on a 100 Mbit/s link: after its
+        // burst the discipline answers NotBefore; the port waits until then,
+        // unless a packet arrives first, which the simulator's rule
+        // (Net::enqueue) offers to the discipline at once.
+        let cfg: crate::config::QueueConfig =
+            serde_json::from_str(r#"{"htb": {"classes": [{"name": "a", "rate_bps": 8000000, "ceil_bps": 8000000, "burst_bytes": 1500, "cburst_bytes": 1500}], "default_class": "a"}}"#).unwrap();
+        let rate = DataRate::mbps(100);
+        let mut port = Egress::new(crate::qos::build_on(&cfg, 1500, Some(rate)).unwrap(), Rng::stream(1, "t"), rate, 0);
+        let mut dropped = vec![];
+        for _ in 0..4 {
+            port.enqueue(SimTime(0), Packet::test(0, 1000), &mut dropped).unwrap();
+        }
+        // Back to back (1000 B at 100 Mbit/s: 80 µs each) while the burst lasts, then held.
+        let (mut sent, mut at) = (vec![], port.next_tx().unwrap());
+        while let Some((_, end)) = port.transmit(at, &mut dropped) {
+            sent.push(end.0);
+            at = port.next_tx().unwrap();
+        }
+        assert!(!sent.is_empty() && sent.len() < 4, "{sent:?}");
+        assert_eq!(sent[0], 80_000);
+        let held = port.next_tx().unwrap();
+        assert!(held.0 > at.0 + 100_000, "held until {held:?} from {at:?}: the shaped rate, not the link's");
+        // An arrival before the hold ends is offered to the discipline at once.
+        let early = SimTime(at.0 + 50_000);
+        port.enqueue(early, Packet::test(0, 1000), &mut dropped).unwrap();
+        assert_eq!(port.next_tx(), Some(early));
+        // Everything leaves in the end, none before its hold.
+        while let Some(t) = port.next_tx() {
+            port.transmit(t, &mut dropped);
+        }
+        assert_eq!((port.tx_pkts, dropped.len()), (5, 0));
+    }
+
+    #[test]
     fn a_full_queue_refuses_and_the_transmitter_holds_one_apart() {
         // Limit 2 packets: the first goes on the wire at once, two wait, the rest are refused.
         let mut port = fifo_port(8, 2, 0);
