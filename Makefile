@@ -11,7 +11,7 @@ STAMP := $(VENV)/.deps-stamp
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6" "fastapi>=0.110" "uvicorn>=0.29" "uvloop>=0.19" "httptools>=0.6" "orjson>=3.9" "sqlalchemy>=2" "alembic>=1.13" "psycopg[binary]>=3.1" "pydantic-settings>=2.2" "httpx>=0.27"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "pyarrow>=18" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6" "fastapi>=0.110" "uvicorn>=0.29" "uvloop>=0.19" "httptools>=0.6" "orjson>=3.9" "sqlalchemy>=2" "alembic>=1.13" "psycopg[binary]>=3.1" "pydantic-settings>=2.2" "httpx>=0.27"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -47,22 +47,28 @@ cargo-test:
 # run alone (marked `serial` in tests/conftest.py), the rest on two workers,
 # a file's tests on one worker (its module fixtures, e.g. a reproduction, run once).
 # Both passes run even when the first fails; the status is the worse one.
-pytest: build
+pytest: build test-deps
 	status=0; \
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not serial" || status=$$?; \
 	$(VENV)/bin/pytest -q -m serial || status=$$?; \
 	exit $$status
 
-# Debian packages the tests need (installed only when missing): chromium and
-# chromium-driver for the circuits web page's browser test; postgresql for the
-# circuits service's API suite (a throw-away cluster per test session).
-DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql
-test-deps:
+# What the tests need beyond the pip line, installed once before pytest and
+# only when missing (tests install nothing; a test whose tool is missing
+# fails naming this target). Debian: chromium and chromium-driver for the
+# circuits web page's browser test; postgresql for the circuits service's
+# API suite (a throw-away cluster per test session); tcpdump, iperf3 and
+# iputils-ping for the emulator, tap and kernel cross-check tests; iproute2
+# and softflowd for the flow exporter test; nftables for the provisioned
+# rule sets. PyPI: pyspark (not a dependency of alphaqos) for flows.spark.
+DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql tcpdump iperf3 iputils-ping iproute2 softflowd nftables
+test-deps: setup
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing $$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+	@$(PY) -c "import pyspark" 2>/dev/null || { echo "installing pyspark"; $(PIP) install -q "pyspark==4.*"; }
 
 test: build test-deps cargo-test pytest
 

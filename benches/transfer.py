@@ -1,16 +1,26 @@
-"""``make bench``: the data mover's loopback throughput (``alphaqos-xfer``,
-1 and 4 connections, unpaced) against iperf3 on the same path, CPU seconds
-per GB (sender + receiver), and the deadline loop's cost per interval.
+"""``make bench``: the data mover's throughput (``alphaqos-xfer``, 1 and 4
+connections, unpaced, cubic) against iperf3 on the same path and cores,
+CPU seconds per GB at each end, system calls per MB, and the deadline
+loop's cost per interval.
 
-    .venv/bin/python benches/transfer.py [--size 1GiB]
+    .venv/bin/python benches/transfer.py [--size 512MiB] [--syscalls] [--repeat 1]
 
-Without iperf3 (Debian package ``iperf3``) the ratio is left out, with a note."""
+Both tools run with the receiver pinned to one core and the sender to the
+other (``taskset -c 1`` / ``-c 0``), on loopback (127.0.0.1), files in
+/dev/shm. iperf3 runs with the same number of streams (``-P``), as plain
+(``write`` from a buffer, ``read`` and discard), with ``-Z`` (sendfile at
+the sender) and with ``-Z`` and ``-F`` at the receiver (received data
+written to a file, as the data mover does; iperf3 neither hashes nor
+checks). Without iperf3 (Debian package ``iperf3``) its columns are left
+out, with a note. ``--syscalls`` runs one more transfer per case under
+``strace -c -f`` (slow: counts only) and prints the system calls per MB."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -25,6 +35,47 @@ from alphaqos import units  # noqa: E402
 from alphaqos.transfer.cli import xfer_binary  # noqa: E402
 from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 
+RX_CORE, TX_CORE = "1", "0"
+
+
+class Net:
+    """Where the two ends run: loopback, or the two ends of a veth pair
+    between two network namespaces the bench makes (``ip netns``; the
+    processes enter them with ``nsenter --net``)."""
+
+    def __init__(self, kind: str):
+        self.kind, self.host, self.ns = kind, "127.0.0.1", None
+        if kind == "veth":
+            tag = f"aqxb{os.getpid() % 100000}"
+            self.ns = (f"{tag}s", f"{tag}r")
+            try:
+                for n in self.ns:
+                    _ip("netns", "add", n)
+                _ip("link", "add", f"{tag}a", "type", "veth", "peer", "name", f"{tag}b")
+                for n, dev, a in ((self.ns[0], f"{tag}a", "10.251.7.1"), (self.ns[1], f"{tag}b", "10.251.7.2")):
+                    _ip("link", "set", dev, "netns", n)
+                    _ip("-n", n, "addr", "add", f"{a}/24", "dev", dev)
+                    _ip("-n", n, "link", "set", dev, "up")
+                    _ip("-n", n, "link", "set", "lo", "up")
+            except Exception:
+                self.close()
+                raise
+            self.host = "10.251.7.2"
+
+    def rx(self, cmd: list[str]) -> list[str]:
+        return pinned(RX_CORE, (["nsenter", f"--net=/run/netns/{self.ns[1]}"] if self.ns else []) + cmd)
+
+    def tx(self, cmd: list[str]) -> list[str]:
+        return pinned(TX_CORE, (["nsenter", f"--net=/run/netns/{self.ns[0]}"] if self.ns else []) + cmd)
+
+    def close(self) -> None:
+        for n in self.ns or ():
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -32,50 +83,122 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def reap(proc: subprocess.Popen, timeout: float = 30) -> float:
+    """Waits for ``proc`` to end; its CPU seconds (getrusage of the child: user + system, all threads)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return ru.ru_utime + ru.ru_stime
+        time.sleep(0.01)
+    raise RuntimeError(f"{proc.args} did not end")
 
 
-def xfer(src: Path, dst: Path, streams: int) -> tuple[float, float, float]:
-    """(bit/s, CPU seconds of sender + receiver, hash seconds) for one transfer of ``src``."""
+def pinned(core: str, cmd: list[str]) -> list[str]:
+    return ["taskset", "-c", core, *cmd] if shutil.which("taskset") else cmd
+
+
+def strace(cmd: list[str], out: Path) -> list[str]:
+    return ["strace", "-c", "-f", "-o", str(out), *cmd]
+
+
+def syscall_counts(path: Path) -> dict[str, int]:
+    """Calls per system call from ``strace -c`` (columns: % time, seconds,
+    usecs/call, calls, [errors], syscall); "total" included."""
+    out = {}
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[3].isdigit() and not line.startswith("-"):
+            out[f[-1]] = int(f[3])
+    return out
+
+
+def per_mb(counts: dict[str, int], mb: float, top: int = 4) -> str:
+    rows = sorted(((n, c) for n, c in counts.items() if n != "total"), key=lambda x: -x[1])[:top]
+    return f"{counts.get('total', 0) / mb:.2f} (" + ", ".join(f"{n} {c / mb:.2f}" for n, c in rows) + ")"
+
+
+def wait_listening(proc: subprocess.Popen, port: int) -> None:
+    """Until a socket listens on ``port`` (/proc/net/tcp, state 0A: no test
+    connection, which iperf3 -s -1 would take for its one client)."""
+    want = f":{port:04X} "
+    for _ in range(1000):
+        tcp = Path(f"/proc/{proc.pid}/net/tcp")  # the server's network namespace
+        if tcp.exists() and any(want in line and line.split()[3] == "0A" for line in tcp.read_text().splitlines()[1:]):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args} exited {proc.returncode}")
+        time.sleep(0.01)
+    raise RuntimeError(f"{proc.args}: nothing listens on port {port}")
+
+
+def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
+    """One transfer of ``src``: bit/s over the data phase and including the
+    sender's whole-file hash, CPU seconds of each end, its syscall counts."""
     port = free_port()
-    rx = subprocess.Popen([str(xfer_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--dir", str(dst)],
-                          stdout=subprocess.PIPE, text=True)  # fmt: skip
+    rx_cmd = [str(xfer_binary()), "serve", "--listen", f"{net.host}:{port}", "--dir", str(dst), "--once", "1"]
+    tx_cmd = [str(xfer_binary()), "send", str(src), f"{net.host}:{port}", "--streams", str(streams),
+              "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"]  # fmt: skip
+    if trace:
+        rx_cmd, tx_cmd = strace(rx_cmd, trace / "rx"), strace(tx_cmd, trace / "tx")
+    rx_cmd, tx_cmd = net.rx(rx_cmd), net.tx(tx_cmd)
+    rx = subprocess.Popen(rx_cmd, stdout=subprocess.PIPE, text=True)
     try:
         rx.stdout.readline()  # listening
-        rx_cpu0 = cpu_s(rx.pid)
         before = os.times()
-        done = subprocess.run([str(xfer_binary()), "send", str(src), f"127.0.0.1:{port}", "--streams", str(streams),
-                               "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"],
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        t0 = time.perf_counter()
+        done = subprocess.run(tx_cmd, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - t0
         after = os.times()
-        rx_cpu = cpu_s(rx.pid) - rx_cpu0
+        rx_cpu = reap(rx)  # --once 1: it ends after the file is complete (strace writes its counts)
     finally:
-        rx.terminate()
-        rx.wait()
-    final = [json.loads(x) for x in done.stdout.splitlines() if '"done"' in x][-1]
-    start = [json.loads(x) for x in done.stdout.splitlines() if '"start"' in x][-1]
-    # The sender's CPU includes its whole-file BLAKE3 (hash s, before "start").
-    sender_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return final["size"] * 8 / final["seconds"], sender_cpu + rx_cpu, start["hash_s"]
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
+    events = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    final = next(e for e in events if e.get("event") == "done")
+    start = next(e for e in events if e.get("event") == "start")
+    size = final["size"]
+    out = {"bps": size * 8 / final["seconds"], "bps_all": size * 8 / (final["seconds"] + start["hash_s"]), "hash_s": start["hash_s"],
+           "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system),
+           "rx_cpu": rx_cpu, "wall": wall}  # fmt: skip
+    if trace:
+        out["rx_calls"], out["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
+    return out
 
 
-def iperf(size: int, streams: int) -> float | None:
+def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: Path | None = None) -> dict | None:
+    """iperf3 on the same path and cores: receiver-side bit/s, CPU seconds of each end."""
     if shutil.which("iperf3") is None:
         return None
     port = free_port()
-    server = subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL)
+    s_cmd = ["iperf3", "-s", "-1", "-B", net.host, "-p", str(port), *(["-F", str(to_file)] if to_file else [])]
+    c_cmd = ["iperf3", "-c", net.host, "-p", str(port), "-P", str(streams), "-n", str(size), "-J", *(["-Z"] if zerocopy else [])]
+    if trace:
+        s_cmd, c_cmd = strace(s_cmd, trace / "rx"), strace(c_cmd, trace / "tx")
+    s_cmd, c_cmd = net.rx(s_cmd), net.tx(c_cmd)
+    server = subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)
-        out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-P", str(streams), "-n", str(size), "-J"],
-                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        wait_listening(server, port)
+        before = os.times()
+        out = subprocess.run(c_cmd, capture_output=True, text=True, check=True).stdout
+        after = os.times()
+        s_cpu = reap(server)  # -s -1: it ends after its one test
     finally:
-        server.wait(timeout=30)
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    end = json.loads(out)["end"]
+    r = {"bps": end["sum_received"]["bits_per_second"],
+         "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu}  # fmt: skip
+    if trace:
+        r["rx_calls"], r["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
+    return r
 
 
-def loop_cost(n: int = 100_000) -> float:
+def decision_cost(n: int = 100_000) -> float:
+    """The deadline rule alone (DeadlineLoop.proposal), seconds per call."""
     loop = DeadlineLoop(size=10**12, deadline_s=3600, margin=1.1, hysteresis=0.05, guard_s=2)
     loop.start(3 * 10**9)
     t0 = time.perf_counter()
@@ -86,34 +209,97 @@ def loop_cost(n: int = 100_000) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def interval_cost(src: Path, dst: Path) -> dict:
+    """A paced transfer through the front (``alphaqos transfer send --json``)
+    at a 50 ms interval: the front's cost per interval (parse the mover's
+    report, decide, print the row: the report's ``loop_cost_us``) and the
+    mover's (TCP_INFO per connection and its JSON line: ``report_us``)."""
+    port = free_port()
+    rx = subprocess.Popen([str(xfer_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--dir", str(dst)], stdout=subprocess.DEVNULL)
+    try:
+        wait_listening(rx, port)
+        done = subprocess.run([sys.executable, "-m", "alphaqos", "transfer", "send", str(src), f"127.0.0.1:{port}", "--deadline", "4s",
+                               "--rate", "10Gbps", "--interval", "50ms", "--streams", "1", "--cc", "pacing-only", "--force", "--json"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    finally:
+        rx.terminate()
+        rx.wait()
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    return {"front_us": lines[-1]["loop_cost_us"], "front_cpu_us": lines[-1]["loop_cpu_us"], "mover_us": lines[-1]["report_cost_us"], "intervals": len(lines) - 1}
+
+
+def make_file(path: Path, size: int) -> None:
+    with open(path, "wb") as f:
+        chunk = os.urandom(1 << 20)
+        for _ in range(size >> 20):
+            f.write(chunk)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--size", default="1GiB")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="512MiB")
+    ap.add_argument("--syscalls", action="store_true", help="also count system calls (strace -c -f), one more run per case")
+    ap.add_argument("--path", default="loopback,veth", help="loopback, veth (two namespaces, root) or both, comma-separated")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)
     size = units.parse_size(args.size)
     # /dev/shm when there is room: the path, not the disk, is measured.
     shm = Path("/dev/shm")
-    where = shm if shm.is_dir() and shutil.disk_usage(shm).free > 3 * size else None
+    where = shm if shm.is_dir() and shutil.disk_usage(shm).free > 4 * size else None
     work = Path(tempfile.mkdtemp(prefix="aq-xfer-bench-", dir=where))
     try:
         src = work / "src.bin"
-        with open(src, "wb") as f:
-            chunk = os.urandom(1 << 20)
-            for _ in range(size >> 20):
-                f.write(chunk)
+        make_file(src, size)
         (work / "dst").mkdir()
-        print("CPU s/GB: sender + receiver, including both whole-file BLAKE3 passes")
-        print(f"alphaqos-xfer loopback, {units.fmt_size(size)}, load {os.getloadavg()[0]:.1f}")
-        print(f"{'streams':>7} {'xfer':>12} {'iperf3':>12} {'ratio':>6} {'CPU s/GB':>9} {'hash s':>7}")
-        for streams in (1, 4):
-            bps, cpu, hash_s = xfer(src, work / "dst", streams)
-            ref = iperf(size, streams)
-            ratio = f"{bps / ref:.2f}" if ref else "-"
-            print(f"{streams:>7} {units.fmt_rate(bps):>12} {units.fmt_rate(ref) if ref else 'no iperf3':>12} {ratio:>6} "
-                  f"{cpu / (size / 1e9):>9.2f} {hash_s:>7.2f}")  # fmt: skip
-        print(f"deadline loop: {loop_cost() * 1e6:.1f} us per interval (the decision; a circuit modify adds an HTTP round trip)")
+        sink = work / "iperf.out"
+        gb = size / 1e9
+        for kind in args.path.split(","):
+            if kind == "veth" and os.geteuid() != 0:
+                print("veth: skipped (network namespaces need root)")
+                continue
+            net = Net(kind)
+            try:
+                print(f"{net.kind}, {units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}, "
+                      f"load {os.getloadavg()[0]:.1f}; CPU s/GB per end (user + system, all threads)")  # fmt: skip
+                print("xfer: data phase (after the sender's whole-file hash; 'incl. hash' counts it), receiver hashes every byte and writes the file")
+                print(f"{'streams':>7} {'tool':<22} {'Gbit/s':>7} {'ratio':>6} {'tx CPU/GB':>10} {'rx CPU/GB':>10}")
+                for streams in (1, 4):
+                    best = lambda f: max((f() for _ in range(args.repeat)), key=lambda r: r["bps"] if r else 0)  # noqa: E731
+                    x = best(lambda: xfer(net, src, work / "dst", streams))
+                    rows = [("alphaqos-xfer", x), ("alphaqos-xfer incl. hash", dict(x, bps=x["bps_all"]))]
+                    refs = {}
+                    for label, zc, f in (("iperf3", False, None), ("iperf3 -Z", True, None), ("iperf3 -Z -F (file)", True, sink)):
+                        refs[label] = best(lambda zc=zc, f=f: iperf(net, size, streams, zc, f))
+                    for label, r in rows + list(refs.items()):
+                        if r is None:
+                            print(f"{streams:>7} {label:<22} {'no iperf3':>7}")
+                            continue
+                        ratio = x["bps"] / r["bps"]
+                        print(f"{streams:>7} {label:<22} {r['bps'] / 1e9:>7.2f} {ratio:>6.2f} {r['tx_cpu'] / gb:>10.2f} {r['rx_cpu'] / gb:>10.2f}")
+                    if args.syscalls and shutil.which("strace"):
+                        mb = size / 1e6
+                        with tempfile.TemporaryDirectory() as t:
+                            sx = xfer(net, src, work / "dst", streams, trace=Path(t))
+                            si = iperf(net, size, streams, True, sink, trace=Path(t))
+                        print(f"{'':>7} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
+                        if si:
+                            print(f"{'':>7} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
+            finally:
+                net.close()
+        print(f"deadline loop: the rule {decision_cost() * 1e6:.1f} us per interval", end="")
+        ic = interval_cost(_small(work), work / "dst")
+        print(f"; the front's whole interval (parse, rule, row) {ic['front_us']:.0f} us ({ic['front_cpu_us']:.0f} us CPU),"
+              f" the mover's report {ic['mover_us']:.0f} us"
+              f" ({ic['intervals']} intervals of 50 ms; a circuit modify adds an HTTP round trip)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _small(work: Path) -> Path:
+    p = work / "small.bin"
+    make_file(p, 32 << 20)
+    return p
 
 
 if __name__ == "__main__":

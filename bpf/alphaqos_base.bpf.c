@@ -75,10 +75,22 @@ static __always_inline struct aq_base *entry(struct sock *sk)
 	return st;
 }
 
+// Whether the socket's pacing caps it at its target: SO_MAX_PACING_RATE
+// (bytes/s; ~0 when not set) at most 1/16 above CTR / 8, as the data mover
+// and `alphaqos-bpfcc send --pace` set it. Then the pacer holds the rate,
+// and the window is a bound above it (cwnd_max).
+static __always_inline bool paced_at_target(const struct aq_base *st, const struct tcp_sock *tp)
+{
+	__u64 cap = tp->inet_conn.icsk_inet.sk.sk_max_pacing_rate, rate = st->target_bps / 8;
+
+	return cap != 0 && cap <= rate + rate / 16;
+}
+
 // cwnd_max = CTR x RTT (slides, "method for window size control for base
 // flow"; base_flow.rs, cwnd_max): bytes = bit/s x us / 8e6, in segments
 // rounded to the nearest (the simulator's window is in bytes; rounding down
-// would hold the kernel's half a segment below it on average), at least 2,
+// would hold the kernel's half a segment below it on average), doubled on a
+// socket paced at its target (AQ_PACED_HEADROOM), at least 2,
 // at most the socket's clamp. 0 before the first
 // RTT sample. The product stays in 64 bits: RTT below 2^26 us (67 s), the
 // target below 2^40 bit/s (1.1 Tbit/s); beyond either, the clamp.
@@ -95,6 +107,8 @@ static __always_inline __u32 cwnd_max(const struct aq_base *st, const struct tcp
 		segs = clamp;
 	else
 		segs = (bytes_per_s * rtt / 1000000 + mss / 2) / mss;
+	if (paced_at_target(st, tp))
+		segs += segs / AQ_PACED_HEADROOM;
 	if (segs < 2)
 		segs = 2;
 	if (segs > clamp)

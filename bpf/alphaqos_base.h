@@ -14,6 +14,15 @@
 #define AQ_MIN_INCREMENT 1
 #define AQ_MAX_INCREMENT 64
 #define AQ_ALPHA 2
+/* A socket paced at its target (SO_MAX_PACING_RATE = CTR / 8): cwnd_max is
+ * CTR x RTT plus 1/AQ_PACED_HEADROOM of it (1: twice CTR x RTT, as BBR's
+ * cwnd gain of 2 leaves room for delayed and aggregated ACKs; Cardwell et
+ * al., "BBR: Congestion-Based Congestion Control", ACM Queue 2016), so that
+ * the pacer, not the window, sets the rate: the ACKs' RTT samples
+ * under-state the time the data spends in flight when ACKs are delayed or
+ * cover many segments (docs/transfer-bpf.md, "Why the window alone fell
+ * short"). */
+#define AQ_PACED_HEADROOM 1
 
 /* state */
 #define AQ_RENO 0        /* no target yet: Reno */

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _system import ensure_debian_package
+from _system import require_debian_package
 
 CLI = [sys.executable, "-m", "alphaqos", "circuits"]
 
@@ -101,7 +101,7 @@ class PostgresCluster:
 
 @contextlib.contextmanager
 def postgres_cluster():
-    ensure_debian_package("postgresql")
+    require_debian_package("postgresql")
     if os.geteuid() != 0:
         pytest.skip("the throw-away PostgreSQL cluster runs as the postgres user, which needs root (runuser)")
     cluster = PostgresCluster()

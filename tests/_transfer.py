@@ -32,7 +32,8 @@ def free_port() -> int:
 
 
 class Receiver:
-    def __init__(self, directory: Path, env: dict | None = None, netns: str | None = None, listen: str = "127.0.0.1"):
+    def __init__(self, directory: Path, env: dict | None = None, netns: str | None = None, listen: str = "127.0.0.1",
+                 wrap: list[str] | None = None):
         self.dir = directory
         self.port = free_port()
         self.addr = f"{listen}:{self.port}"
@@ -40,6 +41,7 @@ class Receiver:
         # nsenter --net keeps the mount namespace (ip netns exec remounts /sys,
         # hiding the pinned BPF map of alphaqos_base).
         prefix = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
+        prefix += wrap or []  # e.g. a private mount namespace (tests/test_transfer.py's full disk)
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen([*prefix, binary(), "serve", "--listen", self.addr, "--dir", str(directory)],
                                          stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
-from _system import ensure_debian_package, need_root  # noqa: E402
+from _system import need_root, require_debian_package  # noqa: E402
 
 from alphaqos import _core  # noqa: E402
 from alphaqos import capture as C  # noqa: E402
@@ -37,7 +37,7 @@ def _ours_left(prefix: str, path: Path) -> list[str]:
 
 def _capture(path: Path, **kw) -> C.CaptureResult:
     need_root("network namespaces")
-    ensure_debian_package("tcpdump", binary="tcpdump")
+    require_debian_package("tcpdump", binary="tcpdump")
     try:
         return C.capture_trace(path, prefix=PREFIX, **kw)
     except C.CaptureError as exc:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from _system import ensure_debian_package
+from _system import require_debian_package
 
 WEB = Path(__file__).resolve().parents[1] / "python" / "alphaqos" / "circuits" / "web"
 GBPS = 10**9
@@ -68,8 +68,8 @@ def circuits_service(tmp_path):
 @pytest.fixture
 def browser():
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is installed by make (the pip line)")
-    ensure_debian_package("chromium", binary="chromium")
-    ensure_debian_package("chromium-driver", binary="chromedriver")
+    require_debian_package("chromium", binary="chromium")
+    require_debian_package("chromium-driver", binary="chromedriver")
     from selenium.webdriver.chrome.service import Service
 
     profile = tempfile.mkdtemp(prefix="aq-chromium-")

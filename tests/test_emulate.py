@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from _system import ensure_debian_package, need_root
+from _system import need_root, require_debian_package
 
 from alphaqos import emulate as E
 from alphaqos import netns
@@ -184,7 +184,7 @@ def test_a_lag_keeps_the_path_delay_and_must_fit_in_it(scenario, emu_built):
     # so a ping still sees the path's 2 x 5 ms; a lag longer than the longest
     # delay is refused in one line.
     need_root("the emulator's namespaces and raw sockets")
-    ensure_debian_package("iputils-ping", binary="ping")
+    require_debian_package("iputils-ping", binary="ping")
     engine = resolve(load_scenario(scenario))
     with E.bench("aqtest") as b:
         with pytest.raises(E.EmuError, match=r"^lag_ns: 6000000 ns is more than the longest delay of directions\[0\]"):

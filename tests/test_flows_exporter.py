@@ -1,5 +1,5 @@
 """A real exporter: traffic between two network namespaces, exported as IPFIX
-or NetFlow v9 by softflowd (Debian's package, installed by the test if missing), received
+or NetFlow v9 by softflowd (Debian's package, installed by make test-deps), received
 by ``alphaqos flows collect`` and identified by :func:`alphaqos.flows.identify.identify`.
 
 Namespace A holds the collector and the receiving ends; namespace B the
@@ -32,7 +32,7 @@ from alphaqos import netns
 from alphaqos.flows.identify import identify
 from alphaqos.flows.schema import SCHEMA
 
-from _system import ensure_debian_package, namespaces, need_root
+from _system import namespaces, need_root, require_debian_package
 
 PACKAGE_DIR = Path(alphaqos.__file__).resolve().parents[1]  # what to put on PYTHONPATH in the namespaces
 BULK_BYTES = 100 * 1024 * 1024
@@ -164,8 +164,8 @@ class Lab:
 def lab():
     need_root("building network namespaces")
     if shutil.which("ip") is None:
-        ensure_debian_package("iproute2", binary="ip")
-    ensure_debian_package("softflowd", binary="softflowd")
+        require_debian_package("iproute2", binary="ip")
+    require_debian_package("softflowd", binary="softflowd")
     pid = os.getpid()
     built = Lab(f"{pid % 100000}", 20 + pid % 200)
     with contextlib.ExitStack() as stack:

@@ -2,9 +2,9 @@
 the DuckDB identification (flows.identify), on a local standalone Spark
 cluster (one master, one worker, bound to 127.0.0.1) that the test starts.
 
-PySpark is not a dependency of alphaqos: the test installs it with pip
-into the running interpreter and skips, saying why, only when that fails
-or when no Java runtime is found."""
+PySpark is not a dependency of alphaqos: ``make test-deps`` (run by ``make
+test`` before pytest) installs it; without it the test fails naming that
+target. It skips, saying why, when no Java runtime is found."""
 
 from __future__ import annotations
 
@@ -35,14 +35,7 @@ def _ensure_pyspark():
     try:
         return importlib.import_module("pyspark")
     except ImportError:
-        pass
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "pyspark==4.*"],
-                          capture_output=True, text=True)  # fmt: skip
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        pytest.skip(f"pip install pyspark failed: {lines[-1] if lines else done.returncode}")
-    importlib.invalidate_caches()
-    return importlib.import_module("pyspark")
+        pytest.fail("pyspark is missing: `make test-deps` installs it (`make test` runs it before pytest)", pytrace=False)
 
 
 def _java_home() -> str | None:

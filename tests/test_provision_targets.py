@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _system import ensure_debian_package
+from _system import require_debian_package
 from test_provision import PREFIXES, SEND, _lines, _ns, _provision, _unversioned, _veth, _write, netns  # noqa: F401
 
 from alphaqos.provision.check import check_cisco, check_junos
@@ -318,7 +318,7 @@ def test_cisco_checker_finds_unsafe_replacement_and_broken_references():
 
 
 def test_nftables_files_load_with_nft_check(tmp_path, netns):
-    ensure_debian_package("nftables", binary="nft")
+    require_debian_package("nftables", binary="nft")
     variants = {
         "default": (),
         "scavenger": ("--policy", _policy(tmp_path, SCAVENGER), "--allow-partial"),

@@ -196,7 +196,7 @@ def test_duration_leaves_late_workloads_out_with_a_note(tmp_path):
 
 
 def test_numbers_are_never_cut_in_tables():
-    from alphaqos.cli import _fit, _table
+    from alphaqos.cli._tables import _fit, _table
     from rich import box
     from rich.console import Console
 

@@ -747,7 +747,9 @@ def test_a_failed_run_leaves_no_directory(tmp_path, capsys, monkeypatch, failure
         staged.extend(p for p in (tmp_path / "a" / "b").iterdir())
         raise failure("boom")
 
-    monkeypatch.setattr(cli, "simulate", fail)
+    from alphaqos import engine
+
+    monkeypatch.setattr(engine, "simulate", fail)  # `alphaqos run` takes it from there when it runs
     out = tmp_path / "a" / "b" / "run"
     if failure is KeyboardInterrupt:
         assert cli.main(["run", str(scenario), "--out", str(out)]) == 130

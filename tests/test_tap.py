@@ -19,7 +19,7 @@ alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _system import ensure_debian_package  # noqa: E402
+from _system import require_debian_package  # noqa: E402
 
 from alphaqos import cli  # noqa: E402
 
@@ -55,7 +55,7 @@ def run(tmp_path_factory) -> Path:
 
 
 def tcpdump(path: Path, *args: str) -> list[str]:
-    ensure_debian_package("tcpdump", binary="tcpdump")
+    require_debian_package("tcpdump", binary="tcpdump")
     done = subprocess.run(
         ["tcpdump", "-nn", "-S", "-r", str(path), *args], capture_output=True, text=True, timeout=60, check=True
     )

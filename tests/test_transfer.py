@@ -5,14 +5,17 @@ the second up front)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
-from _transfer import binary, make_file, receiver, send
+from _transfer import Receiver, binary, make_file, receiver, send
 
 MiB = 1 << 20
 
@@ -175,3 +178,88 @@ def test_full_disk_refused_up_front(tmp_path, capsys):
             assert list(r.dir.iterdir()) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+# A small file system of the receiver's own, mounted in a private mount
+# namespace (unshare -m): it goes when the receiver does, also on failure.
+# tmpfs preallocates (fallocate), so the part file's space is held and the
+# disk fills for the block map; ext2 (a loop device) has no fallocate, so
+# the part file is sparse and a block's write meets the full disk.
+_MOUNT = {
+    "tmpfs": 'mount -t tmpfs -o size=3m tmpfs "$0" && mkdir "$0/in" && exec "$@"',
+    "ext2": 'mount -o loop "$IMG" "$0" && mkdir "$0/in" && exec "$@"',
+}
+
+
+@pytest.mark.parametrize("fs", ["tmpfs", "ext2"])
+def test_full_disk_mid_transfer_then_resume(tmp_path, capsys, fs):
+    """The receiver's disk fills in mid-transfer (another writer takes the
+    room left): the sender stops with one line naming the receiver's disk,
+    exit status 2; the part file and its block map stay; sent again with the
+    same arguments once there is room, only the missing blocks go and the
+    hash matches."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a private mount namespace and a mount need root and unshare")
+    env = {}
+    if fs == "ext2":
+        if not shutil.which("mkfs.ext2"):
+            pytest.skip("mkfs.ext2 (e2fsprogs) not installed")
+        img = tmp_path / "ext2.img"
+        with open(img, "wb") as f:
+            f.truncate(4 * MiB)
+        subprocess.run(["mkfs.ext2", "-q", "-F", "-m", "0", str(img)], check=True, capture_output=True)
+        env["IMG"] = str(img)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    wrap = ["unshare", "-m", "--propagation", "private", "sh", "-c", _MOUNT[fs], str(mnt)]
+    src = make_file(tmp_path / "full.bin", 2 * MiB, seed=9)
+    args = [str(src), None, "--deadline", "20s", "--rate", "1Gbps", "--block", "256KiB"]
+    try:
+        r = Receiver(mnt / "in", env=env, wrap=wrap)
+    except AssertionError as exc:
+        pytest.skip(f"cannot mount {fs} in a private mount namespace here: {exc}")
+    try:
+        args[1] = r.addr
+        # The receiver's view of its file system (its mount namespace).
+        there = Path(f"/proc/{r.proc.pid}/root") / mnt.relative_to("/")
+        mapfile = there / "in" / ".full.bin.part.map"
+        # Paced at 8 Mbit/s (about 0.26 s a block), the mover itself: its
+        # error line is what the front prints (test_bad_input).
+        cmd = [binary(), "send", str(src), r.addr, "--streams", "1", "--block", str(256 << 10), "--rate-bps", "8000000", "--cc", "pacing-only"]
+        sender = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 30
+            while _held(mapfile) < 2 and time.monotonic() < deadline and sender.poll() is None:
+                time.sleep(0.01)
+            held_at_fill = _held(mapfile)
+            filler = there / "filler"
+            with open(filler, "wb", buffering=0) as f:
+                with contextlib.suppress(OSError):
+                    while True:
+                        f.write(b"\xaa" * 4096)
+            _, err = sender.communicate(timeout=60)
+        finally:
+            if sender.poll() is None:
+                sender.kill()
+                sender.wait()
+        assert 2 <= held_at_fill < 8, "the disk filled in mid-transfer"
+        assert sender.returncode == 2, err
+        assert err.count("\n") == 1 and "no space left on the receiver's disk" in err and str(mnt / "in") in err, err
+        assert "partial file" in err and "send again" in err
+        # tmpfs held the part file's space: the block map met the full disk;
+        # ext2's sparse part file: a block's write did.
+        assert ("writing the block map" if fs == "tmpfs" else "writing block ") in err, err
+        assert not (there / "in" / "full.bin").exists()
+        assert (there / "in" / ".full.bin.part").exists() and mapfile.exists()
+        held = _held(mapfile)
+        assert held_at_fill <= held < 8
+        assert not list((there / "in").glob("*.tmp")), "no half-written map left"
+        # Room again: the same command resumes and sends only what is missing.
+        filler.unlink()
+        status, lines, err = send(capsys, *args)
+        assert status == 0, err
+        report = lines[-1]
+        assert report["blocks_held"] == held and report["blocks_sent"] == 8 - held and report["blocks_resent"] == 0
+        assert (there / "in" / "full.bin").read_bytes() == src.read_bytes()
+    finally:
+        r.stop()

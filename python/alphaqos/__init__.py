@@ -9,14 +9,37 @@ The Python side of the simulator: scenario files in, results out.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .engine import simulate
 from .errors import ScenarioError
-from .results import Results
-from .scenario import Scenario, load_scenario, resolve
-from .simulation import Simulation
+
+if TYPE_CHECKING:
+    from .results import Results
+    from .scenario import Scenario, load_scenario, resolve
+    from .simulation import Simulation
+
+#: Names this package offers and the module each comes from, imported on
+#: first use (PEP 562): ``import alphaqos.cli`` and ``alphaqos --help`` do
+#: not load the engine, polars and pydantic.
+_LAZY = {
+    "Results": "results",
+    "Scenario": "scenario",
+    "load_scenario": "scenario",
+    "resolve": "scenario",
+    "Simulation": "simulation",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Results", "Scenario", "ScenarioError", "Simulation", "__version__", "load_scenario", "resolve", "run"]
 
@@ -36,4 +59,7 @@ def run(
     invalid scenario.
     Save the results with :meth:`Results.save`.
     """
+    from .engine import simulate
+    from .scenario import load_scenario
+
     return simulate(load_scenario(path_or_dict, seed=seed, duration=duration), progress=progress)

@@ -19,7 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_REPORTED", "FieldError", "Issue", "ScenarioError", "ScenarioNote", "format_path"]
+__all__ = [
+    "MAX_REPORTED",
+    "FieldError",
+    "Issue",
+    "RunFailure",
+    "ScenarioError",
+    "ScenarioNote",
+    "Terminated",
+    "UsageError",
+    "format_path",
+]
 
 #: Issues of one file the command line prints before "... and N more".
 MAX_REPORTED = 20
@@ -103,3 +113,19 @@ class ScenarioError(ValueError):
         if rest > 0:
             lines.append(f"... and {rest} more problem{'s' if rest > 1 else ''} ({len(self.issues)} in all)")
         return lines
+
+
+class UsageError(Exception):
+    """Bad input to a command (an option, a path, a file that is not what
+    it should be): the command line prints it on one line, exit status 2."""
+
+
+class RunFailure(Exception):
+    """A command could not complete for a reason other than its input (the
+    results could not be written): one line, exit status 1."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived and was raised where the program stood, so that its
+    clean-ups run as for Ctrl-C (a BaseException, so that no ``except
+    Exception`` swallows it); the command line exits 143."""

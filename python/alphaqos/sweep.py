@@ -92,9 +92,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import os
 import re
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +104,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from . import columns as col
 from .errors import Issue, ScenarioError, format_path
+from .output import atomic_directory, atomic_file, write_atomic
 from .runner import Outcome, Task, run_tasks
 from .scenario import Scenario, _issue_from_pydantic, _with_policy_files, load_scenario
 from .source import Source, read_source
@@ -496,8 +495,8 @@ def prepare(plan: SweepPlan, directory: Path) -> None:
     for variant in plan.variants:
         path = runs / f"{variant.id}.yaml"
         if not path.exists():
-            write_atomically(path, yaml.safe_dump(variant.data, sort_keys=False, allow_unicode=True, width=100))
-    write_atomically(directory / SWEEP_FILE, json.dumps(plan.describe(), indent=2) + "\n")
+            write_atomic(path, yaml.safe_dump(variant.data, sort_keys=False, allow_unicode=True, width=100))
+    write_atomic(directory / SWEEP_FILE, json.dumps(plan.describe(), indent=2) + "\n")
 
 
 def run_sweep(
@@ -538,16 +537,15 @@ def run_sweep(
                 "figures": outcome.value if outcome.ok else {},
                 "wall_time_s": round(outcome.wall_time_s, 3),
             }
-            write_atomically(runs / f"{variant.id}.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
+            write_atomic(runs / f"{variant.id}.json", json.dumps(record, indent=1, allow_nan=False) + "\n")
             if on_done:
                 on_done(variant, outcome)
     finally:
         outcomes.close()
     table = build_table(plan, directory)
     table_path = directory / TABLE_FILE
-    staging = table_path.with_name(f".{TABLE_FILE}.partial-{secrets.token_hex(4)}")
-    table.write_parquet(staging, compression="zstd", statistics=True)
-    os.replace(staging, table_path)
+    with atomic_file(table_path) as staging:
+        table.write_parquet(staging, compression="zstd", statistics=True)
     return SweepResult(table, ran=len(todo), reused=reused, plots=_replace_plots(plan, table, directory))
 
 
@@ -573,30 +571,11 @@ def build_table(plan: SweepPlan, directory: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a staging file renamed into place:
-    a reader never sees half a file, and a failure leaves none."""
-    staging = path.with_name(f".{path.name}.partial-{secrets.token_hex(4)}")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
-
-
 def _replace_plots(plan: SweepPlan, table: pl.DataFrame, directory: Path) -> list[Path]:
     """Draw the plots into a hidden directory, then put it in place of ``plots/``."""
-    import shutil
-
     target = directory / PLOTS_DIR
-    staging = directory / f".{PLOTS_DIR}.partial-{secrets.token_hex(4)}"
-    try:
+    with atomic_directory(target, replace=True) as staging:
         written = write_plots(plan, table, staging)
-        old = directory / f".{PLOTS_DIR}.old-{secrets.token_hex(4)}"
-        if target.exists():
-            target.rename(old)
-        staging.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return [target / path.name for path in written]
 
 

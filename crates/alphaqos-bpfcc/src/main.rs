@@ -4,7 +4,7 @@
 //! ```text
 //! alphaqos-bpfcc sink ADDR:PORT
 //! alphaqos-bpfcc send ADDR:PORT --seconds S [--cc NAME] [--target BPS] [--pace]
-//!                [--change SECONDS:BPS]... [--interval-ms MS] [--bind LOCAL_IP]
+//!                [--change SECONDS:BPS]... [--interval-ms MS] [--bind LOCAL_IP] [--tos TOS]
 //! alphaqos-bpfcc state
 //! ```
 //!
@@ -14,7 +14,8 @@
 //! at the target (`SO_MAX_PACING_RATE`, bytes/s), sends zeros for S seconds
 //! and prints one JSON line per interval from `TCP_INFO` (cumulative
 //! counters) and, when attached, the controller's entry. `--change T:BPS`
-//! sets a new target (and pacing cap) T seconds after the start.
+//! sets a new target (and pacing cap) T seconds after the start. `--tos`
+//! sets the IP TOS byte (DSCP << 2: 40 is AF11) before connecting.
 //! `state` prints whether the controller is available (exit 0) or why not (exit 3).
 
 use alphaqos_bpfcc::{congestion, set_congestion, tcp_getsockopt, BaseCc, BaseState, CC_NAME};
@@ -142,6 +143,7 @@ fn send(addr: &str, args: &[String]) {
     let mut changes: Vec<(f64, u64)> = Vec::new();
     let mut interval_ms = 100u64;
     let mut bind: Option<String> = None;
+    let mut tos: Option<i32> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -162,6 +164,7 @@ fn send(addr: &str, args: &[String]) {
             "--target" => target = parse_u64("--target", &val("--target")),
             "--pace" => pace = true,
             "--bind" => bind = Some(val("--bind")),
+            "--tos" => tos = Some(parse_u64("--tos", &val("--tos")).min(255) as i32),
             "--interval-ms" => {
                 interval_ms = parse_u64("--interval-ms", &val("--interval-ms")).max(1)
             }
@@ -184,7 +187,7 @@ fn send(addr: &str, args: &[String]) {
     if pace && target == 0 {
         fail("send: --target (bit/s) is required with --pace".into());
     }
-    let mut s = connect(addr, bind.as_deref());
+    let mut s = connect(addr, bind.as_deref(), tos);
     let fd = s.as_raw_fd();
     // alphaqos_base without a target: the socket has no map entry (Reno).
     let base = if cc == CC_NAME && target > 0 {
@@ -263,13 +266,17 @@ fn send(addr: &str, args: &[String]) {
 }
 
 /// Connects to `addr`, from the local address `bind` when given.
-fn connect(addr: &str, bind: Option<&str>) -> TcpStream {
+fn connect(addr: &str, bind: Option<&str>, tos: Option<i32>) -> TcpStream {
     let to: std::net::SocketAddr = addr
         .parse()
         .unwrap_or_else(|_| fail(format!("send: {addr:?} is not ADDR:PORT")));
     let Some(local) = bind else {
-        return TcpStream::connect(to)
+        let s = TcpStream::connect(to)
             .unwrap_or_else(|e| fail(format!("send: cannot connect to {addr}: {e}")));
+        if let Some(t) = tos {
+            set_tos(s.as_raw_fd(), t);
+        }
+        return s;
     };
     let local: std::net::Ipv4Addr = local
         .parse()
@@ -294,6 +301,9 @@ fn connect(addr: &str, bind: Option<&str>) -> TcpStream {
             sin_zero: [0; 8],
         };
         let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if let Some(t) = tos {
+            set_tos(fd, t);
+        }
         let l = sa(local, 0);
         if libc::bind(fd, &l as *const _ as *const libc::sockaddr, len) != 0 {
             fail(format!(
@@ -312,6 +322,17 @@ fn connect(addr: &str, bind: Option<&str>) -> TcpStream {
     }
 }
 
+/// IP_TOS (the DSCP in its upper six bits), from the SYN on when set before connect.
+fn set_tos(fd: i32, tos: i32) {
+    // SAFETY: setsockopt with a pointer to a local int of the given length.
+    let r = unsafe {
+        libc::setsockopt(fd, libc::IPPROTO_IP, libc::IP_TOS, &tos as *const i32 as *const libc::c_void, std::mem::size_of::<i32>() as libc::socklen_t)
+    };
+    if r != 0 {
+        fail(format!("setsockopt(IP_TOS, {tos}): {}", std::io::Error::last_os_error()));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -324,6 +345,6 @@ fn main() {
                 std::process::exit(3)
             }
         },
-        _ => fail("usage: alphaqos-bpfcc sink ADDR:PORT | send ADDR:PORT --seconds S [--cc NAME] [--target BPS] [--pace] [--change T:BPS]... | state".into()),
+        _ => fail("usage: alphaqos-bpfcc sink ADDR:PORT | send ADDR:PORT --seconds S [--cc NAME] [--target BPS] [--pace] [--change T:BPS]... [--bind IP] [--tos TOS] | state".into()),
     }
 }

@@ -12,6 +12,7 @@ pub mod net;
 pub mod proto;
 pub mod recv;
 pub mod send;
+pub mod tree;
 
 use std::io::Write;
 

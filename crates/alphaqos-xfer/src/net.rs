@@ -67,6 +67,28 @@ pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     }
 }
 
+/// Repeats `call(done)` (a read- or write-like system call on the bytes from
+/// `done` on, returning its count or -1) until `len` bytes are through,
+/// retrying on EINTR; a 0 before that is `eof`.
+pub fn all_of(len: usize, eof: &str, mut call: impl FnMut(usize) -> isize) -> io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let rc = call(done);
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if rc == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, eof.to_string()));
+        }
+        done += rc as usize;
+    }
+    Ok(())
+}
+
 /// `struct tcp_info` of linux/tcp.h up to `tcpi_bytes_retrans` (Linux 4.19);
 /// older kernels fill a prefix, the rest stays zero.
 #[repr(C)]

@@ -6,6 +6,8 @@
 //! `done`, the whole file's BLAKE3 is checked and the part file renamed to
 //! `DIR/NAME` (rename(2): the name appears only complete).
 use crate::proto::{self, block_count, block_span};
+use crate::tree;
+use blake3::hazmat::ChainingValue;
 use crate::{emit, Fail};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
@@ -19,7 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const CHUNK: usize = 1 << 20;
+/// The receive buffer: the bytes are hashed while still in the L2 cache
+/// (512 KiB per core here), then written.
+const CHUNK: usize = 256 << 10;
 
 pub struct ServeOptions {
     pub listen: String,
@@ -49,6 +53,10 @@ struct Session {
 struct MapState {
     done: Vec<bool>,
     hashes: Vec<u64>,
+    /// BLAKE3 chaining values of the blocks verified in this session, taken
+    /// from the received bytes (`tree`); held blocks of an earlier attempt
+    /// have none and are read back for the whole-file check.
+    cvs: Vec<Option<ChainingValue>>,
 }
 
 struct Shared {
@@ -118,8 +126,59 @@ fn save_map(s: &Session, st: &MapState) -> io::Result<()> {
     let hashes: Vec<Value> = st.done.iter().zip(&st.hashes).map(|(d, h)| if *d { json!(h) } else { Value::Null }).collect();
     let body = json!({"version": proto::VERSION, "name": s.name, "size": s.size, "block": s.block, "hash": s.hash,
                       "done": proto::to_ranges(&st.done), "hashes": hashes});
-    std::fs::write(&tmp, serde_json::to_vec(&body)?)?;
-    std::fs::rename(&tmp, &path)
+    let r = std::fs::write(&tmp, serde_json::to_vec(&body)?).and_then(|_| std::fs::rename(&tmp, &path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+fn is_full(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+/// Free bytes for an unprivileged writer on the file system of `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(c.as_ptr(), &mut v) } == 0).then(|| v.f_bavail as u64 * v.f_frsize as u64)
+}
+
+/// The one line a full disk gives the sender (which exits with status 2).
+fn full_message(dir: &Path, name: &str, what: &str) -> String {
+    let free = free_bytes(dir).map(|b| format!("{b} bytes free")).unwrap_or_else(|| "free space unknown".into());
+    format!("no space left on the receiver's disk: {} ({free}) writing {what}; the partial file {} and its block map are kept: send again with the same arguments once there is room",
+            dir.display(), part_path(dir, name).display())
+}
+
+/// Reserves the file's space (fallocate(2) allocates only the holes, so on a
+/// resume it asks for the rest). Err(message) when the disk cannot hold it.
+/// File systems without fallocate (ext2/ext3 files, some network file
+/// systems) get a sparse file and a check of the free space instead; their
+/// disk can still fill in mid-transfer when something else writes to it.
+fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<(), String> {
+    if size == 0 {
+        return Ok(());
+    }
+    let rc = unsafe { libc::fallocate(part.as_raw_fd(), 0, 0, size as libc::off_t) };
+    let e = io::Error::last_os_error();
+    let short = || format!("no space left on the receiver for {name} ({size} bytes) in {}", dir.display());
+    if rc == 0 {
+        return Ok(());
+    }
+    if is_full(&e) {
+        return Err(short());
+    }
+    let meta = part.metadata().map_err(|e| e.to_string())?;
+    if meta.len() < size {
+        part.set_len(size).map_err(|e| format!("cannot write {}: {e}", part_path(dir, name).display()))?;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let allocated = meta.blocks() * 512;
+    match free_bytes(dir) {
+        Some(free) if free < size.saturating_sub(allocated) => Err(short()),
+        _ => Ok(()),
+    }
 }
 
 /// The block map of an earlier attempt at the same file (same size, block
@@ -135,7 +194,7 @@ fn load_map(dir: &Path, name: &str, size: u64, block: u64, hash: &str) -> Option
     if hashes.len() as u64 != n {
         return None;
     }
-    Some(MapState { done, hashes })
+    Some(MapState { done, hashes, cvs: Vec::new() })
 }
 
 fn refuse(conn: &mut TcpStream, message: String) -> io::Result<()> {
@@ -191,24 +250,23 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
     let part_p = part_path(dir, name);
     let resumed = load_map(dir, name, size, block, hash).filter(|_| part_p.exists());
     let is_resume = resumed.is_some();
-    let st = resumed.unwrap_or(MapState { done: vec![false; n as usize], hashes: vec![0; n as usize] });
+    let st = resumed.unwrap_or(MapState { done: vec![false; n as usize], hashes: vec![0; n as usize], cvs: Vec::new() });
+    let st = MapState { cvs: vec![None; n as usize], ..st };
     let part = match OpenOptions::new().read(true).write(true).create(true).truncate(!is_resume).open(&part_p) {
         Ok(f) => f,
         Err(e) => return refuse(conn, format!("cannot write {}: {e}", part_p.display())),
     };
     if !is_resume {
         let _ = std::fs::remove_file(map_path(dir, name));
-        // Reserve the space up front: a full disk is refused before any data moves.
-        let rc = unsafe { libc::fallocate(part.as_raw_fd(), 0, 0, size as libc::off_t) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOSPC) {
-                drop(part);
-                let _ = std::fs::remove_file(&part_p);
-                return refuse(conn, format!("no space left on the receiver for {name} ({size} bytes) in {}", dir.display()));
-            }
-            part.set_len(size)?;
+    }
+    // Reserve the space up front: a full disk is refused before any data
+    // moves (a new part file is removed; a resumable one is kept).
+    if let Err(m) = reserve(&part, dir, name, size) {
+        drop(part);
+        if !is_resume {
+            let _ = std::fs::remove_file(&part_p);
         }
+        return refuse(conn, m);
     }
     let id: u64 = {
         let mut b = [0u8; 8];
@@ -231,7 +289,15 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         received: AtomicU64::new(0),
         bad: AtomicU64::new(0),
     });
-    save_map(&session, &session.state.lock().unwrap())?;
+    let saved = save_map(&session, &session.state.lock().unwrap());
+    if let Err(e) = saved {
+        let m = if is_full(&e) { full_message(dir, name, "the block map") } else { format!("cannot write the block map of {name} in {}: {e}", dir.display()) };
+        if !is_resume {
+            drop(session);
+            let _ = std::fs::remove_file(&part_p);
+        }
+        return refuse(conn, m);
+    }
     shared.sessions.lock().unwrap().insert(id, session.clone());
     emit(&json!({"event": "session", "name": name, "size": size, "block": block, "blocks": n, "held": held, "resume": is_resume}));
     proto::write_msg(&mut *session.control.lock().unwrap(), &json!({"type": "welcome", "version": proto::VERSION, "session": id, "have": have}))?;
@@ -282,30 +348,51 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         return Ok(None);
     }
     s.part.sync_data()?;
-    let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; CHUNK];
-    let mut off = 0u64;
-    let mut bad = Vec::new();
     let n = block_count(s.size, s.block);
-    let hashes = s.state.lock().unwrap().hashes.clone();
-    for i in 0..n {
-        let (boff, blen) = block_span(i, s.size, s.block);
-        let mut x = xxhash_rust::xxh3::Xxh3::new();
-        let mut left = blen;
-        while left > 0 {
-            let take = (left as usize).min(CHUNK);
-            s.part.read_exact_at(&mut buf[..take], off)?;
-            hasher.update(&buf[..take]);
-            x.update(&buf[..take]);
-            off += take as u64;
-            left -= take as u64;
+    let (hashes, mut cvs) = {
+        let st = s.state.lock().unwrap();
+        (st.hashes.clone(), st.cvs.clone())
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bad = Vec::new();
+    let got = if tree::per_block(s.size, s.block) {
+        // The blocks of this session were hashed on arrival; only those held
+        // from an earlier attempt are read back (and checked against their
+        // recorded xxh3: a copy changed on disk since is asked again).
+        for i in 0..n {
+            if cvs[i as usize].is_none() {
+                let (x, cv) = tree::hash_block(&s.part, i, s.size, s.block, &mut buf)?;
+                if x != hashes[i as usize] {
+                    bad.push(i);
+                }
+                cvs[i as usize] = cv;
+            }
         }
-        debug_assert_eq!(off, boff + blen);
-        if x.digest() != hashes[i as usize] {
-            bad.push(i);
+        let cvs: Vec<ChainingValue> = cvs.into_iter().map(|c| c.expect("every block hashed")).collect();
+        tree::root(&cvs).to_hex().to_string()
+    } else {
+        // One pass over the file (a block size that is not a power of two
+        // times 1 KiB, or a file of one block).
+        let mut hasher = blake3::Hasher::new();
+        let mut off = 0u64;
+        for i in 0..n {
+            let (_, blen) = block_span(i, s.size, s.block);
+            let mut x = xxhash_rust::xxh3::Xxh3::new();
+            let mut left = blen;
+            while left > 0 {
+                let take = (left as usize).min(buf.len());
+                s.part.read_exact_at(&mut buf[..take], off)?;
+                hasher.update(&buf[..take]);
+                x.update(&buf[..take]);
+                off += take as u64;
+                left -= take as u64;
+            }
+            if x.digest() != hashes[i as usize] {
+                bad.push(i);
+            }
         }
-    }
-    let got = hasher.finalize().to_hex().to_string();
+        hasher.finalize().to_hex().to_string()
+    };
     if got == s.hash {
         let target = s.dir.join(&s.name);
         std::fs::rename(part_path(&s.dir, &s.name), &target)?;
@@ -327,6 +414,7 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         let mut st = s.state.lock().unwrap();
         for &i in &bad {
             st.done[i as usize] = false;
+            st.cvs[i as usize] = None;
         }
         save_map(s, &st)?;
     }
@@ -343,8 +431,13 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     let Some(s) = shared.sessions.lock().unwrap().get(&id).cloned() else {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "data connection for an unknown session"));
     };
-    let mut buf = vec![0u8; CHUNK];
+    // One copy: the socket's bytes into a reused buffer (recv with
+    // MSG_WAITALL: one call per buffer), hashed there while cache-hot (the
+    // block's xxh3 and its BLAKE3 subtree), then pwrite into the part file.
+    let mut buf = AlignedBuf::new(CHUNK);
     let n = block_count(s.size, s.block);
+    let per_block = tree::per_block(s.size, s.block);
+    let fd = conn.as_raw_fd();
     loop {
         let mut h = [0u8; proto::BLOCK_HEADER];
         if let Err(e) = conn.read_exact(&mut h) {
@@ -356,25 +449,27 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
             let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
             return Err(io::Error::new(io::ErrorKind::InvalidData, m));
         }
-        let (mut off, _) = block_span(index, s.size, s.block);
+        let (start, _) = block_span(index, s.size, s.block);
+        let mut off = start;
         let mut left = len as usize;
-        let mut x = xxhash_rust::xxh3::Xxh3::new();
+        let mut hasher = tree::BlockHasher::new(per_block.then_some(start));
         let mut first = true;
         while left > 0 {
             let take = left.min(CHUNK);
-            conn.read_exact(&mut buf[..take])?;
+            let b = &mut buf.as_mut()[..take];
+            recv_all(fd, b)?;
             if first {
                 first = false;
                 let mut c = s.corrupt.lock().unwrap();
                 if *c == Some(index) {
-                    buf[0] ^= 0xff;
+                    b[0] ^= 0xff;
                     *c = None;
                 }
             }
-            x.update(&buf[..take]);
-            if let Err(e) = s.part.write_all_at(&buf[..take], off) {
-                let m = if e.raw_os_error() == Some(libc::ENOSPC) {
-                    format!("no space left on the receiver writing {} (the partial file is kept for resume)", part_path(&s.dir, &s.name).display())
+            hasher.update(b);
+            if let Err(e) = s.part.write_all_at(b, off) {
+                let m = if is_full(&e) {
+                    full_message(&s.dir, &s.name, &format!("block {index}"))
                 } else {
                     format!("receiver cannot write {}: {e}", part_path(&s.dir, &s.name).display())
                 };
@@ -384,14 +479,26 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
             off += take as u64;
             left -= take;
         }
-        let got = x.digest();
+        let (got, cv) = hasher.finish();
         let ok = got == want;
         s.received.fetch_add(1, Ordering::SeqCst);
         if ok {
             let mut st = s.state.lock().unwrap();
             st.done[index as usize] = true;
             st.hashes[index as usize] = got;
-            save_map(&s, &st)?;
+            st.cvs[index as usize] = cv;
+            if let Err(e) = save_map(&s, &st) {
+                // The block stays unrecorded (a resume sends it again).
+                st.done[index as usize] = false;
+                drop(st);
+                let m = if is_full(&e) {
+                    full_message(&s.dir, &s.name, "the block map")
+                } else {
+                    format!("receiver cannot write the block map of {} in {}: {e}", s.name, s.dir.display())
+                };
+                let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
+                return Err(e);
+            }
         } else {
             s.bad.fetch_add(1, Ordering::SeqCst);
             emit(&json!({"event": "block-bad", "name": s.name, "block": index}));
@@ -400,5 +507,40 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
             return Ok(());
         }
         proto::write_msg(&mut *s.control.lock().unwrap(), &json!({"type": "ack", "block": index, "ok": ok}))?;
+    }
+}
+
+/// Fills `buf` from the socket: recv(2) with MSG_WAITALL returns once the
+/// whole buffer is there (or on end of stream, an error or a signal).
+fn recv_all(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<()> {
+    let len = buf.len();
+    crate::net::all_of(len, "the sender closed the data connection inside a block", |done| unsafe {
+        libc::recv(fd, buf[done..].as_mut_ptr() as *mut libc::c_void, len - done, libc::MSG_WAITALL)
+    })
+}
+
+/// A page-aligned buffer (whole pages for the copy into the page cache).
+struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len, 4096).expect("buffer layout")
+    }
+    fn new(len: usize) -> AlignedBuf {
+        let ptr = unsafe { std::alloc::alloc_zeroed(Self::layout(len)) };
+        assert!(!ptr.is_null(), "out of memory");
+        AlignedBuf { ptr, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len)) }
     }
 }

@@ -7,14 +7,13 @@
 //! re-paces the base connection.
 use crate::net::{self, TcpInfo};
 use crate::proto::{self, block_count, block_span};
-use crate::{basecc, emit, Fail};
+use crate::{basecc, emit, tree, Fail};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -106,7 +105,8 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let mut ctl = connect()?;
     let t_hash = Instant::now();
     emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size}));
-    let (hash, block_hashes) = hash_file(&file, size, o.block).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let (hash, block_hashes) = tree::hash_file(&file, size, o.block, threads).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let block_hashes = Arc::new(block_hashes);
     ctl.write_all(proto::MAGIC_CONTROL).map_err(Fail::io)?;
     proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "hash": hash, "block": o.block, "force": o.force}))
@@ -259,27 +259,6 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     Ok(())
 }
 
-/// One pass over the file: its BLAKE3 and every block's xxh3-64.
-fn hash_file(file: &File, size: u64, block: u64) -> io::Result<(String, Vec<u64>)> {
-    let mut h = blake3::Hasher::new();
-    let mut blocks = Vec::with_capacity(block_count(size, block) as usize);
-    let mut buf = vec![0u8; 1 << 20];
-    for i in 0..block_count(size, block) {
-        let (off, len) = block_span(i, size, block);
-        let mut x = xxhash_rust::xxh3::Xxh3::new();
-        let mut done = 0u64;
-        while done < len {
-            let take = ((len - done) as usize).min(buf.len());
-            file.read_exact_at(&mut buf[..take], off + done)?;
-            h.update(&buf[..take]);
-            x.update(&buf[..take]);
-            done += take as u64;
-        }
-        blocks.push(x.digest());
-    }
-    Ok((h.finalize().to_hex().to_string(), blocks))
-}
-
 fn fail(st: &State, e: Fail) {
     let mut q = st.q.lock().unwrap();
     if q.error.is_none() && !q.finished {
@@ -331,6 +310,12 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], siz
             }
             Err(e) => {
                 if !st.stop.load(Ordering::SeqCst) {
+                    // A receiver that drops a data connection says why on the
+                    // control one first (a full disk, a block that does not
+                    // fit): its reason, when it comes, is the error.
+                    let q = st.q.lock().unwrap();
+                    let reason = |q: &mut Queue| q.error.is_none() && !q.finished && !st.stop.load(Ordering::SeqCst);
+                    drop(st.cv.wait_timeout_while(q, Duration::from_secs(2), reason).unwrap());
                     fail(st, Fail::other(format!("data connection: {e}")));
                 }
                 return;
@@ -341,22 +326,9 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], siz
 
 fn sendfile_all(sock: RawFd, fd: RawFd, off: u64, len: u64) -> io::Result<()> {
     let mut offset = off as libc::off_t;
-    let end = (off + len) as libc::off_t;
-    while offset < end {
-        let want = ((end - offset) as usize).min(1 << 30);
-        let rc = unsafe { libc::sendfile(sock, fd, &mut offset, want) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if rc == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while being sent"));
-        }
-    }
-    Ok(())
+    net::all_of(len as usize, "the file shrank while being sent", |done| unsafe {
+        libc::sendfile(sock, fd, &mut offset, (len as usize - done).min(1 << 30))
+    })
 }
 
 fn control_reader(r: &mut TcpStream, st: &State, size: u64, block: u64) {
@@ -456,6 +428,7 @@ fn stdin_reader(rate: &AtomicU64, base: RawFd, bpf_on: bool, ctl: &Mutex<TcpStre
 #[allow(clippy::too_many_arguments)]
 fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (Instant, Vec<u64>), now: Instant, rate: u64, bpf: Option<&basecc::Base>) {
     let dt = now.duration_since(last.0).as_secs_f64().max(1e-9);
+    let t_report = Instant::now();
     let mut per = Vec::new();
     for (i, c) in conns.iter().enumerate() {
         let t = net::tcp_info(c.stream.as_raw_fd()).unwrap_or_default();
@@ -484,5 +457,6 @@ fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (I
     let framing = 13 * conns.len() as u64 + proto::BLOCK_HEADER as u64 * (st.sent_blocks.load(Ordering::SeqCst) + st.copies.load(Ordering::SeqCst));
     let delivered = (st.held_bytes + wire.saturating_sub(framing)).min(size).max(st.acked_bytes.load(Ordering::SeqCst));
     emit(&json!({"event": "progress", "t": now.duration_since(t0).as_secs_f64(), "bytes_delivered": delivered, "bytes_done": st.acked_bytes.load(Ordering::SeqCst),
-                 "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per}));
+                 "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per,
+                 "report_us": t_report.elapsed().as_secs_f64() * 1e6}));
 }

@@ -27,7 +27,9 @@ import sys
 import time
 from typing import Any
 
-from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, _error
+from ..cmdline import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ..cmdline import print_error as _error
+from ..errors import UsageError
 
 ACTIONS = ("commit", "abort", "provision", "release", "terminate")
 

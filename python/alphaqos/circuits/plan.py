@@ -332,7 +332,7 @@ def _endpoint_map(items: list[str]) -> dict[str, str]:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     try:
         return _run(args)
@@ -341,7 +341,7 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..provision.cli import _replace
+    from ..output import write_atomic
 
     if args.submit and not args.token:
         raise PlanError("--submit needs --token (a bearer token of the circuits service)")
@@ -363,9 +363,9 @@ def _run(args: argparse.Namespace) -> int:
         policy_text = head + yaml.safe_dump(policy_document(terms), sort_keys=False)
     try:
         if args.out is not None:
-            _replace(args.out, text)
+            write_atomic(args.out, text)
         if policy_text is not None:
-            _replace(args.policy_out, policy_text)
+            write_atomic(args.policy_out, policy_text)
     except OSError as exc:
         raise PlanError(f"cannot write: {exc.strerror or exc}: {exc.filename}") from None
     if args.out is None:
@@ -413,15 +413,16 @@ def _submit(url: str, token: str, pairs: list[PairPlan], policing: str, skipped:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m alphaqos.circuits.plan ARGS`` (the same as ``alphaqos circuits plan ARGS``)."""
-    from ..cli import EXIT_USAGE, UsageError, _error, _Parser
+    from ..cmdline import EXIT_USAGE, OneLineParser, print_error
+    from ..errors import UsageError
 
-    parser = _Parser(prog="alphaqos circuits")
+    parser = OneLineParser(prog="alphaqos circuits")
     add_plan_command(parser.add_subparsers(dest="command", required=True))
     try:
         args = parser.parse_args(["plan", *(sys.argv[1:] if argv is None else argv)])
         return args.handler(args)
     except UsageError as exc:
-        _error(str(exc))
+        print_error(str(exc))
         return EXIT_USAGE
 
 

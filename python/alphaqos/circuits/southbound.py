@@ -374,7 +374,7 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
     host shaping into ``out_dir``; returns ``{"junos", "cisco", "shaping",
     "manifest"}`` -> paths. Everything is rendered and checked before
     anything is written or applied; a SouthboundError names what is wrong."""
-    from ..provision.cli import _replace
+    from ..output import write_atomic
 
     if backend not in BACKENDS:
         raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -431,8 +431,8 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
                 old = previous.get(name)
                 diff = difflib.unified_diff((old or "").splitlines(keepends=True), text.splitlines(keepends=True),
                                             fromfile=f"a/{name}" if old is not None else "/dev/null", tofile=f"b/{name}")  # fmt: skip
-                _replace(out_dir / f"{name}.diff", "".join(diff))
-            _replace(out_dir / name, text, executable=name.endswith(".sh"))
+                write_atomic(out_dir / f"{name}.diff", "".join(diff))
+            write_atomic(out_dir / name, text, mode=0o755 if name.endswith(".sh") else None)
     except OSError as exc:
         raise SouthboundError(f"out_dir {str(out_dir)!r}: cannot write: {exc.strerror or exc}") from None
     keys = {"junos": "junos.conf", "cisco": "cisco.cfg", "shaping": "host-shaping.sh", "manifest": "southbound.json"}
@@ -446,7 +446,7 @@ def release_southbound(resv: dict, out_dir: Path, backend: str = "dry-run", devi
     comes back, :func:`alphaqos.provision.shape.remove`); record it in
     ``out_dir/released.json``. The router files are not undone here: the
     policer stays until the operator removes the circuit's filter."""
-    from ..provision.cli import _replace
+    from ..output import write_atomic
 
     if backend not in BACKENDS:
         raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -464,7 +464,7 @@ def release_southbound(resv: dict, out_dir: Path, backend: str = "dry-run", devi
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        _replace(out_dir / "released.json", json.dumps(record, indent=2) + "\n")
+        write_atomic(out_dir / "released.json", json.dumps(record, indent=2) + "\n")
     except OSError as exc:
         raise SouthboundError(f"out_dir {str(out_dir)!r}: cannot write: {exc.strerror or exc}") from None
     return {"released": out_dir / "released.json"}

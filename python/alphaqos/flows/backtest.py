@@ -354,7 +354,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _backtest_command(args: argparse.Namespace) -> int:
-    from ..cli import UsageError, _staged_directory
+    from ..errors import UsageError
+    from ..output import new_output_directory
 
     try:
         table = backtest(
@@ -365,7 +366,7 @@ def _backtest_command(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    with _staged_directory(args.out) as staging:
+    with new_output_directory(args.out) as staging:
         summary = write_outputs(table, staging, mode=args.mode)
     for row in summary.iter_rows(named=True):
         ratio = "n/a" if row["catch_ratio"] is None else f"{100 * row['catch_ratio']:.1f}%"

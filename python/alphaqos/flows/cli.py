@@ -1,7 +1,7 @@
 """``alphaqos flows COMMAND``: the subcommands come from the modules in
 :data:`COMMAND_MODULES`, each exposing ``register(subparsers)`` that adds
 its parsers with ``set_defaults(handler=...)``; a handler takes the parsed
-arguments and returns the exit status, raising ``alphaqos.cli.UsageError``
+arguments and returns the exit status, raising ``alphaqos.errors.UsageError``
 for bad input (exit 2)."""
 
 from __future__ import annotations

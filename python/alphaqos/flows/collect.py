@@ -6,8 +6,10 @@ exports writing the canonical flow table (:mod:`.schema`) as Parquet.
 [--time-window D|off] [--duration D] [--decoder native|python]``
 
 One non-blocking UDP socket with a large receive buffer (asked for
-:data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
-is drained in batches. By default (``--decoder native``) the batches are
+:data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``
+unless the collector may exceed that, CAP_NET_ADMIN, when it is forced with
+``SO_RCVBUFFORCE``; the size granted is printed at start) is drained in
+batches. By default (``--decoder native``) the batches are
 read with ``recvmmsg`` and decoded by :class:`.native.NativeDecoder` (Rust,
 the GIL released while it waits and decodes); ``--decoder python`` reads
 them with ``recvfrom_into`` and decodes them with :class:`.netflow.Decoder`,
@@ -17,11 +19,12 @@ records are handed every ``--flush-every``, or as soon as
 ``--flush-records`` are waiting (default :data:`FLUSH_RECORDS`), to a
 writer thread that builds the table and writes it with
 :func:`.schema.write_partitioned` under ``DIR`` (``exporter=.../day=...``),
-while the socket keeps being read. At most :data:`QUEUED_FLUSHES` flushes
-wait for the writer; beyond them the receive loop waits too (and the
-kernel drops what its buffer cannot hold, counted below), so memory is
-bounded by ``--flush-records`` whatever the rate and the flush interval.
-The decoder's own caps (held data, templates) are in
+while the socket keeps being read (the writer runs :data:`WRITER_NICE`
+nicer than the receive loop, so on one core the receive loop goes first).
+At most :data:`QUEUED_FLUSHES` flushes wait for the writer; beyond them
+the receive loop waits too (and the kernel drops what its buffer cannot
+hold, counted below), so memory is bounded by ``--flush-records``
+whatever the rate and the flush interval. The decoder's own caps (held data, templates) are in
 :mod:`.netflow` and ``docs/flows.md``.
 Each flush prints one line: records written, datagrams and records so far,
 the decoding rate (records per second of decoding time), problems by
@@ -58,13 +61,13 @@ import time
 from pathlib import Path
 
 from .. import units
-from ..cli import RunFailure, UsageError
+from ..errors import RunFailure, UsageError
 from . import schema
 from .ingest import time_window
 from .native import NativeDecoder
 from .netflow import Decoder
 
-__all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
+__all__ = ["register", "parse_listen", "receive_buffer", "RECEIVE_BUFFER"]
 
 #: Socket receive buffer asked for, bytes.
 RECEIVE_BUFFER = 64 * 1024 * 1024
@@ -74,8 +77,17 @@ BATCH = 2048
 FLUSH_RECORDS = 200_000
 #: Flushes that may wait for the writer thread before the receive loop waits.
 QUEUED_FLUSHES = 2
+#: Nice value the writer thread adds to the collector's: on a core of its
+#: own the scheduler gives the receive loop three quarters while both run
+#: (CFS weights 1024 and 335), so a write never keeps the socket unread for
+#: long; the writer has whatever the receive loop leaves, and when it falls
+#: behind the receive loop waits for it (QUEUED_FLUSHES). Not more: on a
+#: core shared with other work the writer competes with that work at this
+#: nice value too.
+WRITER_NICE = 5
 #: Longest time spent, once stopping, reading what is still queued on the socket.
 FINAL_DRAIN_S = 5.0
+_SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux, asm-generic/socket.h (Python does not name it)
 _TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
 
 
@@ -158,7 +170,7 @@ def _collect(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create --out {str(args.out)!r}: {exc.strerror or exc}") from None
     sock = socket.socket(family, socket.SOCK_DGRAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+        receive_buffer(sock, RECEIVE_BUFFER)
         sock.bind(address)
     except OSError as exc:
         sock.close()
@@ -168,6 +180,21 @@ def _collect(args: argparse.Namespace) -> int:
         kind = NativeDecoder if args.decoder == "native" else Decoder
         decoder = kind(sampling, window_us=window, max_packet_bytes=max_packet)
         return Collector(sock, args.out, decoder, flush_every, duration, flush_records=args.flush_records).run()
+
+
+def receive_buffer(sock: socket.socket, size: int) -> int:
+    """Ask for a receive buffer of ``size`` bytes on ``sock``: ``SO_RCVBUF``
+    (capped by the kernel at ``net.core.rmem_max``), then, if that gave
+    less, ``SO_RCVBUFFORCE`` (beyond the cap; needs CAP_NET_ADMIN, else
+    the capped size stays). Returns the size the kernel reports (twice what
+    was granted: Linux counts its bookkeeping in, socket(7))."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+    if sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < 2 * size:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_RCVBUFFORCE, size)
+        except PermissionError:
+            pass
+    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
 class Collector:
@@ -283,6 +310,10 @@ class Collector:
         return False
 
     def _writer(self) -> None:
+        try:  # Linux: a thread's own nice value (see WRITER_NICE)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE)
+        except OSError:
+            pass
         final = False
         while not final:
             chunks, final = self.batches.get()

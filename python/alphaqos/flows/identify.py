@@ -624,7 +624,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _identify_command(args: argparse.Namespace) -> int:
     from .. import units
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     if len(args.prefix_v4) != 1 or len(args.prefix_v6) != 1:
         raise UsageError("identify takes one IPv4 and one IPv6 prefix length")

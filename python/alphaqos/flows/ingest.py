@@ -52,7 +52,9 @@ from pathlib import Path
 import polars as pl
 
 from .. import units
-from ..cli import UsageError, _positive_int, _staged_directory
+from ..cmdline import positive_int
+from ..errors import UsageError
+from ..output import new_output_directory
 from . import readers, schema, synth
 
 __all__ = ["register"]
@@ -83,12 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.set_defaults(handler=_ingest)
 
     make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
-    make.add_argument("--days", metavar="N", type=_positive_int, required=True, help="days of records")
+    make.add_argument("--days", metavar="N", type=positive_int, required=True, help="days of records")
     make.add_argument("--out", metavar="DIR", type=Path, required=True, help="directory to create (must not exist)")
     make.add_argument("--seed", metavar="S", type=int, default=0, help="random seed (default 0)")
-    make.add_argument("--exporters", metavar="K", type=_positive_int, default=4, help="routers (default 4)")
+    make.add_argument("--exporters", metavar="K", type=positive_int, default=4, help="routers (default 4)")
     make.add_argument("--format", choices=SYNTH_FORMATS, default="parquet", help="output format (default parquet)")
-    make.add_argument("--beta-flows", metavar="N", type=_positive_int, default=400_000, help="beta flows per day")
+    make.add_argument("--beta-flows", metavar="N", type=positive_int, default=400_000, help="beta flows per day")
     make.add_argument("--alpha-transfers", metavar="N", type=int, default=24, help="alpha transfers per day")
     make.add_argument("--new-alpha-hosts", metavar="N", type=int, default=0,
                       help="alpha hosts that appear each day after the first, inside known /24s (default 0)")  # fmt: skip
@@ -163,7 +165,7 @@ def _store_writer(out: Path):
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {str(out)!r} exists and is not a directory")
     if not out.is_dir():
-        with _staged_directory(out) as staging:
+        with new_output_directory(out) as staging:
             yield staging
         return
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=out) as staging:
@@ -242,7 +244,7 @@ def _synth(args: argparse.Namespace) -> int:
                                  new_alpha_hosts_per_day=args.new_alpha_hosts, active_timeout=args.active_timeout)  # fmt: skip
     except ValueError as exc:
         raise UsageError(f"--new-alpha-hosts: {exc}") from None
-    with _staged_directory(args.out) as staging:
+    with new_output_directory(args.out) as staging:
         if args.format == "parquet":
             schema.write_partitioned(table, staging)
             where = f"{args.out}/"

@@ -55,7 +55,12 @@ microseconds (never wrapped).
 
 On disk: Parquet, partitioned by exporter and day
 (``<root>/exporter=<exporter>/day=<YYYY-MM-DD>/part-*.parquet``), the day
-being that of ``first`` in UTC.
+being that of ``first`` in UTC, written by pyarrow's Parquet writer
+(:func:`write_partitioned`): zstd, row groups of :data:`ROW_GROUP_ROWS`,
+statistics (min/max a row group) only on the columns readers prune on
+(:data:`PRUNED`), dictionary encoding only on the columns of few values
+(:data:`DICTIONARY`), delta encoding on times, counts and source ports
+(:data:`DELTA`), the addresses plain.
 """
 
 from __future__ import annotations
@@ -65,8 +70,8 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["COLUMNS", "MAX_COUNT", "MAX_PACKET_BYTES", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
-           "scaled", "write_grouped", "write_partitioned"]  # fmt: skip
+__all__ = ["COLUMNS", "DELTA", "DICTIONARY", "MAX_COUNT", "MAX_PACKET_BYTES", "PRUNED", "ROW_GROUP_ROWS", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
+           "scaled", "write_grouped", "write_parquet", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
     "exporter": pl.String(),
@@ -94,6 +99,30 @@ MAX_COUNT = 2**64 - 1
 MAX_PACKET_BYTES = 65_535
 #: Default half-width of the plausible time window around a record's receive time.
 WINDOW_US = 86_400 * 1_000_000
+#: Columns of the store with Parquet statistics: the ones the readers filter
+#: on (``flows identify``/``backtest`` and DuckDB on times and addresses, a
+#: query across partitions on the exporter), so that a row group outside the
+#: filter is skipped. Statistics on the other columns cost about a fifth of
+#: the collector's write and serve no reader.
+PRUNED = ("exporter", "first", "last", "src_addr", "dst_addr")
+#: Columns dictionary-encoded in the store: few distinct values a file (one
+#: exporter a partition, a handful of protocols, rates, interfaces, service
+#: ports). pyarrow falls back to plain pages by itself where a column's
+#: dictionary outgrows its page limit. The others (addresses, times,
+#: counts, source ports) are mostly distinct and are written plain.
+DICTIONARY = ("exporter", "protocol", "sampling_rate", "dst_port", "input_if", "output_if")
+#: Integer columns written DELTA_BINARY_PACKED (Parquet's delta encoding,
+#: read by DuckDB, polars and Spark): times close to each other within a
+#: flush, counts and source ports of a few significant bits. zstd then has
+#: a third of the bytes to compress: on a realistic table (``flows synth``)
+#: the write costs 0.1-0.3 us a record less than plain pages, for a few per
+#: cent more bytes (``benches/flows_decode.py --writes``).
+DELTA = ("first", "last", "bytes", "packets", "bytes_scaled", "packets_scaled", "src_port")
+#: Rows of a Parquet row group (the unit the statistics describe); a
+#: collector flush (``--flush-records``, default 200,000) is one.
+ROW_GROUP_ROWS = 262_144
+#: zstd level of the store unless a writer asks for another (the collector: 1).
+ZSTD_LEVEL = 3
 
 
 class Reason(StrEnum):
@@ -220,27 +249,40 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
 
 
-def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part", level: int | None = None) -> list[Path]:
+def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL) -> list[Path]:
     """Write a canonical table under ``root`` partitioned by exporter and
     day (of ``first``, UTC): ``exporter=<e>/day=<YYYY-MM-DD>/<tag>-<n>.parquet``.
     Each file is written beside its target and renamed, so a reader never
     sees half a file; existing files are never overwritten (the next free
-    ``<n>`` is taken). ``level``: the zstd level (None: polars' default;
-    the collector writes with 1, a quarter less CPU for a fifth more
-    bytes). Returns the files written."""
+    ``<n>`` is taken). ``level``: the zstd level (the collector writes with
+    1, a quarter less CPU for a fifth more bytes). Returns the files
+    written. The files' layout: see the module doc."""
     frame = conform(frame).with_columns(pl.col("first").dt.date().alias("_day"))
     groups = [(exporter, day, part.drop("_day")) for (exporter, day), part in frame.group_by("exporter", "_day", maintain_order=True)]
     return _write_groups(groups, Path(root), tag, level)
 
 
-def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int | None = None) -> list[Path]:
+def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL) -> list[Path]:
     """:func:`write_partitioned` of a canonical table already grouped by
     exporter and day: ``groups`` lists ``(exporter, day, first row, rows)``
     (the native decoder's ``build_parts``), so nothing is regrouped or cast."""
     return _write_groups([(e, day, frame.slice(start, n)) for e, day, start, n in groups], Path(root), tag, level)
 
 
-def _write_groups(groups, root: Path, tag: str, level: int | None) -> list[Path]:
+def write_parquet(frame: pl.DataFrame, path: str | Path, *, level: int = ZSTD_LEVEL) -> None:
+    """One file of the store: ``frame`` (canonical) written by pyarrow with
+    the store's layout (module doc). polars hands its buffers over as they
+    are (strings as Arrow string views: no copy); polars' own writer has no
+    per-column statistics or dictionary switch."""
+    import pyarrow.parquet as pq  # here, not at import: 70 ms that only writers pay
+
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
+    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="zstd", compression_level=level,
+                   write_statistics=list(PRUNED), use_dictionary=list(DICTIONARY),
+                   column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"))  # fmt: skip
+
+
+def _write_groups(groups, root: Path, tag: str, level: int) -> list[Path]:
     written = []
     for exporter, day, part in groups:
         directory = root / f"exporter={_safe(str(exporter))}" / f"day={day.isoformat()}"
@@ -250,7 +292,7 @@ def _write_groups(groups, root: Path, tag: str, level: int | None) -> list[Path]
             n += 1
         target = directory / f"{tag}-{n:05d}.parquet"
         staging = directory / f".{target.name}.partial"
-        part.write_parquet(staging, compression="zstd", compression_level=level, statistics=True)
+        write_parquet(part, staging, level=level)
         staging.rename(target)
         written.append(target)
     return written

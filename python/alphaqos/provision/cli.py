@@ -34,12 +34,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import secrets
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .. import units
+from ..output import staging_name, write_atomic
 from . import cisco, dtn, junos, nftables, tc
 from .check import check
 from .model import (
@@ -116,7 +116,7 @@ def _percent(text: str) -> float:
 def interfaces(text: str | None, option: str) -> dict[str, str]:
     """``junos=xe-0/0/1,cisco=Te0/1,linux=eth2`` as {platform: name}; a bad
     item is a UsageError naming the option and the item."""
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     out: dict[str, str] = {}
     if text is None:
@@ -146,7 +146,7 @@ def _time(text: str) -> datetime:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     targets = _targets(args.target)
     ingress = interfaces(args.ingress_interface, "--ingress-interface")
@@ -185,7 +185,7 @@ def _handler(args: argparse.Namespace) -> int:
 
 
 def _targets(text: str) -> list[str]:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     names = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [t for t in names if t not in TARGETS]
@@ -200,7 +200,8 @@ def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool 
     is a UsageError, and nothing is written, unless ``allow_partial``; so is
     a rendered file its checker (:func:`.check.check`) finds fault with,
     named by file and line."""
-    from ..cli import RunFailure, UsageError, _staged_directory
+    from ..errors import RunFailure, UsageError
+    from ..output import new_output_directory
 
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {str(out)!r} exists and is not a directory")
@@ -235,14 +236,14 @@ def provision(plan: Plan, targets: list[str], out: Path, *, allow_partial: bool 
                 sum(1 for d in diff if d.startswith("+") and not d.startswith("+++")),
                 sum(1 for d in diff if d.startswith("-") and not d.startswith("---")),
             )
-            _replace(directory / name, text, executable=name.endswith(".sh"))
-            _replace(directory / f"{name}.diff", "".join(diff))
+            write_atomic(directory / name, text, mode=0o755 if name.endswith(".sh") else None)
+            write_atomic(directory / f"{name}.diff", "".join(diff))
 
     try:
         if out.is_dir():
             _swap_in(out, lambda staging: write_all(staging, out), keep=set(rendered) | {f"{n}.diff" for n in rendered})
         else:
-            with _staged_directory(out) as staging:
+            with new_output_directory(out) as staging:
                 write_all(staging, None)
     except OSError as exc:
         raise RunFailure(f"cannot write into {str(out)!r}: {exc.strerror or exc}") from None
@@ -260,7 +261,7 @@ def _swap_in(out: Path, fill, keep: set[str]) -> None:
     import shutil
 
     out = out.resolve()  # a symlink to the directory stays one: its target is what is exchanged
-    staging = out.with_name(f".{out.name}.partial-{secrets.token_hex(4)}")
+    staging = staging_name(out)
     staging.mkdir()
     try:
         for entry in out.iterdir():
@@ -299,19 +300,3 @@ def _exchange(a: Path, b: Path) -> bool:
     at_fdcwd, rename_exchange = -100, 2
     result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
     return result == 0
-
-
-def _replace(path: Path, text: str, *, executable: bool = False) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if executable:
-            temporary.chmod(0o755)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

@@ -671,7 +671,7 @@ def _size(text: str) -> int:
 
 
 def _handler(args) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     try:
         return _run(args)
