@@ -8,13 +8,15 @@ message naming that target.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
-__all__ = ["need_root", "package_installed", "require_debian_package"]
+__all__ = ["namespaces", "need_root", "package_installed", "require_debian_package"]
 
 #: The make target that installs the Debian packages of the tests (Makefile, DEBIAN_TEST_PACKAGES).
 PREPARE = "make test-deps"
@@ -24,6 +26,24 @@ def need_root(what: str) -> None:
     """Skip the calling test unless it runs as root."""
     if os.geteuid() != 0:
         pytest.skip(f"{what} needs root (run the tests as root, as CI does)")
+
+
+@contextlib.contextmanager
+def namespaces(prefix: str, roles: tuple[str, ...] = ("ns",)) -> Iterator[list[str]]:
+    """Network namespaces for a test, ``<prefix>-<tag>-<role>``
+    (:func:`alphaqos.netns.namespaces`, the emulator's and the capture's
+    set-up): removed at the end with every process left in them, also when
+    the test fails; the test is skipped, saying why, only when they cannot
+    be made (not root, no iproute2, a kernel that refuses)."""
+    need_root("network namespaces")
+    from alphaqos import netns
+
+    with contextlib.ExitStack() as stack:
+        try:
+            names = stack.enter_context(netns.namespaces(prefix, roles))
+        except netns.NetnsError as exc:
+            pytest.skip(f"cannot create a network namespace here: {exc}")
+        yield names
 
 
 def package_installed(name: str) -> bool:

@@ -113,6 +113,28 @@ def test_stamps_out_of_order_are_put_in_order(tmp_path):
     assert C.sort_pcap(path) == (0, 0)
 
 
+def test_sort_pcap_reads_either_byte_order_and_nanosecond_stamps(tmp_path):
+    """One pcap reader (:func:`alphaqos.flows.pcap.pcap_records`) for the
+    capture's rewriting: a big-endian file with nanosecond stamps is put in
+    order too, and a record cut short is an error naming the file."""
+    import struct
+
+    def frame(port: int) -> bytes:
+        ip = struct.pack("!BBHHHBBH4s4sHH", 0x45, 0, 40 + port, 0, 0, 64, 17, 0, bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), port, 53)
+        return b"\0" * 12 + b"\x08\x00" + ip
+
+    stamps = [(5, 700), (5, 500), (5, 900)]  # (seconds, ns)
+    body = b"".join(struct.pack(">IIII", sec, nsec, 38, 38) + frame(port) for port, (sec, nsec) in enumerate(stamps))
+    path = tmp_path / "be.pcap"
+    path.write_bytes(struct.pack(">IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 96, 1) + body)
+    assert C.flow_bytes(path) == {("10.0.0.1", "10.0.0.2", p, 53, 17): 40 + p for p in (0, 1, 2)}
+    assert C.sort_pcap(path) == (1, 200)
+    assert [p for _, _, p, _, _ in C.flow_bytes(path)] == [1, 0, 2]
+    path.write_bytes(path.read_bytes()[:-5])
+    with pytest.raises(ValueError, match=r"be\.pcap: record at offset 132 cut short"):
+        C.sort_pcap(path)
+
+
 def test_pareto_sizes_have_the_asked_mean_and_tail():
     import random
 

@@ -16,6 +16,7 @@ import pytest
 from _system import need_root, require_debian_package
 
 from alphaqos import emulate as E
+from alphaqos import netns
 from alphaqos.cli import main
 from alphaqos.scenario import load_scenario, resolve
 
@@ -196,3 +197,44 @@ def test_a_lag_keeps_the_path_delay_and_must_fit_in_it(scenario, emu_built):
     rtt_min = float(done.stdout.split("min/avg/max")[1].split("=")[1].split("/")[0])
     assert 10.0 <= rtt_min < 11.0, done.stdout
     assert E.timing(tables)[0]["configured_delay_s"] == pytest.approx(0.005)
+
+
+def test_namespaces_go_with_their_processes_also_on_failure():
+    # The one namespace set-up (alphaqos.netns) of the emulator's bench, the
+    # capture and the tests: a failure inside the block still removes the
+    # namespaces, their veth and every process started in them.
+    need_root("network namespaces")
+    with pytest.raises(RuntimeError, match="inside"):
+        with netns.namespaces("aqtest", ("a", "b")) as (a, b):
+            netns.veth(a, "x0", b, "x1")
+            netns.up(a, "x0")
+            assert netns.mac(a, "x0").count(":") == 5
+            sleeper = subprocess.Popen([*netns.exec_argv(b), "sleep", "60"])
+            raise RuntimeError("inside")
+    assert sleeper.wait(timeout=10) != 0
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert a not in left and b not in left
+    with pytest.raises(netns.NetnsError, match=r"^ip -n aq-no-such-ns link set lo up: "):
+        netns.up("aq-no-such-ns", "lo")
+
+
+def test_a_bad_configuration_is_one_line_naming_the_field(tmp_path, scenario, emu_built):
+    # Parsed before any socket is opened (no root needed): serde with the
+    # engine's queue and filter types; an unknown or mistyped field is named
+    # by its path, exit status 2, nothing written.
+    config = E.emu_config(resolve(load_scenario(scenario)), ["rtr", "rcv"], [("ns", "e0"), ("ns", "e1")])
+    for mutate, message in [
+        (lambda c: c["directions"][0]["hops"][0].update(rate_bps="fast"), "directions[0].hops[0].rate_bps: invalid type: string \"fast\""),
+        (lambda c: c["directions"][1]["hops"][0].update(dealy_ns=1), "directions[1].hops[0].dealy_ns: unknown field `dealy_ns`"),
+        (lambda c: c["directions"][0]["hops"][0]["queue"].update(fifo={"limit_pkts": -1}), "directions[0].hops[0].queue"),
+        (lambda c: c["filters"][0]["terms"][0].update(policer={"rate_bps": 1}), "filters[0] (rtr): filter[0] (circuit): policer: "),
+        (lambda c: c["directions"][0].update(exit_filter=7), "directions[0].exit_filter: 7 is not a filter index (there are 1)"),
+    ]:
+        bad = json.loads(json.dumps(config))
+        mutate(bad)
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(bad))
+        done = subprocess.run([str(E.emu_binary()), str(path), "--out", str(tmp_path / "out.json")], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"alphaqos-emu: error: {message}"), done.stderr
+        assert not (tmp_path / "out.json").exists()

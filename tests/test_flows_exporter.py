@@ -13,6 +13,7 @@ Needs root and ``ip``; skipped with the reason otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,10 +28,11 @@ import polars as pl
 import pytest
 
 import alphaqos
+from alphaqos import netns
 from alphaqos.flows.identify import identify
 from alphaqos.flows.schema import SCHEMA
 
-from _system import need_root, require_debian_package
+from _system import namespaces, need_root, require_debian_package
 
 PACKAGE_DIR = Path(alphaqos.__file__).resolve().parents[1]  # what to put on PYTHONPATH in the namespaces
 BULK_BYTES = 100 * 1024 * 1024
@@ -126,21 +128,20 @@ class Lab:
     them; everything is removed by :meth:`close`, even after a failure."""
 
     def __init__(self, tag: str, subnet: int):
-        self.ns_a, self.ns_b = f"aqx{tag}a", f"aqx{tag}b"
+        self.tag = tag
+        self.ns_a = self.ns_b = ""
         self.if_a, self.if_b = f"aqx{tag}a", f"aqx{tag}b"  # at most 15 characters
         self.addr_a, self.addr_b = f"10.213.{subnet}.1", f"10.213.{subnet}.2"
         self.processes: list[subprocess.Popen] = []
-        self.namespaces: list[str] = []
 
-    def build(self) -> None:
-        for ns in (self.ns_a, self.ns_b):
-            _run("ip", "netns", "add", ns)
-            self.namespaces.append(ns)
-            _run("ip", "-n", ns, "link", "set", "lo", "up")
-        _run("ip", "link", "add", self.if_a, "netns", self.ns_a, "type", "veth", "peer", "name", self.if_b, "netns", self.ns_b)
+    def build(self, stack: contextlib.ExitStack) -> None:
+        """The namespaces (tests/_system.namespaces: removed by ``stack``,
+        with every process in them) and the veth pair."""
+        self.ns_a, self.ns_b = stack.enter_context(namespaces(f"aqx{self.tag}", ("a", "b")))
+        netns.veth(self.ns_a, self.if_a, self.ns_b, self.if_b)
         for ns, interface, address in ((self.ns_a, self.if_a, self.addr_a), (self.ns_b, self.if_b, self.addr_b)):
-            _run("ip", "-n", ns, "addr", "add", f"{address}/24", "dev", interface)
-            _run("ip", "-n", ns, "link", "set", interface, "up")
+            netns.address(ns, interface, f"{address}/24")
+            netns.up(ns, interface)
 
     def start(self, ns: str, *command: str, **kwargs) -> subprocess.Popen:
         env = dict(os.environ, PYTHONPATH=str(PACKAGE_DIR))
@@ -157,8 +158,6 @@ class Lab:
                 process.communicate(timeout=10)
             except (subprocess.TimeoutExpired, ValueError):
                 pass
-        for ns in self.namespaces:
-            _run("ip", "netns", "del", ns, check=False)  # takes the veth pair with it
 
 
 @pytest.fixture
@@ -169,11 +168,10 @@ def lab():
     require_debian_package("softflowd", binary="softflowd")
     pid = os.getpid()
     built = Lab(f"{pid % 100000}", 20 + pid % 200)
-    try:
-        built.build()
+    with contextlib.ExitStack() as stack:
+        built.build(stack)
+        stack.callback(built.close)  # the processes first, then the namespaces
         yield built
-    finally:
-        built.close()
 
 
 def _softflowd_stats(control: Path) -> dict[str, int]:

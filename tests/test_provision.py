@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from _system import namespaces
 
 from alphaqos import cli
 from alphaqos.flows.identify import open_db
@@ -437,13 +437,8 @@ def netns():
     reason = _tc_skip_reason()
     if reason:
         pytest.skip(reason)
-    name = f"aqprov-{secrets.token_hex(4)}"
-    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode:
-        pytest.skip("cannot create a network namespace here")
-    try:
+    with namespaces("aqprov") as (name,):
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 def _ns(ns: str, *argv: str, **kw) -> subprocess.CompletedProcess:

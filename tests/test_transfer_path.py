@@ -16,42 +16,31 @@ import subprocess
 import sys
 
 import pytest
-from _system import need_root
+from _system import namespaces
 from _transfer import binary, make_file, receiver
+
+from alphaqos import netns
 
 MiB = 1 << 20
 
 
-def _ip(*args: str, check: bool = True) -> None:
-    subprocess.run(["ip", *args], check=check, capture_output=True)
-
-
 @pytest.fixture
 def path():
-    need_root("network namespaces")
-    tag = f"aqx{os.getpid() % 100000}"
-    snd, rcv = f"{tag}s", f"{tag}r"
-    try:
-        _ip("netns", "add", snd)
-        _ip("netns", "add", rcv)
-        _ip("link", "add", f"{tag}a", "type", "veth", "peer", "name", f"{tag}b")
-        _ip("link", "set", f"{tag}a", "netns", snd)
-        _ip("link", "set", f"{tag}b", "netns", rcv)
-        for ns, dev, addr in ((snd, f"{tag}a", "10.77.0.1/24"), (rcv, f"{tag}b", "10.77.0.2/24")):
-            _ip("-n", ns, "addr", "add", addr, "dev", dev)
-            _ip("-n", ns, "link", "set", dev, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-        dev = f"{tag}a"
+    """Sender and receiver namespaces (tests/_system.namespaces) joined by a
+    veth, the sender's end shaped: 100 Mbit/s, AF11 60, the rest 40."""
+    with namespaces("aqxp", ("s", "r")) as (snd, rcv):
+        dev = "xa"
+        netns.veth(snd, dev, rcv, "xb")
+        for ns, d, addr in ((snd, dev, "10.77.0.1/24"), (rcv, "xb", "10.77.0.2/24")):
+            netns.address(ns, d, addr)
+            netns.up(ns, d)
         for cmd in (f"qdisc add dev {dev} root handle 1: htb default 20",
                     f"class add dev {dev} parent 1: classid 1:1 htb rate 100mbit ceil 100mbit",
                     f"class add dev {dev} parent 1:1 classid 1:10 htb rate 60mbit ceil 100mbit",
                     f"class add dev {dev} parent 1:1 classid 1:20 htb rate 40mbit ceil 100mbit",
                     f"filter add dev {dev} parent 1: protocol ip prio 1 u32 match ip tos 0x28 0xfc flowid 1:10"):  # fmt: skip
-            subprocess.run(["ip", "netns", "exec", snd, "tc", *cmd.split()], check=True, capture_output=True)
+            subprocess.run([*netns.exec_argv(snd), "tc", *cmd.split()], check=True, capture_output=True)
         yield snd, rcv
-    finally:
-        _ip("netns", "del", snd, check=False)
-        _ip("netns", "del", rcv, check=False)
 
 
 def test_deadline_met_over_shaped_path(tmp_path, path):

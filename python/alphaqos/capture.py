@@ -50,7 +50,6 @@ import json
 import math
 import os
 import random
-import secrets
 import shlex
 import shutil
 import signal
@@ -123,8 +122,10 @@ def _run(argv: list[str], what: str) -> None:
 
 @contextlib.contextmanager
 def _namespaces(prefix: str, rate_bps: int) -> Iterator[tuple[str, str]]:
-    """Two namespaces joined by a veth, ``a0`` shaped with HTB; deleted at
-    the end with every process left in them."""
+    """Two namespaces joined by a veth, ``a0`` shaped with HTB
+    (:func:`alphaqos.netns.namespaces`: deleted at the end with every
+    process left in them)."""
+    from . import netns
     from .emulate import EmuError, wire_like
     from .provision.shape import plan_shape, tc_commands
 
@@ -133,55 +134,24 @@ def _namespaces(prefix: str, rate_bps: int) -> Iterator[tuple[str, str]]:
     for tool in ("ip", "tc"):
         if shutil.which(tool) is None:
             raise CaptureError(f"{tool} (iproute2) is not installed")
-    tag = secrets.token_hex(3)
-    a, b = f"{prefix}-{tag}-a", f"{prefix}-{tag}-b"
-    made: list[str] = []
     try:
-        for ns in (a, b):
-            _run(["ip", "netns", "add", ns], f"cannot create the network namespace {ns}")
-            made.append(ns)
-        _run(["ip", "-n", a, "link", "add", "a0", "type", "veth", "peer", "name", "b0", "netns", b], "veth")
-        for ns, dev, addr in ((a, "a0", SENDER_IP), (b, "b0", RECEIVER_IP)):
-            _run(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev], f"address of {dev}")
-            for d in (dev, "lo"):
-                _run(["ip", "-n", ns, "link", "set", d, "up"], f"{d} up")
-            try:
+        with netns.namespaces(prefix, ("a", "b")) as (a, b):
+            netns.veth(a, "a0", b, "b0")
+            for ns, dev, addr in ((a, "a0", SENDER_IP), (b, "b0", RECEIVER_IP)):
+                netns.address(ns, dev, f"{addr}/24")
+                netns.up(ns, dev)
                 wire_like(dev, ns)
-            except EmuError as exc:
-                raise CaptureError(str(exc)) from None
-        for key, value in (("net.ipv4.ip_local_port_range", "10000 65000"), ("net.ipv4.tcp_tw_reuse", "1")):
-            _run(["ip", "netns", "exec", a, "sysctl", "-qw", f"{key}={value}"], key)
-        # The project's host shaping (alphaqos shape), every packet of a0 in the class.
-        for command in tc_commands(plan_shape("a0", rate_bps, 100.0, netns_name=a, gso_max_segs=None)):
-            _run(shlex.split(command), "HTB on a0")
-        yield a, b
-    finally:
-        for ns in made:
-            _kill_all_in(ns)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def _kill_all_in(ns: str) -> None:
-    """Stop every process still in the namespace ``ns`` (ours: we made it)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-        pids = [int(p) for p in done.stdout.split()]
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
-            time.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+            for key, value in (("net.ipv4.ip_local_port_range", "10000 65000"), ("net.ipv4.tcp_tw_reuse", "1")):
+                _run([*netns.exec_argv(a), "sysctl", "-qw", f"{key}={value}"], key)
+            # The project's host shaping (alphaqos shape), every packet of a0 in the class.
+            for command in tc_commands(plan_shape("a0", rate_bps, 100.0, netns_name=a, gso_max_segs=None)):
+                _run(shlex.split(command), "HTB on a0")
+            yield a, b
+    except (netns.NetnsError, EmuError) as exc:
+        message = str(exc)
+        if message.startswith("ip netns add"):
+            message = f"cannot create the network namespace: {message}"
+        raise CaptureError(message) from None
 
 
 def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM) -> None:
@@ -279,15 +249,18 @@ def _count(text: str, what: str) -> int:
 # --- reading a capture ---------------------------------------------------------------
 
 
-def _records(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(timestamp, record) of a little-endian pcap's records; the
-    timestamp in the file's unit (µs or ns after the seconds)."""
-    scale = 1_000_000_000 if struct.unpack("<I", data[:4])[0] == 0xA1B23C4D else 1_000_000
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, incl = struct.unpack("<III", data[off : off + 12])
-        yield sec * scale + frac, data[off : off + 16 + incl]
-        off += 16 + incl
+def _read_records(path: Path) -> tuple[bytes, list[tuple[int, int, int, int]]]:
+    """A classic pcap's bytes and its records (:func:`alphaqos.flows.pcap.
+    pcap_records`: link type, stamp in ns, start, end); ValueError naming
+    the file when it is not one or is cut short."""
+    from .flows.pcap import pcap_records
+
+    data = path.read_bytes()
+    problems: list = []
+    records = list(pcap_records(data, problems))
+    if problems:
+        raise ValueError(f"{path}: {problems[0].detail}")
+    return data, records
 
 
 def sort_pcap(path: str | Path) -> tuple[int, int]:
@@ -297,38 +270,36 @@ def sort_pcap(path: str | Path) -> tuple[int, int]:
     trace only in time order. Returns how many records stepped back and
     the largest step back in ns."""
     path = Path(path)
-    data = path.read_bytes()
-    nanos = struct.unpack("<I", data[:4])[0] == 0xA1B23C4D
-    records = list(_records(data))
+    data, records = _read_records(path)
     back, largest, last = 0, 0, 0
-    for stamp, _ in records:
+    for _, stamp, _, _ in records:
         if stamp < last:
             back += 1
-            largest = max(largest, (last - stamp) * (1 if nanos else 1000))
+            largest = max(largest, last - stamp)
         last = max(last, stamp)
     if back:
-        records.sort(key=lambda r: r[0])
+        records.sort(key=lambda r: r[1])
         staging = path.with_name(f".{path.name}.sorting")
-        staging.write_bytes(data[:24] + b"".join(r for _, r in records))
+        staging.write_bytes(data[:24] + b"".join(data[start:end] for _, _, start, end in records))
         staging.replace(path)
     return back, largest
 
 
 def flow_bytes(path: str | Path) -> dict[tuple[str, str, int, int, int], int]:
-    """IP bytes per 5-tuple (src, dst, sport, dport, proto) of a pcap of
-    Ethernet frames (as tcpdump writes on a veth), from the IP total length."""
-    data = Path(path).read_bytes()
-    magic = struct.unpack("<I", data[:4])[0]
-    if magic not in (0xA1B2C3D4, 0xA1B23C4D):
-        raise ValueError(f"{path}: not a little-endian pcap (magic {magic:#x})")
-    if struct.unpack("<I", data[20:24])[0] != 1:
-        raise ValueError(f"{path}: not Ethernet")
+    """IP bytes per 5-tuple (src, dst, sport, dport, proto) of the IPv4
+    packets of a pcap (as tcpdump writes on a veth), from the IP total
+    length, in the order the flows first appear."""
+    from .flows.pcap import network_header
+
+    path = Path(path)
+    data, records = _read_records(path)
     out: dict[tuple[str, str, int, int, int], int] = {}
-    for _, record in _records(data):
-        frame = record[16:]
-        if len(frame) < 38 or frame[12:14] != b"\x08\x00":
+    for link, _, start, end in records:
+        frame = data[start + 16 : end]
+        found = network_header(link, frame, [])
+        if found is None or found[0] != 0x0800 or len(frame) < found[1] + 20:
             continue
-        ip = frame[14:]
+        ip = frame[found[1] :]
         ihl = (ip[0] & 0x0F) * 4
         size, proto = struct.unpack("!H", ip[2:4])[0], ip[9]
         sport, dport = struct.unpack("!HH", ip[ihl : ihl + 4]) if len(ip) >= ihl + 4 else (0, 0)

@@ -67,7 +67,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import struct
@@ -82,6 +81,7 @@ from typing import Any
 import polars as pl
 
 from . import columns as col
+from . import netns
 from .provision.shape import ethtool
 from .provision.shape import netns as enter_netns
 
@@ -325,52 +325,41 @@ class Bench:
         return [(self.emu, "e0"), (self.emu, "e1")]
 
     def run(self, ns: str, *argv: str, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, **kw)
+        return subprocess.run([*netns.exec_argv(ns), *argv], capture_output=True, text=True, **kw)
 
 
 def _mac(ns: str, dev: str) -> str:
-    done = subprocess.run(["ip", "-n", ns, "-j", "link", "show", "dev", dev], capture_output=True, text=True)
-    if done.returncode:
-        raise EmuError(f"{dev} in {ns}: {done.stderr.strip()}")
-    return json.loads(done.stdout)[0]["address"]
-
-
-def _ip(*argv: str) -> None:
-    done = subprocess.run(["ip", *argv], capture_output=True, text=True)
-    if done.returncode:
-        raise EmuError(f"ip {' '.join(argv)}: {done.stderr.strip()}")
+    try:
+        return netns.mac(ns, dev)
+    except netns.NetnsError as exc:
+        raise EmuError(str(exc)) from None
 
 
 @contextlib.contextmanager
 def bench(prefix: str = "aqemu", *, mtu: int = 1500) -> Iterator[Bench]:
-    """Make the three namespaces of a :class:`Bench`; delete them at the
-    end (also on failure)."""
-    tag = secrets.token_hex(3)
-    b = Bench(f"{prefix}-{tag}-snd", f"{prefix}-{tag}-emu", f"{prefix}-{tag}-rcv")
-    made: list[str] = []
+    """Make the three namespaces of a :class:`Bench` (:func:`alphaqos.netns.
+    namespaces`); delete them, with any process left in them, at the end
+    (also on failure). EmuError if they cannot be made."""
     try:
-        for ns in (b.snd, b.emu, b.rcv):
-            _ip("netns", "add", ns)
-            made.append(ns)
-        _ip("-n", b.snd, "link", "add", "s0", "type", "veth", "peer", "name", "e0", "netns", b.emu)
-        _ip("-n", b.rcv, "link", "add", "r0", "type", "veth", "peer", "name", "e1", "netns", b.emu)
-        for ns, dev, addr in ((b.snd, "s0", b.snd_ip), (b.rcv, "r0", b.rcv_ip)):
-            _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
-            _ip("-n", ns, "link", "set", dev, "mtu", str(mtu))
-        for ns, devs in ((b.snd, ("s0", "lo")), (b.emu, ("e0", "e1", "lo")), (b.rcv, ("r0", "lo"))):
-            for dev in devs:
-                _ip("-n", ns, "link", "set", dev, "up")
-        for ns, dev in ((b.snd, "s0"), (b.emu, "e0"), (b.emu, "e1"), (b.rcv, "r0")):
-            wire_like(dev, ns)
-        # Neighbours known up front: no packet waits (or is dropped) for ARP across the delay.
-        for ns, dev, peer_ns, peer_dev, peer_ip in ((b.snd, "s0", b.rcv, "r0", b.rcv_ip), (b.rcv, "r0", b.snd, "s0", b.snd_ip)):
-            _ip("-n", ns, "neigh", "replace", peer_ip, "lladdr", _mac(peer_ns, peer_dev), "dev", dev, "nud", "permanent")
-        subprocess.run(["ip", "netns", "exec", b.emu, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], capture_output=True)
-        yield b
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "pids", ns], capture_output=True)  # (processes are the caller's to stop)
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        with netns.namespaces(prefix, ("snd", "emu", "rcv")) as (snd, emu, rcv):
+            b = Bench(snd, emu, rcv)
+            netns.veth(b.snd, "s0", b.emu, "e0")
+            netns.veth(b.rcv, "r0", b.emu, "e1")
+            for ns, dev, addr in ((b.snd, "s0", b.snd_ip), (b.rcv, "r0", b.rcv_ip)):
+                netns.address(ns, dev, f"{addr}/24")
+                netns.ip("-n", ns, "link", "set", dev, "mtu", str(mtu))
+            netns.up(b.snd, "s0")
+            netns.up(b.emu, "e0", "e1")
+            netns.up(b.rcv, "r0")
+            for ns, dev in ((b.snd, "s0"), (b.emu, "e0"), (b.emu, "e1"), (b.rcv, "r0")):
+                wire_like(dev, ns)
+            # Neighbours known up front: no packet waits (or is dropped) for ARP across the delay.
+            for ns, dev, peer_ns, peer_dev, peer_ip in ((b.snd, "s0", b.rcv, "r0", b.rcv_ip), (b.rcv, "r0", b.snd, "s0", b.snd_ip)):
+                netns.ip("-n", ns, "neigh", "replace", peer_ip, "lladdr", netns.mac(peer_ns, peer_dev), "dev", dev, "nud", "permanent")
+            subprocess.run([*netns.exec_argv(b.emu), "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], capture_output=True)
+            yield b
+    except netns.NetnsError as exc:
+        raise EmuError(str(exc)) from None
 
 
 def wait_for(predicate, timeout_s: float, step_s: float = 0.05) -> bool:

@@ -5,9 +5,9 @@
 //!
 //! Time. Every hop runs in *ideal* time: a packet enters the first hop at
 //! the instant it was received, and from there every time is what the
-//! simulator would compute (the transmitter starts when it is free and the
-//! packet is at the head of the discipline, the frame takes
-//! `(size + overhead) * 8 / rate`, then the delay). The engine's own code
+//! simulator would compute (the engine's `egress::Egress`: the transmitter
+//! starts when it is free and the packet is at the head of the discipline,
+//! the frame takes `(size + overhead) * 8 / rate`, then the delay). The engine's own code
 //! decides, called with these times as `now`. The wall clock only bounds
 //! how far the hops may run: [`Direction::advance`] processes every event
 //! up to `now` in time order. So the decisions do not depend on how late
@@ -15,9 +15,9 @@
 //! kernel does, and that lateness is the delay error the run reports.
 
 use alphaqos_sim::qos::classify::{Discarded, Filter};
-use alphaqos_sim::qos::{DropReason, Dequeued, Qdisc, QueueCtx};
-use alphaqos_sim::rng::Rng;
-use alphaqos_sim::{DataRate, Duration, SimTime};
+use alphaqos_sim::egress::Egress;
+use alphaqos_sim::qos::{DropReason, Qdisc};
+use alphaqos_sim::{Duration, SimTime};
 use alphaqos_sim::packet::Packet;
 use std::collections::VecDeque;
 
@@ -63,31 +63,26 @@ pub struct Hop {
     pub name: String,
     /// The firewall filter of the router forwarding onto this hop.
     pub filter: Option<usize>,
-    pub qdisc: alphaqos_sim::qos::LinkQdisc,
-    pub rng: Rng,
-    pub rate: DataRate,
+    /// The discipline and the transmitter at the link's rate (the engine's
+    /// `egress::Egress`, as trace replay runs it).
+    pub egress: Egress,
     pub delay: Duration,
     pub mtu: u32,
-    pub overhead: u32,
-    /// The transmitter is busy until this (ideal) time.
-    tx_free: SimTime,
-    /// A shaping discipline has nothing to send before this time.
-    hold: SimTime,
     /// Frames on the wire or propagating: (arrival at the far end, packet).
     pub pipe: VecDeque<(SimTime, Packet)>,
-    pub tx_pkts: u64,
-    pub tx_bytes: u64,
     pub mtu_drops: u64,
+    /// Packets dropped inside the discipline during one call (reused).
+    inside: Vec<(Packet, DropReason)>,
 }
 
 impl Hop {
-    pub fn new(name: String, filter: Option<usize>, qdisc: alphaqos_sim::qos::LinkQdisc, rng: Rng, rate: DataRate, delay: Duration, mtu: u32, overhead: u32) -> Hop {
-        Hop { name, filter, qdisc, rng, rate, delay, mtu, overhead, tx_free: SimTime::ZERO, hold: SimTime::ZERO, pipe: VecDeque::new(), tx_pkts: 0, tx_bytes: 0, mtu_drops: 0 }
+    pub fn new(name: String, filter: Option<usize>, egress: Egress, delay: Duration, mtu: u32) -> Hop {
+        Hop { name, filter, egress, delay, mtu, pipe: VecDeque::new(), mtu_drops: 0, inside: Vec::new() }
     }
 
     /// The next time this hop has something to do (a transmission), if any.
     pub fn next_tx(&self) -> Option<SimTime> {
-        (self.qdisc.backlog().pkts > 0).then(|| self.tx_free.max(self.hold))
+        self.egress.next_tx()
     }
 
     fn enter(&mut self, t: SimTime, pkt: Packet, filters: &mut [Filter], dropped: &mut Vec<(Packet, Why)>) {
@@ -101,7 +96,7 @@ impl Hop {
                 Ok(p) => p,
                 Err((p, why)) => {
                     if why == Discarded::Policer {
-                        self.qdisc.count_policed(&p);
+                        self.egress.qdisc.count_policed(&p);
                     }
                     dropped.push((p, Why::from(why)));
                     return;
@@ -109,33 +104,17 @@ impl Hop {
             },
             None => pkt,
         };
-        // An idle transmitter is free from now on; a new packet may be in a
-        // class a shaper lets go earlier.
-        self.tx_free = self.tx_free.max(t);
-        self.hold = SimTime::ZERO;
-        let mut inside = Vec::new();
-        let mut ctx = QueueCtx::with_drops(t, self.rate, &mut self.rng, &mut inside);
-        if let Err((p, why)) = self.qdisc.enqueue(pkt, &mut ctx) {
+        if let Err((p, why)) = self.egress.enqueue(t, pkt, &mut self.inside) {
             dropped.push((p, Why::Queue(why)));
         }
-        dropped.extend(inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
+        dropped.extend(self.inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
     }
 
     fn transmit(&mut self, t: SimTime, dropped: &mut Vec<(Packet, Why)>) {
-        let mut inside = Vec::new();
-        let mut ctx = QueueCtx::with_drops(t, self.rate, &mut self.rng, &mut inside);
-        match self.qdisc.dequeue(&mut ctx) {
-            Dequeued::Packet(p) => {
-                let end = t + self.rate.tx_time(p.size as u64 + self.overhead as u64);
-                self.tx_free = end;
-                self.tx_pkts += 1;
-                self.tx_bytes += p.size as u64;
-                self.pipe.push_back((end + self.delay, p));
-            }
-            Dequeued::NotBefore(x) => self.hold = x.max(t + Duration(1)),
-            Dequeued::Empty => self.hold = SimTime::MAX,
+        if let Some((p, end)) = self.egress.transmit(t, &mut self.inside) {
+            self.pipe.push_back((end + self.delay, p));
         }
-        dropped.extend(inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
+        dropped.extend(self.inside.drain(..).map(|(p, why)| (p, Why::Queue(why))));
     }
 
     /// Run every event up to `now`, taking arrivals from `input` (in time
@@ -224,7 +203,8 @@ mod tests {
 
     fn hop(rate_mbps: u64, delay_us: u64, limit_pkts: u64) -> Hop {
         let q = alphaqos_sim::qos::LinkQdisc::Fifo(Fifo::new(Limit::from_opts(Some(limit_pkts), None)));
-        Hop::new("a->b".into(), None, q, Rng::stream(1, "t"), DataRate::mbps(rate_mbps), Duration(delay_us * 1000), 1500, 0)
+        let egress = Egress::new(q, alphaqos_sim::rng::Rng::stream(1, "t"), alphaqos_sim::DataRate::mbps(rate_mbps), 0);
+        Hop::new("a->b".into(), None, egress, Duration(delay_us * 1000), 1500)
     }
 
     fn pkt(slot: u64, size: u32) -> Packet {
@@ -272,7 +252,7 @@ mod tests {
         assert_eq!(dropped.len(), 2, "{dropped:?}");
         assert!(dropped.iter().all(|(_, w)| *w == Why::Queue(DropReason::Tail)));
         assert_eq!(out, [(100_000 + 1_000_000 + 5_000_000, 0), (7_100_000, 1), (8_100_000, 2)]);
-        assert_eq!(d.hops[1].tx_pkts, 3);
+        assert_eq!(d.hops[1].egress.tx_pkts, 3);
         assert_eq!(d.next_event(), None);
     }
 

@@ -35,19 +35,20 @@
 //! not exist, no permission for raw sockets, a link it cannot run in real
 //! time) is one line on stderr, `alphaqos-emu: error: ...`, exit status 2.
 
+mod config;
 mod link;
 mod sock;
 mod wire;
 
+use alphaqos_sim::egress::Egress;
 use alphaqos_sim::summary;
-use alphaqos_sim::config::{FilterTermConfig, QueueConfig};
 use alphaqos_sim::metrics::{col, Column, Histogram, Table};
 use alphaqos_sim::qos::Qdisc;
 use alphaqos_sim::qos::classify::Filter;
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, Duration, SimTime};
+use config::EmuConfig;
 use link::{Direction, Hop, Why};
-use serde_json::Value;
 use sock::RawSocket;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,20 +104,11 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     let config_path = config_path.ok_or("usage: alphaqos-emu CONFIG.json [--out RESULTS.json]")?;
     let text = std::fs::read_to_string(&config_path).map_err(|e| format!("cannot read {config_path}: {e}"))?;
-    let cfg: Value = serde_json::from_str(&text).map_err(|e| format!("{config_path}: not JSON: {e}"))?;
+    let cfg = EmuConfig::parse(&text, &config_path)?;
     let mut emu = Emulator::from_config(&cfg)?;
     emu.check_real_time()?;
     let socks = emu.open_sockets(&cfg)?;
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        // Wake up from ppoll when asked, not up to 50 µs later (prctl(2)).
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
-        if emu.realtime {
-            let p = libc::sched_param { sched_priority: 10 };
-            libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
-        }
-    }
+    set_up_process(emu.realtime)?;
     println!("ready");
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -131,10 +123,6 @@ fn run(args: &[String]) -> Result<(), String> {
         None => println!("{json}"),
     }
     Ok(())
-}
-
-fn u64_at(v: &Value, key: &str, at: &str) -> Result<u64, String> {
-    v.get(key).and_then(Value::as_u64).ok_or_else(|| format!("{at}.{key}: expected a whole number"))
 }
 
 /// Per-flow counters, by direction.
@@ -189,48 +177,25 @@ struct Emulator {
 }
 
 impl Emulator {
-    fn from_config(cfg: &Value) -> Result<Emulator, String> {
-        let seed = cfg.get("seed").and_then(Value::as_u64).unwrap_or(1);
+    fn from_config(cfg: &EmuConfig) -> Result<Emulator, String> {
         let mut filters = vec![];
         let mut filter_nodes = vec![];
-        for (i, f) in cfg.get("filters").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
-            let node = f.get("node").and_then(Value::as_str).ok_or(format!("filters[{i}].node: expected a name"))?;
-            let terms: Vec<FilterTermConfig> = serde_json::from_value(f.get("terms").cloned().unwrap_or(Value::Null)).map_err(|e| format!("filters[{i}] ({node}).terms: {e}"))?;
-            filters.push(Filter::new(&terms).map_err(|e| format!("filters[{i}] ({node}): {e}"))?);
-            filter_nodes.push(node.to_string());
+        for (i, f) in cfg.filters.iter().enumerate() {
+            filters.push(Filter::new(&f.terms).map_err(|e| format!("filters[{i}] ({}): {e}", f.node))?);
+            filter_nodes.push(f.node.clone());
         }
-        let lag_ns = cfg.get("lag_ns").and_then(Value::as_u64).unwrap_or(0);
+        let lag_ns = cfg.lag_ns;
         let mut dirs = vec![];
         let mut ends = vec![];
-        let n_ifaces = cfg.get("ifaces").and_then(Value::as_array).map_or(0, |a| a.len());
-        for (d, dv) in cfg.get("directions").and_then(Value::as_array).ok_or("directions: expected a list")?.iter().enumerate() {
+        for (d, dv) in cfg.directions.iter().enumerate() {
             let at = format!("directions[{d}]");
-            let name = dv.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let (rx, tx) = (u64_at(dv, "rx", &at)? as usize, u64_at(dv, "tx", &at)? as usize);
-            if rx >= n_ifaces || tx >= n_ifaces || rx == tx {
-                return Err(format!("{at}: rx and tx must be two different interfaces of the {n_ifaces} given"));
-            }
             let mut hops = vec![];
-            for (h, hv) in dv.get("hops").and_then(Value::as_array).ok_or(format!("{at}.hops: expected a list"))?.iter().enumerate() {
-                let at = format!("{at}.hops[{h}]");
-                let hop_name = hv.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let queue: QueueConfig = serde_json::from_value(hv.get("queue").cloned().unwrap_or(Value::Null)).map_err(|e| format!("{at}.queue: {e}"))?;
-                let mtu = hv.get("mtu_bytes").and_then(Value::as_u64).unwrap_or(1500) as u32;
-                let rate = u64_at(hv, "rate_bps", &at)?;
-                if rate == 0 {
-                    return Err(format!("{at}.rate_bps: must be positive"));
-                }
-                let qdisc = alphaqos_sim::qos::build_on(&queue, mtu, Some(alphaqos_sim::DataRate(rate))).map_err(|e| format!("{at} ({hop_name}).queue: {e}"))?;
-                let filter = match hv.get("filter") {
-                    None | Some(Value::Null) => None,
-                    Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.filter: not a filter index"))? as usize),
-                };
-                let rng = Rng::stream(seed, &format!("queue:{hop_name}"));
-                let overhead = hv.get("overhead_bytes").and_then(Value::as_u64).map_or(alphaqos_sim::config::ETHERNET_OVERHEAD_BYTES, |o| o as u32);
-                hops.push(Hop::new(hop_name, filter, qdisc, rng, DataRate(rate), Duration(u64_at(hv, "delay_ns", &at)?), mtu, overhead));
-            }
-            if hops.is_empty() {
-                return Err(format!("{at}.hops: at least one hop"));
+            for (h, hv) in dv.hops.iter().enumerate() {
+                let rate = DataRate(hv.rate_bps);
+                let qdisc = alphaqos_sim::qos::build_on(&hv.queue, hv.mtu_bytes, Some(rate)).map_err(|e| format!("{at}.hops[{h}] ({}).queue: {e}", hv.name))?;
+                let rng = Rng::stream(cfg.seed, &format!("queue:{}", hv.name));
+                let egress = Egress::new(qdisc, rng, rate, hv.overhead_bytes);
+                hops.push(Hop::new(hv.name.clone(), hv.filter, egress, Duration(hv.delay_ns), hv.mtu_bytes));
             }
             if lag_ns > 0 {
                 let longest = hops.iter_mut().max_by_key(|h| h.delay.0).expect("a hop");
@@ -242,19 +207,15 @@ impl Emulator {
                 }
                 longest.delay = Duration(longest.delay.0 - lag_ns);
             }
-            let exit_filter = match dv.get("exit_filter") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().filter(|&f| (f as usize) < filters.len()).ok_or(format!("{at}.exit_filter: not a filter index"))? as usize),
-            };
-            dirs.push(Direction { name, hops, input: VecDeque::new(), exit_filter });
-            ends.push((rx, tx));
+            dirs.push(Direction { name: dv.name.clone(), hops, input: VecDeque::new(), exit_filter: dv.exit_filter });
+            ends.push((dv.rx, dv.tx));
         }
         let n = dirs.len();
         Ok(Emulator {
-            duration_ns: cfg.get("duration_ns").and_then(Value::as_u64).unwrap_or(0),
-            interval_ns: cfg.get("sample_interval_ns").and_then(Value::as_u64).unwrap_or(100_000_000).max(1_000_000),
-            spin: cfg.get("spin").and_then(Value::as_bool).unwrap_or(false),
-            realtime: cfg.get("realtime").and_then(Value::as_bool).unwrap_or(false),
+            duration_ns: cfg.duration_ns,
+            interval_ns: cfg.sample_interval_ns.max(1_000_000),
+            spin: cfg.spin,
+            realtime: cfg.realtime,
             filters,
             filter_nodes,
             dirs,
@@ -286,15 +247,15 @@ impl Emulator {
         for d in &self.dirs {
             let mut held = 0u64;
             for h in &d.hops {
-                let frame = (h.mtu + h.overhead) as u64;
-                let pps = h.rate.as_bps() / (8 * frame.max(1));
+                let (rate, frame) = (h.egress.rate, (h.mtu + h.egress.overhead) as u64);
+                let pps = rate.as_bps() / (8 * frame.max(1));
                 if pps > MAX_PPS {
                     return Err(format!(
                         "hop {} ({}): {} is {:.2} million {}-byte frames per second, above the {:.1} million this emulator forwards in real time (one system call per frame and direction); scale the circuit down",
-                        h.name, d.name, h.rate, pps as f64 / 1e6, frame, MAX_PPS as f64 / 1e6
+                        h.name, d.name, rate, pps as f64 / 1e6, frame, MAX_PPS as f64 / 1e6
                     ));
                 }
-                held += h.rate.bytes_in(h.delay);
+                held += rate.bytes_in(h.delay);
             }
             if held > MAX_HELD_BYTES {
                 return Err(format!("direction {}: its delays hold {} MB in flight at the link rates, above the {} MB this emulator keeps in memory", d.name, held >> 20, MAX_HELD_BYTES >> 20));
@@ -303,19 +264,8 @@ impl Emulator {
         Ok(())
     }
 
-    fn open_sockets(&self, cfg: &Value) -> Result<Vec<RawSocket>, String> {
-        let ifaces = cfg.get("ifaces").and_then(Value::as_array).ok_or("ifaces: expected a list of two interfaces")?;
-        if ifaces.len() != 2 {
-            return Err(format!("ifaces: expected two interfaces, got {}", ifaces.len()));
-        }
-        ifaces
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let name = v.get("name").and_then(Value::as_str).ok_or(format!("ifaces[{i}].name: expected a name"))?;
-                RawSocket::open(v.get("netns").and_then(Value::as_str), name)
-            })
-            .collect()
+    fn open_sockets(&self, cfg: &EmuConfig) -> Result<Vec<RawSocket>, String> {
+        cfg.ifaces.iter().map(|i| RawSocket::open(i.netns.as_deref(), &i.name)).collect()
     }
 
     fn alloc(&mut self) -> usize {
@@ -358,7 +308,7 @@ impl Emulator {
                 let Some(d) = self.ends.iter().position(|e| e.0 == i) else { continue };
                 for _ in 0..RX_BATCH {
                     let slot = self.alloc();
-                    let got = s.recv(&mut self.slots[slot]).map_err(|e| format!("receiving on {}: {e}", s.name))?;
+                    let got = s.recv(&mut self.slots[slot]).map_err(|e| format!("recvmsg on the raw socket of {}: {e}", s.where_))?;
                     let Some((n, stamp)) = got else {
                         self.free.push(slot);
                         break;
@@ -435,21 +385,24 @@ impl Emulator {
             }
             let wait = next - now - SPIN_NS / 2;
             let ts = libc::timespec { tv_sec: (wait / 1_000_000_000) as i64, tv_nsec: (wait % 1_000_000_000) as i64 };
-            unsafe {
-                libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null());
+            if unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) } < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EINTR) {
+                    return Err(format!("ppoll on the raw sockets: {e}"));
+                }
             }
         }
         self.sample(self.elapsed_ns);
-        self.socket_drops = socks.iter().map(|s| s.drops()).sum();
+        self.socket_drops = socks.iter().map(|s| s.drops()).sum::<Result<u64, String>>()?;
         Ok(())
     }
 
     /// Count a frame that left back to back behind the previous one at the
     /// bottleneck: its wire bits over the real time between the two sends.
     fn rate_sample(&mut self, d: usize, ideal: SimTime, sent: SimTime, pkt: &alphaqos_sim::packet::Packet) {
-        let slowest = self.dirs[d].hops.iter().min_by_key(|h| h.rate.as_bps()).expect("a hop");
+        let slowest = &self.dirs[d].hops.iter().min_by_key(|h| h.egress.rate.as_bps()).expect("a hop").egress;
         let wire = pkt.size as u64 + slowest.overhead as u64;
-        let gap = slowest.rate.tx_time(wire).0;
+        let gap = slowest.wire_time(pkt.size).0;
         if let Some((prev_ideal, prev_sent)) = self.last_out[d] {
             if ideal.0.saturating_sub(prev_ideal.0) <= gap && sent.0 > prev_sent {
                 self.b2b_bits[d] += wire as u128 * 8;
@@ -462,7 +415,7 @@ impl Emulator {
     fn sample(&mut self, t: u64) {
         for d in &self.dirs {
             for h in &d.hops {
-                h.qdisc.for_each_queue(&mut |class, c, b| {
+                h.egress.qdisc.for_each_queue(&mut |class, c, b| {
                     let name = if class.is_empty() { h.name.clone() } else { format!("{}/{class}", h.name) };
                     self.queue_rows.push((name, t, b.pkts, b.bytes, c.deq_bytes, c.held_by_color));
                 });
@@ -528,7 +481,7 @@ impl Emulator {
                 .with("delay_error_p50_ns", Column::OptU64((0..n).map(|d| q(d, 0.5)).collect()))
                 .with("delay_error_p99_ns", Column::OptU64((0..n).map(|d| q(d, 0.99)).collect()))
                 .with("delay_error_max_ns", Column::OptU64((0..n).map(|d| self.lateness[d].max()).collect()))
-                .with("configured_rate_bps", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.rate.as_bps()).min().unwrap_or(0)).collect()))
+                .with("configured_rate_bps", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.egress.rate.as_bps()).min().unwrap_or(0)).collect()))
                 .with("back_to_back_bits", Column::U64(self.b2b_bits.iter().map(|&b| b as u64).collect()))
                 .with("achieved_rate_bps", Column::OptU64((0..n).map(|d| (self.b2b_ns[d] > 0).then(|| (self.b2b_bits[d] * 1_000_000_000 / self.b2b_ns[d]) as u64)).collect()))
                 .with("configured_delay_ns", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.delay.0).sum::<u64>() + self.lag_ns).collect())),
@@ -538,8 +491,8 @@ impl Emulator {
             "emu_hops".into(),
             Table::default()
                 .with(col::LINK, Column::Str(hops.iter().map(|h| h.name.clone()).collect()))
-                .with(col::TX_PKTS, Column::U64(hops.iter().map(|h| h.tx_pkts).collect()))
-                .with(col::TX_BYTES, Column::U64(hops.iter().map(|h| h.tx_bytes).collect()))
+                .with(col::TX_PKTS, Column::U64(hops.iter().map(|h| h.egress.tx_pkts).collect()))
+                .with(col::TX_BYTES, Column::U64(hops.iter().map(|h| h.egress.tx_bytes).collect()))
                 .with("drop_mtu_pkts", Column::U64(hops.iter().map(|h| h.mtu_drops).collect())),
         );
         out.insert(
@@ -557,12 +510,33 @@ impl Emulator {
 
     fn queue_summary(&self) -> Table {
         let hops = self.dirs.iter().flat_map(|d| &d.hops);
-        summary::queue_summary(hops.map(|h| summary::QueueSource { link: &h.name, rate: h.rate, link_loss_pkts: 0, qdisc: h.qdisc.as_dyn() }))
+        summary::queue_summary(hops.map(|h| summary::QueueSource { link: &h.name, rate: h.egress.rate, link_loss_pkts: 0, qdisc: h.egress.qdisc.as_dyn() }))
     }
 
     fn filter_table(&self) -> Table {
         summary::filter_table(self.filters.iter().zip(&self.filter_nodes).map(|(f, n)| (n.as_str(), f)))
     }
+}
+
+/// Signal handlers, timer slack and (if asked) SCHED_FIFO; an error names the call.
+fn set_up_process(realtime: bool) -> Result<(), String> {
+    let os_err = |call: &str| format!("{call}: {}", std::io::Error::last_os_error());
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        if unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) } == libc::SIG_ERR {
+            return Err(os_err(&format!("signal({name})")));
+        }
+    }
+    // Wake up from ppoll when asked, not up to 50 µs later (prctl(2)).
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) } != 0 {
+        return Err(os_err("prctl(PR_SET_TIMERSLACK, 1)"));
+    }
+    if realtime {
+        let p = libc::sched_param { sched_priority: 10 };
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+            return Err(format!("{} (run as root, or without real-time priority: --no-realtime)", os_err("sched_setscheduler(SCHED_FIFO, 10)")));
+        }
+    }
+    Ok(())
 }
 
 fn realtime_ns() -> i128 {

@@ -13,7 +13,8 @@ const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 
 pub struct RawSocket {
     pub fd: libc::c_int,
-    pub name: String,
+    /// `interface "e0" in namespace "x"`, for errors.
+    pub where_: String,
 }
 
 fn err(what: String) -> String {
@@ -41,12 +42,19 @@ fn in_netns<T>(netns: Option<&str>, f: impl FnOnce() -> Result<T, String>) -> Re
     }
     let home_path = CString::new("/proc/thread-self/ns/net").unwrap();
     let home = unsafe { libc::open(home_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if home < 0 {
+        let e = err("open(/proc/thread-self/ns/net)".to_string());
+        unsafe { libc::close(target) };
+        return Err(e);
+    }
     let entered = unsafe { libc::setns(target, libc::CLONE_NEWNET) };
-    let out = if entered != 0 { Err(err(format!("entering namespace {ns:?}"))) } else { f() };
+    let mut out = if entered != 0 { Err(err(format!("setns(CLONE_NEWNET) into namespace {ns:?}"))) } else { f() };
+    // Back home: a thread left in the interfaces' namespace would open the
+    // next socket in the wrong place.
+    if entered == 0 && unsafe { libc::setns(home, libc::CLONE_NEWNET) } != 0 {
+        out = Err(err(format!("setns(CLONE_NEWNET) back from namespace {ns:?}")));
+    }
     unsafe {
-        if entered == 0 {
-            libc::setns(home, libc::CLONE_NEWNET);
-        }
         libc::close(target);
         libc::close(home);
     }
@@ -70,7 +78,7 @@ impl RawSocket {
             if fd < 0 {
                 return Err(err(format!("raw socket on {where_}")));
             }
-            let sock = RawSocket { fd, name: name.to_string() };
+            let sock = RawSocket { fd, where_: where_.clone() };
             let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
             addr.sll_family = libc::AF_PACKET as u16;
             addr.sll_protocol = ETH_P_ALL.to_be();
@@ -79,22 +87,25 @@ impl RawSocket {
             if rc != 0 {
                 return Err(err(format!("binding a raw socket to {where_}")));
             }
-            sock.set(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+            sock.set(libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING", 1)?;
             // The kernel's receive time of each frame: a frame that waited in
             // the socket while this process was not running arrived when the
             // kernel took it, not when it was read.
-            sock.set(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+            sock.set(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, "SO_TIMESTAMPNS", 1)?;
             // Room for bursts at the link rate (SO_*BUFFORCE: root may exceed rmem_max).
-            sock.set(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 32 << 20);
-            sock.set(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 32 << 20);
+            sock.set(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, "SO_RCVBUFFORCE", 32 << 20)?;
+            sock.set(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, "SO_SNDBUFFORCE", 32 << 20)?;
             Ok(sock)
         })
     }
 
-    fn set(&self, level: libc::c_int, opt: libc::c_int, value: libc::c_int) {
-        unsafe {
-            libc::setsockopt(self.fd, level, opt, &value as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32);
+    /// setsockopt(2) of an int option; an error names the call, the option and the interface.
+    fn set(&self, level: libc::c_int, opt: libc::c_int, opt_name: &str, value: libc::c_int) -> Result<(), String> {
+        let rc = unsafe { libc::setsockopt(self.fd, level, opt, &value as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as u32) };
+        if rc != 0 {
+            return Err(err(format!("setsockopt({opt_name}, {value}) on the raw socket of {}", self.where_)));
         }
+        Ok(())
     }
 
     /// The next frame into `buf`: its length and the kernel's receive time
@@ -141,15 +152,14 @@ impl RawSocket {
     /// Frames the kernel dropped for want of room in the receive buffer
     /// since the socket was opened (PACKET_STATISTICS, packet(7); reading
     /// resets the kernel's count, so call it once, at the end).
-    pub fn drops(&self) -> u64 {
+    pub fn drops(&self) -> Result<u64, String> {
         let mut stats = libc::tpacket_stats { tp_packets: 0, tp_drops: 0 };
         let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
         let rc = unsafe { libc::getsockopt(self.fd, libc::SOL_PACKET, libc::PACKET_STATISTICS, &mut stats as *mut _ as *mut libc::c_void, &mut len) };
-        if rc == 0 {
-            stats.tp_drops as u64
-        } else {
-            0
+        if rc != 0 {
+            return Err(err(format!("getsockopt(PACKET_STATISTICS) on the raw socket of {}", self.where_)));
         }
+        Ok(stats.tp_drops as u64)
     }
 }
 

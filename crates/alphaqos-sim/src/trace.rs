@@ -18,8 +18,9 @@
 //! and counted; a CSV trace must ascend. A file that cannot be read is an
 //! error naming the file and the byte offset of the fault.
 //!
-//! The replay ([`replay`]) is a single transmitter: arrivals at their trace
-//! times, the link sends back to back at `rate` with no framing overhead.
+//! The replay ([`replay`]) is a single egress port (`egress.rs`, the
+//! simulator's rules): arrivals at their trace times, the link sends back
+//! to back at `rate` with no framing overhead.
 //! Measured at every arrival: the queue's length in bytes before the packet
 //! (for YAQS, its fast queue; its own counters carry the rest), and a
 //! series every `interval`.
@@ -27,7 +28,8 @@
 use crate::qos::Qdisc;
 use crate::metrics::{col, Column, Histogram, Table};
 use crate::packet::{Packet, PROTO_TCP, PROTO_UDP};
-use crate::qos::{self, Dequeued, QueueCtx};
+use crate::egress::Egress;
+use crate::qos;
 use crate::rng::Rng;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -209,64 +211,54 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
     if rate.as_bps() == 0 {
         return Err("the downstream rate must be positive".into());
     }
-    let mut q = qos::build_on(queue, 65535, Some(rate))?;
-    let mut rng = Rng::stream(seed, "queue:replay");
+    // No framing overhead: the trace's sizes are what the link carries.
+    let mut port = Egress::new(qos::build_on(queue, 65535, Some(rate))?, Rng::stream(seed, "queue:replay"), rate, 0);
     let mut measured: Histogram<6> = Histogram::default();
     let (mut s_time, mut s_len, mut s_fast, mut s_slow_flows) = (vec![], vec![], vec![], vec![]);
     let mut next_sample = 0u64;
-    let mut free_at = 0u64; // the transmitter is busy until then
-    let mut sent = 0u64;
+    let mut dropped = vec![];
     let is_yaqs = {
         let mut y = false;
-        q.for_each_yaqs(&mut |_, _| y = true);
+        port.qdisc.for_each_yaqs(&mut |_, _| y = true);
         y
     };
-    let mut sample = |q: &dyn qos::Qdisc, t: u64| {
-        s_time.push(t);
-        s_len.push(q.backlog().bytes);
-        let (mut fast, mut flows) = (q.backlog().bytes, 0);
-        q.for_each_yaqs(&mut |_, y| {
-            fast = y.fast_backlog().bytes;
-            flows = y.stats().slow_flows;
-        });
-        s_fast.push(fast);
-        s_slow_flows.push(flows);
+    let mut sample_until = |q: &dyn qos::Qdisc, t: u64| {
+        while next_sample <= t {
+            s_time.push(next_sample);
+            s_len.push(q.backlog().bytes);
+            let (mut fast, mut flows) = (q.backlog().bytes, 0);
+            q.for_each_yaqs(&mut |_, y| {
+                fast = y.fast_backlog().bytes;
+                flows = y.stats().slow_flows;
+            });
+            s_fast.push(fast);
+            s_slow_flows.push(flows);
+            next_sample += interval_ns;
+        }
     };
-    let send_until = |q: &mut qos::LinkQdisc, until: u64, free_at: &mut u64, sent: &mut u64, rng: &mut Rng, sample: &mut dyn FnMut(&dyn qos::Qdisc, u64), next_sample: &mut u64| {
-        while q.backlog().pkts > 0 && *free_at <= until {
-            while *next_sample <= *free_at {
-                sample(q.as_dyn(), *next_sample);
-                *next_sample += interval_ns;
-            }
-            let mut ctx = QueueCtx::new(SimTime(*free_at), rate, rng);
-            match q.dequeue(&mut ctx) {
-                Dequeued::Packet(p) => {
-                    *free_at += rate.tx_time(p.size as u64).as_nanos();
-                    *sent += 1;
-                }
-                Dequeued::Empty => break,
-                Dequeued::NotBefore(t) => *free_at = t.as_nanos(),
-            }
+    // Every transmission up to `until`, the series sampled before each.
+    // (Packets a discipline drops from inside are counted by it; not kept here.)
+    let send_until = |port: &mut Egress, until: u64, sample_until: &mut dyn FnMut(&dyn qos::Qdisc, u64), dropped: &mut Vec<_>| {
+        while let Some(t) = port.next_tx().filter(|t| t.0 <= until) {
+            sample_until(port.qdisc.as_dyn(), t.0);
+            port.transmit(t, dropped);
+            dropped.clear();
         }
     };
     for tp in &trace.packets {
-        send_until(&mut q, tp.time_ns, &mut free_at, &mut sent, &mut rng, &mut sample, &mut next_sample);
-        while next_sample <= tp.time_ns {
-            sample(q.as_dyn(), next_sample);
-            next_sample += interval_ns;
-        }
-        if q.backlog().pkts == 0 {
-            free_at = free_at.max(tp.time_ns);
-        }
+        send_until(&mut port, tp.time_ns, &mut sample_until, &mut dropped);
+        sample_until(port.qdisc.as_dyn(), tp.time_ns);
         if !is_yaqs {
-            measured.record(q.backlog().bytes);
+            measured.record(port.qdisc.backlog().bytes);
         }
         let mut p = Packet::test(0, tp.size);
         (p.src_ip, p.dst_ip, p.src_port, p.dst_port, p.proto) = (tp.src_ip, tp.dst_ip, tp.src_port, tp.dst_port, tp.proto);
-        let mut ctx = QueueCtx::new(SimTime(tp.time_ns), rate, &mut rng);
-        let _ = q.enqueue(p, &mut ctx);
+        // A refused packet is counted by the discipline (its drop counters).
+        let _ = port.enqueue(SimTime(tp.time_ns), p, &mut dropped);
+        dropped.clear();
     }
-    send_until(&mut q, u64::MAX, &mut free_at, &mut sent, &mut rng, &mut sample, &mut next_sample);
+    send_until(&mut port, u64::MAX, &mut sample_until, &mut dropped);
+    let (q, sent) = (&port.qdisc, port.tx_pkts);
     let mut out = vec![];
     let mut yaqs_rows = None;
     q.for_each_yaqs(&mut |_, y| {

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .netflow import Decoder, Problem
 
-__all__ = ["frames", "network_header", "read_pcap", "udp_datagrams", "write_pcap"]
+__all__ = ["frames", "network_header", "pcap_records", "read_pcap", "udp_datagrams", "write_pcap"]
 
 ETHERNET, RAW, LINUX_SLL, IPV4_LINK, IPV6_LINK, LINUX_SLL2 = 1, 101, 113, 228, 229, 276
 _RAW_ALIASES = {12, 14}  # DLT_RAW on some systems
@@ -86,6 +86,14 @@ def frames(data: bytes, problems: list[Problem]):
 
 
 def _pcap_frames(data: bytes, problems):
+    for link, stamp_ns, start, end in pcap_records(data, problems):
+        yield link, data[start + 16 : end], stamp_ns // 1000
+
+
+def pcap_records(data: bytes, problems: list[Problem]):
+    """``(link type, capture time in epoch ns, offset of the record's
+    header, offset past its data)`` of each record of a classic pcap
+    file's contents ``data`` (either byte order, µs or ns stamps)."""
     magic = data[:4]
     if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
         order = "<"
@@ -103,12 +111,11 @@ def _pcap_frames(data: bytes, problems):
     pos = 24
     while pos + 16 <= len(data):
         seconds, fraction, captured, _ = record.unpack_from(data, pos)
-        pos += 16
-        if pos + captured > len(data):
-            problems.append(Problem("pcap", "pcap_truncated", f"record at offset {pos - 16} cut short"))
+        if pos + 16 + captured > len(data):
+            problems.append(Problem("pcap", "pcap_truncated", f"record at offset {pos} cut short"))
             return
-        yield link, data[pos : pos + captured], seconds * 1_000_000 + (fraction // 1000 if nanoseconds else fraction)
-        pos += captured
+        yield link, seconds * 1_000_000_000 + (fraction if nanoseconds else fraction * 1000), pos, pos + 16 + captured
+        pos += 16 + captured
     if pos != len(data):
         problems.append(Problem("pcap", "pcap_truncated", f"{len(data) - pos} bytes after the last record"))
 

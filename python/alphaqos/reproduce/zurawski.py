@@ -538,7 +538,9 @@ def _iperf_report(client: subprocess.CompletedProcess) -> dict[str, Any]:
 
 
 def _spawn(procs: list[subprocess.Popen], ns: str, *argv: str) -> subprocess.Popen:
-    proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from ..netns import exec_argv
+
+    proc = subprocess.Popen([*exec_argv(ns), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(proc)
     return proc
 

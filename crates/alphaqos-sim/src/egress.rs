@@ -1,0 +1,181 @@
+//! One egress port driven from outside the event loop: a discipline
+//! feeding a transmitter at the link's rate. Trace replay (`trace.rs`) and
+//! the circuit emulator (`crates/alphaqos-emu`) run it; the simulator's own
+//! interfaces (`network.rs`) follow the same rules through its events.
+//!
+//! The rules (as `Net::enqueue`/`Net::start_tx`):
+//! - an arriving packet goes through the discipline at its arrival time;
+//!   an idle transmitter is free from then on, and a discipline that had
+//!   asked to be woken later (a shaped class: `Dequeued::NotBefore`) is
+//!   asked again, as the new packet may be in a class it lets go earlier;
+//! - the transmitter takes the next packet when it is free and the
+//!   discipline has one: it is busy for the packet's serialisation time,
+//!   `(size + overhead) * 8 / rate` (IEEE 802.3 framing: preamble, header,
+//!   FCS and gap are the `overhead`), and the packet has left at the end of it;
+//! - `NotBefore(t)` holds the transmitter until `t`; `Empty` until the next
+//!   arrival.
+//!
+//! The caller runs the port in time order: arrivals with [`Egress::enqueue`]
+//! and, while [`Egress::next_tx`] is not after the next arrival,
+//! [`Egress::transmit`] at that time.
+
+use crate::packet::Packet;
+use crate::qos::{Dequeued, DropReason, LinkQdisc, Qdisc, QueueCtx};
+use crate::rng::Rng;
+use crate::time::{Duration, SimTime};
+use crate::units::DataRate;
+
+/// Packets dropped from inside a discipline, with the reason it counted.
+pub type Dropped = Vec<(Packet, DropReason)>;
+
+pub struct Egress {
+    pub qdisc: LinkQdisc,
+    /// The discipline's random stream (RED's and the like's draws).
+    pub rng: Rng,
+    pub rate: DataRate,
+    /// Bytes each frame adds on the wire beyond the IP packet.
+    pub overhead: u32,
+    /// The transmitter is busy until this time.
+    busy_until: SimTime,
+    /// The discipline has nothing to send before this time (`SimTime::MAX`:
+    /// not before the next arrival).
+    hold: SimTime,
+    /// Packets and IP bytes put on the wire.
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+}
+
+impl Egress {
+    pub fn new(qdisc: LinkQdisc, rng: Rng, rate: DataRate, overhead: u32) -> Egress {
+        Egress { qdisc, rng, rate, overhead, busy_until: SimTime::ZERO, hold: SimTime::ZERO, tx_pkts: 0, tx_bytes: 0 }
+    }
+
+    /// How long a packet of `size` IP bytes occupies the wire.
+    #[inline]
+    pub fn wire_time(&self, size: u32) -> Duration {
+        self.rate.tx_time(size as u64 + self.overhead as u64)
+    }
+
+    /// The time the transmitter next takes a packet, if the discipline
+    /// holds one it may give (None: empty, or waiting for an arrival).
+    #[inline]
+    pub fn next_tx(&self) -> Option<SimTime> {
+        (self.qdisc.backlog().pkts > 0 && self.hold != SimTime::MAX).then(|| self.busy_until.max(self.hold))
+    }
+
+    /// `pkt` arrives at `now`: through the discipline. A refused packet is
+    /// given back with the reason; packets the discipline drops from inside
+    /// its queues go to `dropped`.
+    pub fn enqueue(&mut self, now: SimTime, pkt: Packet, dropped: &mut Dropped) -> Result<(), (Packet, DropReason)> {
+        self.busy_until = self.busy_until.max(now);
+        self.hold = SimTime::ZERO;
+        let mut ctx = QueueCtx::with_drops(now, self.rate, &mut self.rng, dropped);
+        self.qdisc.enqueue(pkt, &mut ctx)
+    }
+
+    /// The transmitter is free at `now` (a time [`Egress::next_tx`] gave):
+    /// the packet it puts on the wire and the time its last bit leaves, if
+    /// the discipline gives one. Packets dropped at dequeue go to `dropped`.
+    pub fn transmit(&mut self, now: SimTime, dropped: &mut Dropped) -> Option<(Packet, SimTime)> {
+        let mut ctx = QueueCtx::with_drops(now, self.rate, &mut self.rng, dropped);
+        match self.qdisc.dequeue(&mut ctx) {
+            Dequeued::Packet(p) => {
+                let end = now + self.wire_time(p.size);
+                self.busy_until = end;
+                self.tx_pkts += 1;
+                self.tx_bytes += p.size as u64;
+                Some((p, end))
+            }
+            Dequeued::NotBefore(t) => {
+                self.hold = t.max(now + Duration(1));
+                None
+            }
+            Dequeued::Empty => {
+                self.hold = SimTime::MAX;
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qos::fifo::{Fifo, Limit};
+
+    fn fifo_port(mbps: u64, limit: u64, overhead: u32) -> Egress {
+        Egress::new(LinkQdisc::Fifo(Fifo::new(Limit::from_opts(Some(limit), None))), Rng::stream(1, "t"), DataRate::mbps(mbps), overhead)
+    }
+
+    /// Run arrivals `(time, size)` to the end; the departure times.
+    fn run(port: &mut Egress, arrivals: &[(u64, u32)]) -> (Vec<u64>, usize) {
+        let (mut out, mut dropped, mut refused) = (vec![], vec![], 0);
+        for &(t, size) in arrivals {
+            while let Some(at) = port.next_tx().filter(|&x| x.0 <= t) {
+                if let Some((_, end)) = port.transmit(at, &mut dropped) {
+                    out.push(end.0);
+                }
+            }
+            refused += port.enqueue(SimTime(t), Packet::test(0, size), &mut dropped).is_err() as usize;
+        }
+        while let Some(at) = port.next_tx() {
+            if let Some((_, end)) = port.transmit(at, &mut dropped) {
+                out.push(end.0);
+            }
+        }
+        (out, refused + dropped.len())
+    }
+
+    #[test]
+    fn back_to_back_at_the_rate_with_the_overhead_then_idle_until_an_arrival() {
+        // 962 B + 38 B overhead at 8 Mbit/s: 1 ms each.
+        let mut port = fifo_port(8, 10, 38);
+        let (out, drops) = run(&mut port, &[(0, 962), (0, 962), (500_000, 962), (10_000_000, 962)]);
+        assert_eq!(out, [1_000_000, 2_000_000, 3_000_000, 11_000_000]);
+        assert_eq!((drops, port.tx_pkts, port.tx_bytes), (0, 4, 4 * 962));
+        assert_eq!(port.next_tx(), None);
+    }
+
+    #[test]
+    fn a_shaped_class_holds_the_transmitter_and_an_arrival_asks_again() {
+        // HTB at 8 Mbit/s (1500-byte bursts) on a 100 Mbit/s link: after its
+        // burst the discipline answers NotBefore; the port waits until then,
+        // unless a packet arrives first, which the simulator's rule
+        // (Net::enqueue) offers to the discipline at once.
+        let cfg: crate::config::QueueConfig =
+            serde_json::from_str(r#"{"htb": {"classes": [{"name": "a", "rate_bps": 8000000, "ceil_bps": 8000000, "burst_bytes": 1500, "cburst_bytes": 1500}], "default_class": "a"}}"#).unwrap();
+        let rate = DataRate::mbps(100);
+        let mut port = Egress::new(crate::qos::build_on(&cfg, 1500, Some(rate)).unwrap(), Rng::stream(1, "t"), rate, 0);
+        let mut dropped = vec![];
+        for _ in 0..4 {
+            port.enqueue(SimTime(0), Packet::test(0, 1000), &mut dropped).unwrap();
+        }
+        // Back to back (1000 B at 100 Mbit/s: 80 µs each) while the burst lasts, then held.
+        let (mut sent, mut at) = (vec![], port.next_tx().unwrap());
+        while let Some((_, end)) = port.transmit(at, &mut dropped) {
+            sent.push(end.0);
+            at = port.next_tx().unwrap();
+        }
+        assert!(!sent.is_empty() && sent.len() < 4, "{sent:?}");
+        assert_eq!(sent[0], 80_000);
+        let held = port.next_tx().unwrap();
+        assert!(held.0 > at.0 + 100_000, "held until {held:?} from {at:?}: the shaped rate, not the link's");
+        // An arrival before the hold ends is offered to the discipline at once.
+        let early = SimTime(at.0 + 50_000);
+        port.enqueue(early, Packet::test(0, 1000), &mut dropped).unwrap();
+        assert_eq!(port.next_tx(), Some(early));
+        // Everything leaves in the end, none before its hold.
+        while let Some(t) = port.next_tx() {
+            port.transmit(t, &mut dropped);
+        }
+        assert_eq!((port.tx_pkts, dropped.len()), (5, 0));
+    }
+
+    #[test]
+    fn a_full_queue_refuses_and_the_transmitter_holds_one_apart() {
+        // Limit 2 packets: the first goes on the wire at once, two wait, the rest are refused.
+        let mut port = fifo_port(8, 2, 0);
+        let (out, drops) = run(&mut port, &[(0, 1000), (0, 1000), (0, 1000), (0, 1000), (0, 1000)]);
+        assert_eq!((out.len(), drops), (3, 2));
+    }
+}
