@@ -73,6 +73,20 @@ pub struct SenderStats {
     pub lost_retransmits: u64,
 }
 
+/// A retransmission not yet known delivered or lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RetxEntry {
+    end: u64,
+    /// Its transmission number (the order in which segments left).
+    order: u64,
+    /// The transmission number its delivery proves delivered: its own, or,
+    /// for the re-send of a copy found lost, the older copy's (a SACK of
+    /// the segment cannot tell which copy arrived, so it proves the least).
+    credit: u64,
+    /// When it left.
+    sent: SimTime,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
     Sack,
@@ -104,19 +118,28 @@ pub struct TcpSender {
     recover: Option<u64>,
     /// SACK scoreboard: SACKed ranges above snd_una.
     sacked: RangeSet,
-    /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
+    /// RFC 6675 HighRxt: every hole below it was retransmitted. Unlike the
+    /// RFC's (step 4.3 sets it anew in each recovery), it survives the end
+    /// of a recovery and the start of the next, as Linux keeps the
+    /// per-segment TCPCB_SACKED_RETRANS mark: a hole retransmitted in one
+    /// episode is not sent again in the next while its copy is in flight.
+    /// Only a timeout (which presumes everything outstanding lost) resets it.
     high_rxt: u64,
-    /// Retransmissions of this SACK recovery not yet delivered: start ->
-    /// (end, transmission number), and the same in the order sent with the
-    /// snd_max at the time: (transmission number, start, snd_max). Entries
-    /// of the second that the first no longer holds are stale.
-    retx: std::collections::BTreeMap<u64, (u64, u64)>,
+    /// SACK retransmissions not yet delivered (across recovery episodes,
+    /// until a timeout): start -> entry, and the same in the order sent
+    /// with the snd_max at the time: (transmission number, start,
+    /// snd_max). Entries of the second that the first no longer holds are
+    /// stale.
+    retx: std::collections::BTreeMap<u64, RetxEntry>,
     retx_order: std::collections::VecDeque<(u64, u64, u64)>,
-    /// The newest retransmission known delivered in this recovery.
+    /// The newest retransmission known delivered (transmission number).
     newest_delivered: u64,
-    /// Retransmissions found lost, to send again: (start, end), and their bytes.
-    retx_lost: std::collections::VecDeque<(u64, u64)>,
+    /// Retransmissions found lost, to send again: (start, end, transmission
+    /// number of the copy found lost), and their bytes.
+    retx_lost: std::collections::VecDeque<(u64, u64, u64)>,
     retx_lost_bytes: u64,
+    /// The transmission number of the lost copy the next transmission re-sends.
+    resend_of: Option<u64>,
     tx_count: u64,
     /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
     rxt_cur: Cursor,
@@ -173,6 +196,7 @@ impl TcpSender {
             newest_delivered: 0,
             retx_lost: Default::default(),
             retx_lost_bytes: 0,
+            resend_of: None,
             tx_count: 0,
             rxt_cur: Cursor::default(),
             nxt_cur: Cursor::default(),
@@ -352,7 +376,8 @@ impl TcpSender {
         self.stats.segments_sent += 1;
         self.tx_count += 1;
         if retx && self.in_recovery && self.recovery == Recovery::Sack {
-            self.retx.insert(seq, (seq + len, self.tx_count));
+            let credit = self.resend_of.take().unwrap_or(self.tx_count);
+            self.retx.insert(seq, RetxEntry { end: seq + len, order: self.tx_count, credit, sent: w.now() });
             self.retx_order.push_back((self.tx_count, seq, self.snd_max));
         }
         let now = w.now();
@@ -473,7 +498,10 @@ impl TcpSender {
                     return;
                 }
                 match self.pop_lost_retransmission() {
-                    Some((s, e)) => Some((s, e - s)),
+                    Some((s, e, order)) => {
+                        self.resend_of = Some(order);
+                        Some((s, e - s))
+                    }
                     None => match self.next_lost_hole(now) {
                         Some(hole) => Some(hole),
                         None => self.next_new_segment(),
@@ -487,6 +515,7 @@ impl TcpSender {
                 return;
             }
             if !w.tx_room() {
+                self.resend_of = None;
                 return;
             }
             self.transmit(seq, len, w);
@@ -643,7 +672,7 @@ impl TcpSender {
                 self.st.cwnd += self.mss;
             }
         }
-        if self.in_recovery && self.recovery == Recovery::Sack {
+        if self.recovery == Recovery::Sack && !(self.retx.is_empty() && self.retx_lost.is_empty()) {
             self.find_lost_retransmissions(sack, ack);
         }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
@@ -732,29 +761,29 @@ impl TcpSender {
     /// are lost. Costs the entries it removes, not the list's length.
     fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
         let kept = self.retx.split_off(&self.snd_una);
-        for (_, (_, order)) in std::mem::replace(&mut self.retx, kept) {
-            self.newest_delivered = self.newest_delivered.max(order);
+        for (_, r) in std::mem::replace(&mut self.retx, kept) {
+            self.newest_delivered = self.newest_delivered.max(r.credit);
         }
         for (s, e) in blocks.iter(ack) {
-            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, &(end, _))| end <= e).map(|(&k, _)| k).collect();
+            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, r)| r.end <= e).map(|(&k, _)| k).collect();
             for k in covered {
-                let (_, order) = self.retx.remove(&k).expect("listed");
-                self.newest_delivered = self.newest_delivered.max(order);
+                let r = self.retx.remove(&k).expect("listed");
+                self.newest_delivered = self.newest_delivered.max(r.credit);
             }
         }
-        while let Some(&(s, e)) = self.retx_lost.front().filter(|&&(_, e)| e <= self.snd_una) {
+        while let Some(&(s, e, _)) = self.retx_lost.front().filter(|&&(_, e, _)| e <= self.snd_una) {
             self.retx_lost_bytes -= e - s;
             self.retx_lost.pop_front();
         }
         let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
         while let Some(&(order, seq, marker)) = self.retx_order.front() {
             match self.retx.get(&seq) {
-                Some(&(end, o)) if o == order => {
+                Some(&RetxEntry { end, order: o, .. }) if o == order => {
                     if order > self.newest_delivered && top_sacked <= marker {
                         break;
                     }
                     self.retx.remove(&seq);
-                    self.retx_lost.push_back((seq, end));
+                    self.retx_lost.push_back((seq, end, order));
                     self.retx_lost_bytes += end - seq;
                     self.stats.lost_retransmits += 1;
                 }
@@ -765,11 +794,11 @@ impl TcpSender {
     }
 
     /// The next lost retransmission still worth sending again.
-    fn pop_lost_retransmission(&mut self) -> Option<(u64, u64)> {
-        while let Some((s, e)) = self.retx_lost.pop_front() {
+    fn pop_lost_retransmission(&mut self) -> Option<(u64, u64, u64)> {
+        while let Some((s, e, order)) = self.retx_lost.pop_front() {
             self.retx_lost_bytes -= e - s;
             if e > self.snd_una && !self.sacked.covers(s.max(self.snd_una), e) {
-                return Some((s.max(self.snd_una), e));
+                return Some((s.max(self.snd_una), e, order));
             }
         }
         None
@@ -786,7 +815,8 @@ impl TcpSender {
     /// Has a new loss episode begun?
     fn loss_detected(&self, now: SimTime) -> bool {
         let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
-        let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now).0 > self.snd_una;
+        // A retransmission found lost is a loss too (Linux: `lost_out`).
+        let by_sack = self.recovery == Recovery::Sack && (self.lost_edge(now).0 > self.snd_una || !self.retx_lost.is_empty());
         // Linux with SACK counts SACKed segments, not duplicate ACKs (`tcp_dupack_heurestics`).
         let linux_sack = self.linux.is_some() && self.recovery == Recovery::Sack;
         let by_dupacks = self.rack.is_none() && !linux_sack && self.dupacks >= self.dupthresh;
@@ -855,16 +885,37 @@ impl TcpSender {
         }
     }
 
+    /// The end of a recovery. The retransmissions still outstanding (those
+    /// above the recovery point, sent for holes in data sent during the
+    /// recovery) stay on the watch list and below HighRxt: the next
+    /// recovery neither sends them again nor loses sight of them.
     fn leave_recovery(&mut self, now: SimTime) {
         self.in_recovery = false;
-        self.clear_retransmissions();
         self.dupacks = 0;
         self.cc.on_recovery_exit(&mut self.st, now);
     }
 
+    /// The FlightSize a loss reduction halves (RFC 5681, eq. 4): the bytes
+    /// outstanding, but with SACK at most cwnd. A SACK sender's outstanding
+    /// bytes include SACKed data above holes not yet repaired, and when one
+    /// recovery ends with such holes and the next begins at once they can
+    /// reach several windows: halving them would raise the window at a
+    /// loss, and back-to-back recoveries would ratchet it up while the
+    /// queue drops most of what is sent. Linux halves cwnd
+    /// (`tcp_reno_ssthresh`), as ns-2 halves `window()` (`slowdown` in
+    /// tcp.cc); without SACK the outstanding bytes exceed cwnd by at most
+    /// the limited-transmit segments, and the RFC's value stays.
+    fn reduction_flight(&self) -> u64 {
+        let flight = self.snd_max - self.snd_una;
+        match self.recovery {
+            Recovery::Sack => flight.min(self.st.cwnd),
+            Recovery::NewReno | Recovery::Reno => flight,
+        }
+    }
+
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
-        let flight = self.snd_max - self.snd_una;
+        let flight = self.reduction_flight();
         if let Some(lx) = &mut self.linux {
             // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
             let (cwnd, ssthresh) = (self.st.cwnd, self.st.ssthresh);
@@ -882,10 +933,24 @@ impl TcpSender {
         self.in_recovery = true;
         self.partial_acked = false;
         self.stats.fast_retransmits += 1;
-        // The first unacknowledged segment is resent at once (RFC 6675 step 4.3, RFC 6582 step 2).
-        let len = self.mss.min(self.snd_max - self.snd_una).min(self.sacked.next_gap(self.snd_una).1 - self.snd_una);
-        self.transmit(self.snd_una, len, w);
-        self.set_high_rxt(self.snd_una + len);
+        // The first unacknowledged segment is resent at once (RFC 6675 step
+        // 4.3, RFC 6582 step 2), unless a previous SACK recovery resent it
+        // and that copy is still presumed in flight (Linux's
+        // `tcp_xmit_retransmit_queue` skips a segment marked
+        // TCPCB_SACKED_RETRANS); a copy found lost is re-sent by NextSeg.
+        // A copy sent more than a smoothed RTT ago whose ACK has not come
+        // is taken as lost (as RACK would), and sent again.
+        let una = self.snd_una;
+        let srtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
+        let head_copy = self.retx.range(..=una).next_back().filter(|(_, r)| r.end > una).map(|(_, r)| *r);
+        let head_in_flight = self.recovery == Recovery::Sack && una < self.high_rxt && head_copy.is_none_or(|r| now < r.sent + srtt);
+        if !head_in_flight {
+            let len = self.mss.min(self.snd_max - una).min(self.sacked.next_gap(una).1 - una);
+            self.resend_of = head_copy.map(|r| r.order);
+            self.transmit(una, len, w);
+            self.resend_of = None;
+            self.set_high_rxt(self.high_rxt.max(una + len));
+        }
         self.st.cwnd = match self.recovery {
             // Rate-halving (`tcp_cwnd_down`) brings cwnd down from where it is.
             Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.rate_halving) => self.st.cwnd,
@@ -900,7 +965,7 @@ impl TcpSender {
         }
         let now = w.now();
         self.stats.timeouts += 1;
-        let flight = self.snd_max - self.snd_una;
+        let flight = self.reduction_flight();
         // One reduction per loss episode: a timeout while the data of an
         // earlier reduction is still unacknowledged (fast recovery, or a
         // previous timeout) keeps ssthresh, as Linux's tcp_enter_loss does
