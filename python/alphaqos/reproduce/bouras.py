@@ -6,9 +6,10 @@ document), Section 5.
 single queue runs Cisco WRED (``random-detect``, exponential weighting
 constant 9), congested to 120 % of its capacity by HTTP (a server behind N0,
 clients behind N1, 1 Mb/s of responses offered) and TCP background traffic
-(11 Mb/s offered). (i) The iterative method of its Section 5.1: a first run
-with a drop-tail queue, then runs with ``max_th`` from equation 2 on the
-previous run's mean round-trip time, ``min_th = 0.15 max_th`` and ``max_p =
+(8 Mb/s of web-like transfers offered, and three greedy transfers). (i)
+The iterative method of its Section 5.1: a first run with a drop-tail
+queue, then runs with ``max_th`` from equation 2 on the previous run's mean
+round-trip time, ``min_th = 0.15 max_th`` and ``max_p =
 0.2``; and a fixed grid of ``max_th`` values (its Figs. 3a, 3b and the static
 curve of Fig. 4): the queue-size distribution, the mean queue as a share of
 ``max_th``, the check of equation 3 (mean queue within 0.2-0.25 x RTT x
@@ -62,9 +63,15 @@ What the document leaves open, and the choices made (also in the report):
   headers), written at 100 kb/s of IP bytes by each source; throughput is
   reported in IP bytes (delivered payload x 500 / 448), as the background's
   (x 1500 / 1448);
-- background: 9 Mb/s offered, web-like ON/OFF TCP sources on four hosts
-  (Pareto sizes of shape 1.2, mean 12 KB, think times for 1.5 Mb/s each)
-  and three long application-limited transfers at 1 Mb/s each;
+- background: the document's is a "realistic" synthesis from a
+  generator it cites but does not describe, averaging 9 Mb/s on the
+  backbone in Section 5.2 (its tables measure 6.7-7.0 Mb/s of it) and, with
+  the HTTP server, loading Section 5.1's link to 120 %. Here (``_background``):
+  web-like TCP transfers from four hosts to four, arriving as a Poisson
+  process (Pareto sizes of shape 1.2, mean 12 KB) that offers 6 Mb/s
+  (Section 5.2) or 8 Mb/s (Section 5.1), and three long greedy TCP
+  transfers (sized to outlast the run) that take whatever is left: the
+  offered total is not fixed at 9 Mb/s;
 - the max RTT is that of a ping from each customer to its sink every
   100 ms, classified into the Relative queue (green): it crosses the
   customer's access link and the Relative queue as the Relative packets do.
@@ -313,7 +320,7 @@ def topology_51(name: str, max_th: float | None, quick: bool, *, dynamic: bool =
     # Closed-loop users: 20 sessions thinking 1.6 s after each response
     # offer about 1 Mb/s while a page takes 0.3 s, less as pages slow down.
     workloads = [{"name": "http", "http": {"server": "W", "clients": clients, "sessions": 5, "think": HTTP_THINK}}]
-    # 11 Mb/s of TCP background: 8 Mb/s of web-like transfers, 3 x 1 Mb/s bulk.
+    # TCP background: 8 Mb/s of web-like transfers and 3 greedy bulk transfers.
     workloads += _background(nodes, links, "N0", "N1", web_bps=8_000_000, bulk=3, duration=duration)
     scenario = {
         "name": name,

@@ -9,10 +9,12 @@ Two studies, as in the document's Sections IV and V:
   segments, initial window 2, advertised window 1024 packets) at 14 Mbps
   per direction; ``n`` aggressive senders on 100 Mbps, 0.4 ms links each
   send 4 MB from 1 + i/10 s. The bottleneck runs YAQS (c_f = 16 500 B,
-  c_s = 0, r = 0.5), DropTail, RED (ns-2's defaults: thresholds 5 and 15
-  packets, w_q 0.002, max_p 0.1, gentle) and, when the engine has it,
-  FQ-CoDel. Measured: the (fast) queue's length over time and its CCDF,
-  the aggressive flows' goodput, the flows in the slow queue, reorderings
+  c_s = 0, r = 0.5), DropTail, RED (thresholds 5 and 15 packets, w_q
+  0.002, max_p 0.1, gentle: ns-2's defaults until 29 Dec 2001; the
+  document ran ns-2.1b9a's defaults, which (3 July 2002) derive them from
+  the link instead: see the report's discussion) and, when the engine has
+  it, FQ-CoDel. Measured: the (fast) queue's length over time and its
+  CCDF, the aggressive flows' goodput, the flows in the slow queue, reorderings
   counted by the interface, web completion times.
 - **Trace study** (Sections IV, V-A, V-B): the NLANR traces are not
   available; the project's own are captured with the link tap from a
@@ -572,8 +574,17 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
   YAQS, the whole queue otherwise), the same measure for every discipline.
 - Reorderings are counted by the bottleneck interface from the TCP
   sequence numbers it sends, not by YAQS.
-- RED uses ns-2's defaults of the document's time (thresholds
-  {_RED["min_th"]} and {_RED["max_th"]} packets, w_q {_RED["w_q"]}, max_p {_RED["max_p"]}), gentle."""
+- RED: thresholds {_RED["min_th"]} and {_RED["max_th"]} packets, w_q {_RED["w_q"]}, max_p {_RED["max_p"]},
+  gentle: ns-2's fixed defaults until 29 Dec 2001 (dates from the comments
+  of ns-2.35's `ns-default.tcl`). The document ran RED with ns-2.1b9a's
+  defaults; 2.1b9a (3 July 2002) had `thresh_ 0`, `maxthresh_ 0` and
+  `q_weight_ -1`, which 2.35's `red.cc` turns into values from the link
+  (2.1b9a's own code not checked): min_th = max(5, half of 5 ms of the
+  link in 500 B packets), max_th = 3 min_th, w_q = 1 - exp(-1 / (10 x
+  max(100 ms, 3 x delay) x packets a second)); on the 45 Mbit/s, 1 ms
+  bottleneck about 28 and 84 packets and w_q 9e-5, with `wait_` and
+  gentle on. The reproduction keeps the older fixed values: the project's
+  choice, not the document's."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
