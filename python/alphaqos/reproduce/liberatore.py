@@ -33,6 +33,8 @@ Findings are graded by direction and size (:mod:`.grading`).
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any
 
@@ -553,6 +555,20 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
 
 
 _RED = bottleneck_queue("red")["red"]
+
+
+def _ns2_automatic_red(rate_bps: float, delay_s: float) -> tuple[float, float, float]:
+    """min_th, max_th (packets) and w_q that ns-2's automatic RED
+    (``thresh_ 0``, ``maxthresh_ 0``, ``q_weight_ -1``; ns-2.35
+    ``queue/red.cc``, ``initialize_params``) derives for a link, with the
+    defaults ``mean_pktsize_ 500`` and ``targetdelay_ 0.005``."""
+    ptc = rate_bps / (8 * 500)  # packets a second
+    min_th = max(5.0, 0.005 * ptc / 2)
+    rtt = max(0.1, 3 * (delay_s + 1 / ptc))
+    return min_th, 3 * min_th, 1 - math.exp(-1 / (10 * rtt * ptc))
+
+
+_NS2_AUTO_RED = _ns2_automatic_red(45e6, 0.001)  # the document's bottleneck
 DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not available):
   web-like ON/OFF sources over a simulated OC-3 at Table I's mean rates,
   captured with the link tap and replayed, and one of real TCP traffic
@@ -575,16 +591,14 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
 - Reorderings are counted by the bottleneck interface from the TCP
   sequence numbers it sends, not by YAQS.
 - RED: thresholds {_RED["min_th"]} and {_RED["max_th"]} packets, w_q {_RED["w_q"]}, max_p {_RED["max_p"]},
-  gentle: ns-2's fixed defaults until 29 Dec 2001 (dates from the comments
-  of ns-2.35's `ns-default.tcl`). The document ran RED with ns-2.1b9a's
-  defaults; 2.1b9a (3 July 2002) had `thresh_ 0`, `maxthresh_ 0` and
-  `q_weight_ -1`, which 2.35's `red.cc` turns into values from the link
-  (2.1b9a's own code not checked): min_th = max(5, half of 5 ms of the
-  link in 500 B packets), max_th = 3 min_th, w_q = 1 - exp(-1 / (10 x
-  max(100 ms, 3 x delay) x packets a second)); on the 45 Mbit/s, 1 ms
-  bottleneck about 28 and 84 packets and w_q 9e-5, with `wait_` and
-  gentle on. The reproduction keeps the older fixed values: the project's
-  choice, not the document's."""
+  gentle: ns-2's fixed defaults before its automatic RED (`thresh_ 0`,
+  `maxthresh_ 0`, `q_weight_ -1`, dated `12/29/01` in the comments of
+  `ns-2.35`'s `ns-default.tcl`). The document ran the defaults of
+  `ns-2.1b9a` (released `2002-07-03`), which derive them from the link:
+  about {_NS2_AUTO_RED[0]:.0f} and {_NS2_AUTO_RED[1]:.0f} packets and w_q {_NS2_AUTO_RED[2]:.1g} on its bottleneck (by
+  `ns-2.35`'s `red.cc`; the code of `2.1b9a` itself not checked), with
+  `wait_` and gentle on. The reproduction keeps the fixed values: the
+  project's choice, not the document's."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
