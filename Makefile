@@ -11,7 +11,7 @@ STAMP := $(VENV)/.deps-stamp
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "selenium>=4.10" "hypothesis>=6"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6" "fastapi>=0.110" "uvicorn>=0.29" "sqlalchemy>=2" "alembic>=1.13" "psycopg[binary]>=3.1" "pydantic-settings>=2.2" "httpx>=0.27"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -41,14 +41,22 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --release -p alphaqos-sim -p alphaqos-emu -q
+	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -q
 
+# Two passes: the tests that measure real time or make network namespaces
+# run alone (marked `serial` in tests/conftest.py), the rest on two workers,
+# a file's tests on one worker (its module fixtures, e.g. a reproduction, run once).
+# Both passes run even when the first fails; the status is the worse one.
 pytest: build
-	$(VENV)/bin/pytest -q
+	status=0; \
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not serial" || status=$$?; \
+	$(VENV)/bin/pytest -q -m serial || status=$$?; \
+	exit $$status
 
 # Debian packages the tests need (installed only when missing): chromium and
-# chromium-driver for the circuits web page's browser test.
-DEBIAN_TEST_PACKAGES := chromium chromium-driver
+# chromium-driver for the circuits web page's browser test; postgresql for the
+# circuits service's API suite (a throw-away cluster per test session).
+DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql
 test-deps:
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -63,6 +71,8 @@ bench: build
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
+	$(PY) benches/circuits.py
+	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
 
 clean:
 	rm -rf $(VENV) target runs

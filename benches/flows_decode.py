@@ -5,28 +5,34 @@
 1. In-process: IPFIX (12-field IPv4 template: addresses, ports, protocol,
    8-byte counters, interfaces, flowStart/EndMilliseconds, samplerId) and
    NetFlow v9 datagrams of ``--records`` distinct records are decoded by
-   one :class:`alphaqos.flows.netflow.Decoder` (feed every datagram, then
+   the Python :class:`alphaqos.flows.netflow.Decoder` and by the native
+   :class:`alphaqos.flows.native.NativeDecoder` (feed every datagram, then
    ``take()``: the time to a polars DataFrame); records/s printed, after
    the result is checked against the table encoded.
 2. ``alphaqos flows ingest --format nfdump`` of a CSV of ``--nfdump-mb``
    MB (the 200,000 records above, repeated) in a subprocess: time and peak
    RSS (its ``VmHWM``, polled).
-3. Over loopback (127.0.0.1 only): a collector subprocess receives IPFIX
-   datagrams from a separate sender process pacing them at increasing
-   rates for ``--seconds`` each; printed per rate: records sent, records
-   stored (counted in the Parquet store it wrote), kernel drops, the
-   collector's peak RSS. Reported: the highest rate with every record
-   stored, the rate at which losses begin, the share lost at 20,000
-   datagrams/s and the peak RSS over the runs. Runs much shorter than 8 s overstate the
-   sustained rate: the 8 MB socket buffer absorbs a quarter of a second.
+3. Over loopback (127.0.0.1 only): a collector subprocess (``--decoders``:
+   native, then python; alone on CPU ``--pin``, the sender on the others)
+   receives 30-record IPFIX messages from a separate sender process paced
+   at 10,000, 20,000 and 40,000 datagrams/s, then unpaced, for
+   ``--seconds`` each; printed per run: the rate achieved, records sent
+   and stored (counted in the Parquet store it wrote), the share lost,
+   kernel drops, the collector's decoding rate and peak RSS; then the
+   highest rate with every record stored. The sender is one Python
+   process: unpaced, it is the limit. Runs much shorter than 8 s
+   overstate the sustained rate: the socket buffer absorbs a fraction of
+   a second.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -52,6 +58,10 @@ while pos < len(data):
 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 target, sent, start = ("127.0.0.1", port), 0, time.perf_counter()
 total = int(rate * seconds)
+if rate == 0:  # unpaced: as fast as this process can send, for the seconds given
+    while time.perf_counter() - start < seconds:
+        for _ in range(256):
+            sock.sendto(datagrams[sent % len(datagrams)], target); sent += 1
 while sent < total:
     due = min(total, int((time.perf_counter() - start) * rate) + 1)
     while sent < due:
@@ -77,20 +87,34 @@ def synthetic(n: int) -> pl.DataFrame:
 
 
 def in_process(records: int) -> None:
+    """Wall time, then the CPU time per record of each step (this process's
+    CPU time, all its threads: what one core must do) of decoding and of
+    writing the collector's Parquet (zstd level 1)."""
+    from alphaqos.flows import schema
+    from alphaqos.flows.native import NativeDecoder
+
     table = synthetic(records)
-    for name, encode in (("IPFIX", netflow.encode_ipfix), ("NetFlow v9", netflow.encode_v9)):
+    for (name, encode), kind in itertools.product((("IPFIX", netflow.encode_ipfix), ("NetFlow v9", netflow.encode_v9)),
+                                                  (netflow.Decoder, NativeDecoder)):  # fmt: skip
         datagrams = encode(table)
-        decoder = netflow.Decoder()
-        start = time.perf_counter()
+        decoder = kind()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for datagram in datagrams:
             decoder.feed(datagram, "192.0.2.1")
-        fed = time.perf_counter()
+        fed, cpu_fed = time.perf_counter(), time.process_time()
         frame = decoder.take()
-        done = time.perf_counter()
+        done, cpu_done = time.perf_counter(), time.process_time()
+        with tempfile.TemporaryDirectory() as tmp:
+            schema.write_partitioned(frame, tmp, tag="flows", level=1)
+        cpu_written = time.process_time()
         assert frame.height == records and frame["bytes"].sum() == table["bytes"].sum(), "decoding is wrong"
         assert frame.sort("src_port", "src_addr")["src_addr"].equals(table.sort("src_port", "src_addr")["src_addr"])
-        print(f"{name}: {frame.height:,} records in {len(datagrams):,} datagrams: "
-              f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s)")  # fmt: skip
+        per = 1e6 / frame.height
+        print(f"{name}, {kind.__name__}: {frame.height:,} records in {len(datagrams):,} datagrams: "
+              f"{frame.height / (done - start):,.0f} records/s (feed {fed - start:.2f} s, take {done - fed:.2f} s); "
+              f"CPU per record: feed {(cpu_fed - cpu_start) * per:.2f} us, take {(cpu_done - cpu_fed) * per:.2f} us, "
+              f"Parquet {(cpu_written - cpu_done) * per:.2f} us: {frame.height / (cpu_written - cpu_start):,.0f} records/s "
+              "of one core", flush=True)  # fmt: skip
 
 
 def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
@@ -124,19 +148,27 @@ def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
     return output, peak
 
 
-def collector_run(path: Path, counts: list[int], rate: float, seconds: float, out: Path):
-    """One collector fed by a sender process at ``rate`` datagrams/s for
-    ``seconds``; returns (records sent, records stored in the Parquet
-    store, kernel drops, decoding rate, datagrams/s achieved, peak RSS)."""
+def collector_run(path: Path, counts: list[int], rate: float, seconds: float, out: Path, decoder: str = "native",
+                  pin: int | None = None):  # fmt: skip
+    """One collector (on CPU ``pin`` alone, if given; the sender then on
+    the others) fed by a sender process at ``rate`` datagrams/s (0:
+    unpaced) for ``seconds``; returns (records sent, records stored in the
+    Parquet store, kernel drops, decoding rate, datagrams/s achieved, peak
+    RSS)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    cpus = os.sched_getaffinity(0)
+
+    def on(chosen):
+        return None if pin is None or not chosen else (lambda: os.sched_setaffinity(0, chosen))
+
     collector = subprocess.Popen([sys.executable, "-m", "alphaqos", "flows", "collect", "--listen", "127.0.0.1:0",
-                                  "--out", str(out), "--flush-every", "5s",
+                                  "--out", str(out), "--flush-every", "5s", "--decoder", decoder,
                                   "--time-window", "off"],  # the records are dated 2026-01-05
-                                 stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+                                 stdout=subprocess.PIPE, text=True, env=env, preexec_fn=on({pin}))  # fmt: skip
     try:
         port = collector.stdout.readline().split()[2].rsplit(":", 1)[1]
         sender = subprocess.run([sys.executable, "-c", SENDER, port, str(rate), str(seconds), str(path)],
-                                capture_output=True, text=True, check=True)  # fmt: skip
+                                capture_output=True, text=True, check=True, preexec_fn=on(cpus - {pin}))  # fmt: skip
         sent, elapsed = int(sender.stdout.split()[0]), float(sender.stdout.split()[1])
         time.sleep(0.5)
         collector.send_signal(signal.SIGTERM)
@@ -153,36 +185,36 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
     return expected, stored, drops, decoding, sent / elapsed, rss
 
 
-def over_loopback(seconds: float) -> None:
-    datagrams = netflow.encode_ipfix(synthetic(20_000))  # the templates first, then full data sets
-    counts = [netflow.Decoder().feed(datagrams[0], "x")]
+#: IPFIX messages of 30 records (the 54-byte IPv4 records of encode_ipfix's template 256).
+MTU_30 = 16 + 4 + 30 * 54
+
+
+def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
+    """Each decoder, fed at 10k, 20k and 40k datagrams/s of 30-record IPFIX
+    and by an unpaced sender; per run: records/s offered and stored, the
+    share lost, kernel drops and the collector's peak RSS."""
+    datagrams = netflow.encode_ipfix(synthetic(30_000), mtu=MTU_30)  # the templates first, then full data sets
     decoder = netflow.Decoder()
-    decoder.feed(datagrams[0], "x")
-    counts += [decoder.feed(d, "x") for d in datagrams[1:]]
-    per_datagram = max(counts)
-    peak = 0
+    counts = [decoder.feed(d, "x") for d in datagrams]
+    assert counts[0] == 0 and max(counts) == 30, counts[:3]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "datagrams.bin"
         path.write_bytes(b"".join(struct.pack(">H", len(d)) + d for d in datagrams))
-        best, losses = None, None
-        for rate in (2_000, 4_000, 8_000, 12_000, 16_000, 24_000, 32_000, 48_000):
-            expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, Path(tmp) / f"out-{rate}")
-            peak = max(peak, rss)
-            print(f"send {rate:,} datagrams/s ({rate * per_datagram:,} records/s; achieved {achieved:,.0f} datagrams/s) "
-                  f"for {seconds:g} s: "
-                  f"{expected:,} records sent, {stored:,} stored, kernel drops {drops}, "
-                  f"collector decoding {decoding} records/s, peak RSS {rss / 2**20:,.0f} MiB", flush=True)  # fmt: skip
-            if drops == "0" and stored == expected:
-                best = rate * per_datagram
-            else:
-                losses = rate * per_datagram
-                break
-        expected, stored, drops, _, achieved, rss = collector_run(path, counts, 20_000, seconds, Path(tmp) / "out-20k")
-        peak = max(peak, rss)
-        print(f"collector over loopback: {best or 0:,} records/s with every record stored; losses begin at "
-              + (f"{losses:,} records/s" if losses else "a rate above those tried")
-              + f"; at 20,000 datagrams/s (achieved {achieved:,.0f}) {100 * (1 - stored / expected):.1f}% lost "
-              f"({stored:,} of {expected:,} stored); peak RSS {peak / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+        for kind in decoders:
+            lossless = 0
+            for rate in (10_000, 20_000, 40_000, 0):
+                out = Path(tmp) / f"out-{kind}-{rate}"
+                expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, out, kind, pin)
+                lost = 100 * (1 - stored / expected) if expected else 0.0
+                if stored == expected:
+                    lossless = max(lossless, expected / seconds)
+                pace = f"paced {rate:,} datagrams/s" if rate else "unpaced"
+                print(f"collector ({kind} decoder{'' if pin is None else f', on CPU {pin}'}), {pace} (achieved {achieved:,.0f} "
+                      f"datagrams/s = {achieved * 30:,.0f} records/s offered) for {seconds:g} s: {expected:,} records sent, "
+                      f"{stored:,} stored ({stored / seconds:,.0f} records/s), {lost:.1f}% lost, kernel drops {drops}, "
+                      f"decoding {decoding} records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+                shutil.rmtree(out, ignore_errors=True)
+            print(f"collector ({kind} decoder): highest rate with every record stored {lossless:,.0f} records/s", flush=True)
 
 
 def nfdump_ingest(megabytes: int) -> None:
@@ -219,13 +251,15 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--skip-collector", action="store_true")
+    parser.add_argument("--decoders", default="native,python", help="collector decoders to run (comma-separated)")
+    parser.add_argument("--pin", type=int, default=0, help="CPU the collector runs on alone (-1: any)")
     parser.add_argument("--nfdump-mb", type=int, default=200, help="size of the nfdump CSV ingested (0: skip)")
     args = parser.parse_args()
     in_process(args.records)
     if args.nfdump_mb:
         nfdump_ingest(args.nfdump_mb)
     if not args.skip_collector:
-        over_loopback(args.seconds)
+        over_loopback(args.seconds, args.decoders.split(","), None if args.pin < 0 else args.pin)
 
 
 if __name__ == "__main__":

@@ -4,153 +4,30 @@ through the form shows in the table, in the plot's data and in a
 screenshot (pixels of the plotted step where the booking is, and none
 where it is not).
 
-The page talks to the HTTP API of the contract (docs/circuits-southbound.md).
-``circuits_service`` starts ``alphaqos circuits serve`` when the service
-is there; until then (the service is built on another branch) it starts
-:class:`StandIn`, a small in-memory server of the same endpoints, so that
-the page and this test are written against the contract."""
+The page talks to the service's HTTP API (docs/circuits.md):
+``circuits_service`` starts ``alphaqos circuits serve`` on SQLite with a
+two-link topology and a user token."""
 
 from __future__ import annotations
 
 import io
-import json
-import math
 import re
 import shutil
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 from _system import ensure_debian_package
 
 WEB = Path(__file__).resolve().parents[1] / "python" / "alphaqos" / "circuits" / "web"
-TOKEN = "t-web-user"
 GBPS = 10**9
 BOOKED_RGB = (31, 119, 180)  # style.css: svg.bookings .booked
 
 
-# --- a stand-in of the service's HTTP API (the contract's endpoints) ------------------
-
-
-def _rate(value) -> int:
-    if isinstance(value, int):
-        return value
-    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)bps\s*", str(value))
-    if not m:
-        raise ValueError(f"expected a rate like 2Gbps, got {value!r}")
-    return round(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m.group(2)])
-
-
 def _t(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _iso(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class StandIn(BaseHTTPRequestHandler):
-    links = [{"id": "H1-R1", "a": "H1", "b": "R1", "capacity_bps": 10 * GBPS, "reservable_bps": 8 * GBPS},
-             {"id": "R1-H2", "a": "R1", "b": "H2", "capacity_bps": 10 * GBPS, "reservable_bps": 8 * GBPS}]  # fmt: skip
-    reservations: list[dict] = []
-
-    def _send(self, code: int, doc, kind: str = "application/json") -> None:
-        data = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _problem(self, code: int, title: str, detail: str, **extra) -> None:
-        self._send(code, {"type": "about:blank", "title": title, "status": code, "detail": detail, **extra},
-                   "application/problem+json")  # fmt: skip
-
-    def _authorized(self) -> bool:
-        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            self._problem(401, "Unauthorized", "a bearer token is needed")
-            return False
-        return True
-
-    @classmethod
-    def steps(cls, link: str) -> list[list]:
-        changes: dict[datetime, int] = {}
-        for r in cls.reservations:
-            if link in r["path"] and r["state"] in ("held", "committed"):
-                changes[_t(r["start"])] = changes.get(_t(r["start"]), 0) + r["rate_bps"]
-                changes[_t(r["end"])] = changes.get(_t(r["end"]), 0) - r["rate_bps"]
-        level, out = 0, []
-        for t in sorted(changes):
-            level += changes[t]
-            out.append([_iso(t), level])
-        return out
-
-    def do_GET(self):
-        url = urlparse(self.path)
-        if url.path in ("/", "/index.html") or url.path.startswith("/static/"):
-            name = "index.html" if not url.path.startswith("/static/") else url.path.removeprefix("/static/")
-            kinds = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
-            path = WEB / name
-            if "/" in name or not path.is_file():
-                return self._problem(404, "Not Found", url.path)
-            return self._send(200, path.read_bytes(), kinds[path.suffix] + "; charset=utf-8")
-        if not self._authorized():
-            return None
-        if url.path == "/api/v1/reservations":
-            return self._send(200, self.reservations)
-        if url.path == "/api/v1/links":
-            return self._send(200, self.links)
-        m = re.fullmatch(r"/api/v1/links/([^/]+)/bookings", url.path)
-        if m:
-            link = next(x for x in self.links if x["id"] == m.group(1))
-            parse_qs(url.query)  # from/to accepted; the stand-in returns every step
-            return self._send(200, {"id": link["id"], "reservable_bps": link["reservable_bps"], "steps": self.steps(link["id"])})
-        return self._problem(404, "Not Found", url.path)
-
-    def do_POST(self):
-        if not self._authorized():
-            return None
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        m = re.fullmatch(r"/api/v1/reservations/(\d+)/(commit|abort)", self.path)
-        if m:
-            r = self.reservations[int(m.group(1)) - 1]
-            r["state"] = "committed" if m.group(2) == "commit" else "aborted"
-            return self._send(200, r)
-        try:
-            start = _t(body["start"])
-            if "bytes" in body:
-                deadline = _t(body["deadline"])
-                rate = math.ceil(int(body["bytes"]) * 8 / (deadline - start).total_seconds() * float(body.get("margin", 1.1)))
-                end = deadline
-            else:
-                rate, end = _rate(body["rate"]), _t(body["end"])
-        except (KeyError, ValueError) as exc:
-            return self._problem(422, "Unprocessable Content", str(exc), errors=[{"loc": ["body", "rate"], "msg": str(exc)}])
-        path = ["H1-R1", "R1-H2"]
-        for link in path:
-            steps = self.steps(link)
-            at_start = ([0] + [bps for t, bps in steps if _t(t) <= start])[-1]
-            peak = max([at_start] + [bps for t, bps in steps if start <= _t(t) < end])
-            if peak + rate > 8 * GBPS:
-                extra = {}
-                if "bytes" in body:
-                    most = 8 * GBPS - peak
-                    finish = start + timedelta(seconds=int(body["bytes"]) * 8 * float(body.get("margin", 1.1)) / most)
-                    extra = {"max_bookable_bps": most, "earliest_finish": _iso(finish)}
-                return self._problem(409, "Conflict", f"{link}: {rate} bit/s does not fit", **extra)
-        r = {"id": len(self.reservations) + 1, "version": 1, "owner": "web", "state": "held", "src": body["src"],
-             "dst": body["dst"], "path": path, "start": _iso(start), "end": _iso(end), "rate_bps": rate,
-             "profile": [[_iso(start), rate]], "policing": body.get("policing", "soft")}  # fmt: skip
-        self.reservations.append(r)
-        return self._send(201, r)
-
-    def log_message(self, *args):
-        pass
 
 
 TOPOLOGY = """\
@@ -170,73 +47,19 @@ links:
 """
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _real_service(tmp: Path):
-    """``alphaqos circuits serve`` on SQLite with the two-link topology, and a
-    user token; None when the service is not part of this tree."""
-    import importlib.util
-    import os
-    import subprocess
-    import sys
-    import urllib.request
-
-    if importlib.util.find_spec("alphaqos.circuits.cli") is None:
-        return None
-    (tmp / "topology.yaml").write_text(TOPOLOGY)
-    env = dict(os.environ, ALPHAQOS_CIRCUITS_DB=f"sqlite:///{tmp / 'circuits.db'}",
-               ALPHAQOS_CIRCUITS_TOPOLOGY=str(tmp / "topology.yaml"))  # fmt: skip
-    cli = [sys.executable, "-m", "alphaqos", "circuits"]
-    made = subprocess.run([*cli, "token", "create", "--role", "user"], env=env, capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
-    token = made.stdout.split()[-1]
-    port = _free_port()
-    server = subprocess.Popen([*cli, "serve", "--listen", f"127.0.0.1:{port}"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(base + "/openapi.json", timeout=2).close()
-            break
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise AssertionError(f"alphaqos circuits serve did not come up: {server.stderr.read()[-2000:]}") from None
-            time.sleep(0.2)
-    return base, token, server
-
-
 @pytest.fixture
 def circuits_service(tmp_path):
-    real = _real_service(tmp_path)
-    if real is not None:
-        base, token, server = real
-        try:
-            yield base, token
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except Exception:
-                server.kill()
-                server.wait()
-        return
-    StandIn.reservations = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    """``alphaqos circuits serve`` on SQLite with the two-link topology; (URL, a user token)."""
+    from _circuits import Server
+
+    server = Server(tmp_path, f"sqlite:///{tmp_path / 'circuits.db'}")
+    server.topology(TOPOLOGY)
+    token = server.token("user", cli=True)
+    server.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", TOKEN
+        yield server.url, token
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 # --- the browser ---------------------------------------------------------------------------

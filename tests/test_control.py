@@ -42,7 +42,7 @@ AGENT = """\
 control:
   - wred_rtt_tuning: {name: tune, class: "R->H2", traffic: [w0, w1, w2, w3, w4, w5], interval: 50ms, mtu: 1500B}
 """
-TABLES = ("queue", "tcp", "transfers", "transfer_streams", "workload", "queue_summary")
+TABLES = ("queue", "tcp", "transfers", "transfer_streams", "workload", "workload_tcp", "queue_summary")
 
 
 def scenario(agent: bool = True) -> dict:

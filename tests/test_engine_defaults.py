@@ -17,7 +17,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from alphaqos import _core
+from alphaqos import _core, units
+from alphaqos.errors import ScenarioError
 from alphaqos.scenario import ENGINE_DEFAULTS, FLOW_KINDS, Link, Scenario, load_scenario, resolve
 from test_every_discipline import VARIANTS
 
@@ -91,7 +92,7 @@ KNOWN = {"cc"}
 
 def test_what_the_front_sends_for_every_default_is_what_the_engine_applies():
     config = resolve(load_scenario(kitchen_sink()))
-    compared, disagree = 0, []
+    compared, children, disagree = 0, 0, []
     for path, value in leaves(config):
         if value is None or isinstance(value, (dict, list)):
             continue  # left to the engine, or not a single value
@@ -110,12 +111,17 @@ def test_what_the_front_sends_for_every_default_is_what_the_engine_applies():
         else:
             theirs = at(engine, path)
         if theirs is None:
-            continue  # the engine decides when it builds (a class's child from its buffer)
+            # Left to the build; never a class's child's limit, which the
+            # engine fills from the class's buffer as the front does.
+            assert not ("child" in path and path[-1].startswith("limit_")), path
+            continue
+        children += "child" in path and path[-1].startswith("limit_")
         compared += 1
         if theirs != value:
             disagree.append(f"{'.'.join(map(str, path))}: the front sends {value!r}, the engine applies {theirs!r}")
     assert not disagree, "\n".join(disagree)
     assert compared > 100, compared
+    assert children == 4, children  # fq_codel and sfq in an HTB leaf and in a policy's class
 
 
 def test_the_link_overhead_is_ethernets_on_both_sides():
@@ -137,5 +143,76 @@ def test_a_links_fq_codel_and_sfq_know_their_engine_limit():
     assert kinds["fq_codel"].fq_codel.limit.pkts == ENGINE_DEFAULTS["fq_codel"]["limit_pkts"] == 10240
     assert kinds["sfq"].sfq.limit.pkts == ENGINE_DEFAULTS["sfq"]["limit_pkts"] == 127
     # An explicit null is no limit given, too.
-    link = {"between": ["R", "Q0"], "rate": "1Mbps", "delay": "1ms", "queue": {"fq_codel": {"limit": None}}}
-    assert Link.model_validate(link).queue.fq_codel.limit.pkts == 10240
+    doc = kitchen_sink()
+    doc["links"][0]["queue"] = {"fq_codel": {"limit": None}}
+    assert load_scenario(doc).links[0].queue.fq_codel.limit.pkts == 10240
+
+
+def per_flow_children(scenario: Scenario) -> dict[str, Any]:
+    """Every fq_codel/sfq inside a class: "htb <kind>" and "<scheduler> <kind>"."""
+    found = {}
+    for link in scenario.links:
+        queue = link.queue_from("R")
+        if queue.htb is not None:
+            classes, where = queue.htb.classes.values(), "htb"
+        elif queue.policy is not None:
+            policy = scenario.policies[queue.policy]
+            classes, where = policy.classes.values(), policy.scheduler
+        else:
+            continue
+        for c in classes:
+            for kind in ("fq_codel", "sfq"):
+                if c.child is not None and getattr(c.child, kind) is not None:
+                    found[f"{where} {kind}"] = (c, getattr(c.child, kind))
+    return found
+
+
+def test_a_class_childs_fq_codel_and_sfq_know_their_limit_the_class_buffer():
+    children = per_flow_children(load_scenario(kitchen_sink()))
+    assert set(children) == {"htb fq_codel", "htb sfq", "strict-priority fq_codel", "strict-priority sfq"}
+    for where, (cls, child) in children.items():
+        assert "limit" not in child.model_fields_set, where  # not the user's: a trace replay lifts it
+        if where.startswith("htb"):
+            # An HTB leaf's buffer: its limit, 1000p by default (the engine's too).
+            assert cls.limit == units.QueueLimit(pkts=1000) and child.limit == cls.limit, where
+        else:
+            # A policy class's buffer: its buffer_size share of the policy's buffer.
+            assert cls.buffer_size == 100.0 and child.limit == units.QueueLimit(pkts=1000), where
+
+
+def test_a_class_childs_limit_follows_its_buffer_and_stays_the_users_when_given():
+    doc = kitchen_sink()
+    policies = {name: p for name, p in doc["policies"].items() if "child" in str(p)}
+    for policy in policies.values():
+        policy["buffer"] = "200p"
+        for c in policy["classes"].values():
+            c["buffer_size"] = "30%"
+    for link in doc["links"]:
+        htb = link.get("queues", {}).get("R", {}).get("htb")
+        if htb is not None:
+            for c in htb["classes"].values():
+                c["limit"] = "64KB"
+                if "fq_codel" in c.get("child", {}):
+                    c["child"]["fq_codel"]["limit"] = "20p"
+    children = per_flow_children(load_scenario(doc))
+    # The engine keeps a leaf's 1000-packet default beside a byte limit.
+    assert children["htb sfq"][1].limit == units.QueueLimit(pkts=1000, bytes=64_000)
+    assert children["htb fq_codel"][1].limit == units.QueueLimit(pkts=20)  # given: kept
+    assert "limit" in children["htb fq_codel"][1].model_fields_set
+    # 30 % of 200 packets (the engine rounds a share down).
+    assert children["strict-priority fq_codel"][1].limit == units.QueueLimit(pkts=60)
+    assert children["strict-priority sfq"][1].limit == units.QueueLimit(pkts=60)
+
+
+def test_a_policy_the_engine_cannot_build_is_reported_not_filled():
+    doc = copy.deepcopy(kitchen_sink())
+    name = next(n for n, p in doc["policies"].items() if "fq_codel" in str(p))
+    (cls,) = doc["policies"][name]["classes"].values()
+    cls["buffer_size"] = "70%"
+    doc["policies"][name]["classes"]["more"] = {**cls, "child": {"sfq": {}}}
+    doc["links"][2]["queues"]["R"] = {"policy": "nowhere", "fifo": {}}  # two kinds and an unknown policy
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(doc)
+    messages = {".".join(map(str, i.loc)): i.message for i in err.value.issues}
+    assert messages[f"policies.{name}"] == "buffer_size shares add up to 140%, more than 100%"
+    assert messages["links.2.queues.R"].startswith("expected exactly one of")

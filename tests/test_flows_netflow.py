@@ -372,22 +372,30 @@ def test_malformed_datagrams_are_counted_by_reason(datagram, reason):
     assert decoder.take().height == 0
 
 
-def test_mutated_and_random_datagrams_never_raise(tmp_path):
-    rng = random.Random(7)
+def mutated_datagrams(rng: random.Random, count: int, *, cut: float = 0.4, changes: int = 5):
+    """Datagrams of every version (and IPv6 with variable-length fields)
+    cut short (a share ``cut``), with up to ``changes`` bytes changed, or
+    random (a tenth)."""
     valid = encode_ipfix(canonical_frame(60)) + encode_v9(canonical_frame(60)) + encode_v5(canonical_frame(60))
     valid += [ipv6_variable_length_datagram()] * 10
-    decoder = Decoder()
-    for _ in range(3000):
+    for _ in range(count):
         datagram = bytearray(rng.choice(valid))
         action = rng.random()
-        if action < 0.4:
+        if action < cut:
             datagram = datagram[: rng.randrange(len(datagram))]
         elif action < 0.9:
-            for _ in range(rng.randrange(1, 6)):
+            for _ in range(rng.randrange(1, changes + 1)):
                 datagram[rng.randrange(len(datagram))] = rng.randrange(256)
         else:
             datagram = bytearray(rng.randbytes(rng.randrange(64)))
-        decoder.feed(bytes(datagram), rng.choice(["a", "b"]))
+        yield bytes(datagram)
+
+
+def test_mutated_and_random_datagrams_never_raise(tmp_path):
+    rng = random.Random(7)
+    decoder = Decoder()
+    for datagram in mutated_datagrams(rng, 3000):
+        decoder.feed(datagram, rng.choice(["a", "b"]))
     frame = decoder.take()
     assert frame.columns == list(schema.COLUMNS)
     schema.write_partitioned(frame, tmp_path)  # what the collector does with it
@@ -446,11 +454,11 @@ def _alphaqos(*args: str, **kwargs) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env, **kwargs)  # fmt: skip
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop):
+@pytest.mark.parametrize(("stop", "decoder"), [(signal.SIGTERM, "native"), (signal.SIGINT, "python")])
+def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop, decoder):
     out = tmp_path / "flows"
     collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(out), "--flush-every", "300ms",
-                          "--sampling", "127.0.0.1=7")  # fmt: skip
+                          "--sampling", "127.0.0.1=7", "--decoder", decoder)  # fmt: skip
     try:
         banner = collector.stdout.readline()
         port = int(banner.split()[2].rsplit(":", 1)[1])

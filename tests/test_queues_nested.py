@@ -73,7 +73,8 @@ def test_children_of_policy_classes_and_htb_leaves_resolve():
         "min_th": 5.0, "max_th": 15.0, "thresholds_in_bytes": False, "max_p": 0.1, "w_q": 0.002,
         "gentle": True, "byte_mode": False, "mean_pkt_bytes": 1000,
     }}  # fmt: skip
-    assert classes[2]["child"] == {"sfq": {"limit_pkts": None, "limit_bytes": None, "buckets": 1024, "quantum_bytes": None}}
+    # Without a limit of its own, the child holds the class's buffer: 10 % of 500p.
+    assert classes[2]["child"] == {"sfq": {"limit_pkts": 50, "limit_bytes": None, "buckets": 1024, "quantum_bytes": None}}
     # A class without a child resolves as before (no key).
     policies["p"]["classes"]["rest"].pop("child")
     assert "child" not in _bottleneck(_with_queue({"policy": "p"}, policies))["drr"]["classes"][2]

@@ -223,7 +223,7 @@ flows:
 
 
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_an_interrupt_stops_a_long_run_within_a_second_leaving_nothing(tmp_path, sig, status):
+def test_an_interrupt_ends_a_long_run_within_a_second_leaving_nothing(tmp_path, sig, status):
     path = tmp_path / "long.yaml"
     path.write_text(LONG)
     out = tmp_path / "runs" / "long"
@@ -236,19 +236,28 @@ def test_an_interrupt_stops_a_long_run_within_a_second_leaving_nothing(tmp_path,
             time.sleep(0.1)
         time.sleep(1.0)
         assert process.poll() is None
+        # From the signal to the process's end (wait() returning), not to
+        # its message: the clean-up and the interpreter's exit both count.
+        # Start-up, however slow on a loaded machine, is not timed.
         sent = time.monotonic()
         process.send_signal(sig)
-        said = process.stderr.readline()  # the interrupt honoured: the engine stopped, the directory removed
-        took = time.monotonic() - sent
-        err = said + process.communicate(timeout=60)[1]
+        try:
+            process.wait(timeout=30)
+        finally:
+            took = time.monotonic() - sent
+        err = process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+        process.stderr.close()
     assert process.returncode == status, err
-    assert said.startswith("alphaqos: interrupted" if sig == signal.SIGINT else "alphaqos: terminated"), err
-    assert took < 1.0, f"{took:.2f} s to stop"
+    assert err.startswith("alphaqos: interrupted" if sig == signal.SIGINT else "alphaqos: terminated"), err
+    assert took < 1.0, f"{took:.2f} s from the signal to the end of the process"
+    # Nothing half-written: no run directory, no hidden .long.partial-*,
+    # not even the runs/ directory made for it.
     assert not (tmp_path / "runs").exists(), list((tmp_path / "runs").iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.yaml"]
 
 
 SWEEP = LONG.replace("name: long\nduration: 100d", "name: sw\nduration: 100ms")

@@ -1,5 +1,5 @@
 """``python -m alphaqos``: the same as the ``alphaqos`` command."""
 
-from .cli import main
+from .cli import entry
 
-raise SystemExit(main())
+entry()

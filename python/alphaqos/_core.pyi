@@ -24,7 +24,7 @@ class Simulation:
         """Change a knob as ``agent`` (logged in the control table); the old value. ValueError if refused."""
     def results(self) -> dict[str, dict[str, list]]:
         """The tables tcp, udp, ping, queue, queue_summary, flow_summary,
-        workload, transfers, transfer_streams, filter, run, yaqs, yaqs_series,
+        workload, workload_tcp, transfers, transfer_streams, filter, run, yaqs, yaqs_series,
         monitor, qlen_hist."""
 
 def version() -> str: ...
@@ -67,3 +67,30 @@ class Bookings:
     def fits_profile(self, links: list[tuple[int, int]], profile: list[tuple[int, int]], end: int) -> bool: ...
     def change_profile(self, links: list[tuple[int, int]], profile: list[tuple[int, int]], end: int, sign: int) -> None: ...
     def steps(self, link: int, start: int, end: int) -> list[tuple[int, int]]: ...
+
+class FlowDecoder:
+    """The native NetFlow v5/v9 and IPFIX decoder of ``flows collect``
+    (``crates/alphaqos-py/src/flows.rs``; wrapped by
+    :class:`alphaqos.flows.native.NativeDecoder`, the interface of the Python
+    reference decoder). ``sampling``: {exporter: N} ("*": all);
+    ``window_us``: half-width of the plausible time window (None: 1970-2199
+    only); ``caps``: the netflow.py caps by lower-case name."""
+
+    def __init__(self, sampling: dict[str, int] | None = None, window_us: int | None = None,
+                 caps: dict[str, int] | None = None) -> None: ...
+    def feed(self, datagram: bytes, exporter: str, received_us: int | None = None) -> int:
+        """Decode one datagram; the flow records it added."""
+    def recv(self, fd: int, limit: int, timeout_ms: int, pending: int) -> int:
+        """Wait up to timeout_ms for the non-blocking UDP socket fd, then read
+        (recvmmsg) and decode up to limit datagrams, or until pending records
+        wait; the GIL released throughout. The datagrams read."""
+    @property
+    def pending(self) -> int: ...
+    def detach(self) -> dict:
+        """The records so far: one bytes per column (native order), the
+        addresses as text a line a record, n and exporters (names)."""
+    def counters(self) -> dict:
+        """counts, stats, exporter_counts, exporter_stats (non-zero), held_bytes,
+        held_sets, templates, template_fields."""
+    def problems(self) -> list[tuple[str, str, str]]:
+        """The problems kept (the first 10,000): (exporter, reason, detail)."""

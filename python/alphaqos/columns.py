@@ -151,6 +151,9 @@ COUNT = "count"
 # The run table (engine only; folded into the summary).
 EVENTS = "events"
 SIM_TIME = "sim_time"
+#: The workload_tcp table has a row every this many metric intervals (1
+#: unless thinned to the engine's budget of rows, recorder.rs).
+STREAM_SAMPLE_EVERY = "stream_sample_every"
 
 # Firewall filter counters per term (the filter table).
 MATCHED_PKTS = "matched_pkts"
@@ -195,6 +198,12 @@ TABLES: dict[str, tuple[str, ...]] = {
         DELAY_MEAN, DELAY_STD, DELAY_P50, DELAY_P99, DELAY_MIN, DELAY_MAX, GOODPUT_BPS,
     ),
     "workload": (WORKLOAD, TIME, ACTIVE_CONNS, OFFERED_BPS, DELIVERED_BPS, STARTED, COMPLETED),
+    # The tcp table's series for each workload stream while it is open.
+    "workload_tcp": (
+        WORKLOAD, TRANSFER, STREAM, TIME, BYTES_ACKED, GOODPUT_BPS, CWND_BYTES, SSTHRESH_BYTES, SRTT, RTO,
+        RETRANSMITS, RETRANSMITTED_BYTES, SPURIOUS_RETRANSMITS, FAST_RETRANSMITS, TIMEOUTS, OOO_ARRIVALS,
+        OOO_EXTENT_MAX, OOO_EXTENT_3PLUS, DUP_ACKS_SENT,
+    ),
     "transfers": (
         WORKLOAD, TRANSFER, SRC, DST, SIZE_BYTES, STREAMS, START, END, RECEIVER_END, FCT, IDEAL_FCT, MEAN_RATE_BPS,
         BYTES_ACKED, RETRANSMITS, TIMEOUTS, FAILED,

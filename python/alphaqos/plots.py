@@ -8,9 +8,9 @@ file                   what it shows
 ``ping_rtt.png``       ping round-trip times (ms), lost pings as crosses on the top edge
 ``queue_length.png``   length of every queue that ever held a packet, in
                        packets if all of them are limited in packets, else bytes
-``cwnd.png``           TCP congestion window per flow while it runs, receive
-                       window dashed (workload streams have no window series:
-                       ``transfer_streams.parquet`` holds their figures)
+``cwnd.png``           TCP congestion window per flow while it runs (receive
+                       window dashed) and per workload stream while it is open
+                       ("gridftp stream 3"; ``workload_tcp.parquet``)
 ``workload_rate.png``  per workload: delivered rate, and on an axis of its own
                        the rate offered (the sizes of the transfers started)
 ``fct_cdf.png``        per workload: CDF of transfer completion times (log scale)
@@ -50,7 +50,7 @@ from . import columns as col
 if TYPE_CHECKING:
     from .results import Results
 
-__all__ = ["PLOT_FILES", "mark_changes", "plot_pings", "rate_unit", "size_unit", "write_plots"]
+__all__ = ["PLOT_FILES", "mark_changes", "plot_pings", "rate_unit", "size_unit", "stream_labels", "write_plots"]
 
 GIGA = 1e9
 MEGA = 1e6
@@ -165,7 +165,8 @@ def _series(frame: pl.DataFrame, key: str, value: str, *, others: str = "sum") -
     parts = frame.filter(pl.col(key).is_in(shown)).partition_by(key, as_dict=True, maintain_order=True)
     out = [(name, parts[(name,)].select(col.TIME, value)) for name in shown]
     if rest and others == "sum":
-        summed = frame.filter(pl.col(key).is_in(rest)).group_by(col.TIME).agg(pl.col(value).sum()).sort(col.TIME)
+        # Not the shown: a handful of keys to look up, not thousands.
+        summed = frame.filter(~pl.col(key).is_in(shown)).group_by(col.TIME).agg(pl.col(value).sum()).sort(col.TIME)
         out.append((f"{len(rest):,} others (sum)", summed))
     return out
 
@@ -348,18 +349,36 @@ def _limited_in_packets(results: Results, queue: str) -> bool:
     return False
 
 
+def stream_labels(streams: pl.DataFrame) -> pl.Expr:
+    """The label of each row of a ``workload_tcp`` frame: "<workload>
+    stream <s>" for the streams of a workload's only transfer, "<workload>
+    transfer <t> stream <s>" otherwise (``transfer`` and ``stream`` as in
+    ``transfer_streams.parquet``)."""
+    many = streams.group_by(col.WORKLOAD).agg(pl.col(col.TRANSFER).n_unique() > 1).filter(pl.col(col.TRANSFER))
+    return (
+        pl.when(pl.col(col.WORKLOAD).is_in(many[col.WORKLOAD].implode()))
+        .then(pl.format("{} transfer {} stream {}", col.WORKLOAD, col.TRANSFER, col.STREAM))
+        .otherwise(pl.format("{} stream {}", col.WORKLOAD, col.STREAM))
+    )
+
+
 def _cwnd(results: Results, axes: Axes) -> bool:
-    if results.tcp.is_empty():
+    streams = results.workload_tcp
+    if results.tcp.is_empty() and streams.is_empty():
         return False
     flows = {flow.name: flow for flow in results.scenario.flows if flow.tcp is not None}
     # A flow's window is drawn while it runs: after its stop the engine
-    # still reports the last window, which no packet uses.
+    # still reports the last window, which no packet uses. A workload's
+    # stream has rows only while it is open.
     running = results.tcp.filter(
         pl.col(col.TIME) <= pl.col(col.FLOW).replace_strict(
             {name: results.scenario.stop_of(flow) / GIGA for name, flow in flows.items()}, default=float("inf"),
             return_dtype=pl.Float64,
         )
-    )  # fmt: skip
+    ).select(col.FLOW, col.TIME, col.CWND_BYTES)  # fmt: skip
+    if not streams.is_empty():
+        labelled = streams.select(stream_labels(streams).alias(col.FLOW), col.TIME, col.CWND_BYTES)
+        running = pl.concat([running, labelled])
     series = _series(running, col.FLOW, col.CWND_BYTES, others="drop")
     scale, unit = size_unit(_peak(series, col.CWND_BYTES))
     for flow, frame in series:
@@ -369,7 +388,8 @@ def _cwnd(results: Results, axes: Axes) -> bool:
             axes.hlines(flows[flow].tcp.rwnd / scale, start, stop, color=line.get_color(), linestyle="--",
                         linewidth=0.8, label=f"{flow} receive window")  # fmt: skip
     hidden = running[col.FLOW].n_unique() - len(series)
-    axes.set_title("TCP congestion window" + (f" ({hidden} more flows not drawn)" if hidden else ""))
+    what = "flows and streams" if not streams.is_empty() else "flows"
+    axes.set_title("TCP congestion window" + (f" ({hidden:,} more {what} not drawn)" if hidden else ""))
     axes.set_ylabel(f"cwnd ({unit})")
     axes.set_ylim(bottom=0)
     return True

@@ -6,6 +6,7 @@ under the name without the suffix (see :mod:`alphaqos.columns`) and computes
 :attr:`Results.summary`. :meth:`Results.save` writes a run directory::
 
     tcp.parquet udp.parquet ping.parquet queue.parquet
+    workload_tcp.parquet  the tcp table's series of every workload stream while open
     queue_summary.parquet filter.parquet flow_summary.parquet
     control.parquet  every change of a knob: time, agent, handle, knob, old, new
     summary.json    headline figures per flow and per queue
@@ -57,6 +58,9 @@ class Results:
     workload: pl.DataFrame = field(default_factory=lambda: _frame("workload", None))
     transfers: pl.DataFrame = field(default_factory=lambda: _frame("transfers", None))
     transfer_streams: pl.DataFrame = field(default_factory=lambda: _frame("transfer_streams", None))
+    #: The TCP series of each workload stream (``transfer``, ``stream`` as
+    #: in ``transfer_streams``) at each sample while it is open.
+    workload_tcp: pl.DataFrame = field(default_factory=lambda: _frame("workload_tcp", None))
     #: The control plane: every change of a knob (``control.parquet``) and
     #: the agents' reports.
     control: pl.DataFrame = field(default_factory=lambda: _frame("control", None))
@@ -81,6 +85,9 @@ class Results:
         events = (run.get(col.EVENTS) or [0])[0]
         sim_time_ns = (run.get(col.SIM_TIME + col.NS_SUFFIX) or [0])[0]
         summary = _summarize(scenario, frames, events=events, sim_time=sim_time_ns / NS_PER_S)
+        every = (run.get(col.STREAM_SAMPLE_EVERY) or [1])[0]
+        if every > 1:  # said only when the engine thinned workload_tcp
+            summary[col.STREAM_SAMPLE_EVERY] = every
         return cls(scenario=scenario, **frames, summary=summary, manifest=dict(manifest or {}))
 
     def tables(self) -> dict[str, pl.DataFrame]:

@@ -38,12 +38,15 @@ as documented in ``docs/engine-config.md``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import json
 import difflib
 import ipaddress
 import warnings
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
@@ -68,7 +71,7 @@ from .cc import CC_PARAMS, resolve_cc_params, validate_cc_params
 from .deadline import DeadlineTransfer, check_deadline_edges, check_deadline_transfers
 from .deadline import expand as _expand_deadline_transfers
 from .errors import FieldError, Issue, ScenarioError, ScenarioNote
-from .source import Source, read_source
+from .source import DUMPER, Source, read_source
 
 __all__ = [
     "CONGESTION_CONTROLS",
@@ -196,7 +199,8 @@ CongestionControl = Annotated[str, PlainValidator(_congestion_control)]
 
 
 def _exactly_one(model: BaseModel, keys: tuple[str, ...]) -> None:
-    present = [key for key in keys if getattr(model, key) is not None]
+    values = model.__dict__  # a model's fields, without pydantic's attribute machinery
+    present = [key for key in keys if values[key] is not None]
     if len(present) != 1:
         got = f"got {', '.join(present)}" if present else "got none"
         raise ValueError(f"expected exactly one of: {', '.join(keys)} ({got})")
@@ -288,25 +292,13 @@ class Queue(_Model):
     yaqs: Yaqs | None = None
 
     @model_validator(mode="after")
-    def _link_limits(self) -> Queue:
-        """A link's ``fq_codel`` or ``sfq`` without a ``limit`` has the one
-        the engine gives it (Linux's: 10240p, 127p), so that what reads the
-        scenario (plots, summaries) knows it too. It is not marked as set
-        by the user (``model_fields_set``): a trace replay still lifts it."""
-        for kind in ("fq_codel", "sfq"):
-            spec = getattr(self, kind)
-            if spec is not None and spec.limit is None:
-                object.__setattr__(spec, "limit", _engine_limit(ENGINE_DEFAULTS[kind]))
-        return self
-
-    @model_validator(mode="after")
     def _one_kind(self) -> Queue:
         _exactly_one(self, QUEUE_KINDS)
         return self
 
     @property
     def kind(self) -> str:
-        return next(kind for kind in QUEUE_KINDS if getattr(self, kind) is not None)
+        return _first_given(self, QUEUE_KINDS)
 
 
 DEFAULT_QUEUE = Queue(fifo=Fifo())
@@ -343,19 +335,19 @@ class Link(_Model):
     # header 14 + FCS 4 + inter-frame gap 12 = 38.
     overhead: Size = ENGINE_DEFAULTS["link"]["overhead_bytes"]
     queue: Queue = DEFAULT_QUEUE
-    queues: dict[Name, Queue] = {}
+    queues: dict[Name, Queue] = Field(default_factory=dict)
     impair: Impair = NO_IMPAIRMENT
-    impairs: dict[Name, Impair] = {}
+    impairs: dict[Name, Impair] = Field(default_factory=dict)
     #: Write what the link sends to a pcap (headers only) in the run's
     #: ``taps/``: ``true`` writes ``<from>-<to>.pcap`` per direction, a name
     #: ``NAME-<from>-<to>.pcap``; ``taps`` per sending node (``true`` or
     #: that direction's file name), as ``queues``.
     tap: bool | str = False
-    taps: dict[Name, bool | str] = {}
+    taps: dict[Name, bool | str] = Field(default_factory=dict)
     #: Count reorderings from TCP sequence numbers and the queue length seen
     #: by each arrival (the ``monitor`` table); ``monitors`` per sending node.
     monitor: Flag = False
-    monitors: dict[Name, bool] = {}
+    monitors: dict[Name, bool] = Field(default_factory=dict)
 
     def monitor_from(self, sender: str) -> bool:
         return self.monitors.get(sender, self.monitor)
@@ -401,7 +393,7 @@ class TcpOptions(_Model):
     pacing: Flag = False
     # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
     rack: Flag = False
-    cc_params: dict[str, Any] = {}
+    cc_params: dict[str, Any] = Field(default_factory=dict)
     # A bundle of host behaviours (the engine's tcp/linux.rs): "default"
     # (the RFC behaviour above) or "linux-2.6.33" (FACK, the adaptive
     # reordering metric, undo by timestamps and D-SACK, cwnd moderation,
@@ -442,6 +434,15 @@ class WorkloadTcp(TcpOptions):
     #: In-order segments acknowledged at once at a connection's start
     #: (Linux's quick-ACK mode, TCP_MAX_QUICKACKS).
     quickack: Annotated[int, Strict(), Field(ge=0)] = 16
+
+
+#: The TCP options of every workload that gives none: one object, shared.
+#: It is frozen (assigning a field raises), as every model here is, and
+#: nothing changes a scenario in place (``model_copy(update=...)`` makes a
+#: new one), so sharing it is safe; a copy per workload (pydantic deep-copies
+#: a default it cannot hash, and this one holds a dict) cost 10^4 workloads
+#: a third of their validation (issue 20).
+DEFAULT_WORKLOAD_TCP = WorkloadTcp()
 
 
 class Udp(_Endpoints):
@@ -530,7 +531,7 @@ class Flow(_Model):
 
     @property
     def kind(self) -> str:
-        return next(kind for kind in FLOW_KINDS if getattr(self, kind) is not None)
+        return _first_given(self, FLOW_KINDS)
 
     @property
     def spec(self) -> Tcp | Udp | Ping | Poisson | OnOffUdp | Video:
@@ -717,7 +718,7 @@ class Workload(_Model):
     poisson: PoissonArrivals | None = None
     onoff: OnOff | None = None
     http: Http | None = None
-    tcp: WorkloadTcp = Field(default_factory=WorkloadTcp)  # a factory: a default deep-copied per workload cost ~2 ms each
+    tcp: WorkloadTcp = Field(default_factory=lambda: DEFAULT_WORKLOAD_TCP)
     #: Open each connection with a three-way handshake.
     handshake: Flag = True
     streams: Count = 1
@@ -735,7 +736,7 @@ class Workload(_Model):
     striping: Literal["static", "dynamic"] = "static"
     block: PositiveSize = 256 * 1024
     #: Per-stream differences (entry i for stream i).
-    stream_options: list[StreamOptions] = []
+    stream_options: list[StreamOptions] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_kind(self) -> Workload:
@@ -746,7 +747,7 @@ class Workload(_Model):
 
     @property
     def kind(self) -> str:
-        return next(kind for kind in WORKLOAD_KINDS if getattr(self, kind) is not None)
+        return _first_given(self, WORKLOAD_KINDS)
 
     def hosts(self) -> list[tuple[tuple, str]]:
         """(field path, host name) of every host it names."""
@@ -779,6 +780,15 @@ class Scenario(_Model):
     #: (:mod:`alphaqos.deadline`).
     deadline_transfers: list[DeadlineTransfer] = []
 
+    @model_validator(mode="after")
+    def _per_flow_limits(self) -> Scenario:
+        """Every ``fq_codel`` or ``sfq`` without a ``limit`` has the one the
+        engine gives it: a link's own, Linux's (10240p, 127p); a class's
+        child (HTB, or a policy's class), the class's buffer (see
+        :func:`_fill_per_flow_limits`)."""
+        _fill_per_flow_limits(self)
+        return self
+
     def resolved(self) -> Scenario:
         """The same scenario with every flow's stop time filled in and the
         router addresses the engine assigns (``_core.check``; without a
@@ -801,7 +811,75 @@ class Scenario(_Model):
         """The scenario as YAML in human units; :func:`load_scenario` reads
         it back to an equal scenario."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+        return yaml.dump(data, Dumper=DUMPER, sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+
+
+# --- limits the engine fills in ---------------------------------------------
+
+
+def _per_flow_queues(scenario: Scenario):
+    """Every place a per-flow queue (``fq_codel``, ``sfq``) without a limit
+    is built: (link index, sender, the model, its path in the engine's
+    queue configuration). Link queues, HTB leaves' children, and the
+    children of the classes of the policies links use."""
+    for index, link in enumerate(scenario.links):
+        for sender in dict.fromkeys(link.between):
+            queue = link.queue_from(sender)
+            if queue.htb is not None:
+                children = [(("htb", "classes", i, "child"), c.child) for i, c in enumerate(queue.htb.classes.values())]
+            elif queue.policy is not None and queue.policy in scenario.policies:
+                policy = scenario.policies[queue.policy]
+                kind = policy.scheduler.replace("-", "_")
+                children = [((kind, "classes", i, "child"), c.child) for i, c in enumerate(policy.classes.values())]
+            else:
+                children = [((), queue)]
+            for path, holder in children:
+                for kind in ("fq_codel", "sfq"):
+                    spec = getattr(holder, kind, None) if holder is not None else None
+                    if spec is not None and spec.limit is None:
+                        yield index, sender, spec, (*path, kind)
+
+
+def _fill_per_flow_limits(scenario: Scenario) -> None:
+    """Set the limit of every per-flow queue the scenario leaves without
+    one (:func:`_per_flow_queues`) to what the engine applies
+    (``_core.applied_config``, which fills a class's child from the class's
+    buffer as the builder does), so that what reads the scenario (plots,
+    summaries) knows it. The limit is not marked as set by the user
+    (``model_fields_set``): a trace replay still lifts it. A policy used on
+    links where its child's limit comes out differently is left unset; a
+    queue the engine cannot read is left to the checks that report it."""
+    found = list(_per_flow_queues(scenario))
+    if not found:
+        return
+    from . import _core
+
+    directions, links = [], []
+    for index, sender in dict.fromkeys((index, sender) for index, sender, _, _ in found):
+        link = scenario.links[index]
+        try:
+            queue = _resolve_queue(link.queue_from(sender), scenario.policies)
+        except Exception:  # noqa: BLE001 - a queue the cross-checks refuse: they report it, with its path
+            continue
+        directions.append((index, sender))
+        links.append({"a": "a", "b": "b", "rate_bps": link.rate, "delay_ns": 0, "mtu_bytes": link.mtu, "queue_ab": queue})
+    try:
+        applied = json.loads(_core.applied_config(json.dumps({"duration_ns": 1, "nodes": [], "links": links})))
+    except ValueError:
+        return
+    limits: dict[int, tuple[Any, set]] = {}
+    for index, sender, spec, path in found:
+        if (index, sender) not in directions:
+            continue
+        node = applied["links"][directions.index((index, sender))]["queue_ab"]
+        for part in path:
+            node = node[part] if isinstance(node, (dict, list)) and (isinstance(part, int) or part in node) else None
+        if not isinstance(node, dict) or (node.get("limit_pkts") is None and node.get("limit_bytes") is None):
+            continue  # not filled in: the engine leaves it to the build
+        limits.setdefault(id(spec), (spec, set()))[1].add(units.QueueLimit(pkts=node["limit_pkts"], bytes=node["limit_bytes"]))
+    for spec, seen in limits.values():
+        if len(seen) == 1:
+            object.__setattr__(spec, "limit", seen.pop())
 
 
 # --- loading and validation -------------------------------------------------
@@ -821,6 +899,27 @@ def load_scenario(
     Raises :class:`~alphaqos.errors.ScenarioError` with every problem found
     (the structure's, or if the structure is sound, the cross-field checks').
     """
+    with _collector_paused():
+        return _load_scenario(path_or_dict, seed=seed, duration=duration)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a scenario is loaded:
+    validation makes 10^5 objects for 10^4 items, none of them in a cycle
+    worth collecting, and each full collection walks them all (a fifth of
+    the time of loading 10^4 workloads, issue 20). Reference counting
+    still frees what is dropped; the collector's state is restored."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _load_scenario(path_or_dict: str | Path | dict, *, seed: int | None, duration: str | None) -> Scenario:
     source = read_source(path_or_dict)
     if not isinstance(source.data, dict):
         raise ScenarioError([source.issue((), "expected a mapping with name, duration, nodes, links and flows")])
@@ -847,7 +946,7 @@ def load_scenario(
             f"{what} {name!r} starts at {_t(start)}, not before the end of the shortened run "
             f"({_t(shortened.duration)}): left out"
         ))  # fmt: skip
-        warnings.warn(ScenarioNote(str(issue)), stacklevel=2)
+        warnings.warn(ScenarioNote(str(issue)), stacklevel=3)
     return shortened
 
 
@@ -1315,9 +1414,18 @@ def _check_workloads(scenario: Scenario):
         for i, o in enumerate(wl.stream_options):
             if o.cc is not None or o.cc_params is not None:
                 try:
-                    validate_cc_params(o.cc or wl.tcp.cc, o.cc_params or {})
+                    _validated_cc_params(o.cc or wl.tcp.cc, o.cc_params or {})
                 except ValueError as exc:
                     yield (*loc, "stream_options", i, "cc_params"), str(exc)
+
+
+def _first_given(model: BaseModel, keys: tuple[str, ...]) -> str:
+    """The first of ``keys`` whose field is set (a model's kind)."""
+    values = model.__dict__
+    for key in keys:
+        if values[key] is not None:
+            return key
+    raise ValueError(f"none of {', '.join(keys)} is given")
 
 
 def _link_between(scenario: Scenario, a: str, b: str) -> Link | None:
@@ -1368,9 +1476,38 @@ def _check_tcp(tcp: Tcp, loc: tuple):
     if tcp.rack and not tcp.sack:
         yield (*loc, "rack"), "RACK loss detection needs sack: true"
     try:
-        validate_cc_params(tcp.cc, tcp.cc_params)
+        _validated_cc_params(tcp.cc, tcp.cc_params)
     except ValueError as exc:
         yield (*loc, "cc_params"), str(exc)
+
+
+#: Controller parameters validated so far, by (controller, ``repr`` of
+#: the parameters): the model, or the message of the error it raised.
+_CC_VALIDATED: dict[tuple[Any, str], Any] = {}
+_CC_VALIDATED_MAX = 1024
+
+
+def _validated_cc_params(cc: str, params: Any) -> Any:
+    """:func:`~alphaqos.cc.validate_cc_params` once per distinct value
+    (10^4 workloads mostly share one), raising the same error each time.
+    The model it returns is frozen. Values are told apart by ``repr``, which
+    keeps what the check sees (``1`` from ``1.0`` and ``True``, the order of
+    keys, which orders the errors) for the plain data a file gives; anything
+    else is validated every time."""
+    if not (params is None or type(params) is dict) or type(cc) is not str:
+        return validate_cc_params(cc, params)
+    key = (cc, repr(params))
+    found = _CC_VALIDATED.get(key)
+    if found is None:
+        try:
+            found = validate_cc_params(cc, params)
+        except ValueError as exc:
+            found = str(exc)
+        if len(_CC_VALIDATED) < _CC_VALIDATED_MAX:
+            _CC_VALIDATED[key] = found
+    if isinstance(found, str):
+        raise ValueError(found)
+    return found
 
 
 def _unknown_node(name: str, scenario: Scenario) -> str:
@@ -1384,7 +1521,8 @@ def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[st
     """The engine configuration of ``docs/engine-config.md``: plain JSON
     types, integers in base units (ns, bit/s, bytes), all defaults filled.
     Link taps are written into ``tap_dir``; without it nothing is captured."""
-    scenario = _expand_deadline_transfers(scenario.with_stops())
+    scenario = _expand_deadline_transfers(scenario)
+    tcp_memo: dict[int, dict[str, Any]] = {}  # workloads share their TCP options (DEFAULT_WORKLOAD_TCP)
     return {
         "tap_dir": None if tap_dir is None else str(tap_dir),
         "name": scenario.name,
@@ -1401,8 +1539,8 @@ def resolve(scenario: Scenario, *, tap_dir: str | Path | None = None) -> dict[st
             for name, node in scenario.nodes.items()
         ],
         "links": [_resolve_link(link, scenario.policies, taps=tap_dir is not None) for link in scenario.links],
-        "flows": [_resolve_flow(flow) for flow in scenario.flows],
-        "workloads": [_resolve_workload(wl, scenario) for wl in scenario.workloads],
+        "flows": [_resolve_flow(flow, scenario.stop_of(flow)) for flow in scenario.flows],
+        "workloads": [_resolve_workload(wl, scenario, tcp_memo) for wl in scenario.workloads],
         "control": [resolve_agent(a) for a in scenario.control],
     }
 
@@ -1514,7 +1652,7 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "max_rto_ns": tcp.max_rto,
         "rto_style": tcp.rto,
         "dupthresh": tcp.dupthresh,
-        "size_bytes": getattr(tcp, "size", None),
+        "size_bytes": tcp.size if isinstance(tcp, Tcp) else None,
         "sack": tcp.sack,
         "window_scaling": tcp.window_scaling,
         "limited_transmit": tcp.limited_transmit,
@@ -1522,7 +1660,7 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "max_pacing_rate_bps": tcp.max_pacing_rate,
         "pacing": tcp.pacing,
         "rack": tcp.rack,
-        "cc_params": resolve_cc_params(validate_cc_params(tcp.cc, tcp.cc_params)),
+        "cc_params": resolve_cc_params(_validated_cc_params(tcp.cc, tcp.cc_params)),
         "host_profile": tcp.host_profile,
         "fack": tcp.fack,
         "adaptive_reordering": tcp.adaptive_reordering,
@@ -1558,14 +1696,21 @@ def _resolve_stream_options(o: StreamOptions, tcp: TcpOptions) -> dict[str, Any]
     cc = o.cc or tcp.cc
     params = o.cc_params if o.cc_params is not None else ({} if o.cc else tcp.cc_params)
     return {
-        "cc": o.cc, "cc_params": resolve_cc_params(validate_cc_params(cc, params)) if (o.cc or o.cc_params is not None) else None,
+        "cc": o.cc, "cc_params": resolve_cc_params(_validated_cc_params(cc, params)) if (o.cc or o.cc_params is not None) else None,
         "dscp": o.dscp, "max_pacing_rate_bps": o.max_pacing_rate,
     }  # fmt: skip
 
 
-def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
-    tcp = {**_resolve_tcp(wl.tcp), "quickack_segments": wl.tcp.quickack}
-    tcp.pop("size_bytes")
+def _resolve_workload(wl: Workload, scenario: Scenario, tcp_memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The engine's workload; ``tcp_memo`` keeps the resolved TCP options
+    of each options object seen (by identity), so that workloads sharing
+    one are resolved once; each still gets dicts of its own."""
+    memo = {} if tcp_memo is None else tcp_memo
+    base = memo.get(id(wl.tcp))
+    if base is None:
+        base = memo[id(wl.tcp)] = {**_resolve_tcp(wl.tcp), "quickack_segments": wl.tcp.quickack}
+        base.pop("size_bytes")
+    tcp = {**base, "cc_params": dict(base["cc_params"])}
     out: dict[str, Any] = {
         "name": wl.name, "tcp": tcp, "handshake": wl.handshake, "streams": wl.streams,
         "start_ns": wl.start, "stop_ns": wl.stop, "dscp": wl.dscp, "dst_port": wl.dst_port,
@@ -1603,10 +1748,11 @@ def _resolve_workload(wl: Workload, scenario: Scenario) -> dict[str, Any]:
     return out
 
 
-def _resolve_flow(flow: Flow) -> dict[str, Any]:
+def _resolve_flow(flow: Flow, stop: int) -> dict[str, Any]:
+    """The engine's flow, active from its start to ``stop`` (ns)."""
     spec = flow.spec
     common = {
-        "name": flow.name, "src": spec.src, "dst": spec.dst, "start_ns": flow.start, "stop_ns": flow.stop,
+        "name": flow.name, "src": spec.src, "dst": spec.dst, "start_ns": flow.start, "stop_ns": stop,
         "dscp": flow.dscp, "src_port": flow.src_port, "dst_port": flow.dst_port,
     }  # fmt: skip
     if flow.tcp is not None:

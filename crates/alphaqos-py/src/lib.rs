@@ -7,6 +7,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod flows;
+
 #[pyclass(unsendable, module = "alphaqos._core")]
 struct Simulation {
     inner: Engine,
@@ -229,6 +231,7 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_class::<Bookings>()?;
+    m.add_class::<flows::FlowDecoder>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;

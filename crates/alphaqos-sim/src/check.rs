@@ -64,7 +64,11 @@ pub struct Checked {
 /// problem (see [`Simulation::build`] for which stop the check early), and
 /// the routes between the `pairs` of node names.
 pub fn check(cfg: &Config, pairs: &[(String, String)]) -> Checked {
-    let mut cfg = cfg.clone();
+    check_owned(cfg.clone(), pairs)
+}
+
+/// [`check`] of a configuration the caller gives up (no copy of it).
+fn check_owned(mut cfg: Config, pairs: &[(String, String)]) -> Checked {
     cfg.tap_dir = None;
     for l in &mut cfg.links {
         l.tap_ab = None;
@@ -89,7 +93,7 @@ pub fn check(cfg: &Config, pairs: &[(String, String)]) -> Checked {
 /// configuration is one problem.
 pub fn check_json(text: &str, pairs: &[(String, String)]) -> Checked {
     match serde_json::from_str::<Config>(text) {
-        Ok(cfg) => check(&cfg, pairs),
+        Ok(cfg) => check_owned(cfg, pairs),
         Err(e) => Checked { problems: vec![Problem { path: "config".into(), message: e.to_string() }], applied: Applied::default() },
     }
 }
@@ -189,6 +193,23 @@ mod tests {
         let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(paths.len(), 2, "{:?}", c.problems);
         assert!(paths[0].starts_with("control[0]") && paths[1].starts_with("control[1]"), "{:?}", c.problems);
+    }
+
+    #[test]
+    fn every_duplicate_workload_name_is_reported_at_its_own_index() {
+        let mut cfg = config();
+        let transfer = |name: &str| json!({"name": name, "tcp": {"mss_bytes": 1000}, "transfer": {"src": "A", "dst": "B", "size_bytes": 1_000_000u64}});
+        cfg["workloads"] = json!([transfer("w0"), transfer("w1"), transfer("w0"), transfer("w1"), transfer("w2"), transfer("w0")]);
+        let c = checked(&cfg, &[]);
+        let found: Vec<_> = c.problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                ("workloads[2].name", "duplicate workload 'w0'"),
+                ("workloads[3].name", "duplicate workload 'w1'"),
+                ("workloads[5].name", "duplicate workload 'w0'"),
+            ]
+        );
     }
 
     #[test]

@@ -1261,8 +1261,53 @@ fn default_capacity_fraction() -> f64 {
 pub fn applied(json: &str) -> Result<serde_json::Value, String> {
     let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
     for l in &mut c.links {
-        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes);
-        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes);
+        let rate = Some(crate::units::DataRate(l.rate_bps));
+        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes, rate);
+        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes, rate);
     }
     serde_json::to_value(&c).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    fn applied_queue(queue: serde_json::Value, rate_bps: u64) -> serde_json::Value {
+        let link = json!({"a": "a", "b": "b", "rate_bps": rate_bps, "delay_ns": 0, "queue_ab": queue});
+        let cfg = json!({"duration_ns": 1, "nodes": [], "links": [link]});
+        super::applied(&cfg.to_string()).expect("applied")["links"][0]["queue_ab"].clone()
+    }
+
+    #[test]
+    fn a_links_per_flow_queue_gets_linuxs_limit() {
+        let q = applied_queue(json!({"fq_codel": {}}), 1_000_000);
+        assert_eq!((q["fq_codel"]["limit_pkts"].clone(), q["fq_codel"]["quantum_bytes"].clone()), (json!(10240), json!(1514)));
+        assert_eq!(applied_queue(json!({"sfq": {}}), 1_000_000)["sfq"]["limit_pkts"], json!(127));
+    }
+
+    #[test]
+    fn a_class_childs_per_flow_queue_gets_the_classs_buffer() {
+        // HTB: the leaf's limit (1000 packets unless given).
+        let htb = json!({"htb": {"classes": [
+            {"name": "1:1", "rate_bps": 1_000_000, "child": {"fq_codel": {}}},
+            {"name": "1:2", "rate_bps": 1_000_000, "limit_pkts": 50, "child": {"sfq": {}}},
+            {"name": "1:3", "rate_bps": 1_000_000, "limit_pkts": 50, "child": {"sfq": {"limit_pkts": 20}}},
+        ]}});
+        let q = applied_queue(htb, 10_000_000);
+        let child = |i: usize, kind: &str| q["htb"]["classes"][i]["child"][kind]["limit_pkts"].clone();
+        assert_eq!((child(0, "fq_codel"), child(1, "sfq"), child(2, "sfq")), (json!(1000), json!(50), json!(20)));
+        // A classful scheduler: the class's share of the interface buffer, rounded down.
+        let drr = json!({"drr": {"buffer_pkts": 200, "classes": [
+            {"name": "a", "buffer_percent": 30.0, "quantum_bytes": 1514, "child": {"fq_codel": {}}},
+            {"name": "b", "buffer_percent": 70.0, "quantum_bytes": 1514, "child": {"sfq": {}}},
+        ]}});
+        let q = applied_queue(drr, 10_000_000);
+        assert_eq!(q["drr"]["classes"][0]["child"]["fq_codel"]["limit_pkts"], json!(60));
+        assert_eq!(q["drr"]["classes"][1]["child"]["sfq"]["limit_pkts"], json!(140));
+        // A queue that does not build keeps its children as given.
+        let bad = json!({"drr": {"buffer_pkts": 200, "classes": [
+            {"name": "a", "buffer_percent": 130.0, "quantum_bytes": 1514, "child": {"fq_codel": {}}},
+        ]}});
+        assert_eq!(applied_queue(bad, 10_000_000)["drr"]["classes"][0]["child"]["fq_codel"]["limit_pkts"], json!(null));
+    }
 }

@@ -83,6 +83,9 @@ pub mod col {
     pub const STALE_PKTS: &str = "stale_pkts";
     pub const CONNS_OPENED: &str = "conns_opened";
     pub const MAX_CONNS: &str = "max_conns";
+    /// The TCP series of workload streams has a row every this many
+    /// metric intervals (1 unless thinned to its budget of rows).
+    pub const STREAM_SAMPLE_EVERY: &str = "stream_sample_every";
     /// Drops of packets a queue had admitted (CoDel, FQ-CoDel's overflow).
     pub const DROP_QUEUED_PKTS: &str = "drop_queued_pkts";
     pub const DROP_QUEUED_BYTES: &str = "drop_queued_bytes";

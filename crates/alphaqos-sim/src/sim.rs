@@ -18,10 +18,10 @@ use crate::event::{Event, FlowTimer};
 use crate::metrics::{col, Column, DelayStats, Table};
 use crate::network::{Ends, FlowIo, Net};
 use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
-use crate::recorder::{Recorder, Sampling};
+use crate::recorder::{Recorder, Sampling, STREAM_ROWS_MAX};
 use crate::time::{Duration, SimTime};
 use crate::workload::{ideal_fct, Kind, PathInfo, Workload};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 pub use crate::network::{ConnStats, TSQ_BYTES};
 
@@ -105,6 +105,9 @@ pub struct StreamRec {
     pub spurious: u64,
     pub timeouts: u64,
     pub failed: bool,
+    /// Bytes its receiver had delivered in order at its previous row of
+    /// the streams' TCP series.
+    pub prev_delivered: u64,
 }
 
 pub struct Simulation {
@@ -211,8 +214,11 @@ impl Simulation {
             flows.push(FlowMeta { name: f.name.clone(), key: rec.names.intern(&f.name), start: f.start_ns, stop, prev: 0 });
         }
         let mut workloads = Vec::new();
+        // Names seen so far: a set, not a scan of the earlier workloads
+        // (quadratic: 10^4 workloads took most of a second to check).
+        let mut workload_names = HashSet::new();
         for (i, w) in cfg.workloads.iter().enumerate() {
-            if cfg.workloads[..i].iter().any(|o| o.name == w.name) {
+            if !workload_names.insert(w.name.as_str()) {
                 problems.push(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
                 continue;
             }
@@ -644,6 +650,7 @@ impl Simulation {
                 spurious: 0,
                 timeouts: 0,
                 failed: false,
+                prev_delivered: 0,
             });
             self.net.events.schedule(now, Event::Conn(id, FlowTimer::Start));
         }
@@ -738,12 +745,23 @@ impl Simulation {
         }
         if !self.workloads.is_empty() {
             let mut delivered: Vec<u64> = self.workloads.iter().map(|w| w.delivered_done).collect();
+            // The streams open now get a row of their TCP series (those that
+            // closed have none after they closed), thinned past a budget.
+            let last = now >= self.duration;
+            let due = self.rec.streams.due(last);
+            let span = Sampling { now, span_ns: now.since(self.rec.streams.last).as_nanos().max(1) };
             for (_, c) in self.conns.iter() {
                 if let (Owner::Stream(r), Some(tcp)) = (c.owner, c.app.tcp()) {
-                    let t = self.streams[r as usize].transfer;
-                    delivered[self.transfers[t as usize].workload as usize] += tcp.receiver.delivered();
+                    let sr = &mut self.streams[r as usize];
+                    let w = self.transfers[sr.transfer as usize].workload as usize;
+                    delivered[w] += tcp.receiver.delivered();
+                    if due {
+                        let row = tcp.series_row(&mut sr.prev_delivered, span);
+                        self.rec.streams.row(self.workloads[w].key, [sr.transfer as u64, sr.stream as u64], &row);
+                    }
                 }
             }
+            self.rec.streams.end_sample(now, due, last, STREAM_ROWS_MAX);
             for (w, d) in self.workloads.iter_mut().zip(delivered) {
                 let row = [now.as_nanos(), w.active_conns, s.rate(w.offered_bytes - w.prev_offered), s.rate(d.saturating_sub(w.prev_delivered)), w.started, w.completed];
                 self.rec.workload.row(w.key, &row);
@@ -782,6 +800,7 @@ impl Simulation {
         out.insert("udp".into(), self.rec.udp.table(names));
         out.insert("queue".into(), self.rec.queue.table(names));
         out.insert("workload".into(), self.rec.workload.table(names));
+        out.insert("workload_tcp".into(), self.rec.streams.series.table(names));
         out.insert("yaqs_series".into(), self.rec.yaqs.table(names));
         out.extend(crate::monitor::tables(&self.net).into_iter().map(|(k, t)| (k.to_string(), t)));
         out.insert("ping".into(), self.ping_table());
@@ -799,7 +818,8 @@ impl Simulation {
                 .with(col::SIM_TIME_NS, Column::U64(vec![self.net.now.as_nanos()]))
                 .with(col::CONNS_OPENED, Column::U64(vec![self.conns_opened]))
                 .with(col::MAX_CONNS, Column::U64(vec![self.conns.capacity() as u64]))
-                .with(col::STALE_PKTS, Column::U64(vec![self.net.stale_pkts])),
+                .with(col::STALE_PKTS, Column::U64(vec![self.net.stale_pkts]))
+                .with(col::STREAM_SAMPLE_EVERY, Column::U64(vec![self.rec.streams.every as u64])),
         );
         out
     }

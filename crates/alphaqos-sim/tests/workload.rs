@@ -12,7 +12,9 @@
 //!   the shape itself is checked by the Hill estimator in `workload/dist.rs`);
 //! - completion times of Poisson transfers at load 0.5 follow processor
 //!   sharing, E[T | x] = x / (C (1 - rho)), for large x;
-//! - bad workloads are refused with their field path.
+//! - bad workloads are refused with their field path;
+//! - the TCP series of many streams stays within its row budget by
+//!   keeping every other sample of every stream, whole lifetimes.
 
 mod common;
 use common::*;
@@ -300,4 +302,28 @@ fn the_receiver_completes_when_every_block_has_arrived_whichever_stream_carried_
             assert!(resent.div_ceil(1448) <= lost + twice, "{resent} B resent for {lost} lost, {twice} received twice");
         }
     }
+}
+
+#[test]
+fn many_streams_are_sampled_whole_at_a_coarser_step_within_the_row_budget() {
+    // 300 streams open for the whole 1 s run, sampled every millisecond:
+    // 300,000 rows would pass the budget (2^18); from then on every other
+    // sample is kept, of every stream, and the run's last sample too.
+    let cfg = Cfg::new(S, MS).host("H1").host("H2").link("H1", "H2", 100 * MBPS, MS, 0);
+    let r = cfg.workload(transfer("many", 1_000_000_000, 300, json!({}))).run();
+    let t = r.table("workload_tcp");
+    assert_eq!(r.col("run", "stream_sample_every"), [2]);
+    assert!(t.rows() <= 1 << 18, "{} rows", t.rows());
+    let (streams, times) = (t.u64s("stream"), t.u64s("time_ns"));
+    assert!(t.strs("workload").iter().all(|w| w == "many") && t.u64s("transfer").iter().all(|&x| x == 0));
+    for s in 0..300 {
+        let mine: Vec<u64> = streams.iter().zip(times).filter(|(&x, _)| x == s).map(|(_, &t)| t).collect();
+        // Samples 1, 3, 5, ... 999 ms (the 1st, 3rd, ...) and the last, 1000 ms.
+        let expect: Vec<u64> = (0..500).map(|k| (2 * k + 1) * MS).chain([S]).collect();
+        assert_eq!(mine, expect, "stream {s}");
+    }
+    // The windows are windows: at least one segment; the first, at 1 ms, the initial 10.
+    let cwnd = t.u64s("cwnd_bytes");
+    assert!(cwnd.iter().all(|&c| c >= 1448));
+    assert!(cwnd.iter().zip(times).filter(|(_, &t)| t == MS).all(|(&c, _)| c == 10 * 1448));
 }

@@ -14,7 +14,7 @@ time (the last one until ``end``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .._core import Bookings
 from .topology import Topology
@@ -23,32 +23,49 @@ Profile = Sequence[tuple[int, int]]
 
 
 class LinkBookings:
-    """Bookings of every link of a topology, by link id."""
+    """Bookings of every link of a topology, by link id: one core per link,
+    so that one link's index can be rebuilt alone (:meth:`reset`) when
+    another process changed its bookings."""
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
-        self._index = {link.id: i for i, link in enumerate(topology.links)}
-        self._core = Bookings()
+        self._cores = {link.id: Bookings() for link in topology.links}
+        self._caps = {link.id: link.reservable_bps for link in topology.links}
 
-    def _links(self, path: Sequence[str]) -> list[tuple[int, int]]:
-        return [(self._index[l], self.topology.link(l).reservable_bps) for l in path]
+    def _core(self, link: str) -> Bookings:
+        try:
+            return self._cores[link]
+        except KeyError:
+            raise KeyError(f"no such link {link!r}") from None
 
     def peak(self, link: str, start: int, end: int) -> int:
         """The most booked on ``link`` at any instant of ``[start, end)``."""
-        return self._core.peak(self._index[link], start, end)
+        return self._core(link).peak(0, start, end)
+
+    def fits_link(self, link: str, profile: Profile, end: int) -> bool:
+        return self._core(link).fits_profile([(0, self._caps[link])], list(profile), end)
 
     def fits(self, path: Sequence[str], profile: Profile, end: int) -> bool:
-        return self._core.fits_profile(self._links(path), list(profile), end)
+        return all(self.fits_link(l, profile, end) for l in path)
 
     def book(self, path: Sequence[str], profile: Profile, end: int) -> None:
-        self._core.change_profile(self._links(path), list(profile), end, 1)
+        for l in path:
+            self._core(l).change_profile([(0, self._caps[l])], list(profile), end, 1)
 
     def release(self, path: Sequence[str], profile: Profile, end: int) -> None:
-        self._core.change_profile(self._links(path), list(profile), end, -1)
+        for l in path:
+            self._core(l).change_profile([(0, self._caps[l])], list(profile), end, -1)
+
+    def reset(self, link: str, bookings: Iterable[tuple[Profile, int]] = ()) -> None:
+        """Replace ``link``'s bookings by ``[(profile, end), ...]``."""
+        core = self._cores[link] = Bookings()
+        caps = [(0, self._caps[link])]
+        for profile, end in bookings:
+            core.change_profile(caps, [tuple(p) for p in profile], end, 1)
 
     def steps(self, link: str, start: int, end: int) -> list[tuple[int, int]]:
         """``[(time_ns, booked_bps from then on), ...]`` over ``[start, end)``."""
-        return self._core.steps(self._index[link], start, end)
+        return self._core(link).steps(0, start, end)
 
     def max_bookable(self, path: Sequence[str], start: int, end: int) -> int:
         """The largest constant rate that still fits on ``path`` over ``[start, end)``."""

@@ -56,8 +56,10 @@ The host's segmentation offload
     up to 64 KB, which pass a bucket of a few frames as one burst. The
     zurawski-tc study (``python/alphaqos/reproduce/zurawski.py``, GSO)
     needed ``gso_max_segs 1`` on the sender's device for the shaping to
-    hold; the script sets it and the ``linux`` back-end sets it over
-    netlink (``IFLA_GSO_MAX_SEGS``).
+    hold; the script sets it, and the ``linux`` back-end has
+    :func:`alphaqos.provision.shape.apply` set it over netlink
+    (``IFLA_GSO_MAX_SEGS``) and record the device's value, which
+    :func:`alphaqos.provision.shape.remove` puts back on release.
 
 Profiles
     A reservation whose rate is a step function is policed at its peak
@@ -179,10 +181,10 @@ def match_rates(rate_bps: int, *, share_percent: float = HOST_SHARE_PERCENT, buc
         raise SouthboundError(f"rate_bps: must be a positive number of bit/s, got {rate_bps!r}")
     p = policer_bucket(rate_bps) if bucket is None else int(bucket)
     try:
-        # gso_max_segs is set and restored by the southbound itself (its manifest
-        # keeps the device's value from before the first provision), not by shape.
+        # shape sets gso_max_segs with the tree and records the device's value
+        # from before, which its remove puts back (one GSO setter in the project).
         plan = plan_shape(device, rate_bps, share_percent, match=match, policer_burst=p, netns_name=netns,
-                          gso_max_segs=None)
+                          gso_max_segs=GSO_MAX_SEGS)
     except ShapeError as exc:
         raise SouthboundError(f"host shaping for {rate_bps} bit/s: {exc}") from None
     m = Matched(rate_bps, p, plan.rate_bps, plan.burst_bytes, share_percent, MTU_FRAME)
@@ -358,33 +360,11 @@ def _host_script(resv: dict, matched: Matched, shape_plan, dst_address: str) -> 
         "# these commands replace the root qdisc.",
         "set -e",
         'DEV="${1:?usage: sh host-shaping.sh DEVICE}"',
-        "# One frame per packet to the qdisc (the zurawski-tc study: TCP's GSO packets pass a small bucket as one burst).",
-        f'ip link set dev "$DEV" gso_max_segs {GSO_MAX_SEGS}',
+        "# One frame per packet to the qdisc (the zurawski-tc study: TCP's GSO packets pass a small bucket as one burst):",
+        "# the last line, gso_max_segs.",
     ]
     lines += [c.replace(" dev $DEV ", ' dev "$DEV" ') for c in tc_commands(shape_plan)]
     return "\n".join(lines) + "\n"
-
-
-def _read_or_none(path: Path) -> str | None:
-    return path.read_text(encoding="utf-8") if path.is_file() else None
-
-
-def set_gso_max_segs(device: str, segs: int = GSO_MAX_SEGS) -> tuple[int, int]:
-    """Set ``device``'s ``gso_max_segs`` (in the current network namespace)
-    over rtnetlink; returns (the value before, the value read back)."""
-    from pyroute2 import IPRoute
-    from pyroute2.netlink.exceptions import NetlinkError
-
-    with IPRoute() as ipr:
-        found = ipr.link_lookup(ifname=device)
-        if not found:
-            raise SouthboundError(f"device: no network device {device!r}")
-        before = int(ipr.get_links(found[0])[0].get_attr("IFLA_GSO_MAX_SEGS"))
-        try:
-            ipr.link("set", index=found[0], gso_max_segs=segs)
-        except NetlinkError as exc:
-            raise SouthboundError(f"device {device}: cannot set gso_max_segs {segs}: {exc}") from None
-        return before, int(ipr.get_links(found[0])[0].get_attr("IFLA_GSO_MAX_SEGS"))
 
 
 def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "dry-run", device: str | None = None, *,
@@ -394,8 +374,7 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
     "manifest"}`` -> paths. Everything is rendered and checked before
     anything is written or applied; a SouthboundError names what is wrong."""
     from ..provision.cli import _replace
-    from ..provision.shape import Match, ShapeError, apply
-    from ..provision.shape import netns as in_netns
+    from ..provision.shape import Match, ShapeError, apply, read_state
 
     if backend not in BACKENDS:
         raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -437,11 +416,10 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
             done = apply(shape_plan)
         except ShapeError as exc:
             raise SouthboundError(f"device {device}: {exc}") from None
-        with in_netns(netns):
-            gso_before, gso = set_gso_max_segs(device)
-        old = json.loads(previous_manifest) if (previous_manifest := _read_or_none(out_dir / "southbound.json")) else {}
-        if old.get("applied", {}).get("device") == device:  # a modify: keep what the device had before the first apply
-            gso_before = old["applied"].get("gso_max_segs_before", gso_before)
+        # shape.apply set gso_max_segs and keeps the value from before the
+        # first apply (a modify changes the tree in place and keeps it too).
+        gso = read_state(device, netns)["gso_max_segs"]
+        gso_before = done.previous.get("gso_max_segs")
         applied = {"device": device, "changed_in_place": done.changed_in_place, "txqueuelen": done.txqueuelen,
                    "notes": done.notes, "gso_max_segs": gso, "gso_max_segs_before": gso_before}  # fmt: skip
         manifest["applied"] = applied
@@ -477,18 +455,13 @@ def release_southbound(resv: dict, out_dir: Path, backend: str = "dry-run", devi
         raise SouthboundError("device: the linux back-end needs the device to shape")
     record: dict[str, Any] = {"reservation": resv.get("id"), "version": resv.get("version"), "backend": backend, "device": device}
     if backend == "linux":
-        from ..provision.shape import netns as in_netns
-
         try:
             removed, now, previous = remove(device, netns)
         except ShapeError as exc:
             raise SouthboundError(f"device {device}: {exc}") from None
-        record.update(removed=removed, root_now=now, root_before=previous.get("kind"))
-        manifest = _read_or_none(Path(out_dir) / "southbound.json")
-        applied = json.loads(manifest).get("applied", {}) if manifest else {}
-        if applied.get("device") == device and applied.get("gso_max_segs_before"):
-            with in_netns(netns):
-                record["gso_max_segs"] = set_gso_max_segs(device, int(applied["gso_max_segs_before"]))[1]
+        # shape.remove put the device's gso_max_segs from before the shaping back.
+        record.update(removed=removed, root_now=now, root_before=previous.get("kind"),
+                      gso_max_segs=previous.get("gso_max_segs"))
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

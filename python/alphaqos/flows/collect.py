@@ -3,12 +3,16 @@ exports writing the canonical flow table (:mod:`.schema`) as Parquet.
 
 ``alphaqos flows collect [--listen HOST:PORT] --out DIR [--flush-every 10s]
 [--flush-records N] [--sampling EXPORTER=N ...] [--max-packet EXPORTER=BYTES ...]
-[--time-window D|off] [--duration D]``
+[--time-window D|off] [--duration D] [--decoder native|python]``
 
 One non-blocking UDP socket with a large receive buffer (asked for
 :data:`RECEIVE_BUFFER` bytes; the kernel caps it at ``net.core.rmem_max``)
-is drained in batches with ``recvfrom_into``; each datagram is decoded by
-:class:`.netflow.Decoder` (exporter: the datagram's source address) and the
+is drained in batches. By default (``--decoder native``) the batches are
+read with ``recvmmsg`` and decoded by :class:`.native.NativeDecoder` (Rust,
+the GIL released while it waits and decodes); ``--decoder python`` reads
+them with ``recvfrom_into`` and decodes them with :class:`.netflow.Decoder`,
+the reference both are tested against. The exporter of a datagram is its
+source address; the
 records are handed every ``--flush-every``, or as soon as
 ``--flush-records`` are waiting (default :data:`FLUSH_RECORDS`), to a
 writer thread that builds the table and writes it with
@@ -57,6 +61,7 @@ from .. import units
 from ..cli import RunFailure, UsageError
 from . import schema
 from .ingest import time_window
+from .native import NativeDecoder
 from .netflow import Decoder
 
 __all__ = ["register", "parse_listen", "RECEIVE_BUFFER"]
@@ -90,6 +95,8 @@ def register(subparsers) -> None:
     parser.add_argument("--time-window", metavar="D|off", default="1d",
                         help="reject records more than D from their receive time (default 1d)")  # fmt: skip
     parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
+    parser.add_argument("--decoder", choices=("native", "python"), default="native",
+                        help="decode in Rust with recvmmsg (default) or in Python (the reference)")  # fmt: skip
     parser.set_defaults(handler=_collect)
 
 
@@ -157,7 +164,8 @@ def _collect(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.listen}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     with sock:
-        decoder = Decoder(sampling, window_us=window, max_packet_bytes=max_packet)
+        kind = NativeDecoder if args.decoder == "native" else Decoder
+        decoder = kind(sampling, window_us=window, max_packet_bytes=max_packet)
         return Collector(sock, args.out, decoder, flush_every, duration, flush_records=args.flush_records).run()
 
 
@@ -173,7 +181,8 @@ class Collector:
         self.flush_every, self.duration, self.flush_records = flush_every, duration, flush_records
         self.peak_pending = 0  # most records waiting in the decoder at once (the bound's own accounting)
         self.stopping = False
-        self.decode_s = 0.0
+        self.decode_s = 0.0  # receiving and decoding (receive loop)
+        self.build_s = 0.0  # building the tables (writer thread)
         self.written = 0
         self.unwritten: list = []  # frames a failed write left behind, retried at the next flush
         self.failure: str | None = None
@@ -198,9 +207,7 @@ class Collector:
                 if end is not None and now >= end:
                     break
                 wait = min(next_flush, end if end is not None else next_flush) - now
-                readable, _, _ = select.select([self.sock], [], [], max(0.0, min(wait, _TICK_S)))
-                if readable:
-                    self._drain(BATCH)
+                self._receive(BATCH, max(0.0, min(wait, _TICK_S)))
                 if time.monotonic() >= next_flush or self.decoder.pending >= self.flush_records:
                     self.batches.put((self.decoder.detach(), False))  # waits while QUEUED_FLUSHES are queued
                     next_flush = time.monotonic() + self.flush_every
@@ -216,12 +223,38 @@ class Collector:
             raise RunFailure(self.failure)
         return 0
 
+    def _receive(self, limit: int, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for datagrams, then read up to ``limit``."""
+        if isinstance(self.decoder, NativeDecoder):
+            started = time.thread_time()  # this thread's CPU time: the wait in poll is not counted
+            self.decoder.recv(self.sock, limit, timeout, self.flush_records)
+            self.decode_s += time.thread_time() - started
+            self.peak_pending = max(self.peak_pending, self.decoder.pending)
+            return
+        readable, _, _ = select.select([self.sock], [], [], timeout)
+        if readable:
+            self._drain(limit)
+
     def _drain(self, limit: int | None, deadline: float | None = None) -> bool:
         """Read up to ``limit`` datagrams (None: all queued, until
         ``deadline``); returns True if it stopped because ``--flush-records``
         records are waiting."""
-        buffer = bytearray(65536)
         decoder = self.decoder
+        if isinstance(decoder, NativeDecoder):
+            started = time.perf_counter()
+            count = 0
+            while True:
+                read = decoder.recv(self.sock, BATCH, 0.0, self.flush_records)
+                count += read
+                self.peak_pending = max(self.peak_pending, decoder.pending)
+                if decoder.pending >= self.flush_records:
+                    self.decode_s += time.perf_counter() - started
+                    return True
+                if read == 0 or (limit is not None and count >= limit) or (deadline is not None and time.monotonic() > deadline):
+                    break
+            self.decode_s += time.perf_counter() - started
+            return False
+        buffer = bytearray(65536)
         view = memoryview(buffer)
         recv, feed = self.sock.recvfrom_into, self.decoder.feed
         count = 0
@@ -255,7 +288,7 @@ class Collector:
             try:
                 started = time.perf_counter()
                 frame = self.decoder.build(chunks)
-                self.decode_s += time.perf_counter() - started
+                self.build_s += time.perf_counter() - started  # its own sum: two threads must not share one
                 self._write(frame, final)
             except Exception as exc:  # noqa: BLE001 - reported, and the collector exits 1
                 self.failure = f"cannot write the flows: {type(exc).__name__}: {exc}"
@@ -268,7 +301,7 @@ class Collector:
         written = 0
         while self.unwritten:
             try:
-                schema.write_partitioned(self.unwritten[0], self.out, tag="flows")
+                schema.write_partitioned(self.unwritten[0], self.out, tag="flows", level=1)  # fast: the collector keeps up
             except OSError as exc:
                 message = f"cannot write into {str(self.out)!r}: {exc.strerror or exc}"
                 if final:
@@ -283,7 +316,8 @@ class Collector:
     def _report(self, written: int, final: bool) -> None:
         decoder = self.decoder
         stats = decoder.stats
-        rate = stats["records"] / self.decode_s if self.decode_s > 0 else 0.0
+        busy = self.decode_s + self.build_s
+        rate = stats["records"] / busy if busy > 0 else 0.0
         elapsed = time.monotonic() - self.started
         drops = socket_drops(self.sock)
         head = "stopped after" if final else "at"

@@ -172,6 +172,11 @@ TEMPLATE_FIELDS_PER_EXPORTER = 65_536
 TEMPLATE_FIELDS = 262_144
 #: Problems kept in ``Decoder.problems`` (all are counted).
 KEPT_PROBLEMS = 10_000
+#: Exporters whose counters are kept apart; the counters of any further
+#: source address are summed under :data:`OTHER_EXPORTERS` (their records
+#: keep their own exporter), so spoofed sources cannot grow them.
+EXPORTERS = 10_000
+OTHER_EXPORTERS = "(other exporters)"
 
 # Information element ids (IPFIX, RFC 7012 / IANA registry; v9 ids 1-127
 # are the same, RFC 3954 Section 8).
@@ -335,6 +340,7 @@ class Decoder:
         self.exporter_counts: dict[str, Counter] = {}
         self.exporter_stats: dict[str, Counter] = {}
         self.rejected: Counter = Counter()  # (exporter, schema.Reason) -> records
+        self._named: set[str] = set()  # exporters with counters of their own (EXPORTERS)
         self._chunks: list[_Chunk] = []
         self._rows = 0
 
@@ -368,16 +374,26 @@ class Decoder:
         self._stat(exporter, "records", decoded)
         return decoded
 
+    def _counted(self, exporter: str) -> str:
+        """The name ``exporter``'s counters go under (see :data:`EXPORTERS`)."""
+        if exporter in self._named:
+            return exporter
+        if len(self._named) < EXPORTERS:
+            self._named.add(exporter)
+            return exporter
+        return OTHER_EXPORTERS
+
     def _stat(self, exporter: str, key: str, n: int = 1) -> None:
+        exporter = self._counted(exporter)
         self.stats[key] += n
         stats = self.exporter_stats.get(exporter)
-        if stats is None:  # (setdefault would build a Counter for every call)
-            stats = self.exporter_stats[exporter] = Counter()
+        if stats is None:  # setdefault: atomic, so build() in another thread cannot replace a new Counter
+            stats = self.exporter_stats.setdefault(exporter, Counter())
         stats[key] += n
 
     def _problem(self, exporter: str, reason: str, detail: str, n: int = 1) -> None:
         self.counts[reason] += n
-        self.exporter_counts.setdefault(exporter, Counter())[reason] += n
+        self.exporter_counts.setdefault(self._counted(exporter), Counter())[reason] += n
         self._problem_only(exporter, reason, detail)
 
     def _problem_only(self, exporter: str, reason: str, detail: str) -> None:
@@ -752,48 +768,60 @@ class Decoder:
             np.array([number[c.exporter] for group in groups.values() for c in group], np.int64),
             np.array([c.n for group in groups.values() for c in group], np.int64),
         )
-        columns = {
-            name: np.concatenate([p[name] for p in parts])
-            for name in ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate",
-                         "input_if", "output_if", "earliest", "latest", "packets_known", "address_length", "time_overflow")
-        }  # fmt: skip
-        # values a template gave more bytes than the canonical type holds
-        # (malformed, or odd exporters) must not stop the table being built
-        for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):
-            columns[name] &= (1 << bits) - 1
-        for name in ("input_if", "output_if"):
-            columns[name] = np.where((columns[name] >= 0) & (columns[name] < 1 << 31), columns[name], 0)
-        frame = pl.DataFrame(columns).with_columns(
-            pl.Series("exporter", names, pl.String).gather(exporter_index),
-            _addresses(parts, "src"),
-            _addresses(parts, "dst"),
-        )
-        frame = frame.with_columns(
-            pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
-            pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
-        )
-        # Impossible records are rejected exactly as the readers reject them (schema.impossible).
-        checks = schema.impossible(
-            pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")}, pl.col("sampling_rate"),
-            earliest=pl.col("earliest"), latest=pl.col("latest"), address_length=pl.col("address_length"),
-            time_overflow=pl.col("time_overflow"), packets_known=pl.col("packets_known"),
-            max_packet_bytes=schema.packet_limit(pl.col("exporter"), self.max_packet_bytes),
-        )  # fmt: skip
-        reason, _ = schema.first_reason(checks)
-        frame = frame.with_columns(reason.alias("_reason"))
-        bad = frame.filter(pl.col("_reason").is_not_null())
-        if bad.height:
-            for exporter, why, n in bad.group_by("exporter", "_reason").len().rows():
-                self.rejected[(exporter, schema.Reason(why))] += n
-                self._problem_only(exporter, "rejected", f"{n} records: {why}")
-            frame = frame.filter(pl.col("_reason").is_null())
-        for exporter, n in frame.filter(pl.col("sampling_rate") == 0).group_by("exporter").len().rows():
+        columns = {name: np.concatenate([p[name] for p in parts]) for name in COLUMNS}
+        addresses = [_addresses(parts, side) for side in ("src", "dst")]
+        frame, rejected, unknown = finish(columns, names, exporter_index, addresses, self.max_packet_bytes)
+        for (exporter, why), n in rejected.items():
+            self.rejected[(self._counted(exporter), why)] += n
+            self._problem_only(exporter, "rejected", f"{n} records: {why}")
+        for exporter, n in unknown.items():
             self._stat(exporter, "sampling_unknown", n)
-        return schema.conform(frame)
+        return frame
 
     def exporters(self) -> list[str]:
         """Every exporter heard from, sorted."""
         return sorted(set(self.exporter_stats) | set(self.exporter_counts) | {e for e, _ in self.rejected})
+
+
+#: The columns a decoder computes for each record before :func:`finish`.
+COLUMNS = ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate", "input_if",
+           "output_if", "earliest", "latest", "packets_known", "address_length", "time_overflow")  # fmt: skip
+
+
+def finish(columns: dict, names: list[str], exporter_index, addresses: list[pl.Series], max_packet_bytes=None):
+    """The canonical table of decoded records, from their :data:`COLUMNS`
+    (arrays), their exporters (``names`` and an index into it per record)
+    and their address columns; the impossible records are rejected exactly
+    as the readers reject them (:func:`.schema.impossible`). Shared by the
+    Python decoder and the native one (:mod:`.native`); returns ``(frame,
+    {(exporter, schema.Reason): records rejected}, {exporter: records of
+    unknown sampling rate})``, for the caller to count."""
+    # values a template gave more bytes than the canonical type holds
+    # (malformed, or odd exporters) must not stop the table being built
+    for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):
+        columns[name] = columns[name] & ((1 << bits) - 1)
+    for name in ("input_if", "output_if"):
+        columns[name] = np.where((columns[name] >= 0) & (columns[name] < 1 << 31), columns[name], 0)
+    frame = pl.DataFrame(columns).with_columns(pl.Series("exporter", names, pl.String).gather(exporter_index), *addresses)
+    frame = frame.with_columns(
+        pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
+        pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
+    )
+    checks = schema.impossible(
+        pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")}, pl.col("sampling_rate"),
+        earliest=pl.col("earliest"), latest=pl.col("latest"), address_length=pl.col("address_length"),
+        time_overflow=pl.col("time_overflow"), packets_known=pl.col("packets_known"),
+        max_packet_bytes=schema.packet_limit(pl.col("exporter"), max_packet_bytes),
+    )  # fmt: skip
+    reason, _ = schema.first_reason(checks)
+    frame = frame.with_columns(reason.alias("_reason"))
+    rejected: dict = {}
+    bad = frame.filter(pl.col("_reason").is_not_null())
+    if bad.height:
+        rejected = {(exporter, schema.Reason(why)): n for exporter, why, n in bad.group_by("exporter", "_reason").len().rows()}
+        frame = frame.filter(pl.col("_reason").is_null())
+    unknown = dict(frame.filter(pl.col("sampling_rate") == 0).group_by("exporter").len().rows())
+    return schema.conform(frame), rejected, unknown
 
 
 def _columns(group: list[_Chunk]) -> dict:
@@ -944,19 +972,25 @@ def _columns(group: list[_Chunk]) -> dict:
 
 
 def _addresses(parts: list[dict], side: str) -> pl.Series:
-    """The ``side`` address column: IPv4 converted to text in one
-    vectorised expression, IPv6 text scattered in."""
+    """The ``side`` address column of the parts of a table."""
     v4 = np.concatenate([p[side + "4"] if side + "4" in p else np.zeros(p["n"], np.uint32) for p in parts])
-    octets = [_OCTETS.gather((v4 >> shift) & 255) for shift in (24, 16, 8, 0)]  # no int -> text formatting
-    text = pl.select(pl.concat_str([pl.lit(o) for o in octets], separator=".")).to_series()
     offset, indices, values = 0, [], []
     for p in parts:
         if side + "6" in p:
             indices.extend(range(offset, offset + p["n"]))
             values.extend(p[side + "6"])
         offset += p["n"]
-    if indices:
-        text = text.scatter(indices, values)
+    return address_column(side, v4, indices, values)
+
+
+def address_column(side: str, v4: np.ndarray, v6_rows, v6_text) -> pl.Series:
+    """The ``side`` address column: IPv4 (``v4``, uint32) converted to text
+    in one vectorised expression, the IPv6 text (``v6_text``) scattered in
+    at ``v6_rows``."""
+    octets = [_OCTETS.gather((v4 >> shift) & 255) for shift in (24, 16, 8, 0)]  # no int -> text formatting
+    text = pl.select(pl.concat_str([pl.lit(o) for o in octets], separator=".")).to_series()
+    if len(v6_rows):
+        text = text.scatter(v6_rows, v6_text)
     return text.alias(f"{side}_addr")
 
 

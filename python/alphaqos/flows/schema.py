@@ -220,12 +220,14 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
 
 
-def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part") -> list[Path]:
+def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part", level: int | None = None) -> list[Path]:
     """Write a canonical table under ``root`` partitioned by exporter and
     day (of ``first``, UTC): ``exporter=<e>/day=<YYYY-MM-DD>/<tag>-<n>.parquet``.
     Each file is written beside its target and renamed, so a reader never
     sees half a file; existing files are never overwritten (the next free
-    ``<n>`` is taken). Returns the files written."""
+    ``<n>`` is taken). ``level``: the zstd level (None: polars' default;
+    the collector writes with 1, a quarter less CPU for a fifth more
+    bytes). Returns the files written."""
     root = Path(root)
     frame = conform(frame).with_columns(pl.col("first").dt.date().alias("_day"))
     written = []
@@ -237,7 +239,7 @@ def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part
             n += 1
         target = directory / f"{tag}-{n:05d}.parquet"
         staging = directory / f".{target.name}.partial"
-        part.drop("_day").write_parquet(staging, compression="zstd", statistics=True)
+        part.drop("_day").write_parquet(staging, compression="zstd", compression_level=level, statistics=True)
         staging.rename(target)
         written.append(target)
     return written

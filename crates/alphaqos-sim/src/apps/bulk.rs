@@ -125,6 +125,35 @@ impl BulkTcp {
     }
 
     /// All of a finite transfer's bytes are acknowledged.
+    /// Its row of the TCP series (`recorder::TCP_COLS`) at a sample;
+    /// `prev` is the in-order bytes delivered at its previous row, updated.
+    pub fn series_row(&self, prev: &mut u64, s: Sampling) -> [u64; 16] {
+        let (snd, rcv) = (&self.sender, &self.receiver);
+        let delivered = rcv.delivered();
+        let goodput = s.rate(delivered - *prev);
+        *prev = delivered;
+        // u64::MAX stands for "none" (no RTT sample yet, ssthresh still
+        // infinite) and leaves the engine as null.
+        [
+            s.now.as_nanos(),
+            snd.bytes_acked(),
+            goodput,
+            snd.cwnd(),
+            snd.ssthresh(),
+            snd.srtt().map_or(u64::MAX, |d| d.as_nanos()),
+            snd.rto().as_nanos(),
+            snd.stats.retransmits,
+            snd.stats.retransmitted_bytes,
+            rcv.stats.spurious_retransmits,
+            snd.stats.fast_retransmits,
+            snd.stats.timeouts,
+            rcv.stats.ooo_arrivals,
+            rcv.stats.ooo_extent_max,
+            rcv.stats.ooo_extent_3plus,
+            rcv.stats.dup_acks_sent,
+        ]
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished_at.is_some()
     }
@@ -270,31 +299,8 @@ impl App for BulkTcp {
     }
 
     fn sample(&self, key: u32, _st: &ConnStats, prev: &mut u64, s: Sampling, rec: &mut Recorder) {
-        let (snd, rcv) = (&self.sender, &self.receiver);
-        let delivered = rcv.delivered();
-        // u64::MAX stands for "none" (no RTT sample yet, ssthresh still
-        // infinite) and leaves the engine as null.
-        let row = [
-            s.now.as_nanos(),
-            snd.bytes_acked(),
-            s.rate(delivered - *prev),
-            snd.cwnd(),
-            snd.ssthresh(),
-            snd.srtt().map_or(u64::MAX, |d| d.as_nanos()),
-            snd.rto().as_nanos(),
-            snd.stats.retransmits,
-            snd.stats.retransmitted_bytes,
-            rcv.stats.spurious_retransmits,
-            snd.stats.fast_retransmits,
-            snd.stats.timeouts,
-            rcv.stats.ooo_arrivals,
-            rcv.stats.ooo_extent_max,
-            rcv.stats.ooo_extent_3plus,
-            rcv.stats.dup_acks_sent,
-        ];
         debug_assert_eq!(crate::recorder::TCP_COLS[2], col::GOODPUT_BPS);
-        rec.tcp.row(key, &row);
-        *prev = delivered;
+        rec.tcp.row(key, &self.series_row(prev, s));
     }
 
     fn tcp(&self) -> Option<&BulkTcp> {

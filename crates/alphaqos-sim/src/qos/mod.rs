@@ -381,32 +381,73 @@ fn psched_mtu(mtu: u32) -> u32 {
     mtu + 14
 }
 
-/// A limit the configuration gives, if it gives one.
-/// A link queue's configuration with the parameters the engine fills in
-/// when it builds the discipline written out (FQ-CoDel's and SFQ's absent
-/// keys, from the same functions as the build, on a link of MTU `mtu`):
-/// what [`crate::config::applied`] reports.
-pub fn applied_queue(q: &mut QueueConfig, mtu: u32) {
-    let limit_opts = |l: fifo::Limit| ((l.pkts != u64::MAX).then_some(l.pkts), (l.bytes != u64::MAX).then_some(l.bytes));
-    match q {
-        QueueConfig::FqCodel(c) => {
-            let p = fq_codel_params(c, None, mtu);
-            (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
-            c.buckets = Some(p.buckets);
-            c.quantum_bytes = Some(p.quantum);
-            c.target_ns = Some(p.codel.target.as_nanos());
-            c.interval_ns = Some(p.codel.interval.as_nanos());
-            c.mtu_bytes = Some(p.codel.mtu);
-            c.drop_batch = Some(p.drop_batch);
+/// A queue's configuration with the parameters the engine fills in when
+/// it builds it, written out: FQ-CoDel's and SFQ's absent keys, as a
+/// link's queue and as the child of any class (HTB, Junos, strict priority,
+/// WRR, DRR, MDRR) on the class's buffer, from the same functions as the
+/// build, on a link of MTU `mtu` and rate `rate`: what
+/// [`crate::config::applied`] reports. A classful queue that does not
+/// build (a bad configuration) leaves its children as given.
+pub fn applied_queue(q: &mut QueueConfig, mtu: u32, rate: Option<DataRate>) {
+    // Each class's buffer, as the builder makes it.
+    let buffers: Option<Vec<fifo::Limit>> = match &*q {
+        QueueConfig::Htb(c) => Some(c.classes.iter().map(htb_class_limit).collect()),
+        QueueConfig::Junos(c) => build_junos(c, mtu, rate).ok().map(|s| s.class_limits()),
+        QueueConfig::StrictPriority(c) => classful::build(c, classful::Kind::StrictPriority, mtu).ok().map(|s| s.class_limits()),
+        QueueConfig::Wrr(c) => classful::build(c, classful::Kind::Wrr, mtu).ok().map(|s| s.class_limits()),
+        QueueConfig::Drr(c) => classful::build(c, classful::Kind::Drr, mtu).ok().map(|s| s.class_limits()),
+        QueueConfig::Mdrr(c) => classful::build(c, classful::Kind::Mdrr, mtu).ok().map(|s| s.class_limits()),
+        _ => None,
+    };
+    let children: Vec<&mut Option<crate::config::ChildConfig>> = match q {
+        QueueConfig::FqCodel(c) => return applied_fq_codel(c, None, mtu),
+        QueueConfig::Sfq(c) => return applied_sfq(c, None, mtu),
+        QueueConfig::Htb(c) => c.classes.iter_mut().map(|k| &mut k.child).collect(),
+        QueueConfig::Junos(c) => c.classes.iter_mut().map(|k| &mut k.child).collect(),
+        QueueConfig::StrictPriority(c) | QueueConfig::Wrr(c) | QueueConfig::Drr(c) | QueueConfig::Mdrr(c) => {
+            c.classes.iter_mut().map(|k| &mut k.child).collect()
         }
-        QueueConfig::Sfq(c) => {
-            let p = sfq_params(c, None, mtu);
-            (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
-            c.buckets = Some(p.buckets);
-            c.quantum_bytes = Some(p.quantum);
+        _ => return,
+    };
+    for (child, buffer) in children.into_iter().zip(buffers.unwrap_or_default()) {
+        match child {
+            Some(crate::config::ChildConfig::FqCodel(c)) => applied_fq_codel(c, Some(buffer), mtu),
+            Some(crate::config::ChildConfig::Sfq(c)) => applied_sfq(c, Some(buffer), mtu),
+            _ => {}
         }
-        _ => {}
     }
+}
+
+/// A limit as the configuration's optional keys (`None`: no bound).
+fn limit_opts(l: fifo::Limit) -> (Option<u64>, Option<u64>) {
+    ((l.pkts != u64::MAX).then_some(l.pkts), (l.bytes != u64::MAX).then_some(l.bytes))
+}
+
+/// FQ-CoDel's absent keys filled in, as a link's queue (`class` None) or
+/// inside a class whose buffer is `class`.
+fn applied_fq_codel(c: &mut crate::config::FqCodelConfig, class: Option<fifo::Limit>, mtu: u32) {
+    let p = fq_codel_params(c, class, mtu);
+    (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
+    c.buckets = Some(p.buckets);
+    c.quantum_bytes = Some(p.quantum);
+    c.target_ns = Some(p.codel.target.as_nanos());
+    c.interval_ns = Some(p.codel.interval.as_nanos());
+    c.mtu_bytes = Some(p.codel.mtu);
+    c.drop_batch = Some(p.drop_batch);
+}
+
+/// SFQ's absent keys filled in, as [`applied_fq_codel`].
+fn applied_sfq(c: &mut crate::config::SfqConfig, class: Option<fifo::Limit>, mtu: u32) {
+    let p = sfq_params(c, class, mtu);
+    (c.limit_pkts, c.limit_bytes) = limit_opts(p.limit);
+    c.buckets = Some(p.buckets);
+    c.quantum_bytes = Some(p.quantum);
+}
+
+/// An HTB class's buffer: its limit, 1000 packets unless given (tc's
+/// default for the leaf's pfifo is the device's txqueuelen, 1000).
+fn htb_class_limit(k: &crate::config::HtbClassConfig) -> fifo::Limit {
+    fifo::Limit::from_opts(k.limit_pkts.or(Some(1000)), k.limit_bytes)
 }
 
 fn own_limit(pkts: Option<u64>, bytes: Option<u64>) -> Option<fifo::Limit> {
@@ -494,7 +535,7 @@ fn build_htb(c: &crate::config::HtbConfig, mtu: u32) -> Result<htb::Htb, String>
     for (i, k) in c.classes.iter().enumerate() {
         let mut spec = HtbClassSpec::new(k.name.clone(), k.parent.as_deref(), DataRate(k.rate_bps))
             .prio(k.prio)
-            .limit(fifo::Limit::from_opts(k.limit_pkts.or(Some(1000)), k.limit_bytes));
+            .limit(htb_class_limit(k));
         if let Some(x) = k.ceil_bps {
             spec = spec.ceil(DataRate(x));
         }

@@ -328,6 +328,13 @@ impl<S: Scheduler> Scheduled<S> {
     }
 }
 
+impl<S: Scheduler> Scheduled<S> {
+    /// Each class's buffer, in class order (what its child discipline is made for).
+    pub fn class_limits(&self) -> Vec<Limit> {
+        self.classes.iter().map(ClassQueue::limit).collect()
+    }
+}
+
 impl<S: Scheduler> Qdisc for Scheduled<S> {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         let i = self.class_of(&pkt);

@@ -1,0 +1,333 @@
+"""``alphaqos circuits``: the service, its tokens, and a client of its API.
+
+``serve [--db URL] [--topology FILE] [--listen ADDR] [--hold-timeout S] [--state-dir DIR] [--backend B] [--device DEV]``
+    Run the service (uvicorn). Every option is also an environment variable
+    ``ALPHAQOS_CIRCUITS_<OPTION>`` (``ALPHAQOS_CIRCUITS_DB``, ...).
+``token create --role user|operator|admin [--name NAME] [--db URL]``
+    Store a new bearer token (hashed) and print it; the only time it is shown.
+``reserve|list|show|modify|commit|abort|provision|release|terminate|watch``
+    The API's client (``--url``, ``--token`` or ``ALPHAQOS_CIRCUITS_URL`` and
+    ``ALPHAQOS_CIRCUITS_TOKEN``): tables for people, ``--json`` for scripts.
+    A refusal is printed on one line (the problem's detail, the field) and
+    the exit status is 2; a service that cannot be reached, 1.
+``plan``
+    Circuit requests from ``flows identify``'s α prefix pairs (:mod:`.plan`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from ..cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, _error
+
+ACTIONS = ("commit", "abort", "provision", "release", "terminate")
+
+
+class ClientError(Exception):
+    def __init__(self, message: str, status: int = EXIT_USAGE):
+        super().__init__(message)
+        self.status = status
+
+
+def _guard(handler):
+    """A client handler whose refusals are one line and exit status 2 (1 if the service is unreachable)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except ClientError as exc:
+            _error(str(exc))
+            return exc.status
+
+    return run
+
+
+def add_circuits_command(commands: argparse._SubParsersAction) -> None:
+    circuits = commands.add_parser("circuits", help="advance reservation of bandwidth: the service and its client",
+                                   description="The reservation service, its tokens, and a client of its API (docs/circuits.md).")  # fmt: skip
+    sub = circuits.add_subparsers(dest="circuits_command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the reservation service (HTTP API, web page)")
+    serve.add_argument("--db", metavar="URL", help="sqlite:///FILE (default sqlite:///circuits.db) or postgresql://...")
+    serve.add_argument("--topology", metavar="FILE", help="scenario YAML: nodes, links, circuits section")
+    serve.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (default 127.0.0.1:8722)")
+    serve.add_argument("--hold-timeout", metavar="S", type=float, help="seconds a held reservation waits for commit (default 120)")
+    serve.add_argument("--state-dir", metavar="DIR", help="per-reservation southbound files (default circuits-state)")
+    serve.add_argument("--backend", choices=("dry-run", "linux"), help="southbound back-end (default dry-run)")
+    serve.add_argument("--device", metavar="DEV", help="the device the linux back-end shapes")
+    serve.set_defaults(handler=_serve)
+
+    token = sub.add_parser("token", help="bearer tokens")
+    token_sub = token.add_subparsers(dest="token_command", required=True, metavar="COMMAND")
+    create = token_sub.add_parser("create", help="store a new token and print it")
+    create.add_argument("--role", required=True, choices=("user", "operator", "admin"))
+    create.add_argument("--name", help="the owner name its reservations carry (default ROLE-xxxxxx)")
+    create.add_argument("--db", metavar="URL", help="the service's database (default as serve)")
+    create.set_defaults(handler=_token_create)
+
+    def client(name: str, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--url", help="the service (default $ALPHAQOS_CIRCUITS_URL or http://127.0.0.1:8722)")
+        p.add_argument("--token", help="bearer token (default $ALPHAQOS_CIRCUITS_TOKEN)")
+        p.add_argument("--json", action="store_true", help="print the API's JSON")
+        return p
+
+    reserve = client("reserve", "reserve bandwidth: a rate, a profile, or bytes by a deadline")
+    reserve.add_argument("--src", required=True)
+    reserve.add_argument("--dst", required=True)
+    what = reserve.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rate", help="constant rate (2Gbps)")
+    what.add_argument("--profile", metavar="TIME=RATE,...", help="steps: from each time on, its rate")
+    what.add_argument("--bytes", help="bytes to move (900GB) by --deadline")
+    reserve.add_argument("--start", help="RFC 3339 time (default: now)")
+    reserve.add_argument("--end", help="RFC 3339 time (with --rate or --profile)")
+    reserve.add_argument("--deadline", help="RFC 3339 time (with --bytes)")
+    reserve.add_argument("--margin", type=float, help="rate = bytes / time x margin (default 1.1)")
+    reserve.add_argument("--policing", choices=("hard", "soft", "scavenger"))
+    reserve.add_argument("--description")
+    reserve.add_argument("--commit", action="store_true", help="commit the held reservation at once")
+    reserve.set_defaults(handler=_guard(_reserve))
+
+    listing = client("list", "list reservations")
+    listing.add_argument("--state")
+    listing.set_defaults(handler=_guard(_list))
+
+    show = client("show", "one reservation")
+    show.add_argument("id", type=int)
+    show.set_defaults(handler=_guard(_show))
+
+    modify = client("modify", "a new version: rate (from now on), profile or end")
+    modify.add_argument("id", type=int)
+    modify.add_argument("--rate")
+    modify.add_argument("--profile", metavar="TIME=RATE,...")
+    modify.add_argument("--end")
+    modify.set_defaults(handler=_guard(_modify))
+
+    for action in ACTIONS:
+        p = client(action, f"{action} a reservation")
+        p.add_argument("id", type=int)
+        p.set_defaults(handler=_guard(_act), action=action)
+
+    watch = client("watch", "follow a reservation's events until it is final")
+    watch.add_argument("id", type=int)
+    watch.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
+    watch.set_defaults(handler=_guard(_watch))
+
+    from .plan import add_plan_command
+
+    add_plan_command(sub)
+
+
+# --- serve and tokens ------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace, names: tuple[str, ...]):
+    from pydantic import ValidationError
+
+    from .config import Settings
+
+    given = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise UsageError(f"{'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ..errors import ScenarioError
+    from .api import create_app
+    from .errors import Problem
+    from .service import CircuitService
+    from .topology import Topology
+
+    settings = _settings(args, ("db", "topology", "listen", "hold_timeout", "state_dir", "backend", "device"))
+    if settings.topology is None:
+        raise UsageError("--topology (or ALPHAQOS_CIRCUITS_TOPOLOGY): the scenario whose nodes and links to book")
+    if settings.backend not in ("dry-run", "linux"):
+        raise UsageError(f"backend: expected dry-run or linux, got {settings.backend!r}")
+    host, _, port = settings.listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--listen: expected HOST:PORT, got {settings.listen!r}")
+    topology = Topology.from_scenario(settings.topology)  # a ScenarioError is reported by the main CLI
+    try:
+        service = CircuitService(settings.db, topology, hold_timeout=settings.hold_timeout, state_dir=settings.state_dir,
+                                 backend=settings.backend, device=settings.device, margin=settings.margin)  # fmt: skip
+    except (ScenarioError, Problem) as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:  # the database: a bad URL, unreachable, no permission
+        raise UsageError(f"--db {settings.db}: {' '.join(str(exc).split())[:300]}") from None
+    print(f"alphaqos circuits: serving {len(topology.links)} links on http://{host}:{port} (db {settings.db})",
+          file=sys.stderr, flush=True)  # fmt: skip
+    uvicorn.run(create_app(service), host=host.strip("[]"), port=int(port), log_level="warning")
+    service.close()
+    return EXIT_OK
+
+
+def _token_create(args: argparse.Namespace) -> int:
+    from .db import make_engine, migrate
+    from .service import create_token, now_ns
+
+    settings = _settings(args, ("db",))
+    try:
+        engine = make_engine(settings.db)
+        migrate(engine)
+        token, name = create_token(engine, args.role, args.name, now_ns())
+    except Exception as exc:
+        raise UsageError(f"--db {settings.db}: {' '.join(str(exc).split())[:300]}") from None
+    print(f"created {args.role} token for {name}:", file=sys.stderr)
+    print(token)
+    return EXIT_OK
+
+
+# --- the client ------------------------------------------------------------------------
+
+
+def _call(args: argparse.Namespace, method: str, path: str, body: dict | None = None, params: dict | None = None) -> Any:
+    import httpx
+
+    from .errors import one_line
+
+    settings = _settings(args, ("url", "token"))
+    headers = {"Authorization": f"Bearer {settings.token}"} if settings.token else {}
+    try:
+        answer = httpx.request(method, settings.url.rstrip("/") + path, json=body, params=params, headers=headers,
+                               timeout=60)  # fmt: skip
+    except httpx.HTTPError as exc:
+        raise ClientError(f"cannot reach the circuits service at {settings.url}: {exc}", EXIT_FAILURE) from None
+    try:
+        doc = answer.json()
+    except ValueError:
+        doc = None
+    if answer.status_code >= 400:
+        text = one_line(doc) if isinstance(doc, dict) else f"HTTP {answer.status_code}"
+        raise ClientError(f"{answer.status_code}: {text}", EXIT_USAGE if answer.status_code < 500 else EXIT_FAILURE)
+    return doc
+
+
+def _number(text: str) -> int | str:
+    """A bare whole number is bit/s (or bytes) as the API takes it; anything else goes as written."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text
+
+
+def _profile_arg(text: str) -> list[list[str]]:
+    steps = []
+    for part in text.split(","):
+        when, sep, rate = part.strip().rpartition("=")
+        if not sep or not when or not rate:
+            raise UsageError(f"--profile: expected TIME=RATE,... (2026-01-01T10:00:00Z=2Gbps), got {part!r}")
+        steps.append([when, _number(rate)])
+    return steps
+
+
+def _print_reservations(rows: list[dict], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from .. import units
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for name in ("id", "v", "state", "owner", "src", "dst", "start", "end", "peak rate", "policing", "path"):
+        table.add_column(name, justify="right" if name in ("id", "v", "peak rate") else "left")
+    for r in rows:
+        table.add_row(str(r["id"]), str(r["version"]), r["state"], r["owner"], r["src"], r["dst"], r["start"], r["end"],
+                      units.fmt_rate(r["rate_bps"]), r["policing"], " ".join(r["path"]))  # fmt: skip
+    Console().print(table)
+
+
+def _reserve(args: argparse.Namespace) -> int:
+    from .service import iso, now_ns
+
+    body: dict[str, Any] = {"src": args.src, "dst": args.dst, "start": args.start or iso(now_ns())}
+    if args.rate is not None:
+        body["rate"] = _number(args.rate)
+    elif args.profile is not None:
+        body["profile"] = _profile_arg(args.profile)
+        if args.start is None:
+            body["start"] = body["profile"][0][0]
+    else:
+        body["bytes"] = _number(args.bytes)
+    for key in ("end", "deadline", "margin", "policing", "description"):
+        if getattr(args, key) is not None:
+            body[key] = getattr(args, key)
+    resv = _call(args, "POST", "/api/v1/reservations", body)
+    if args.commit:
+        resv = _call(args, "POST", f"/api/v1/reservations/{resv['id']}/commit")
+    _print_reservations([resv], args.json) if args.json else _print_one(resv)
+    return EXIT_OK
+
+
+def _print_one(resv: dict) -> None:
+    from .. import units
+
+    print(f"reservation {resv['id']} version {resv['version']}: {resv['state']}, {resv['src']} -> {resv['dst']} "
+          f"over {' '.join(resv['path'])}, {units.fmt_rate(resv['rate_bps'])} from {resv['start']} to {resv['end']}"
+          + (f", hold expires {resv['hold_expires']}" if resv.get("hold_expires") else ""))  # fmt: skip
+    if len(resv["profile"]) > 1:
+        for t, bps in resv["profile"]:
+            print(f"  from {t}: {units.fmt_rate(bps)}")
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = _call(args, "GET", "/api/v1/reservations", params={"state": args.state} if args.state else None)
+    _print_reservations(rows, args.json)
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    resv = _call(args, "GET", f"/api/v1/reservations/{args.id}")
+    print(json.dumps(resv, indent=2)) if args.json else _print_one(resv)
+    return EXIT_OK
+
+
+def _modify(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {}
+    if args.rate is not None:
+        body["rate"] = _number(args.rate)
+    if args.profile is not None:
+        body["profile"] = _profile_arg(args.profile)
+    if args.end is not None:
+        body["end"] = args.end
+    if not body:
+        raise UsageError("modify: give --rate, --profile or --end")
+    resv = _call(args, "PATCH", f"/api/v1/reservations/{args.id}", body)
+    print(json.dumps(resv, indent=2)) if args.json else _print_one(resv)
+    return EXIT_OK
+
+
+def _act(args: argparse.Namespace) -> int:
+    resv = _call(args, "POST", f"/api/v1/reservations/{args.id}/{args.action}")
+    print(json.dumps(resv, indent=2)) if args.json else _print_one(resv)
+    return EXIT_OK
+
+
+def _print_event(e: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(e), flush=True)
+    else:
+        versions = f"v{e['old_version']}->v{e['new_version']}" if e["old_version"] else f"v{e['new_version']}"
+        print(f"{e['at']}  {e['action']:<9} {e['old_state'] or '(new)'} -> {e['new_state']}  {versions}  by {e['who']}",
+              flush=True)  # fmt: skip
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from .fsm import TERMINAL
+
+    after = 0
+    while True:
+        for e in _call(args, "GET", f"/api/v1/reservations/{args.id}/events", params={"after": after}):
+            _print_event(e, args.json)
+            after = e["id"]
+        if _call(args, "GET", f"/api/v1/reservations/{args.id}")["state"] in TERMINAL:
+            return EXIT_OK
+        time.sleep(args.interval)

@@ -1,0 +1,85 @@
+"""The service's tables (SQLAlchemy 2). Times are integer nanoseconds since
+the Unix epoch (UTC), rates whole bit/s, as the admission core takes them.
+
+``links``         one row per directed link, with ``version``: bumped in the
+                  transaction that changes the link's bookings, so a process
+                  knows when its in-memory index of the link is stale.
+``bookings``      one row per (reservation, link) booked: the step profile
+                  the link carries for it; the rows of a link are its step
+                  function (a list, never a set: equal rows count twice).
+``reservations``  the current version of each reservation.
+``events``        the audit log: every transition, who, when, versions.
+``tokens``        bearer tokens, by their SHA-256 only.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class LinkRow(Base):
+    __tablename__ = "links"
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Reservation(Base):
+    __tablename__ = "reservations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    owner: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(20))
+    src: Mapped[str] = mapped_column(String(200))
+    dst: Mapped[str] = mapped_column(String(200))
+    path: Mapped[list] = mapped_column(JSON)
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    rate_bps: Mapped[int] = mapped_column(BigInteger)
+    profile: Mapped[list] = mapped_column(JSON)
+    policing: Mapped[str] = mapped_column(String(20))
+    bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    deadline_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    margin: Mapped[float | None] = mapped_column(Float, nullable=True)
+    hold_expires_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_ns: Mapped[int] = mapped_column(BigInteger)
+    updated_ns: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_reservations_state_hold", "state", "hold_expires_ns"), Index("ix_reservations_owner", "owner"))
+
+
+class BookingRow(Base):
+    __tablename__ = "bookings"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), index=True)
+    link_id: Mapped[str] = mapped_column(ForeignKey("links.id"), index=True)
+    profile: Mapped[list] = mapped_column(JSON)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+
+
+class Event(Base):
+    __tablename__ = "events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    reservation_id: Mapped[int] = mapped_column(ForeignKey("reservations.id"), index=True)
+    action: Mapped[str] = mapped_column(String(20))
+    who: Mapped[str] = mapped_column(String(200))
+    at_ns: Mapped[int] = mapped_column(BigInteger)
+    old_state: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    new_state: Mapped[str] = mapped_column(String(20))
+    old_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    new_version: Mapped[int] = mapped_column(Integer)
+    detail: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+
+
+class Token(Base):
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(20))
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_ns: Mapped[int] = mapped_column(BigInteger)

@@ -1,0 +1,155 @@
+"""The native decode path of NetFlow v5/v9 and IPFIX: :class:`NativeDecoder`,
+the interface of :class:`.netflow.Decoder` over ``alphaqos._core.FlowDecoder``
+(``crates/alphaqos-py/src/flows.rs``).
+
+The Rust side decodes datagrams (fed one by one, or read from a UDP socket
+in batches of ``recvmmsg`` with the GIL released) into columns with the same
+rules, caps and problem reasons as the Python decoder, which stays the
+reference; the records cross as one ``bytes`` per column, read with
+``numpy.frombuffer``, and :func:`.netflow.finish` (the Python decoder's own
+last step) turns them into the canonical table and rejects the impossible
+records. ``tests/test_flows_native.py`` feeds both decoders the same
+datagrams and asserts the same records and counters.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import numpy as np
+import polars as pl
+
+from .. import _core
+from . import netflow, schema
+from .netflow import KEPT_PROBLEMS, Problem, finish
+
+__all__ = ["NativeDecoder"]
+
+_CAPS = ("HELD_SETS", "HELD_BYTES_PER_EXPORTER", "HELD_BYTES", "TEMPLATES_PER_EXPORTER", "TEMPLATES",
+         "TEMPLATE_FIELDS_PER_EXPORTER", "TEMPLATE_FIELDS", "EXPORTERS")  # fmt: skip
+
+
+class NativeDecoder:
+    """A :class:`.netflow.Decoder` whose decoding is native; ``recv(sock)``
+    reads and decodes straight from a UDP socket."""
+
+    def __init__(self, sampling: dict[str, int] | None = None, *, window_us: int | None = schema.WINDOW_US,
+                 max_packet_bytes: int | dict[str, int] | None = None):  # fmt: skip
+        self.sampling = dict(sampling or {})
+        self.window_us = window_us
+        self.max_packet_bytes = max_packet_bytes
+        # the caps as netflow.py has them now (read at construction)
+        caps = {name.lower(): getattr(netflow, name) for name in _CAPS}
+        self._native = _core.FlowDecoder(self.sampling, window_us, caps)
+        # what build() counts (it may run in another thread than feed/recv): under this lock
+        self._lock = threading.Lock()
+        self.rejected: Counter = Counter()  # (exporter, schema.Reason) -> records
+        self._unknown: Counter = Counter()  # exporter -> records of unknown sampling rate
+        self._build_problems: list[Problem] = []
+
+    # --- input ----------------------------------------------------------
+
+    def feed(self, datagram: bytes, exporter: str, received_us: int | None = None) -> int:
+        """Decode one datagram (see :meth:`.netflow.Decoder.feed`)."""
+        return self._native.feed(datagram, exporter, received_us)
+
+    def recv(self, sock, limit: int, timeout_s: float, pending: int) -> int:
+        """Wait up to ``timeout_s`` for ``sock`` (non-blocking UDP) to be
+        readable, then read and decode what is queued until ``limit``
+        datagrams are read or ``pending`` records wait; the datagrams read.
+        The exporter is the source address; the receive time the clock's."""
+        return self._native.recv(sock.fileno(), limit, int(timeout_s * 1000), pending)
+
+    # --- output ---------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Records decoded and not yet detached."""
+        return self._native.pending
+
+    def detach(self) -> dict:
+        """The records decoded so far, still raw (columns as bytes)."""
+        return self._native.detach()
+
+    def take(self) -> pl.DataFrame:
+        return self.build(self.detach())
+
+    def build(self, batch: dict) -> pl.DataFrame:
+        """The canonical table of records from ``detach()``."""
+        n = batch["n"]
+        if n == 0:
+            return schema.empty()
+        columns = {}
+        for name, dtype in (("first", np.int64), ("last", np.int64), ("src_port", np.int64), ("dst_port", np.int64),
+                            ("protocol", np.int64), ("bytes", np.uint64), ("packets", np.uint64),
+                            ("sampling_rate", np.int64), ("input_if", np.int64), ("output_if", np.int64),
+                            ("earliest", np.int64), ("latest", np.int64), ("packets_known", np.bool_),
+                            ("address_length", np.bool_), ("time_overflow", np.bool_)):  # fmt: skip
+            columns[name] = np.frombuffer(batch[name], dtype)
+        # the text the native side wrote, a line a record, split by polars (no Python object per address)
+        addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
+        index = np.frombuffer(batch["exporter"], np.uint32)
+        frame, rejected, unknown = finish(columns, batch["exporters"], index, addresses, self.max_packet_bytes)
+        counted = dict(zip(batch["exporters"], batch["counted"]))  # counters of exporters beyond EXPORTERS: summed
+        summed: Counter = Counter()
+        for exporter, n in unknown.items():
+            summed[counted[exporter]] += n
+        with self._lock:
+            for (exporter, why), count in rejected.items():
+                self.rejected[(counted[exporter], why)] += count
+                if len(self._build_problems) < KEPT_PROBLEMS:
+                    self._build_problems.append(Problem(exporter, "rejected", f"{count} records: {why}"))
+            self._unknown.update(summed)
+        return frame
+
+    # --- counters, as the Python decoder has them --------------------------
+
+    def _counters(self) -> dict:
+        return self._native.counters()
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(self._counters()["counts"])
+
+    @property
+    def stats(self) -> Counter:
+        stats = Counter(self._counters()["stats"])
+        with self._lock:
+            unknown = sum(self._unknown.values())
+        if unknown:
+            stats["sampling_unknown"] += unknown
+        return stats
+
+    @property
+    def exporter_counts(self) -> dict[str, Counter]:
+        return {e: Counter(c) for e, c in self._counters()["exporter_counts"].items()}
+
+    @property
+    def exporter_stats(self) -> dict[str, Counter]:
+        stats = {e: Counter(c) for e, c in self._counters()["exporter_stats"].items()}
+        with self._lock:
+            for exporter, n in self._unknown.items():
+                stats.setdefault(exporter, Counter())["sampling_unknown"] += n
+        return stats
+
+    @property
+    def problems(self) -> list[Problem]:
+        with self._lock:
+            built = list(self._build_problems)
+        return [Problem(*p) for p in self._native.problems()] + built
+
+    @property
+    def held_bytes(self) -> int:
+        return self._counters()["held_bytes"]
+
+    @property
+    def template_fields(self) -> int:
+        return self._counters()["template_fields"]
+
+    def exporters(self) -> list[str]:
+        """Every exporter heard from, sorted."""
+        counters = self._counters()
+        with self._lock:
+            rejected = {e for e, _ in self.rejected}
+        return sorted(set(counters["exporter_stats"]) | set(counters["exporter_counts"]) | rejected)
