@@ -209,3 +209,63 @@ def test_same_arrivals_same_decisions_as_the_call_admission_agent(tmp_path):
     finally:
         service.close()
 
+
+
+def test_admin_share_change_and_revocation_reach_another_process(tmp_path):
+    """An admin's new share is refused while bookings exceed it, and once set
+    it bounds the next decision of a second service on the same database (as
+    another process would); a revoked token is refused at once though cached."""
+    clock = Clock(1_900_000_000 * NS)
+    topo = Topology.from_scenario(yaml.safe_load(TOPOLOGY))
+    url = f"sqlite:///{tmp_path / 'admin.db'}"
+    one, two = (CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock) for _ in range(2))
+    admin = Principal("ada", "admin")
+    try:
+        start = clock.t + 1000 * NS
+        body = {"src": "H1", "dst": "H2", "rate": 300 * MBPS, "start": iso(start), "end": iso(start + 3600 * NS)}
+        first = two.reserve(USER, body)
+        link = first["path"][1]  # R1-R2 or R1-R3, 800 Mbit/s reservable
+        with pytest.raises(Problem) as refused:
+            one.set_link_share(admin, link, 0.25)  # 250 Mbit/s < the 300 booked (by the other process)
+        assert refused.value.status == 409 and refused.value.document()["booked_peak_bps"] == 300 * MBPS
+        assert one.bookings(link, None, None)["reservable_bps"] == 800 * MBPS
+        assert one.set_link_share(admin, link, 0.5)["reservable_bps"] == 500 * MBPS
+        # The other service's index still holds 800 Mbit/s; the version tells it
+        # otherwise, and it follows the change log rather than reloading.
+        followed = two.followed
+        second = two.reserve(USER, {**body, "rate": 200 * MBPS})
+        assert two.followed > followed
+        assert second["path"] == first["path"]  # 300 + 200 = 500 fits exactly
+        third = two.reserve(USER, {**body, "rate": 100 * MBPS})
+        assert link not in third["path"]  # the other route
+        assert two.bookings(link, None, None)["reservable_bps"] == 500 * MBPS
+        # Releases follow too: both indexes equal a fresh load of the database.
+        one.act(USER, second["id"], "terminate")
+        followed = two.followed
+        fresh = CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock)
+        try:
+            for spec in topo.links:
+                want = fresh.bookings(spec.id, None, None)
+                assert one.bookings(spec.id, None, None) == want and two.bookings(spec.id, None, None) == want
+            assert two.followed > followed and fresh.followed == 0
+            assert max(bps for _, bps in two.bookings(link, None, None)["steps"]) == 300 * MBPS  # 200 released
+        finally:
+            fresh.close()
+        # Revocation.
+        token, _ = one.create_token("user", "carol")
+        carol = two.authenticate(f"Bearer {token}")  # now cached by the other process
+        assert one.authenticate(f"Bearer {token}").name == "carol"
+        token_id = next(t["id"] for t in one.tokens() if t["name"] == "carol")
+        assert one.revoke_token(token_id)["revoked"] is not None
+        with pytest.raises(Problem) as gone:
+            one.authenticate(f"Bearer {token}")
+        assert gone.value.status == 401
+        # The other process still has it cached, but no write of it goes through.
+        with pytest.raises(Problem) as refused:
+            two.reserve(carol, {**body, "rate": MBPS})
+        assert refused.value.status == 401 and len(two.list(admin)) == 3
+        with pytest.raises(Problem):
+            two.authenticate(f"Bearer {token}")  # and the cache entry is gone
+    finally:
+        one.close()
+        two.close()

@@ -61,6 +61,8 @@ impl Default for Caps {
 }
 
 const KEPT_PROBLEMS: usize = 10_000;
+/// The largest packet an exporter counts unless told its MTU (schema.MAX_PACKET_BYTES).
+const MAX_PACKET_BYTES: u64 = 65_535;
 
 // Information element ids (IANA IPFIX registry; v9 ids 1-127 are the same, RFC 3954 Section 8).
 const OCTETS: u16 = 1;
@@ -404,6 +406,87 @@ struct Columns {
 impl Columns {
     fn len(&self) -> usize {
         self.first.len()
+    }
+
+    /// Why record `i` is impossible (0: it is not), as the first check of
+    /// `schema.impossible` that holds, in its order (codes: `REASONS` of
+    /// native.py): an address field of the wrong length (RFC 7012 Section
+    /// 3.2), an empty record, bytes without packets, bytes above `size` x
+    /// packets (as (bytes - 1) / size >= packets: no product to overflow;
+    /// only where the template counts packets), a count x sampling rate
+    /// above 2^64 - 1, a time beyond int64 microseconds, last before first,
+    /// a time outside the plausible window.
+    fn reason(&self, i: usize, size: u64) -> u8 {
+        let (octets, packets, known) = (self.bytes[i], self.packets[i], self.packets_known[i] != 0);
+        let rate = self.sampling_rate[i];
+        if self.address_length[i] != 0 {
+            1
+        } else if octets == 0 && packets == 0 {
+            2
+        } else if known && octets > 0 && packets == 0 {
+            3
+        } else if known && octets > 0 && size > 0 && (octets - 1) / size >= packets {
+            4
+        } else if rate > 1 && (octets > u64::MAX / rate as u64 || packets > u64::MAX / rate as u64) {
+            5
+        } else if self.time_overflow[i] != 0 {
+            6
+        } else if self.last[i] < self.first[i] {
+            7
+        } else if self.first[i] < self.earliest[i] || self.last[i] > self.latest[i] {
+            8
+        } else {
+            0
+        }
+    }
+
+    /// Leave out the impossible records (see `reason`; `size`: the largest
+    /// packet of each exporter); the records rejected as [(exporter,
+    /// reason, n)] and the records kept of unknown sampling rate (0) as
+    /// [(exporter, n)].
+    fn reject(&mut self, size: &[u64], exporters: usize) -> (Vec<(u32, u8, u64)>, Vec<(u32, u64)>) {
+        let n = self.len();
+        let mut counts: HashMap<(u32, u8), u64> = HashMap::new();
+        let mut unknown = vec![0u64; exporters];
+        let mut keep = Vec::with_capacity(n);
+        for i in 0..n {
+            let e = self.exporter[i];
+            let why = self.reason(i, size[e as usize]);
+            if why != 0 {
+                *counts.entry((e, why)).or_default() += 1;
+            } else if self.sampling_rate[i] == 0 {
+                unknown[e as usize] += 1;
+            }
+            keep.push(why == 0);
+        }
+        if !counts.is_empty() {
+            fn only<T>(values: &mut Vec<T>, keep: &[bool]) {
+                let mut i = 0;
+                values.retain(|_| {
+                    i += 1;
+                    keep[i - 1]
+                });
+            }
+            let Columns { first, last, src_port, dst_port, protocol, bytes, packets, sampling_rate, input_if, output_if, earliest, latest,
+                          packets_known, address_length, time_overflow, exporter, src, dst } = self;
+            for v in [first, last, src_port, dst_port, protocol, sampling_rate, input_if, output_if, earliest, latest] {
+                only(v, &keep);
+            }
+            only(bytes, &keep);
+            only(packets, &keep);
+            for v in [packets_known, address_length, time_overflow] {
+                only(v, &keep);
+            }
+            only(exporter, &keep);
+            for text in [src, dst] {
+                let kept: Vec<&str> = text.split('\n').zip(&keep).filter(|(_, k)| **k).map(|(t, _)| t).collect();
+                *text = kept.join("\n");
+            }
+        }
+        let mut rejected: Vec<(u32, u8, u64)> = counts.into_iter().map(|((e, why), n)| (e, why, n)).collect();
+        rejected.sort_unstable();
+        let unknown = unknown.into_iter().enumerate().filter(|(_, n)| *n > 0).map(|(e, n)| (e as u32, n)).collect();
+        (rejected, unknown)
     }
 
     fn clear(&mut self) {
@@ -1390,14 +1473,20 @@ impl FlowDecoder {
         self.lock(py).rows.len()
     }
 
-    /// The records decoded since the last `detach()`, as a dict of one
-    /// `bytes` per column (native byte order: int64 first, last, src_port,
-    /// dst_port, protocol, sampling_rate, input_if, output_if, earliest,
-    /// latest; uint64 bytes, packets; uint8 packets_known, address_length,
-    /// time_overflow; uint32 exporter, an index into `exporters`), the
-    /// addresses as one str per side (src_addr, dst_addr: a line a record),
-    /// `n` and `exporters` (names).
-    fn detach<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// The records decoded since the last `detach()`, the impossible ones
+    /// left out (the checks of `schema.impossible`, in its order, applied
+    /// here: see `reason`), as a dict of one `bytes` per column (native
+    /// byte order: int64 first, last, src_port, dst_port, protocol,
+    /// sampling_rate, input_if, output_if; uint64 bytes, packets; uint32
+    /// exporter, an index into `exporters`), the addresses as one str per
+    /// side (src_addr, dst_addr: a line a record), `n`, `exporters` (names),
+    /// `counted` (the name each one's counters go under), `rejected`
+    /// ([(exporter index, reason code, records)], codes as `REASONS`) and
+    /// `unknown` ([(exporter index, kept records of sampling rate 0)]).
+    /// `max_packet_bytes`: {exporter: bytes} ("*": the others; default
+    /// 65,535), as `schema.packet_limit`.
+    #[pyo3(signature = (max_packet_bytes=None))]
+    fn detach<'py>(&self, py: Python<'py>, max_packet_bytes: Option<HashMap<String, u64>>) -> PyResult<Bound<'py, PyDict>> {
         let mut state = self.lock(py);
         // only the exporters these rows name, renumbered
         let mut map: HashMap<u32, u32> = HashMap::new();
@@ -1412,11 +1501,17 @@ impl FlowDecoder {
             });
         }
         state.rows.exporter = exporter;
+        let limits = max_packet_bytes.unwrap_or_default();
+        let other = limits.get("*").copied().unwrap_or(MAX_PACKET_BYTES);
+        let size: Vec<u64> = names.iter().map(|n: &String| limits.get(n).copied().unwrap_or(other)).collect();
         let rows = &mut state.rows;
+        let (rejected, unknown) = py.detach(|| rows.reject(&size, names.len()));
         let out = PyDict::new(py);
         out.set_item("n", rows.len())?;
         out.set_item("exporters", names)?;
         out.set_item("counted", counted)?; // the name each exporter's counters go under
+        out.set_item("rejected", rejected)?;
+        out.set_item("unknown", unknown)?;
         for (name, values) in [
             ("first", &rows.first),
             ("last", &rows.last),
@@ -1426,16 +1521,11 @@ impl FlowDecoder {
             ("sampling_rate", &rows.sampling_rate),
             ("input_if", &rows.input_if),
             ("output_if", &rows.output_if),
-            ("earliest", &rows.earliest),
-            ("latest", &rows.latest),
         ] {
             out.set_item(name, bytes_of(py, values))?;
         }
         out.set_item("bytes", bytes_of(py, &rows.bytes))?;
         out.set_item("packets", bytes_of(py, &rows.packets))?;
-        for (name, values) in [("packets_known", &rows.packets_known), ("address_length", &rows.address_length), ("time_overflow", &rows.time_overflow)] {
-            out.set_item(name, bytes_of(py, values))?;
-        }
         out.set_item("exporter", bytes_of(py, &rows.exporter))?;
         out.set_item("src_addr", rows.src.as_str())?;
         out.set_item("dst_addr", rows.dst.as_str())?;

@@ -56,6 +56,15 @@ class LinkBookings:
         for l in path:
             self._core(l).change_profile([(0, self._caps[l])], list(profile), end, -1)
 
+    def cap(self, link: str) -> int:
+        """The rate ``link`` may book (its reservable share, or an admin's setting)."""
+        return self._caps[link]
+
+    def set_cap(self, link: str, bps: int) -> None:
+        """Change ``link``'s reservable rate (the caller checked the bookings fit)."""
+        self._core(link)
+        self._caps[link] = bps
+
     def reset(self, link: str, bookings: Iterable[tuple[Profile, int]] = ()) -> None:
         """Replace ``link``'s bookings by ``[(profile, end), ...]``."""
         core = self._cores[link] = Bookings()
@@ -69,4 +78,4 @@ class LinkBookings:
 
     def max_bookable(self, path: Sequence[str], start: int, end: int) -> int:
         """The largest constant rate that still fits on ``path`` over ``[start, end)``."""
-        return max(0, min(self.topology.link(l).reservable_bps - self.peak(l, start, end) for l in path))
+        return max(0, min(self._caps[l] - self.peak(l, start, end) for l in path))

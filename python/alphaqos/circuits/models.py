@@ -8,8 +8,10 @@ the Unix epoch (UTC), rates whole bit/s, as the admission core takes them.
                   the link carries for it; the rows of a link are its step
                   function (a list, never a set: equal rows count twice).
 ``reservations``  the current version of each reservation.
+``booking_log``   every change of a link's bookings under the version it made
+                  (other processes follow a link incrementally from it).
 ``events``        the audit log: every transition, who, when, versions.
-``tokens``        bearer tokens, by their SHA-256 only.
+``tokens``        bearer tokens, by their SHA-256 only; ``revoked_ns`` once revoked.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class LinkRow(Base):
     __tablename__ = "links"
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
+    #: Set by an admin (``PUT /api/v1/links/{id}``); NULL: the topology's share.
+    reservable_bps: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Reservation(Base):
@@ -62,6 +66,23 @@ class BookingRow(Base):
     end_ns: Mapped[int] = mapped_column(BigInteger)
 
 
+class BookingLog(Base):
+    """Every change of a link's bookings, under the link's version it made:
+    ``sign`` +1 booked, -1 released, 0 the reservable rate changed (no
+    booking). A process whose index of a link is at version ``v`` applies
+    the rows above ``v`` instead of reloading the link's whole bookings."""
+
+    __tablename__ = "booking_log"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    link_id: Mapped[str] = mapped_column(String(200))
+    version: Mapped[int] = mapped_column(BigInteger)
+    sign: Mapped[int] = mapped_column(Integer)
+    profile: Mapped[list] = mapped_column(JSON)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("ix_booking_log_link_version", "link_id", "version"),)
+
+
 class Event(Base):
     __tablename__ = "events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -83,3 +104,4 @@ class Token(Base):
     role: Mapped[str] = mapped_column(String(20))
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     created_ns: Mapped[int] = mapped_column(BigInteger)
+    revoked_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

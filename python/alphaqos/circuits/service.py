@@ -50,7 +50,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Text, delete, insert, select, update
+from sqlalchemy import Text, bindparam, delete, insert, select, update
 from sqlalchemy import cast as sa_cast
 from sqlalchemy.orm import Session
 
@@ -59,7 +59,7 @@ from . import fsm
 from .admission import LinkBookings
 from .db import is_postgresql, make_engine, migrate
 from .errors import Problem, field
-from .models import BookingRow, Event, LinkRow, Reservation, Token
+from .models import BookingLog, BookingRow, Event, LinkRow, Reservation, Token
 from .topology import DEFAULT_POLICING, POLICING_MODES, Topology
 
 ROLES = ("user", "operator", "admin")
@@ -72,6 +72,26 @@ TOKEN_CACHE_S = 30.0
 #: The last instant the service books (i64 nanoseconds reach year 2262).
 FAR_NS = 2**62
 NS = 10**9
+
+
+# --- the hot path's statements, built once (SQLAlchemy then reuses their
+# compiled form: building an expression per request cost more than running it)
+_LINKS, _BOOKINGS, _RESERVATIONS, _EVENTS = LinkRow.__table__, BookingRow.__table__, Reservation.__table__, Event.__table__
+_VERSIONS = select(_LINKS.c.id, _LINKS.c.version, _LINKS.c.reservable_bps)
+_VERSIONS_OF = _VERSIONS.where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).order_by(_LINKS.c.id)
+_VERSIONS_OF_LOCKED = _VERSIONS_OF.with_for_update()
+_BUMP = update(_LINKS).where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).values(version=_LINKS.c.version + 1)
+_UNBOOK = delete(_BOOKINGS).where(_BOOKINGS.c.reservation_id == bindparam("rid"))
+_BOOK = insert(_BOOKINGS)
+_RESERVE = insert(_RESERVATIONS).returning(_RESERVATIONS.c.id)
+_EVENT = insert(_EVENTS)
+_LOG = insert(BookingLog.__table__)
+_LOG_SINCE = (select(BookingLog.__table__.c.version, BookingLog.__table__.c.sign,
+                     sa_cast(BookingLog.__table__.c.profile, Text), BookingLog.__table__.c.end_ns)
+              .where(BookingLog.__table__.c.link_id == bindparam("link"), BookingLog.__table__.c.version > bindparam("since"),
+                     BookingLog.__table__.c.version <= bindparam("upto"))
+              .order_by(BookingLog.__table__.c.id))  # fmt: skip
+_REVOKED = select(Token.__table__.c.revoked_ns).where(Token.__table__.c.sha256 == bindparam("digest"))
 
 
 # --- times and rates -----------------------------------------------------------------
@@ -147,6 +167,8 @@ def parse_rate(value: Any, loc: tuple) -> int:
 class Principal:
     name: str
     role: str
+    #: The SHA-256 of the token it came with ("" for in-process callers).
+    token: str = ""
 
     @property
     def sees_all(self) -> bool:
@@ -232,6 +254,8 @@ class CircuitService:
         self._known: dict[str, int] = {}
         self._dirty: set[str] = set()
         self._next_expiry_check = 0
+        #: Links brought up to date from the change log (not reloaded): a count for tests.
+        self.followed = 0
         migrate(self.engine)
         with self._write() as s:
             have = set(s.scalars(select(LinkRow.id)))
@@ -263,48 +287,75 @@ class CircuitService:
             finally:
                 self._dirty.clear()
 
-    def _reload(self, s: Session, link: str, version: int) -> None:
+    def _reload(self, s: Session, link: str, version: int, cap: int | None = None) -> None:
         # The rows as the driver gives them (JSON as text, parsed here): at
         # 10^5 bookings SQLAlchemy's per-row type processing would dominate.
         table = BookingRow.__table__
         query = select(sa_cast(table.c.profile, Text), table.c.end_ns).where(table.c.link_id == link)
         rows = s.connection().execute(query)
+        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
         self._index.reset(link, ((json.loads(profile), end) for profile, end in rows))
         self._known[link] = version
 
     def _sync(self, s: Session, subset: list[str] | None = None, lock: bool = False) -> bool:
         """Bring the index of the links ``subset`` (default all) to the database's
         versions, locking their rows first if ``lock``; True if any was stale."""
-        subset = sorted(set(subset)) if subset is not None else None
-        links = LinkRow.__table__
-        query = select(links.c.id, links.c.version)
-        if subset is not None:
-            query = query.where(links.c.id.in_(subset)).order_by(links.c.id)
-        if lock:
-            query = query.with_for_update()
+        if subset is None:
+            assert not lock, "locks are taken on the links to book"
+            rows = s.connection().execute(_VERSIONS)
+        else:
+            rows = s.connection().execute(_VERSIONS_OF_LOCKED if lock else _VERSIONS_OF, {"ids": sorted(set(subset))})
         stale = False
-        for link, version in s.connection().execute(query).all():
+        for link, version, cap in rows.all():
             if link in self._index._cores and self._known.get(link) != version:
-                self._reload(s, link, version)
+                if not self._follow(s, link, version, cap):
+                    self._reload(s, link, version, cap)
                 stale = True
         return stale
+
+    def _follow(self, s: Session, link: str, version: int, cap: int | None) -> bool:
+        """Bring ``link``'s index from the version it holds to ``version`` by the
+        log's changes in between (O(changes log n), not a reload of every
+        booking); False if it cannot (never loaded, a failed transaction's
+        leftovers, or a version without its log rows), then the caller reloads."""
+        known = self._known.get(link)
+        if known is None or known < 0 or known > version:
+            return False
+        rows = s.connection().execute(_LOG_SINCE, {"link": link, "since": known, "upto": version}).all()
+        if {v for v, *_ in rows} != set(range(known + 1, version + 1)):
+            return False
+        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
+        for _, sign, profile, end in rows:
+            if sign > 0:
+                self._index.book([link], [tuple(p) for p in json.loads(profile)], end)
+            elif sign < 0:
+                self._index.release([link], [tuple(p) for p in json.loads(profile)], end)
+        self._known[link] = version
+        self.followed += 1
+        return True
 
     def _change(self, s: Session, resv_id: int, path: list[str], old: tuple | None, new: tuple | None) -> None:
         """Replace a reservation's bookings (``(profile, end)`` or None) on
         ``path``, in the database and the index; the links' versions go up."""
         self._dirty.update(path)
-        bookings, links, c = BookingRow.__table__, LinkRow.__table__, s.connection()
+        c = s.connection()
         if old is not None:
             self._index.release(path, old[0], old[1])
-            c.execute(delete(bookings).where(bookings.c.reservation_id == resv_id))
+            c.execute(_UNBOOK, {"rid": resv_id})
         if new is not None:
             self._index.book(path, new[0], new[1])
             profile = [list(p) for p in new[0]]
-            c.execute(insert(bookings), [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
+            c.execute(_BOOK, [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
                                          for link in path])  # fmt: skip
-        c.execute(update(links).where(links.c.id.in_(path)).values(version=links.c.version + 1))
+        c.execute(_BUMP, {"ids": list(path)})
+        log = []
         for link in path:
-            self._known[link] = self._known.get(link, 0) + 1
+            version = self._known[link] = self._known.get(link, 0) + 1
+            if old is not None:
+                log.append({"link_id": link, "version": version, "sign": -1, "profile": [list(p) for p in old[0]], "end_ns": old[1]})
+            if new is not None:
+                log.append({"link_id": link, "version": version, "sign": 1, "profile": [list(p) for p in new[0]], "end_ns": new[1]})
+        c.execute(_LOG, log)
 
     # -- tokens ------------------------------------------------------------------------
     def create_token(self, role: str, name: str | None = None) -> tuple[str, str]:
@@ -313,13 +364,36 @@ class CircuitService:
 
     def tokens(self) -> list[dict]:
         with Session(self.reader) as s, s.begin():
-            return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns)}
+            return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns), "revoked": iso(t.revoked_ns)}
                     for t in s.scalars(select(Token).order_by(Token.id))]  # fmt: skip
+
+    def revoke_token(self, token_id: int) -> dict:
+        """Revoke a token: refused from now on (this process forgets it at once)."""
+        with self._write() as s:
+            row = s.get(Token, token_id, with_for_update=True)
+            if row is None:
+                raise field(("path", "id"), f"no token {token_id}", status=404)
+            if row.revoked_ns is None:
+                row.revoked_ns = self.clock()
+            self._principals.pop(row.sha256, None)
+            return {"id": row.id, "name": row.name, "role": row.role, "revoked": iso(row.revoked_ns)}
+
+    def _check_token(self, s: Session, who: Principal) -> None:
+        """Inside a write transaction: refuse a token revoked since it was cached
+        (by any process), so no revoked token changes anything."""
+        if not who.token:
+            return
+        revoked = s.connection().execute(_REVOKED, {"digest": who.token}).scalar()
+        if revoked is not None:
+            self._principals.pop(who.token, None)
+            raise Problem(401, f"token revoked at {iso(revoked)}")
 
     def authenticate(self, authorization: str | None) -> Principal:
         """The token's owner and role. A token found is remembered for
         :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
-        transaction); tokens are only ever added, so nothing goes stale."""
+        transaction). A token revoked in this process is forgotten at once; one
+        revoked by another process is refused by every write transaction here
+        (:meth:`_check_token`) and by reads once its cache entry runs out."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
@@ -333,7 +407,9 @@ class CircuitService:
             row = s.scalars(select(Token).where(Token.sha256 == digest)).first()
             if row is None:
                 raise Problem(401, "unknown token")
-            principal = Principal(row.name, row.role)
+            if row.revoked_ns is not None:
+                raise Problem(401, f"token revoked at {iso(row.revoked_ns)}")
+            principal = Principal(row.name, row.role, digest)
         self._principals[digest] = (principal, time.monotonic() + TOKEN_CACHE_S)
         return principal
 
@@ -411,13 +487,16 @@ class CircuitService:
         req = self.parse_request(body, now)
         self.expire_due()
         with self._write() as s:
+            self._check_token(s, who)
             self._sync(s)
             while True:
                 path = self._find_path(req.src, req.dst, req.profile, req.end)
                 if path is None:
                     raise self._refusal(req)
-                # Lock the path's links; another process may have booked them since.
-                if not self._sync(s, path, lock=True):
+                # PostgreSQL: lock the path's links; another process may have
+                # booked them since. (SQLite: BEGIN IMMEDIATE holds the
+                # database's write lock, so the sync above is still current.)
+                if not self.postgresql or not self._sync(s, path, lock=True):
                     break
             resv = Reservation(version=1, owner=who.name, state=fsm.State.HELD.value, src=req.src, dst=req.dst,
                                path=path, start_ns=req.start, end_ns=req.end, rate_bps=req.rate,
@@ -427,7 +506,7 @@ class CircuitService:
                                deadline_ns=req.deadline, margin=req.margin, hold_expires_ns=now + self.hold_timeout_ns,
                                description=req.description, created_ns=now, updated_ns=now)  # fmt: skip
             columns = {c.name: getattr(resv, c.name) for c in Reservation.__table__.columns if c.name != "id"}
-            resv.id = s.connection().execute(insert(Reservation.__table__).returning(Reservation.__table__.c.id), columns).scalar_one()
+            resv.id = s.connection().execute(_RESERVE, columns).scalar_one()
             self._change(s, resv.id, path, None, (req.profile, req.end))
             self._event(s, resv, "reserve", who.name, now, None, None)
             return self.as_json(resv)
@@ -461,7 +540,7 @@ class CircuitService:
         times = sorted({t for l in path for t, _ in self._index.steps(l, start, FAR_NS) if t > start} | {FAR_NS})
         lo = start
         for t in times:
-            free = min(self.topology.link(l).reservable_bps - self._index.peak(l, start, lo + 1) for l in path)
+            free = min(self._index.cap(l) - self._index.peak(l, start, lo + 1) for l in path)
             if free <= 0:
                 return None
             finish = start + math.ceil(need_bits * NS / free)
@@ -508,13 +587,47 @@ class CircuitService:
                      "new_version": e.new_version, "detail": e.detail} for e in rows]  # fmt: skip
 
     def links(self) -> list[dict]:
-        return [link.as_json() for link in self.topology.links]
+        with self._lock:
+            with Session(self.reader) as s, s.begin():
+                self._sync(s)
+            return [{**link.as_json(), "reservable_bps": self._index.cap(link.id)} for link in self.topology.links]
 
-    def bookings(self, link: str, start: int | None, end: int | None) -> dict:
+    def _link_spec(self, link: str):
         try:
-            spec = self.topology.link(link)
+            return self.topology.link(link)
         except KeyError:
             raise field(("path", "id"), f"no such link {link!r}", status=404) from None
+
+    def set_link_share(self, who: Principal, link: str, share: Any) -> dict:
+        """An admin's new reservable share of ``link`` (a fraction of its
+        capacity, above 0 and at most 1). Refused (409) if the bookings from
+        now on would exceed it at any instant; the link's version goes up, so
+        every process takes the new rate at its next decision on the link."""
+        spec = self._link_spec(link)
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise field(("body", "reservable_share"), f"expected a fraction above 0 and at most 1, got {share!r}")
+        bps = int(spec.capacity_bps * share)  # as Link.reservable_bps rounds
+        self.expire_due()
+        now = self.clock()
+        with self._write() as s:
+            self._check_token(s, who)
+            self._sync(s, [link], lock=True)
+            peak = self._index.peak(link, now, FAR_NS)
+            if peak > bps:
+                raise Problem(409, f"link {link}: {peak} bit/s are booked at some instant from now on, above the "
+                              f"{bps} bit/s a share of {share} gives; terminate or modify bookings first",
+                              booked_peak_bps=peak)  # fmt: skip
+            links = LinkRow.__table__
+            self._dirty.add(link)
+            s.connection().execute(update(links).where(links.c.id == link)
+                                   .values(version=links.c.version + 1, reservable_bps=bps))  # fmt: skip
+            version = self._known[link] = self._known.get(link, 0) + 1
+            s.connection().execute(_LOG, {"link_id": link, "version": version, "sign": 0, "profile": [], "end_ns": 0})
+            self._index.set_cap(link, bps)
+        return {**spec.as_json(), "reservable_bps": bps, "reservable_share": share, "changed_by": who.name}
+
+    def bookings(self, link: str, start: int | None, end: int | None) -> dict:
+        self._link_spec(link)
         now = self.clock()
         start = now if start is None else start
         end = now + 3650 * 86400 * NS if end is None else end
@@ -525,7 +638,7 @@ class CircuitService:
             with Session(self.reader) as s, s.begin():
                 self._sync(s, [link])
             steps = self._index.steps(link, start, end)
-        return {"id": link, "reservable_bps": spec.reservable_bps, "steps": [[iso(t), int(bps)] for t, bps in steps]}
+        return {"id": link, "reservable_bps": self._index.cap(link), "steps": [[iso(t), int(bps)] for t, bps in steps]}
 
     def as_json(self, r: Reservation) -> dict:
         return {
@@ -540,7 +653,7 @@ class CircuitService:
     # -- the lifecycle -------------------------------------------------------------------
     def _event(self, s: Session, r: Reservation, action: str, who: str, at: int, old_state: str | None,
                old_version: int | None, detail: dict | None = None) -> None:  # fmt: skip
-        s.connection().execute(insert(Event.__table__), {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
+        s.connection().execute(_EVENT, {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
                                             "old_state": old_state, "new_state": r.state, "old_version": old_version,
                                             "new_version": r.version, "detail": detail})  # fmt: skip
 
@@ -552,6 +665,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
+            self._check_token(s, who)
             r = self._get(s, who, resv_id, lock=True)
             old_state = r.state
             try:
@@ -586,6 +700,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
+            self._check_token(s, who)
             r = self._get(s, who, resv_id, lock=True)
             try:
                 step = fsm.step(fsm.State(r.state), "modify")

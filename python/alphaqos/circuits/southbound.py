@@ -132,10 +132,9 @@ MIN_BUCKET_FRAMES = 10
 #: What an L2 circuit's policer counts for a 1500-byte packet: Ethernet
 #: header 14 + 802.1Q tag 4 + 1500 + FCS 4.
 POLICED_FRAME = 1522
-#: Zurawski 2013, Section 5: shape to 90-92% of the reservation.
-HOST_SHARE_PERCENT = 90.0
 #: ``ip link set DEV gso_max_segs 1``: the stack hands the qdisc single frames
 #: (one value, provision's: the zurawski-tc study's finding).
+from ..provision.model import HOST_SHARE_PERCENT  # noqa: E402
 from ..provision.shape import GSO_MAX_SEGS  # noqa: E402
 
 

@@ -241,19 +241,17 @@ class Collector:
         records are waiting."""
         decoder = self.decoder
         if isinstance(decoder, NativeDecoder):
-            started = time.perf_counter()
-            count = 0
+            started = time.thread_time()  # the clock _receive's native read counts on
+            count, full = 0, False
             while True:
                 read = decoder.recv(self.sock, BATCH, 0.0, self.flush_records)
                 count += read
                 self.peak_pending = max(self.peak_pending, decoder.pending)
-                if decoder.pending >= self.flush_records:
-                    self.decode_s += time.perf_counter() - started
-                    return True
-                if read == 0 or (limit is not None and count >= limit) or (deadline is not None and time.monotonic() > deadline):
+                full = decoder.pending >= self.flush_records
+                if full or read == 0 or (limit is not None and count >= limit) or (deadline is not None and time.monotonic() > deadline):
                     break
-            self.decode_s += time.perf_counter() - started
-            return False
+            self.decode_s += time.thread_time() - started
+            return full
         buffer = bytearray(65536)
         view = memoryview(buffer)
         recv, feed = self.sock.recvfrom_into, self.decoder.feed

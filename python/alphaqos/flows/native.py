@@ -5,11 +5,14 @@ the interface of :class:`.netflow.Decoder` over ``alphaqos._core.FlowDecoder``
 The Rust side decodes datagrams (fed one by one, or read from a UDP socket
 in batches of ``recvmmsg`` with the GIL released) into columns with the same
 rules, caps and problem reasons as the Python decoder, which stays the
-reference; the records cross as one ``bytes`` per column, read with
-``numpy.frombuffer``, and :func:`.netflow.finish` (the Python decoder's own
-last step) turns them into the canonical table and rejects the impossible
-records. ``tests/test_flows_native.py`` feeds both decoders the same
-datagrams and asserts the same records and counters.
+reference. The native side also rejects the impossible records (the checks
+of :func:`.schema.impossible`, in its order, with its reason names: codes
+in :data:`REASONS`) and counts them and the records of unknown sampling
+rate; the records left cross as one ``bytes`` per column, read with
+``numpy.frombuffer``, and :func:`.netflow.table` makes them a table with no
+per-record Python work. ``tests/test_flows_native.py`` feeds both decoders
+the same datagrams (every rejection reason among them) and asserts the same
+records and counters.
 """
 
 from __future__ import annotations
@@ -22,12 +25,19 @@ import polars as pl
 
 from .. import _core
 from . import netflow, schema
-from .netflow import KEPT_PROBLEMS, Problem, finish
+from .netflow import KEPT_PROBLEMS, Problem, table
 
 __all__ = ["NativeDecoder"]
 
 _CAPS = ("HELD_SETS", "HELD_BYTES_PER_EXPORTER", "HELD_BYTES", "TEMPLATES_PER_EXPORTER", "TEMPLATES",
          "TEMPLATE_FIELDS_PER_EXPORTER", "TEMPLATE_FIELDS", "EXPORTERS")  # fmt: skip
+#: the reasons of the native checks by their code (``reason`` in flows.rs), in schema.impossible's order
+REASONS = (None, schema.Reason.ADDRESS_LENGTH, schema.Reason.EMPTY, schema.Reason.BYTES_WITHOUT_PACKETS,
+           schema.Reason.BYTES_PER_PACKET, schema.Reason.OVERFLOW, schema.Reason.TIME_OVERFLOW,
+           schema.Reason.LAST_BEFORE_FIRST, schema.Reason.OUT_OF_WINDOW)  # fmt: skip
+_COLUMNS = (("first", np.int64), ("last", np.int64), ("src_port", np.int64), ("dst_port", np.int64), ("protocol", np.int64),
+            ("bytes", np.uint64), ("packets", np.uint64), ("sampling_rate", np.int64), ("input_if", np.int64),
+            ("output_if", np.int64))  # fmt: skip
 
 
 class NativeDecoder:
@@ -39,6 +49,12 @@ class NativeDecoder:
         self.sampling = dict(sampling or {})
         self.window_us = window_us
         self.max_packet_bytes = max_packet_bytes
+        # as schema.packet_limit reads the setting: {exporter: bytes}, "*" the others
+        self._limits = {"*": schema.MAX_PACKET_BYTES}
+        if isinstance(max_packet_bytes, int):
+            self._limits["*"] = max_packet_bytes
+        elif max_packet_bytes:
+            self._limits.update({k: int(v) for k, v in max_packet_bytes.items()})
         # the caps as netflow.py has them now (read at construction)
         caps = {name.lower(): getattr(netflow, name) for name in _CAPS}
         self._native = _core.FlowDecoder(self.sampling, window_us, caps)
@@ -69,8 +85,9 @@ class NativeDecoder:
         return self._native.pending
 
     def detach(self) -> dict:
-        """The records decoded so far, still raw (columns as bytes)."""
-        return self._native.detach()
+        """The records decoded so far, the impossible ones left out and
+        counted by reason (columns as bytes; see ``FlowDecoder.detach``)."""
+        return self._native.detach(self._limits)
 
     def take(self) -> pl.DataFrame:
         return self.build(self.detach())
@@ -78,19 +95,15 @@ class NativeDecoder:
     def build(self, batch: dict) -> pl.DataFrame:
         """The canonical table of records from ``detach()``."""
         n = batch["n"]
-        if n == 0:
-            return schema.empty()
-        columns = {}
-        for name, dtype in (("first", np.int64), ("last", np.int64), ("src_port", np.int64), ("dst_port", np.int64),
-                            ("protocol", np.int64), ("bytes", np.uint64), ("packets", np.uint64),
-                            ("sampling_rate", np.int64), ("input_if", np.int64), ("output_if", np.int64),
-                            ("earliest", np.int64), ("latest", np.int64), ("packets_known", np.bool_),
-                            ("address_length", np.bool_), ("time_overflow", np.bool_)):  # fmt: skip
-            columns[name] = np.frombuffer(batch[name], dtype)
-        # the text the native side wrote, a line a record, split by polars (no Python object per address)
-        addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
-        index = np.frombuffer(batch["exporter"], np.uint32)
-        frame, rejected, unknown = finish(columns, batch["exporters"], index, addresses, self.max_packet_bytes)
+        names = batch["exporters"]
+        rejected = {(names[e], REASONS[why]): count for e, why, count in batch["rejected"]}
+        unknown = {names[e]: count for e, count in batch["unknown"]}
+        frame = schema.empty()
+        if n:
+            columns = {name: np.frombuffer(batch[name], dtype) for name, dtype in _COLUMNS}
+            # the text the native side wrote, a line a record, split by polars (no Python object per address)
+            addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
+            frame = schema.conform(table(columns, names, np.frombuffer(batch["exporter"], np.uint32), addresses))
         counted = dict(zip(batch["exporters"], batch["counted"]))  # counters of exporters beyond EXPORTERS: summed
         summed: Counter = Counter()
         for exporter, n in unknown.items():

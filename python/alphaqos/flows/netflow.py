@@ -788,14 +788,12 @@ COLUMNS = ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packet
            "output_if", "earliest", "latest", "packets_known", "address_length", "time_overflow")  # fmt: skip
 
 
-def finish(columns: dict, names: list[str], exporter_index, addresses: list[pl.Series], max_packet_bytes=None):
-    """The canonical table of decoded records, from their :data:`COLUMNS`
-    (arrays), their exporters (``names`` and an index into it per record)
-    and their address columns; the impossible records are rejected exactly
-    as the readers reject them (:func:`.schema.impossible`). Shared by the
-    Python decoder and the native one (:mod:`.native`); returns ``(frame,
-    {(exporter, schema.Reason): records rejected}, {exporter: records of
-    unknown sampling rate})``, for the caller to count."""
+def table(columns: dict, names: list[str], exporter_index, addresses: list[pl.Series]) -> pl.DataFrame:
+    """The decoded records as a table (not yet canonical) from their
+    :data:`COLUMNS` (arrays), their exporters (``names`` and an index into
+    it per record) and their address columns. Shared by :func:`finish` and
+    the native decoder (:mod:`.native`), which rejects the impossible
+    records itself."""
     # values a template gave more bytes than the canonical type holds
     # (malformed, or odd exporters) must not stop the table being built
     for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):
@@ -803,10 +801,20 @@ def finish(columns: dict, names: list[str], exporter_index, addresses: list[pl.S
     for name in ("input_if", "output_if"):
         columns[name] = np.where((columns[name] >= 0) & (columns[name] < 1 << 31), columns[name], 0)
     frame = pl.DataFrame(columns).with_columns(pl.Series("exporter", names, pl.String).gather(exporter_index), *addresses)
-    frame = frame.with_columns(
+    return frame.with_columns(
         pl.from_epoch("first", "us").dt.replace_time_zone("UTC"),
         pl.from_epoch("last", "us").dt.replace_time_zone("UTC"),
     )
+
+
+def finish(columns: dict, names: list[str], exporter_index, addresses: list[pl.Series], max_packet_bytes=None):
+    """The canonical table of decoded records (see :func:`table`); the
+    impossible records are rejected exactly as the readers reject them
+    (:func:`.schema.impossible`). The Python decoder's last step, the
+    reference the native decoder's own checks are tested against; returns
+    ``(frame, {(exporter, schema.Reason): records rejected}, {exporter:
+    records of unknown sampling rate})``, for the caller to count."""
+    frame = table(columns, names, exporter_index, addresses)
     checks = schema.impossible(
         pl.col("first"), pl.col("last"), {"bytes": pl.col("bytes"), "packets": pl.col("packets")}, pl.col("sampling_rate"),
         earliest=pl.col("earliest"), latest=pl.col("latest"), address_length=pl.col("address_length"),

@@ -44,6 +44,7 @@ from . import cisco, dtn, junos, nftables, tc
 from .check import check
 from .model import (
     DEFAULT_AGING_DAYS,
+    HOST_SHARE_PERCENT,
     PLATFORMS,
     InputError,
     Plan,
@@ -84,7 +85,7 @@ def add_provision_command(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--network-control", metavar="PERCENT", type=_percent, default=5.0,
                    help="Junos: share of rate and buffer kept for network-control, queue 3 (default 5%%)")
     p.add_argument("--circuit-rate", metavar="RATE", type=_rate, help="dtn: the circuit's reserved rate (default: --rate)")
-    p.add_argument("--host-share", metavar="PERCENT", type=_percent, default=90.0,
+    p.add_argument("--host-share", metavar="PERCENT", type=_percent, default=HOST_SHARE_PERCENT,
                    help="dtn: shape to this share of the circuit (default 90%%, Zurawski 2013)")
     p.add_argument("--host-shaper", choices=("htb", "fq"), default="htb", help="dtn: HTB class (default) or fq maxrate (per flow)")
     p.set_defaults(handler=_handler)

@@ -60,6 +60,11 @@ from ..errors import ScenarioError
 from ..policy import PRIORITIES, ClassRef, DropProfile, Policy, Temporal, Term, check_policy
 from ..scenario import load_policy_file
 
+#: A DTN shapes its sending to this share of its circuit's reservation
+#: (Zurawski 2013, Section 5: 90-92 %); `shape --share`, `provision
+#: --host-share` and the circuits southbound default to it.
+HOST_SHARE_PERCENT = 90.0
+
 __all__ = [
     "DEFAULT_AGING_DAYS",
     "PLATFORMS",
@@ -163,7 +168,7 @@ class Plan:
     #: DTN host shaping: the circuit's rate (default: the link rate), the
     #: share of it to shape to, and the shaper (``htb`` or ``fq``).
     circuit_rate_bps: int | None = None
-    host_share_percent: float = 90.0
+    host_share_percent: float = HOST_SHARE_PERCENT
     host_shaper: str = "htb"
     skipped_v6: int = 0
     missing: list[Missing] = field(default_factory=list)

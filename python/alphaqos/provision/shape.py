@@ -101,6 +101,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .model import HOST_SHARE_PERCENT
 from .tc import LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes, quantum_bytes
 
 __all__ = [
@@ -620,7 +621,7 @@ def add_shape_command(commands) -> None:
     )  # fmt: skip
     p.add_argument("device", metavar="DEV", help="the circuit's interface (its VLAN device)")
     p.add_argument("--rate", metavar="RATE", type=_rate, help="the circuit's reserved rate (1Gbps, 10gbit)")
-    p.add_argument("--share", metavar="PERCENT", type=_share, default=90.0, help="shape to this share of --rate (default 90%%)")
+    p.add_argument("--share", metavar="PERCENT", type=_share, default=HOST_SHARE_PERCENT, help="shape to this share of --rate (default 90%%)")
     p.add_argument("--policer-burst", metavar="SIZE", type=_size, help="the router's policer bucket: the host's burst stays within it")
     p.add_argument("--policy", metavar="FILE", type=Path, help="take --rate and --policer-burst from a policy's policer term")
     p.add_argument("--term", metavar="NAME", help="with --policy: the policed term (default: the only one)")

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, ORJSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -55,6 +55,13 @@ class ModifyIn(BaseModel):
     end: str | None = None
 
 
+class LinkIn(BaseModel):
+    """An admin's change of a link: its reservable share of the capacity."""
+
+    model_config = ConfigDict(extra="forbid")
+    reservable_share: float
+
+
 class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: str
@@ -63,6 +70,12 @@ class TokenIn(BaseModel):
 
 def _problem(p: Problem) -> JSONResponse:
     return JSONResponse(p.document(), status_code=p.status, media_type=PROBLEM)
+
+
+def _json(data: Any, status: int = 200) -> ORJSONResponse:
+    """The service's JSON as it is (already plain): serialised once, by orjson,
+    without FastAPI's response validation and encoding pass."""
+    return ORJSONResponse(data, status_code=status)
 
 
 def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI:
@@ -108,25 +121,25 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
             raise Problem(403, f"only an admin may do this (the token's role is {principal.role})")
         return principal
 
-    @app.post("/api/v1/reservations", status_code=201)
-    async def reserve(body: ReservationIn, principal: Who) -> dict:
-        return service.reserve(principal, body.model_dump(exclude_none=True))
+    @app.post("/api/v1/reservations", status_code=201, response_model=None)
+    async def reserve(body: ReservationIn, principal: Who) -> ORJSONResponse:
+        return _json(service.reserve(principal, body.model_dump(exclude_none=True)), 201)
 
     @app.get("/api/v1/reservations")
     async def list_reservations(principal: Who, state: str | None = None) -> list[dict]:
         return service.list(principal, state)
 
-    @app.get("/api/v1/reservations/{resv_id}")
-    async def show(resv_id: int, principal: Who) -> dict:
-        return service.get(principal, resv_id)
+    @app.get("/api/v1/reservations/{resv_id}", response_model=None)
+    async def show(resv_id: int, principal: Who) -> ORJSONResponse:
+        return _json(service.get(principal, resv_id))
 
-    @app.patch("/api/v1/reservations/{resv_id}")
-    async def modify(resv_id: int, body: ModifyIn, principal: Who) -> dict:
-        return service.modify(principal, resv_id, body.model_dump(exclude_none=True))
+    @app.patch("/api/v1/reservations/{resv_id}", response_model=None)
+    async def modify(resv_id: int, body: ModifyIn, principal: Who) -> ORJSONResponse:
+        return _json(service.modify(principal, resv_id, body.model_dump(exclude_none=True)))
 
-    @app.post("/api/v1/reservations/{resv_id}/{action}")
-    async def act(resv_id: int, action: str, principal: Who) -> dict:
-        return service.act(principal, resv_id, action)
+    @app.post("/api/v1/reservations/{resv_id}/{action}", response_model=None)
+    async def act(resv_id: int, action: str, principal: Who) -> ORJSONResponse:
+        return _json(service.act(principal, resv_id, action))
 
     @app.get("/api/v1/reservations/{resv_id}/events")
     async def events(resv_id: int, principal: Who, after: int = 0) -> list[dict]:
@@ -143,6 +156,10 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
         end = parse_time(to, ("query", "to")) if to else None
         return service.bookings(link_id, start, end)
 
+    @app.put("/api/v1/links/{link_id}")
+    async def set_link(link_id: str, body: LinkIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
+        return service.set_link_share(principal, link_id, body.reservable_share)
+
     @app.get("/api/v1/topology")
     async def topology(principal: Annotated[Principal, Depends(admin)]) -> dict:
         return {"nodes": [{"name": n.name, "router": n.router, "address": n.address} for n in service.topology.nodes.values()],
@@ -157,6 +174,10 @@ def create_app(service: CircuitService, *, expire_every: float = 1.0) -> FastAPI
     async def create_token(body: TokenIn, principal: Annotated[Principal, Depends(admin)]) -> dict:
         token, name = service.create_token(body.role, body.name)
         return {"token": token, "name": name, "role": body.role}
+
+    @app.delete("/api/v1/tokens/{token_id}")
+    async def revoke_token(token_id: int, principal: Annotated[Principal, Depends(admin)]) -> dict:
+        return service.revoke_token(token_id)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:
