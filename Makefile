@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: demo test test-slow bench build setup cargo-test pytest test-deps clean
+.PHONY: demo test test-slow bench build setup cargo-test pytest test-deps clean golden golden-accept
 
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -70,6 +70,15 @@ test: build test-deps cargo-test pytest
 # circuits service's SIGKILL crash test on PostgreSQL (SQLite's is in make test).
 test-slow: build test-deps
 	ALPHAQOS_TEST_SLOW=1 $(VENV)/bin/pytest -q tests/test_circuits_service.py -k "sigkill and postgresql"
+
+# Golden summaries (tests/golden, checked by tests/test_golden.py): `golden`
+# runs every bundled scenario and bench case and prints what moved;
+# `golden-accept` writes the new results (say why in the commit).
+golden: build
+	$(PY) -m alphaqos.golden
+
+golden-accept: build
+	$(PY) -m alphaqos.golden --accept
 
 bench: build
 	$(PY) benches/run.py
