@@ -6,7 +6,7 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 
-.PHONY: demo test test-slow bench build setup cargo-test pytest test-deps clean golden golden-accept
+.PHONY: demo test bench build setup cargo-test pytest test-deps clean golden golden-accept
 
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
@@ -20,7 +20,7 @@ setup: $(STAMP)
 # and of the circuit emulator (target/release/alphaqos-emu, `alphaqos emulate`).
 build: setup
 	. $(VENV)/bin/activate && maturin develop --release -q
-	cargo build --release -p alphaqos-emu -q
+	cargo build --release -p alphaqos-emu -p alphaqos-xfer -q
 
 # The first document's experiment 1: one shared FIFO, then the alpha flow in
 # a queue of its own (compare the ping RTT in the two summaries and plots);
@@ -41,7 +41,7 @@ demo: build
 	$(VENV)/bin/alphaqos provision --prefixes $$tour/prefixes.duckdb --out $$tour/config
 
 cargo-test:
-	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -q
+	cargo test --profile ci-test -p alphaqos-sim -p alphaqos-emu -p alphaqos-xfer -q
 
 # Two passes: the tests that measure real time or make network namespaces
 # run alone (marked `serial` in tests/conftest.py), the rest on two workers,
@@ -66,10 +66,6 @@ test-deps:
 
 test: build test-deps cargo-test pytest
 
-# Tests kept out of `make test` for its time budget (docs/circuits.md): the
-# circuits service's SIGKILL crash test on PostgreSQL (SQLite's is in make test).
-test-slow: build test-deps
-	ALPHAQOS_TEST_SLOW=1 $(VENV)/bin/pytest -q tests/test_circuits_service.py -k "sigkill and postgresql"
 
 # Golden summaries (tests/golden, checked by tests/test_golden.py): `golden`
 # runs every bundled scenario and bench case and prints what moved;
@@ -86,7 +82,45 @@ bench: build
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
 	$(PY) benches/circuits.py
+	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
+	$(PY) benches/transfer.py
 
 clean:
 	rm -rf $(VENV) target runs
+
+# The base flow's congestion control in BPF, alphaqos_base (docs/transfer-bpf.md):
+# target/bpf/alphaqos_base.bpf.o, compiled with Debian's clang against a
+# vmlinux.h dumped from the running kernel's BTF. Part of `make build` where
+# clang, bpftool and libbpf's headers are present (a note otherwise, and the
+# tests that need it skip saying so); `make test` installs them first. The
+# crate's helper binary (target/release/alphaqos-bpfcc) is built with it.
+BPF_OBJ := target/bpf/alphaqos_base.bpf.o
+BPF_DEBIAN_PACKAGES := clang libbpf-dev bpftool
+.PHONY: bpf bpf-deps bpfcc
+build: bpf bpfcc
+pytest: bpf-deps
+bpfcc:
+	cargo build --release -p alphaqos-bpfcc -q
+bpf:
+	@if command -v clang >/dev/null && command -v bpftool >/dev/null && [ -e /usr/include/bpf/bpf_helpers.h ] && [ -r /sys/kernel/btf/vmlinux ]; then \
+		$(MAKE) --no-print-directory $(BPF_OBJ); \
+	else \
+		echo "note: alphaqos_base (BPF) not built: needs clang, bpftool, libbpf-dev ($(BPF_DEBIAN_PACKAGES)) and /sys/kernel/btf/vmlinux; transfers fall back to pacing alone"; \
+	fi
+$(BPF_OBJ): bpf/alphaqos_base.bpf.c bpf/alphaqos_base.h
+	@mkdir -p target/bpf
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > target/bpf/vmlinux.h.tmp && mv target/bpf/vmlinux.h.tmp target/bpf/vmlinux.h
+	clang -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86 -I target/bpf -I bpf -c bpf/alphaqos_base.bpf.c -o $@.tmp && mv $@.tmp $@
+bpf-deps:
+	@missing=$$(for p in $(BPF_DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing) \
+			|| echo "note: could not install $$missing: alphaqos_base (BPF) is not built and its tests skip"; \
+	fi
+	@$(MAKE) --no-print-directory bpf
+cargo-test: cargo-test-bpfcc
+.PHONY: cargo-test-bpfcc
+cargo-test-bpfcc:
+	cargo test --profile ci-test -p alphaqos-bpfcc -q

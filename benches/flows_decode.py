@@ -1,6 +1,6 @@
 """Benchmark of flow export decoding and of ``alphaqos flows collect``.
 
-    PYTHONPATH=python python benches/flows_decode.py [--records 1000000] [--seconds 8]
+    PYTHONPATH=python python benches/flows_decode.py [--records 300000] [--seconds 5] [--writes]
 
 1. In-process: IPFIX (12-field IPv4 template: addresses, ports, protocol,
    8-byte counters, interfaces, flowStart/EndMilliseconds, samplerId) and
@@ -15,7 +15,7 @@
 3. Over loopback (127.0.0.1 only): a collector subprocess (``--decoders``:
    native, then python; alone on CPU ``--pin``, the sender on the others)
    receives 30-record IPFIX messages from a separate sender process paced
-   at 10,000, 20,000 and 34,000 datagrams/s (about 1 M records/s), then unpaced, for
+   at 20,000, 34,000 (about 1 M records/s) and 40,000 datagrams/s, then unpaced, for
    ``--seconds`` each; printed per run: the rate achieved, records sent
    and stored (counted in the Parquet store it wrote), the share lost,
    kernel drops, the collector's decoding rate and peak RSS; then the
@@ -102,12 +102,15 @@ def in_process(records: int) -> None:
         for datagram in datagrams:
             decoder.feed(datagram, "192.0.2.1")
         fed, cpu_fed = time.perf_counter(), time.process_time()
-        batch = decoder.detach()  # native: the checks and the copy out; Python: nothing yet
+        batch = decoder.detach()  # native: the checks and the canonical columns; Python: nothing yet
         cpu_detached = time.process_time()
-        frame = decoder.build(batch)
+        frame, groups = decoder.build_parts(batch) if kind is NativeDecoder else (decoder.build(batch), None)
         done, cpu_done = time.perf_counter(), time.process_time()
-        with tempfile.TemporaryDirectory() as tmp:
-            schema.write_partitioned(frame, tmp, tag="flows", level=1)
+        with tempfile.TemporaryDirectory() as tmp:  # as the collector writes
+            if groups is None:
+                schema.write_partitioned(frame, tmp, tag="flows", level=1)
+            else:
+                schema.write_grouped(frame, groups, tmp, tag="flows", level=1)
         cpu_written = time.process_time()
         assert frame.height == records and frame["bytes"].sum() == table["bytes"].sum(), "decoding is wrong"
         assert frame.sort("src_port", "src_addr")["src_addr"].equals(table.sort("src_port", "src_addr")["src_addr"])
@@ -120,11 +123,62 @@ def in_process(records: int) -> None:
               "of one core", flush=True)  # fmt: skip
 
 
-def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
+def write_options(records: int) -> None:
+    """CPU per record (this process, all threads) and bytes per record of
+    writing the collector's table in other ways than the collector's
+    (zstd level 1, statistics on every column, polars' row groups): other
+    codecs, no statistics, one row group, and Arrow IPC as a staging format
+    (cheap on the receive path, but its compaction to Parquet costs the
+    Parquet write again on the same core). Best of two each."""
+    from alphaqos.flows.native import NativeDecoder
+
+    decoder = NativeDecoder()
+    for datagram in netflow.encode_ipfix(synthetic(records), mtu=MTU_30):
+        decoder.feed(datagram, "192.0.2.1")
+    frame = decoder.take()
+    variants = {
+        "Parquet zstd-1, statistics (the collector's)": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, statistics=True),
+        "Parquet zstd-1, no statistics": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, statistics=False),
+        "Parquet zstd-1, one row group": lambda p: frame.write_parquet(p, compression="zstd", compression_level=1, row_group_size=records),
+        "Parquet lz4, statistics": lambda p: frame.write_parquet(p, compression="lz4", statistics=True),
+        "Parquet uncompressed, statistics": lambda p: frame.write_parquet(p, compression="uncompressed", statistics=True),
+        "Arrow IPC uncompressed (staging)": lambda p: frame.write_ipc(p, compression="uncompressed"),
+        "Arrow IPC lz4 (staging)": lambda p: frame.write_ipc(p, compression="lz4"),
+    }
+    try:  # pyarrow's writer (not a dependency: measured where it is installed), fed polars' buffers as string views
+        import pyarrow.parquet as pq
+    except ImportError:
+        pq = None
+    if pq is not None:
+        import polars as pl
+
+        pruned, low = ["first", "last", "src_addr", "dst_addr"], ["exporter", "protocol", "sampling_rate", "input_if", "output_if", "dst_port"]
+
+        def arrow(p, **options):
+            pq.write_table(frame.to_arrow(compat_level=pl.CompatLevel.newest()), p, compression="zstd", compression_level=1, **options)
+
+        variants["pyarrow zstd-1, statistics and dictionary everywhere"] = lambda p: arrow(p)
+        variants["pyarrow zstd-1, statistics on time and addresses, dictionary on low-cardinality columns"] = (
+            lambda p: arrow(p, write_statistics=pruned, use_dictionary=low))
+        variants["pyarrow zstd-1, the same in row groups of 2^20"] = lambda p: arrow(p, write_statistics=pruned, use_dictionary=low, row_group_size=1 << 20)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "x"
+        for name, write in variants.items():
+            best = float("inf")
+            for _ in range(2):
+                start = time.process_time()
+                write(path)
+                best = min(best, time.process_time() - start)
+            print(f"write, {name}: {best * 1e6 / frame.height:.2f} us CPU and {path.stat().st_size / frame.height:.1f} bytes per record", flush=True)
+
+
+def _wait_rss(process: subprocess.Popen, stream, cpu: list | None = None) -> tuple[str, int]:
     """Read ``stream`` (the process's output) to its end while polling the
     process's peak resident set (``VmHWM`` of ``/proc/PID/status``, every
     20 ms: the kernel's rusage of a child would include the RSS of this
-    large parent, inherited through fork); returns (output, peak bytes)."""
+    large parent, inherited through fork); returns (output, peak bytes).
+    ``cpu``, if given, gets the CPU seconds the process used (user +
+    system, all its threads; the last ``/proc/PID/stat`` read)."""
     import threading
 
     peak = 0
@@ -138,6 +192,8 @@ def _wait_rss(process: subprocess.Popen, stream) -> tuple[str, int]:
                 for line in status.read_text().splitlines():
                     if line.startswith("VmHWM:"):
                         peak = max(peak, int(line.split()[1]) * 1024)
+                if cpu is not None:
+                    cpu[:] = [_cpu_seconds(process.pid)]
             except (OSError, ValueError, IndexError):
                 pass
             time.sleep(0.02)
@@ -170,12 +226,14 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
                                  stdout=subprocess.PIPE, text=True, env=env, preexec_fn=on({pin}))  # fmt: skip
     try:
         port = collector.stdout.readline().split()[2].rsplit(":", 1)[1]
+        started = _cpu_seconds(collector.pid)  # its start (imports): not the collecting
         sender = subprocess.run([sys.executable, "-c", SENDER, port, str(rate), str(seconds), str(path)],
                                 capture_output=True, text=True, check=True, preexec_fn=on(cpus - {pin}))  # fmt: skip
         sent, elapsed = int(sender.stdout.split()[0]), float(sender.stdout.split()[1])
         time.sleep(0.5)
         collector.send_signal(signal.SIGTERM)
-        output, rss = _wait_rss(collector, collector.stdout)
+        cpu: list = [0.0]
+        output, rss = _wait_rss(collector, collector.stdout, cpu)
     finally:
         if collector.poll() is None:
             collector.kill()
@@ -185,7 +243,13 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
     drops = re.search(r"kernel drops: ([\d,?]+)", final).group(1)
     decoding = re.search(r"decoding ([\d,]+) records/s", final).group(1)
     expected = sum(counts) * (sent // len(counts)) + sum(counts[: sent % len(counts)])
-    return expected, stored, drops, decoding, sent / elapsed, rss
+    return expected, stored, drops, decoding, sent / elapsed, rss, cpu[0] - started
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: IPFIX messages of 30 records (the 54-byte IPv4 records of encode_ipfix's template 256).
@@ -193,7 +257,7 @@ MTU_30 = 16 + 4 + 30 * 54
 
 
 def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
-    """Each decoder, fed at 10k, 20k and 40k datagrams/s of 30-record IPFIX
+    """Each decoder, fed at 20k, 34k and 40k datagrams/s of 30-record IPFIX
     and by an unpaced sender; per run: records/s offered and stored, the
     share lost, kernel drops and the collector's peak RSS."""
     datagrams = netflow.encode_ipfix(synthetic(30_000), mtu=MTU_30)  # the templates first, then full data sets
@@ -205,9 +269,9 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
         path.write_bytes(b"".join(struct.pack(">H", len(d)) + d for d in datagrams))
         for kind in decoders:
             lossless = 0
-            for rate in (10_000, 20_000, 34_000, 0):  # 34,000 x 30 records: about 1 M records/s
+            for rate in (20_000, 34_000, 40_000, 0):  # 34,000 x 30 records: about 1 M records/s
                 out = Path(tmp) / f"out-{kind}-{rate}"
-                expected, stored, drops, decoding, achieved, rss = collector_run(path, counts, rate, seconds, out, kind, pin)
+                expected, stored, drops, decoding, achieved, rss, cpu = collector_run(path, counts, rate, seconds, out, kind, pin)
                 lost = 100 * (1 - stored / expected) if expected else 0.0
                 if stored == expected:
                     lossless = max(lossless, expected / seconds)
@@ -215,7 +279,8 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None) -> None:
                 print(f"collector ({kind} decoder{'' if pin is None else f', on CPU {pin}'}), {pace} (achieved {achieved:,.0f} "
                       f"datagrams/s = {achieved * 30:,.0f} records/s offered) for {seconds:g} s: {expected:,} records sent, "
                       f"{stored:,} stored ({stored / seconds:,.0f} records/s), {lost:.1f}% lost, kernel drops {drops}, "
-                      f"decoding {decoding} records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB", flush=True)  # fmt: skip
+                      f"decoding {decoding} records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB; the collector's CPU "
+                      f"{cpu:.1f} s after its start ({1e6 * cpu / max(stored, 1):.2f} us per record stored, receive to Parquet)", flush=True)  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)
             print(f"collector ({kind} decoder): highest rate with every record stored {lossless:,.0f} records/s", flush=True)
 
@@ -251,14 +316,18 @@ def nfdump_ingest(megabytes: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--seconds", type=float, default=8.0)
+    # the defaults keep `make bench` under a minute; the figures in docs/flows.md name their options
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--skip-collector", action="store_true")
-    parser.add_argument("--decoders", default="native,python", help="collector decoders to run (comma-separated)")
+    parser.add_argument("--decoders", default="native", help="collector decoders to run (comma-separated: native,python)")
     parser.add_argument("--pin", type=int, default=0, help="CPU the collector runs on alone (-1: any)")
-    parser.add_argument("--nfdump-mb", type=int, default=200, help="size of the nfdump CSV ingested (0: skip)")
+    parser.add_argument("--nfdump-mb", type=int, default=50, help="size of the nfdump CSV ingested (0: skip)")
+    parser.add_argument("--writes", action="store_true", help="also measure other Parquet settings and Arrow IPC staging")
     args = parser.parse_args()
     in_process(args.records)
+    if args.writes:
+        write_options(args.records)
     if args.nfdump_mb:
         nfdump_ingest(args.nfdump_mb)
     if not args.skip_collector:

@@ -112,14 +112,15 @@ def postgres_cluster():
 
 
 class Server:
-    """``alphaqos circuits serve`` on 127.0.0.1 with its own database and state dir."""
+    """``alphaqos circuits serve`` on 127.0.0.1 with its own database and state
+    dir; ``workers`` server processes (``serve --workers``)."""
 
-    def __init__(self, tmp: Path, db: str, *, hold_timeout: float = 120.0) -> None:
+    def __init__(self, tmp: Path, db: str, *, hold_timeout: float = 120.0, workers: int = 1) -> None:
         self.tmp, self.db = tmp, db
         self.topology(TOPOLOGY)
         self.env = dict(os.environ, ALPHAQOS_CIRCUITS_DB=db, ALPHAQOS_CIRCUITS_TOPOLOGY=str(tmp / "topology.yaml"),
                         ALPHAQOS_CIRCUITS_STATE_DIR=str(tmp / "state"),
-                        ALPHAQOS_CIRCUITS_HOLD_TIMEOUT=str(hold_timeout))  # fmt: skip
+                        ALPHAQOS_CIRCUITS_HOLD_TIMEOUT=str(hold_timeout), ALPHAQOS_CIRCUITS_WORKERS=str(workers))  # fmt: skip
         self.env.pop("ALPHAQOS_CIRCUITS_TOKEN", None)
         self.env.pop("ALPHAQOS_CIRCUITS_URL", None)
         self.port = free_port()

@@ -25,6 +25,7 @@ SERIAL_MODULES = {
     "test_reproduce_zurawski",
     "test_run_output",
     "test_shape",
+    "test_transfer_path",
 }
 
 

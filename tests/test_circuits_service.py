@@ -8,7 +8,6 @@ the last capacity of a link, and SIGKILL in the middle of a batch."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,14 +38,19 @@ def _db_url(kind: str, tmp: Path, pg_cluster, name: str) -> str:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def service(request, tmp_path_factory):
-    """One server per back-end for the module, with tokens of every role."""
+    """One server per back-end for the module, with tokens of every role. On
+    SQLite two server processes (``serve --workers 2``), so that every test
+    also checks that two processes on one database keep each other's
+    bookings, shares and revocations (requests land on either); on
+    PostgreSQL one (two more Python start-ups cost the suite's time budget;
+    two instances on one database are the in-process tests' case)."""
     tmp = tmp_path_factory.mktemp(f"circuits-{request.param}")
     cluster = request.getfixturevalue("pg") if request.param == "postgresql" else None
-    server = Server(tmp, _db_url(request.param, tmp, cluster, "api"))
+    server = Server(tmp, _db_url(request.param, tmp, cluster, "api"), workers=2 if request.param == "sqlite" else 1)
     server.tokens = {name: server.token(role, name) for name, role in
                      (("alice", "user"), ("bob", "user"), ("olga", "operator"), ("ada", "admin"))}  # fmt: skip
     server.kind = request.param
-    server.start()
+    server.start(timeout=120)  # three Python start-ups on a loaded machine
     try:
         yield server
     finally:
@@ -169,6 +173,10 @@ BAD = [
      ["body", "profile", 2, 0], "ordered in time"),
     ({"policing": "gentle"}, ["body", "policing"], "expected one of hard, soft, scavenger"),
     ({"src": None}, ["body", "src"], ""),
+    ({"colour": "red"}, ["body", "colour"], "unexpected field"),
+    ({"src": 7}, ["body", "src"], "required: a host or router"),
+    ({"rate": [1]}, ["body", "rate"], "expected a rate"),
+    ({"margin": "big", "rate": None, "bytes": 10**9, "end": None, "deadline": "END"}, ["body", "margin"], "expected a number"),
 ]
 
 
@@ -311,13 +319,73 @@ def test_64_clients_race_for_the_last_capacity(service):
         assert sum(p[0][1] for p, _ in rows) == 500 * MBPS + sum(r["rate_bps"] for r in admitted if link in r["path"])
 
 
-@pytest.mark.parametrize("backend", [
-    "sqlite",
-    # The same transactions on PostgreSQL: about 20 s more, so in `make test-slow`
-    # (which sets ALPHAQOS_TEST_SLOW=1), not in `make test` (its time budget).
-    pytest.param("postgresql", marks=pytest.mark.skipif(os.environ.get("ALPHAQOS_TEST_SLOW") != "1",
-                                                        reason="make test-slow runs it (about 20 s)")),
-])  # fmt: skip
+def test_admin_cli_and_the_audit_log(service, capsys):
+    """``circuits link share``, ``token list|revoke`` and ``audit``: tables or
+    JSON, a refusal on one line with exit status 2 and nothing changed; each
+    change an audit event (who, when, old and new value) that an operator or
+    admin reads, a user may not."""
+    from alphaqos.cli import main
+
+    alice, olga, ada = (Api(service, n) for n in ("alice", "olga", "ada"))
+    # R2-R1 (1 Gbit/s): no route to H2 books it, so no other test's bookings bound its share.
+
+    def run(*args: str, who: str = "ada") -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = main(["circuits", *args, "--url", service.url, "--token", service.tokens[who]])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    def reservable(link: str) -> int:
+        return next(l for l in alice.get("/api/v1/links").json() if l["id"] == link)["reservable_bps"]
+
+    status, out, err = run("link", "share", "R2-R1", "70%")
+    assert status == 0 and "link R2-R1: reservable 700 Mbps (70% of 1 Gbps), set by ada" in out, (out, err)
+    assert reservable("R2-R1") == 700 * MBPS
+    status, out, _ = run("link", "share", "R2-R1", "0.8", "--json")
+    assert status == 0 and json.loads(out)["reservable_bps"] == 800 * MBPS
+    status, out, _ = run("link", "list")
+    assert status == 0 and "R2-R1" in out and "80%" in out
+    for args, who, words in ((("link", "share", "R2-R1", "170%"), "ada", "share: expected a percentage"),
+                             (("link", "share", "R2-R1", "lots"), "ada", "share: expected a percentage"),
+                             (("link", "share", "nowhere", "50%"), "ada", "404: path.id: no such link"),
+                             (("link", "share", "R2-R1", "50%"), "olga", "403: only an admin"),
+                             (("token", "revoke", "999999"), "ada", "404: path.id: no token 999999"),
+                             (("audit",), "alice", "403: only an operator or an admin")):  # fmt: skip
+        status, out, err = run(*args, who=who)
+        assert status == 2 and out == "" and err.count("\n") == 1 and words in err, (args, err)
+    assert reservable("R2-R1") == 800 * MBPS
+
+    made = ada.post("/api/v1/tokens", json={"role": "user", "name": "dave"}).json()
+    status, out, _ = run("token", "list", "--json")
+    dave = next(t for t in json.loads(out) if t["name"] == "dave")
+    assert status == 0 and dave["revoked"] is None and dave["role"] == "user"
+    status, out, _ = run("token", "list")
+    assert status == 0 and "dave" in out
+    status, out, _ = run("token", "revoke", str(dave["id"]))
+    assert status == 0 and out.startswith(f"token {dave['id']} (dave, user) revoked at ")
+    assert httpx.get(service.url + "/api/v1/reservations", headers={"Authorization": f"Bearer {made['token']}"}).status_code == 401
+
+    assert Api(service, None).get("/api/v1/audit").status_code == 401
+    assert alice.get("/api/v1/audit").status_code == 403
+    events = olga.get("/api/v1/audit").json()
+    mine = [e for e in events if e["target"] in ("R2-R1", str(dave["id"]))]
+    assert [(e["action"], e["who"]) for e in mine] == [("link_share", "ada"), ("link_share", "ada"),
+                                                       ("token_create", "ada"), ("token_revoke", "ada")]  # fmt: skip
+    assert mine[0]["old"] == {"reservable_bps": 800 * MBPS, "reservable_share": 0.8}
+    assert mine[0]["new"] == {"reservable_bps": 700 * MBPS, "reservable_share": 0.7}
+    assert mine[1]["new"] == {"reservable_bps": 800 * MBPS, "reservable_share": 0.8}
+    assert mine[2]["new"] == {"id": dave["id"], "name": "dave", "role": "user"}
+    assert mine[3]["old"]["revoked"] is None and mine[3]["new"]["revoked"] is not None
+    assert all(abs(_t(e["at"]) - datetime.now(UTC)) < timedelta(minutes=5) for e in mine)
+    # The tokens made at the start (alphaqos circuits token create, on the machine) are there too.
+    assert {("token_create", "local")} <= {(e["action"], e["who"]) for e in events}
+    status, out, _ = run("audit", "--json", who="olga")
+    assert status == 0 and json.loads(out) == events
+    status, out, _ = run("audit", "--after", str(mine[2]["id"]), who="olga")
+    assert status == 0 and "token_revoke" in out and "token_create" not in out
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sigkill_mid_batch_loses_nothing_acknowledged(request, tmp_path, backend):
     tmp = tmp_path
     cluster = request.getfixturevalue("pg") if backend == "postgresql" else None

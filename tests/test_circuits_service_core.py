@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alphaqos.circuits.errors import Problem
-from alphaqos.circuits.service import NS, CircuitService, Principal, iso
+from alphaqos.circuits.service import NS, CircuitService, Principal, iso, token_hash
 from alphaqos.circuits.topology import Topology
 
 MBPS = 10**6
@@ -252,20 +252,95 @@ def test_admin_share_change_and_revocation_reach_another_process(tmp_path):
         finally:
             fresh.close()
         # Revocation.
-        token, _ = one.create_token("user", "carol")
+        token, _ = one.create_token("user", "carol", admin.name)
         carol = two.authenticate(f"Bearer {token}")  # now cached by the other process
         assert one.authenticate(f"Bearer {token}").name == "carol"
         token_id = next(t["id"] for t in one.tokens() if t["name"] == "carol")
-        assert one.revoke_token(token_id)["revoked"] is not None
+        assert one.revoke_token(admin, token_id)["revoked"] is not None
+        assert one.revoke_token(admin, token_id)["revoked"] is not None  # again: no second event
         with pytest.raises(Problem) as gone:
             one.authenticate(f"Bearer {token}")
         assert gone.value.status == 401
-        # The other process still has it cached, but no write of it goes through.
+        # The other process has it cached: it refuses it at once all the same,
+        # for a read as for a write (the write's own transaction checks too).
+        assert token_hash(token) in two._principals
+        with pytest.raises(Problem) as refused:
+            two.authenticate(f"Bearer {token}")
+        assert refused.value.status == 401 and "revoked" in refused.value.detail
+        assert token_hash(token) not in two._principals  # the cache entry is gone
         with pytest.raises(Problem) as refused:
             two.reserve(carol, {**body, "rate": MBPS})
         assert refused.value.status == 401 and len(two.list(admin)) == 3
-        with pytest.raises(Problem):
-            two.authenticate(f"Bearer {token}")  # and the cache entry is gone
+        # The admin's changes are audit events, read by either process: the
+        # refused share change is not one.
+        audit = two.audit()
+        assert [(a["action"], a["who"], a["target"]) for a in audit] == [
+            ("link_share", "ada", link), ("token_create", "ada", str(token_id)), ("token_revoke", "ada", str(token_id))]
+        assert audit[0]["old"] == {"reservable_bps": 800 * MBPS, "reservable_share": 0.8}
+        assert audit[0]["new"] == {"reservable_bps": 500 * MBPS, "reservable_share": 0.5}
+        assert audit[0]["at"] == iso(clock.t)
+        assert audit[1]["new"] == {"id": token_id, "name": "carol", "role": "user"}
+        assert audit[2]["old"] == {"name": "carol", "revoked": None}
+        assert audit[2]["new"]["revoked"] == one.tokens()[-1]["revoked"]
+        assert two.audit(after=audit[1]["id"]) == audit[2:]
     finally:
         one.close()
         two.close()
+
+
+def test_booking_log_stays_bounded_and_an_index_behind_its_prune_point_reloads(tmp_path):
+    """booking_log is pruned to the last ``log_keep`` versions of each link
+    every ``prune_every`` changes; a second process whose index fell behind
+    the pruned rows cannot follow the log and reloads the link, and both end
+    equal to a fresh load of the database."""
+    from sqlalchemy import create_engine, text
+
+    clock = Clock(1_900_000_000 * NS)
+    topo = Topology.from_scenario(yaml.safe_load(TOPOLOGY))
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    writer = CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock, log_keep=4, prune_every=8)
+    behind = CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock)
+    engine = create_engine(url)
+
+    def log_rows() -> int:
+        with engine.connect() as c:
+            return c.execute(text("SELECT count(*) FROM booking_log")).scalar_one()
+
+    try:
+        start = clock.t + 1000 * NS
+        body = {"src": "H1", "dst": "H2", "rate": MBPS, "start": iso(start), "end": iso(start + 3600 * NS)}
+        # A few changes the other process follows from the log.
+        for _ in range(2):
+            writer.reserve(USER, body)
+        followed = behind.followed
+        behind.bookings("H1-R1", None, None)
+        assert behind.followed == followed + 1
+        sizes = []
+        for i in range(120):
+            made = writer.reserve(USER, {**body, "rate": MBPS + i})
+            if i % 3 == 0:
+                writer.act(USER, made["id"], "terminate")
+            sizes.append(log_rows())
+        # Bounded: at most log_keep versions per link kept plus what the
+        # changes between two prunes add (two rows a version at most).
+        links = len(topo.links)
+        bound = links * 4 * 2 + 8 * 4 * 2
+        assert max(sizes) <= bound, (max(sizes), bound)
+        assert sizes[-1] < sizes[0] + bound
+        # The other index is far behind the prune point: it reloads, and ends
+        # equal to the writer's and to a fresh load.
+        reloaded, followed = behind.reloaded, behind.followed
+        fresh = CircuitService(url, topo, state_dir=tmp_path / "state", clock=clock)
+        try:
+            for spec in topo.links:
+                want = fresh.bookings(spec.id, None, None)
+                assert behind.bookings(spec.id, None, None) == want == writer.bookings(spec.id, None, None)
+        finally:
+            fresh.close()
+        assert behind.reloaded > reloaded and behind.followed == followed
+        peak = max(bps for _, bps in behind.bookings("H1-R1", None, None)["steps"])
+        assert peak == sum(MBPS + i for i in range(120) if i % 3) + 2 * MBPS
+    finally:
+        engine.dispose()
+        writer.close()
+        behind.close()

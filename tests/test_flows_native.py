@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from alphaqos.flows import netflow
+from alphaqos.flows import netflow, schema
 from alphaqos.flows.native import REASONS, NativeDecoder
 from alphaqos.flows.netflow import Decoder, encode_ipfix, encode_v5, encode_v9
 
@@ -202,3 +202,85 @@ def test_counters_of_many_source_addresses_are_bounded_alike(monkeypatch):
     assert len(decoder.exporter_stats) == 9 and netflow.OTHER_EXPORTERS in decoder.exporter_stats
     assert sum(s["datagrams"] for s in decoder.exporter_stats.values()) == len(items)
     assert frame["exporter"].n_unique() > 9
+
+
+def test_sequence_and_sampler_state_of_many_sources_is_bounded_alike(monkeypatch):
+    # 40 sources, each with its sequence numbers and sampler options, state kept for 8: the least recently
+    # set is forgotten (state_evicted), then their records' rate is unknown until the options come again
+    monkeypatch.setattr(netflow, "EXPORTERS", 8)
+    options_template = a_set(1, struct.pack(">HHH", 300, 4, 8) + fields((1, 4), (48, 1), (34, 4)) + b"\x00\x00")
+    data = v9_data(("10.0.0.1", "10.0.0.2", 1, 2, 6, 100, 1, 9_000, 9_500, 1, 7))
+    items = [(f"198.51.100.{i}", v9(i, 10_000, V9_TEMPLATE, options_template,
+                                    a_set(300, struct.pack(">IBI", 0, 7, 100 + i) + b"\x00" * 3), data), None) for i in range(40)]  # fmt: skip
+    items += [(f"198.51.100.{i}", v9(i, 10_000, data), None) for i in range(40)]
+    frame, reference = both(items)
+    native = NativeDecoder()
+    for exporter, datagram, received in items:
+        native.feed(datagram, exporter, received)
+    assert reference.counts["state_evicted"] == native.counts["state_evicted"] > 0
+    assert len(reference._next_sequence) <= 8 and len(reference.sampler_rates) <= 8 and len(reference.init_ms) <= 8
+    assert native._counters()["sequences"] <= 8 and native._counters()["sampler_states"] <= 8
+    # the last 8 sources kept their rate; the others' second records have it unknown
+    assert frame.filter(pl.col("sampling_rate") == 0).height == 32
+
+
+def test_names_of_spoofed_sources_are_forgotten_once_they_hold_nothing(monkeypatch):
+    # 400 source addresses, most sending garbage: the native decoder keeps the names of at most
+    # 2 x EXPORTERS exporters at a time (those holding templates, state or records come back as they were)
+    monkeypatch.setattr(netflow, "EXPORTERS", 8)
+    rng = random.Random(11)
+    datagrams = encode_ipfix(canonical_frame(60, seed=3))
+    items = []
+    for i in range(400):
+        items.append((f"203.0.113.{i % 250}.{i}" if i % 2 else f"2001:db8::{i:x}", rng.randbytes(40), None))
+        if i % 50 == 0:
+            items += [("192.0.2.1", d, None) for d in datagrams]
+    frame, _ = both(items)
+    native = NativeDecoder()
+    for exporter, datagram, received in items:
+        native.feed(datagram, exporter, received)
+    assert native._counters()["names"] <= 16
+    assert native.take()["exporter"].unique().to_list() == ["192.0.2.1"] and frame.height > 0
+
+
+def test_grouped_write_makes_the_partitions_of_write_partitioned(tmp_path):
+    # two exporters, records on both sides of midnight UTC, interleaved: the native groups written as
+    # slices (schema.write_grouped) make the files the Python decoder's table makes through write_partitioned
+    datagrams = encode_ipfix(canonical_frame(400, seed=12, base=1_700_000_000_000 + 5_400_000))
+    reference, native = Decoder(window_us=None), NativeDecoder(window_us=None)
+    for datagram in datagrams:
+        for exporter in ("192.0.2.1", "2001:db8::7"):
+            reference.feed(datagram, exporter)
+            native.feed(datagram, exporter)
+    frame, groups = native.build_parts(native.detach())
+    assert len(groups) == 4 and sum(n for *_, n in groups) == frame.height == 800
+    schema.write_grouped(frame, groups, tmp_path / "native", tag="flows")
+    schema.write_partitioned(reference.take(), tmp_path / "python", tag="flows")
+    files = sorted(p.relative_to(tmp_path / "python") for p in (tmp_path / "python").rglob("*.parquet"))
+    assert len(files) == 4 and files == sorted(p.relative_to(tmp_path / "native") for p in (tmp_path / "native").rglob("*.parquet"))
+    for name in files:
+        want, got = pl.read_parquet(tmp_path / "python" / name), pl.read_parquet(tmp_path / "native" / name)
+        assert got.schema == want.schema and got.sort(want.columns).equals(want.sort(want.columns))
+
+
+def test_ipv6_text_is_inet_ntop_text():
+    # the hand-written IPv6 formatting against glibc's inet_ntop: RFC 5952 zero runs (longest, first of equals,
+    # single zero words kept), IPv4-mapped and -compatible tails, no leading zeros, random words
+    rng = random.Random(20)
+    edges = ["::", "::1", "::2", "1::", "::ffff:10.0.0.1", "::10.0.0.1", "::1:0:0:0", "1:0:0:2:0:0:0:3", "1:0:0:2:0:0:3:4",
+             "1:0:2:0:3:0:4:0", "0:1:0:1:0:1:0:1", "ffff::", "::ffff:0:1", "0:0:0:0:0:1:0:0", "f:f0:f00:f000:a:ab:abc:abcd",
+             "2001:db8::2", "fe80::1:0:0:0:1", "::ffff:0.0.0.0"]  # fmt: skip
+    packed = [socket.inet_pton(socket.AF_INET6, a) for a in edges]
+    for _ in range(300):  # words of 0 with probability 1/2: many runs of every length
+        packed.append(b"".join(struct.pack(">H", 0 if rng.random() < 0.5 else rng.choice([rng.randrange(1, 16), rng.randrange(1, 65536)]))
+                               for _ in range(8)))  # fmt: skip
+    template = a_set(2, struct.pack(">HH", 440, 6) + fields((27, 16), (28, 16), (1, 4), (2, 4), (152, 8), (153, 8)))
+    t = EXPORT_S * 1000
+    decoder = NativeDecoder()
+    for start in range(0, len(packed), 20):
+        chunk = packed[start:start + 20]
+        body = b"".join(struct.pack(">16s16sIIQQ", a, a[::-1], 1500, 1, t - 2000, t - 1000) for a in chunk)
+        decoder.feed(ipfix(1, template, a_set(440, body)), "192.0.2.1")
+    frame = decoder.take()
+    assert frame["src_addr"].to_list() == [socket.inet_ntop(socket.AF_INET6, a) for a in packed]
+    assert frame["dst_addr"].to_list() == [socket.inet_ntop(socket.AF_INET6, a[::-1]) for a in packed]

@@ -151,3 +151,44 @@ def test_the_discussion_states_the_numbers_of_its_tables(quick):
     green = next(line for line in report.splitlines() if line.startswith("| Green queue avg"))
     none = green.split(" | ")[4].split(" vs ")[0]  # B1, B2, B3, none
     assert f"averages {float(none):.0f} green packets (the document: 47)" in discussion, (none, discussion)
+
+
+def test_the_relative_queue_finding_reads_does_not_exceed_10_packets_as_a_maximum(quick):
+    """Section 5.2.1: with weight_REL 30 or 20 the Relative queue "does not
+    exceed" 10 packets: its maximum is graded, not its mean."""
+    _, _, results = quick
+    for w in (30, 20):
+        found = finding(results, f"weight_REL = {w} (r ≥ Σ r_i")
+        m = bouras.m52(results["measured"], f"w{w}")
+        rates = {c: spec["profile"][0] for c, spec in bouras.CUSTOMERS.items()}
+        assert found["direction"] == (all(m["customers"][c] / rates[c] >= 0.9 for c in rates) and m["queue"]["max"] <= 10)
+        (queue,) = [c for c in found["cells"] if "Relative queue" in c["label"]]
+        assert (queue["model"], queue["paper"], queue["bound"]) == (pytest.approx(m["queue"]["max"]), 10, True)
+        assert "never exceeds 10 packets (its maximum" in found["claim"]
+
+
+def test_the_report_states_its_readings_of_the_documents_units_and_the_284(quick):
+    _, out, results = quick
+    report = " ".join((out / "report.md").read_text().split())
+    assert '"Max RTT (sec)"' in report and "read as milliseconds" in report
+    assert '"1100Mbps"' in report and "read as 1100 kb/s" in report
+    assert "Table 3 prints C2's throughput with yellow dropped as 284 kb/s, Table 2 as 384" in report
+    case_a = finding(results, "Case A (yellow to best effort)")
+    (c2,) = [c for c in case_a["cells"] if c["label"].startswith("drop C2")]
+    assert c2["paper"] == 284 and "Table 2: 384" in c2["label"]
+
+
+def test_dynamic_wred_from_identical_runs_is_shown_not_counted(quick):
+    """If every dynamic run comes out the same whatever its initial max_th,
+    "steadier than static" holds by construction: not graded."""
+    _, _, results = quick
+    measured = dict(results["measured"])
+    dynamic = sorted(k for k in measured if k.startswith("5.1/dynamic/"))
+    assert len(dynamic) > 1
+    same = {**measured, **{k: {**measured[k], "queue": measured[dynamic[0]]["queue"], "http_bps": measured[dynamic[0]]["http_bps"]} for k in dynamic}}
+    claim = "Section 5.1 (ii)"
+    found = next(f for f in bouras.findings(same) if f.claim.startswith(claim))
+    assert found.grade == "not graded" and "whatever their initial max_th" in found.not_graded
+    as_run = finding(results, claim)
+    identical = len({(measured[k]["queue"]["mean"], measured[k]["http_bps"]) for k in dynamic}) == 1
+    assert (as_run["grade"] == "not graded") == identical

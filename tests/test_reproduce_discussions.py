@@ -20,8 +20,8 @@ from alphaqos.reproduce import REPRODUCTIONS, module
 SOURCES = {
     "yan2013": ["discussion"],
     "liberatore-yaqs": ["_fq_codel_paragraph", "DISCUSSION"],
-    "bouras-relative": ["discussion"],
-    "deadline-af": ["DISCUSSION"],
+    "bouras-relative": ["discussion", "INTERPRETATIONS"],
+    "deadline-af": ["DISCUSSION", "two_connections_section"],
     "zurawski-tc": ["discussion"],
 }
 

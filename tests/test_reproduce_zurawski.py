@@ -94,6 +94,13 @@ def test_emulated_htb_at_90_percent_holds_once_the_sender_hands_it_single_frames
     _, _, results = quick
     runs = Z.sources(results["measured"])["emu/cubic"]
     shaped, gso = runs["htb90"], runs["htb90-gso"]
+    # A run in which the emulator was held up beyond its threshold (after its
+    # retry) did not emulate the circuit: the reproduction reports it "not
+    # graded" (issue 21), and so does this check (make test once met htb90
+    # held up 22 ms on an otherwise idle machine: best second 0.30).
+    held = {k: Z.disturbance_s(runs[k]) for k in ("htb90", "htb90-gso", "htb100") if Z.disturbed(runs[k])}
+    if held:
+        pytest.skip("not graded: the emulator was held up in " + ", ".join(f"{k} ({v * 1e3:.0f} ms)" for k, v in held.items()) + f", above {Z.DISTURBED_S * 1e3:.0f} ms")
     best = max(shaped["per_second_bps"]) / shaped["rate_bps"]
     assert 0.70 <= best <= 0.87, best
     assert Z.share(gso, "settled") < 0.4 and Z.share(shaped) > 2.5 * Z.share(gso)
@@ -139,3 +146,37 @@ def test_a_missing_tool_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "iperf3 is not installed" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_an_emulated_run_held_up_beyond_its_threshold_is_not_graded(quick):
+    """A run the emulator was held up in beyond DISTURBED_S (27 ms where the
+    threshold is 5 ms, as once under load) is reported "not graded", never
+    graded as holding or failing; the findings that do not rest on it are
+    graded as before."""
+    _, _, results = quick
+    measured = {k: dict(m) for k, m in results["measured"].items()}
+    for m in measured.values():  # every emulated run within the threshold first
+        if "late_max_s" in m:
+            m["late_max_s"] = 0.0
+            m["timing"] = [{**t, "delay_error_max_s": 0.0} for t in m.get("timing", [])]
+    calm = {f.claim: f for f in Z.findings(measured)}
+    assert all(f.grade != "not graded" for f in calm.values())
+    measured["emu/cubic/htb100"]["late_max_s"] = 0.027
+    held = {f.claim: f for f in Z.findings(measured)}
+    (htb100,) = [c for c in held if c.startswith("HTB at 100 %")]
+    assert held[htb100].grade == "not graded" and not held[htb100].holds
+    assert "emu/cubic not graded (htb100 held up 27 ms, above the 5 ms threshold)" in held[htb100].evidence
+    for claim in held:
+        if claim != htb100:
+            assert held[claim].grade == calm[claim].grade, claim
+    tables = Z.tables(measured)
+    main = next(rows for title, rows in tables.items() if title.startswith("The three configurations"))
+    assert [r["run"] for r in main if r["run"].startswith("emu/cubic (not graded")] == ["emu/cubic (not graded: held up 27 ms)"]
+    # As run: a finding is not graded exactly when a run it rests on was held up.
+    runs = Z.sources(results["measured"])
+    for found in results["findings"]:
+        config = next(c for c, claim in (("unshaped", "Unshaped"), ("htb90", "HTB on the sender"), ("htb100", "HTB at 100 %"))
+                      if found["claim"].startswith(claim))
+        emus = [s for s in runs if s.startswith("emu/")]
+        all_held_up = all(any(Z.disturbed(runs[s][c]) for c in Z.CHECK_CONFIGS[config]) for s in emus)
+        assert (found["grade"] == "not graded") == all_held_up, found

@@ -104,3 +104,9 @@ def test_tc_spelling_in_a_scenario_and_in_plan_transfer(tmp_path, capsys):
     assert status == 0, capsys.readouterr().err
     assert cli.main(["plan-transfer", "--size", "100MB", "--deadline", "10s", "--rate", "1gbps", "--rtt", "10ms"]) == 2
     assert "ambiguous" in capsys.readouterr().err
+
+
+def test_m_is_minutes_and_ms_stays_milliseconds():
+    # `alphaqos transfer send --deadline 20m`, as `timeout 20m` reads it.
+    assert units.parse_time("20m") == units.parse_time("20min") == 20 * 60 * 10**9
+    assert units.parse_time("20ms") == 20 * 10**6

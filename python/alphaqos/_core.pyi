@@ -86,11 +86,19 @@ class FlowDecoder:
         wait; the GIL released throughout. The datagrams read."""
     @property
     def pending(self) -> int: ...
-    def detach(self) -> dict:
-        """The records so far: one bytes per column (native order), the
-        addresses as text a line a record, n and exporters (names)."""
+    def detach(self, max_packet_bytes: dict[str, int] | None = None) -> dict:
+        """The records so far, the impossible ones left out: table (a
+        FlowColumns, the canonical columns grouped by exporter and day), parts
+        [(exporter, day since the epoch, first row, rows)], n, exporters,
+        counted, rejected, unknown."""
     def counters(self) -> dict:
         """counts, stats, exporter_counts, exporter_stats (non-zero), held_bytes,
-        held_sets, templates, template_fields."""
+        held_sets, templates, template_fields, sequences, sampler_states, names."""
     def problems(self) -> list[tuple[str, str, str]]:
         """The problems kept (the first 10,000): (exporter, reason, detail)."""
+
+class FlowColumns:
+    """The canonical columns of a ``FlowDecoder.detach()`` for
+    ``polars.DataFrame`` (the Arrow PyCapsule interface); taken once."""
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]: ...

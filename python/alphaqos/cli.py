@@ -19,7 +19,13 @@
     only, fails), ``results.json``, plots and every
     run's scenario. ``--quick`` shortens the timelines (about a minute).
     Exit status 0 if every finding holds, 1 otherwise (see
-    :mod:`alphaqos.reproduce.grading`).
+    :mod:`alphaqos.reproduce.grading`; a finding may also be "not graded").
+
+``alphaqos reproduce-summary DIR... [--save FILE]``
+    Count the graded findings of reproduction report directories per
+    document and grade (holds, direction only, fails, not graded) with the
+    mode and commit each came from, as a markdown table (the README's);
+    ``--save`` also writes the graded findings it counted (JSON).
 
 ``alphaqos reference [--out FILE]``
     Write ``docs/scenario-reference.md``: every key of a scenario and a
@@ -231,6 +237,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_runner_options(reproduce)
     reproduce.add_argument("--quiet", action="store_true", help="no progress bar or tables; print the directory")
     reproduce.set_defaults(handler=_reproduce)
+    summary = commands.add_parser("reproduce-summary", help="count the graded findings of reproduction reports, per document")
+    summary.add_argument("dirs", metavar="DIR", nargs="+", type=Path, help="a report directory of alphaqos reproduce (its results.json)")
+    summary.add_argument("--save", metavar="FILE", type=Path, help="also write the graded findings the table counts (JSON)")
+    summary.set_defaults(handler=_reproduce_summary)
 
     reference = commands.add_parser("reference", help="write the scenario and policy reference (markdown) from the schema")
     reference.add_argument("--out", metavar="FILE", type=Path, help="file to write (default: standard output)")
@@ -286,6 +296,10 @@ def _parser() -> argparse.ArgumentParser:
     from .circuits.cli import add_circuits_command
 
     add_circuits_command(commands)
+
+    from .transfer.cli import add_transfer_command
+
+    add_transfer_command(commands)
     return parser
 
 
@@ -639,6 +653,35 @@ def _reproduce(args: argparse.Namespace) -> int:
     return EXIT_OK if reproduction.all_hold else EXIT_FAILURE
 
 
+def _reproduce_summary(args: argparse.Namespace) -> int:
+    import json
+
+    from .reproduce.grading import graded_findings, summary_table
+
+    graded: dict[str, dict] = {}
+    for directory in args.dirs:
+        path = directory / "results.json"
+        try:
+            document = json.loads(path.read_text())
+            name = document["reproduction"]
+            graded[name] = graded_findings(document)
+            summary_table({name: graded[name]})  # refuses an unknown grade
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}: not the results.json of alphaqos reproduce ({exc})") from None
+    if args.save is not None:  # written beside and renamed: never half-written
+        staging = args.save.with_name(f".{args.save.name}.partial-{secrets.token_hex(4)}")
+        try:
+            staging.write_text(json.dumps(graded, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            staging.replace(args.save)
+        except OSError as exc:
+            staging.unlink(missing_ok=True)
+            raise UsageError(f"cannot write {str(args.save)!r}: {exc.strerror or exc}") from None
+    print(summary_table(graded))
+    return EXIT_OK
+
+
 def _print_reproduction(reproduction, target: Path) -> None:
     from rich import box
 
@@ -649,7 +692,7 @@ def _print_reproduction(reproduction, target: Path) -> None:
         for row in rows:
             table.add_row(*(str(row[h]) for h in heads))
         console.print(_fit(table))
-    colours = {"holds": "green", "direction only": "yellow", "fails": "red"}
+    colours = {"holds": "green", "direction only": "yellow", "fails": "red", "not graded": "dim"}
     for finding in reproduction.findings:
         mark = f"[{colours.get(finding.grade, 'red')}]{finding.grade}[/]"
         console.print(f"{mark}  {finding.claim}\n       [dim]{finding.evidence}; {finding.sizes()}[/dim]")

@@ -97,19 +97,24 @@ class EmuError(Exception):
     """Bad input or a refusal (one line)."""
 
 
-def emu_binary() -> Path:
-    """The ``alphaqos-emu`` binary: ``$ALPHAQOS_EMU``, the workspace's
-    release build, or one on PATH."""
-    env = os.environ.get("ALPHAQOS_EMU")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[2] / "target" / "release" / "alphaqos-emu")
-    found = shutil.which("alphaqos-emu")
+def workspace_binary(name: str, env: str) -> Path | None:
+    """A native binary of this workspace: ``$ENV``, the workspace's release
+    build (``target/release/NAME``), or one on PATH; None if none runs."""
+    given = os.environ.get(env)
+    candidates = [Path(given)] if given else []
+    candidates.append(Path(__file__).resolve().parents[2] / "target" / "release" / name)
+    found = shutil.which(name)
     if found:
         candidates.append(Path(found))
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    raise EmuError("the emulator alphaqos-emu is not built: run `make build` (cargo build --release -p alphaqos-emu)")
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+def emu_binary() -> Path:
+    """The ``alphaqos-emu`` binary (:func:`workspace_binary`)."""
+    found = workspace_binary("alphaqos-emu", "ALPHAQOS_EMU")
+    if found is None:
+        raise EmuError("the emulator alphaqos-emu is not built: run `make build` (cargo build --release -p alphaqos-emu)")
+    return found
 
 
 # --- the configuration -----------------------------------------------------------

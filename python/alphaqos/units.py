@@ -14,7 +14,7 @@ rate        bit/s             ``bps kbps Kbps Mbps Gbps Tbps`` (bits),
                               ``Bps KBps MBps GBps TBps KiBps ... TiBps``
 size        bytes             ``B KB MB GB TB`` (powers of 1000) and
                               ``KiB MiB GiB TiB`` (powers of 1024)
-time        nanoseconds       ``ns us µs ms s min``
+time        nanoseconds       ``ns us µs ms s min`` (or ``m``) ``h d``
 queue limit packets or bytes  ``1000p``, ``1000pkts``, a bare integer
                               (packets), a size, or ``unlimited``
 ==========  ================  ==========================================
@@ -69,7 +69,9 @@ _RATE_UNITS = {"bps": 1, "Kbps": 10**3, "Mbps": 10**6, "Gbps": 10**9, "Tbps": 10
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _BINARY_SIZE_UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9, "d": 86_400 * 10**9}
-_TIME_ALIASES = {"µs": "us", "μs": "us"}  # micro sign and Greek mu
+# Micro sign and Greek mu; "m" for minutes as in `timeout 20m` and Go's
+# durations (a time has no metres, and milliseconds are "ms").
+_TIME_ALIASES = {"µs": "us", "μs": "us", "m": "min"}
 _PACKET_SUFFIXES = ("pkts", "p")
 
 _RATE_EXAMPLE = "a rate like '10Gbps' or '10gbit' (bits: bps, kbps, Mbps, Gbps, Tbps, kbit..tbit, Kibit..Tibit; bytes: Bps, KBps..TBps, KiBps..TiBps)"

@@ -6,16 +6,23 @@
 //! computes them in `_columns`: the same templates per (exporter, version,
 //! domain, id) with the same caps and eviction, the same held data sets of
 //! unknown templates, sampler state, sequence-number accounting and problem
-//! reasons. The impossible-record checks are *not* repeated here: Python
-//! applies `schema.impossible` to these columns, the same code the reference
-//! path runs, so the two paths cannot disagree on them.
+//! reasons. The impossible-record checks of `schema.impossible` are applied
+//! here too, in its order and with its reasons (`Columns::reason`); the
+//! tests hold them to the Python path's.
 //!
 //! Datagrams come either one by one (`feed`, for tests and captures) or
 //! straight from a UDP socket's descriptor in batches of `recvmmsg(2)`
 //! (`recv`), with the GIL released while it waits and decodes. The records
-//! wait in column vectors until `detach()` hands them over as one `bytes`
-//! per column (native byte order), read with `numpy.frombuffer`: no Python
-//! object per record.
+//! wait in column vectors until `detach()` builds the canonical table's
+//! columns from them (grouped by exporter and day) and hands them to polars
+//! through the Arrow C data interface (`flows_arrow.rs`): no copy, no
+//! Python object per record.
+//!
+//! Memory: besides the caps on templates and held sets, the sequence and
+//! sampler state keep at most `caps.exporters` keys each (least recently
+//! set evicted, `state_evicted`), and the names of exporters that hold
+//! nothing are forgotten and their ids reused (`State::sweep`), so spoofed
+//! source addresses grow nothing without bound.
 //!
 //! Tests: `tests/test_flows_native.py` (differential against the Python
 //! decoder, with late templates and hostile input).
@@ -26,7 +33,11 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyCapsule, PyDict};
+
+#[path = "flows_arrow.rs"]
+mod arrow;
+use arrow::{Buffer, Column, Views};
 
 /// What an exporter can make the decoder hold: netflow.py's HELD_SETS ...
 /// TEMPLATE_FIELDS, which the Python side passes in (defaults: the same).
@@ -122,8 +133,9 @@ enum Why {
     Malformed,
     HeldEvicted,
     TemplateEvicted,
+    StateEvicted,
 }
-const REASONS: [&str; 10] = [
+const REASONS: [&str; 11] = [
     "truncated",
     "bad_length",
     "unknown_version",
@@ -134,6 +146,7 @@ const REASONS: [&str; 10] = [
     "malformed",
     "held_evicted",
     "template_evicted",
+    "state_evicted",
 ];
 
 /// Per-exporter statistics, in the order of `STATS`.
@@ -309,8 +322,12 @@ fn ipv4_text(address: u32, out: &mut String) {
 /// IPv6 text as glibc's `inet_ntop` writes it (RFC 5952 compression; an
 /// IPv4-mapped or -compatible address with its last 32 bits dotted).
 fn ipv6_text(b: &[u8], out: &mut String) {
-    use std::fmt::Write;
-    let words: Vec<u16> = (0..8).map(|i| (b[2 * i] as u16) << 8 | b[2 * i + 1] as u16).collect();
+    // hand-written into the caller's reused buffer: no Vec and no `fmt` machinery per address
+    let mut words = [0u16; 8];
+    for (i, w) in words.iter_mut().enumerate() {
+        *w = (b[2 * i] as u16) << 8 | b[2 * i + 1] as u16;
+    }
+    // the longest run of two or more zero words, the first of equals (RFC 5952 Section 4.2)
     let (mut best, mut best_len, mut cur, mut cur_len) = (usize::MAX, 0, usize::MAX, 0);
     for (i, &w) in words.iter().enumerate() {
         if w == 0 {
@@ -335,6 +352,7 @@ fn ipv6_text(b: &[u8], out: &mut String) {
     if best != usize::MAX && best_len < 2 {
         best = usize::MAX;
     }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut i = 0;
     while i < 8 {
         if best != usize::MAX && i >= best && i < best + best_len {
@@ -348,10 +366,21 @@ fn ipv6_text(b: &[u8], out: &mut String) {
             out.push(':');
         }
         if i == 6 && best == 0 && (best_len == 6 || (best_len == 5 && words[5] == 0xffff)) {
-            let _ = write!(out, "{}", Ipv4Addr::new(b[12], b[13], b[14], b[15]));
+            ipv4_text(u32::from_be_bytes([b[12], b[13], b[14], b[15]]), out);
             return;
         }
-        let _ = write!(out, "{:x}", words[i]);
+        let w = words[i];
+        let mut shift = 12;
+        while shift > 0 && (w >> shift) & 0xf == 0 {
+            shift -= 4; // no leading zeros (RFC 5952 Section 4.1)
+        }
+        loop {
+            out.push(HEX[((w >> shift) & 0xf) as usize] as char);
+            if shift == 0 {
+                break;
+            }
+            shift -= 4;
+        }
         i += 1;
     }
     if best != usize::MAX && best + best_len == 8 {
@@ -398,9 +427,11 @@ struct Columns {
     address_length: Vec<u8>,
     time_overflow: Vec<u8>,
     exporter: Vec<u32>,
-    /// the addresses as text, '\n'-separated
-    src: String,
-    dst: String,
+    /// the addresses as text, Arrow string views
+    src: Views,
+    dst: Views,
+    /// one address's text, reused
+    text: String,
 }
 
 impl Columns {
@@ -468,7 +499,7 @@ impl Columns {
                 });
             }
             let Columns { first, last, src_port, dst_port, protocol, bytes, packets, sampling_rate, input_if, output_if, earliest, latest,
-                          packets_known, address_length, time_overflow, exporter, src, dst } = self;
+                          packets_known, address_length, time_overflow, exporter, src, dst, .. } = self;
             for v in [first, last, src_port, dst_port, protocol, sampling_rate, input_if, output_if, earliest, latest] {
                 only(v, &keep);
             }
@@ -479,8 +510,7 @@ impl Columns {
             }
             only(exporter, &keep);
             for text in [src, dst] {
-                let kept: Vec<&str> = text.split('\n').zip(&keep).filter(|(_, k)| **k).map(|(t, _)| t).collect();
-                *text = kept.join("\n");
+                only(&mut text.views, &keep); // the data buffers stay: the views kept point into them
             }
         }
         let mut rejected: Vec<(u32, u8, u64)> = counts.into_iter().map(|((e, why), n)| (e, why, n)).collect();
@@ -489,9 +519,95 @@ impl Columns {
         (rejected, unknown)
     }
 
+    /// The canonical columns of the records (schema.py's order and types),
+    /// grouped by (exporter, day of `first`): the groups as [(exporter,
+    /// day, first row, rows)] in the order of their first record, and the
+    /// columns. Ports and protocol keep their low 16 and 8 bits, interfaces
+    /// outside 0..2^31 become 0 (as `netflow.table`), the scaled counts are
+    /// the counts x the sampling rate where it is above 1 (`schema.scaled`;
+    /// `reject` has left out the products that overflow).
+    fn canonical(&mut self, names: &[String]) -> (Vec<(u32, i64, usize, usize)>, Vec<Column>) {
+        const DAY_US: i64 = 86_400_000_000;
+        let n = self.len();
+        let mut group_of: HashMap<(u32, i64), usize> = HashMap::new();
+        let mut parts: Vec<(u32, i64, usize, usize)> = Vec::new();
+        let mut group = Vec::with_capacity(n);
+        let mut last_key = None;
+        for i in 0..n {
+            let key = (self.exporter[i], self.first[i].div_euclid(DAY_US));
+            let g = match last_key {
+                Some((k, g)) if k == key => g,
+                _ => *group_of.entry(key).or_insert_with(|| {
+                    parts.push((key.0, key.1, 0, 0));
+                    parts.len() - 1
+                }),
+            };
+            last_key = Some((key, g));
+            parts[g].3 += 1;
+            group.push(g as u32);
+        }
+        let mut start = 0;
+        for part in parts.iter_mut() {
+            part.2 = start;
+            start += part.3;
+        }
+        // the row each output row takes (a stable counting sort; the identity for one group)
+        let order: Vec<u32> = if parts.len() <= 1 {
+            (0..n as u32).collect()
+        } else {
+            let mut next: Vec<usize> = parts.iter().map(|p| p.2).collect();
+            let mut order = vec![0u32; n];
+            for (i, &g) in group.iter().enumerate() {
+                order[next[g as usize]] = i as u32;
+                next[g as usize] += 1;
+            }
+            order
+        };
+        fn gather<T: Copy, U>(values: &[T], order: &[u32], f: impl Fn(T) -> U) -> Vec<U> {
+            order.iter().map(|&i| f(values[i as usize])).collect()
+        }
+        let interface = |v: i64| if (0..1 << 31).contains(&v) { v as i32 } else { 0 };
+        let scaled = |values: &[u64]| -> Vec<u64> {
+            order.iter().map(|&i| {
+                let (count, rate) = (values[i as usize], self.sampling_rate[i as usize]);
+                if rate > 1 { count.wrapping_mul(rate as u64) } else { count }
+            }).collect()
+        };
+        let mut exporters = Views::default();
+        for &(e, _, _, len) in &parts {
+            for _ in 0..len {
+                exporters.push(names[e as usize].as_bytes());
+            }
+        }
+        let addresses = |text: &mut Views| -> Vec<Buffer> {
+            let views = Views { views: gather(&text.views, &order, |v| v), data: std::mem::take(&mut text.data) };
+            views.into_buffers()
+        };
+        let (src, dst) = (addresses(&mut self.src), addresses(&mut self.dst));
+        let column = |name, format, buffers| Column { name, format, buffers };
+        let columns = vec![
+            column("exporter", "vu", exporters.into_buffers()),
+            column("first", "tsu:UTC", vec![Buffer::I64(gather(&self.first, &order, |v| v))]),
+            column("last", "tsu:UTC", vec![Buffer::I64(gather(&self.last, &order, |v| v))]),
+            column("src_addr", "vu", src),
+            column("dst_addr", "vu", dst),
+            column("src_port", "i", vec![Buffer::I32(gather(&self.src_port, &order, |v| (v & 0xFFFF) as i32))]),
+            column("dst_port", "i", vec![Buffer::I32(gather(&self.dst_port, &order, |v| (v & 0xFFFF) as i32))]),
+            column("protocol", "s", vec![Buffer::I16(gather(&self.protocol, &order, |v| (v & 0xFF) as i16))]),
+            column("bytes", "L", vec![Buffer::U64(gather(&self.bytes, &order, |v| v))]),
+            column("packets", "L", vec![Buffer::U64(gather(&self.packets, &order, |v| v))]),
+            column("sampling_rate", "l", vec![Buffer::I64(gather(&self.sampling_rate, &order, |v| v))]),
+            column("bytes_scaled", "L", vec![Buffer::U64(scaled(&self.bytes))]),
+            column("packets_scaled", "L", vec![Buffer::U64(scaled(&self.packets))]),
+            column("input_if", "i", vec![Buffer::I32(gather(&self.input_if, &order, interface))]),
+            column("output_if", "i", vec![Buffer::I32(gather(&self.output_if, &order, interface))]),
+        ];
+        (parts, columns)
+    }
+
     fn clear(&mut self) {
         let Columns { first, last, src_port, dst_port, protocol, bytes, packets, sampling_rate, input_if, output_if, earliest, latest,
-                      packets_known, address_length, time_overflow, exporter, src, dst } = self;
+                      packets_known, address_length, time_overflow, exporter, src, dst, .. } = self;
         for v in [first, last, src_port, dst_port, protocol, sampling_rate, input_if, output_if, earliest, latest] {
             v.clear();
         }
@@ -506,6 +622,55 @@ impl Columns {
     }
 }
 
+/// Keys in the order they were last set, for a least-recently-set cap.
+struct Recency<K> {
+    stamp_of: HashMap<K, u64>,
+    order: BTreeMap<u64, K>,
+    next: u64,
+}
+
+impl<K> Default for Recency<K> {
+    fn default() -> Self {
+        Recency { stamp_of: HashMap::new(), order: BTreeMap::new(), next: 0 }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Recency<K> {
+    /// `key` was set now; the key set least recently if more than `cap` are kept (to be forgotten).
+    fn touch(&mut self, key: K, cap: usize) -> Option<K> {
+        if let Some(old) = self.stamp_of.insert(key, self.next) {
+            self.order.remove(&old);
+        }
+        self.order.insert(self.next, key);
+        self.next += 1;
+        if self.stamp_of.len() > cap {
+            let (_, old) = self.order.pop_first()?;
+            self.stamp_of.remove(&old);
+            return Some(old);
+        }
+        None
+    }
+
+    fn forget(&mut self, key: &K) {
+        if let Some(stamp) = self.stamp_of.remove(key) {
+            self.order.remove(&stamp);
+        }
+    }
+}
+
+/// `n` with thousands separated by commas, as Python's `{n:,}`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 struct HeldSet {
     exporter: u32,
     key: Key,
@@ -516,7 +681,7 @@ struct HeldSet {
 #[derive(Default)]
 struct ExporterState {
     stats: [u64; 5],
-    counts: [u64; 10],
+    counts: [u64; 11],
 }
 
 #[derive(Default)]
@@ -545,6 +710,9 @@ struct State {
     default_rates: HashMap<(u32, u32), i64>,
     init_ms: HashMap<(u32, u32), i64>,
     next_sequence: HashMap<(u32, u8, u32, u32), u64>,
+    /// the keys of next_sequence and of the sampler state, least recently set first (caps.exporters each)
+    sequence_order: Recency<(u32, u8, u32, u32)>,
+    domain_order: Recency<(u32, u32)>,
     // held data sets of unknown templates
     held: HashMap<u64, HeldSet>,
     held_mine: HashMap<u32, VecDeque<u64>>,
@@ -552,10 +720,19 @@ struct State {
     held_bytes_of: HashMap<u32, usize>,
     held_bytes: usize,
     held_next: u64,
-    counts: [u64; 10],
+    counts: [u64; 11],
     stats: [u64; 5],
     recovered_sets: u64,
-    problems: Vec<(u32, &'static str, String)>,
+    /// (exporter's name, reason, detail): by name, as the exporter's id may be reused
+    problems: Vec<(String, &'static str, String)>,
+    /// each id's source address (for `by_address`), whether it is in use, the ids free to reuse
+    address_of: Vec<Option<[u8; 16]>>,
+    live: Vec<bool>,
+    free: Vec<u32>,
+    /// exporters named when the ids without state are next looked for (`sweep`); 0: not yet set
+    sweep_at: usize,
+    /// the counters' slot of each exporter that has one of its own
+    slot_by_name: HashMap<String, u32>,
     received_us: Option<i64>,
     rows: Columns,
     scratch: Vec<(usize, usize)>,
@@ -566,10 +743,15 @@ impl State {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
-        let id = self.names.len() as u32;
-        self.names.push(name.to_string());
-        self.ids.insert(name.to_string(), id);
-        let slot = if self.slot_names.len() - self.other_slot.is_some() as usize >= self.caps.exporters {
+        if self.sweep_at == 0 {
+            self.sweep_at = 2 * self.caps.exporters.max(1);
+        }
+        if self.ids.len() >= self.sweep_at {
+            self.sweep();
+        }
+        let slot = if let Some(&slot) = self.slot_by_name.get(name) {
+            slot
+        } else if self.slot_names.len() - self.other_slot.is_some() as usize >= self.caps.exporters {
             *self.other_slot.get_or_insert_with(|| {
                 self.slot_names.push(OTHER_EXPORTERS.to_string());
                 self.exporters.push(ExporterState::default());
@@ -578,12 +760,60 @@ impl State {
         } else {
             self.slot_names.push(name.to_string());
             self.exporters.push(ExporterState::default());
-            (self.exporters.len() - 1) as u32
+            let slot = (self.exporters.len() - 1) as u32;
+            self.slot_by_name.insert(name.to_string(), slot);
+            slot
         };
-        self.slot_of.push(slot);
         let configured = self.sampling.get(name).or_else(|| self.sampling.get("*")).copied().unwrap_or(0);
-        self.configured.push(configured);
+        let id = match self.free.pop() {
+            Some(id) => {
+                let i = id as usize;
+                self.names[i] = name.to_string();
+                (self.slot_of[i], self.configured[i], self.address_of[i], self.live[i]) = (slot, configured, None, true);
+                id
+            }
+            None => {
+                self.names.push(name.to_string());
+                self.slot_of.push(slot);
+                self.configured.push(configured);
+                self.address_of.push(None);
+                self.live.push(true);
+                (self.names.len() - 1) as u32
+            }
+        };
+        self.ids.insert(name.to_string(), id);
         id
+    }
+
+    /// Forget the exporters that hold nothing (no template, held set,
+    /// sequence or sampler state, or record waiting): their ids are reused,
+    /// so that spoofed source addresses cannot grow the list of names.
+    /// Their counters stay (by name, `slot_by_name`); one that sends again
+    /// is named again. Looked for when twice as many exporters are named as
+    /// after the last time (at least 2 x `caps.exporters`): amortised O(1).
+    fn sweep(&mut self) {
+        let mut used = vec![false; self.names.len()];
+        let mut mark = |e: u32| used[e as usize] = true;
+        self.templates.keys().for_each(|k| mark(k.0));
+        self.held.values().for_each(|h| mark(h.exporter));
+        self.next_sequence.keys().for_each(|k| mark(k.0));
+        self.sampler_rates.keys().for_each(|k| mark(k.0));
+        self.domain_rates.keys().for_each(|k| mark(k.0));
+        self.default_rates.keys().for_each(|k| mark(k.0));
+        self.init_ms.keys().for_each(|k| mark(k.0));
+        self.rows.exporter.iter().for_each(|&e| mark(e));
+        for (id, in_use) in used.into_iter().enumerate() {
+            if !in_use && self.live[id] {
+                self.live[id] = false;
+                self.ids.remove(&self.names[id]);
+                if let Some(address) = self.address_of[id].take() {
+                    self.by_address.remove(&address);
+                }
+                self.names[id] = String::new();
+                self.free.push(id as u32);
+            }
+        }
+        self.sweep_at = (2 * self.ids.len()).max(2 * self.caps.exporters.max(1));
     }
 
     fn stat(&mut self, exporter: u32, which: usize, n: u64) {
@@ -601,7 +831,7 @@ impl State {
 
     fn problem_only(&mut self, exporter: u32, reason: &'static str, detail: String) {
         if self.problems.len() < KEPT_PROBLEMS {
-            self.problems.push((exporter, reason, detail));
+            self.problems.push((self.names[exporter as usize].clone(), reason, detail));
         }
     }
 
@@ -723,7 +953,7 @@ impl State {
             Ok(())
         })?;
         if let (Some(r), true) = (records, in_order) {
-            self.next_sequence.insert(key, (sequence as u64 + r) & MASK32);
+            self.expect(key, (sequence as u64 + r) & MASK32);
         }
         Ok(())
     }
@@ -765,12 +995,35 @@ impl State {
         match advance {
             None => {
                 self.next_sequence.remove(&key);
+                self.sequence_order.forget(&key);
             }
             Some(a) => {
-                self.next_sequence.insert(key, (sequence + a) & MASK32);
+                self.expect(key, (sequence + a) & MASK32);
             }
         }
         true
+    }
+
+    /// Expect `sequence` next from `key`; beyond `caps.exporters` keys the
+    /// one set least recently is forgotten (`state_evicted`), as netflow.py's `_expect`.
+    fn expect(&mut self, key: (u32, u8, u32, u32), sequence: u64) {
+        self.next_sequence.insert(key, sequence);
+        if let Some(old) = self.sequence_order.touch(key, self.caps.exporters) {
+            self.next_sequence.remove(&old);
+            let what = format!("({}, {}{})", old.1, old.2, if old.1 == 5 { format!(", {}", old.3) } else { String::new() });
+            self.problem(old.0, Why::StateEvicted, format!("sequence numbers of {what} forgotten: more than {} kept", thousands(self.caps.exporters)));
+        }
+    }
+
+    /// Sampler state of `key` (exporter, domain) was set; as netflow.py's `_domain`.
+    fn domain(&mut self, key: (u32, u32)) {
+        if let Some(old) = self.domain_order.touch(key, self.caps.exporters) {
+            self.sampler_rates.remove(&old);
+            self.domain_rates.remove(&old);
+            self.default_rates.remove(&old);
+            self.init_ms.remove(&old);
+            self.problem(old.0, Why::StateEvicted, format!("sampler state of domain {} forgotten: more than {} kept", old.1, thousands(self.caps.exporters)));
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1122,6 +1375,7 @@ impl State {
             let s = records.last().unwrap()[p];
             // kept unsigned up to int64: a value beyond stays beyond the limit (time_overflow), never wraps
             self.init_ms.insert(key, uint(&body[s.0..s.0 + s.1]).min(i64::MAX as u64) as i64);
+            self.domain(key);
         }
         let Some(interval) = interval else { return };
         let mut samplers = self.sampler_rates.get(&key).cloned().unwrap_or_default();
@@ -1154,6 +1408,7 @@ impl State {
         }
         self.sampler_rates.insert(key, samplers);
         self.default_rates.insert(key, default.unwrap_or(0));
+        self.domain(key);
     }
 
     /// One flow record's columns (netflow.py `_columns`, record by record).
@@ -1175,11 +1430,10 @@ impl State {
             }
         }
         let rows = &mut self.rows;
-        // the addresses as text, one line a record: polars splits them without a Python object each
-        for (addr, text) in [(plan.src, &mut rows.src), (plan.dst, &mut rows.dst)] {
-            if !rows.first.is_empty() {
-                text.push('\n');
-            }
+        // the addresses as text, Arrow string views: polars takes them as they are
+        for (addr, views) in [(plan.src, &mut rows.src), (plan.dst, &mut rows.dst)] {
+            let text = &mut rows.text;
+            text.clear();
             match addr {
                 Addr::V4(p) => ipv4_text(v(p) as u32, text),
                 Addr::None => text.push_str("0.0.0.0"),
@@ -1192,6 +1446,7 @@ impl State {
                     }
                 }
             }
+            views.push(text.as_bytes());
         }
         // times, in unsigned 64 bits: microseconds that would not fit in int64 are marked, never wrapped
         let mut overflow = false;
@@ -1310,6 +1565,9 @@ impl State {
             ipv6_text(&address, &mut name);
         }
         let id = self.exporter(&name);
+        if let Some(old) = self.address_of[id as usize].replace(address) {
+            self.by_address.remove(&old); // one id, named from two addresses (IPv4 and IPv4-mapped)
+        }
         self.by_address.insert(address, id);
         id
     }
@@ -1339,12 +1597,6 @@ const DATAGRAM: usize = 65536;
 pub struct FlowDecoder {
     state: Mutex<State>,
     buffers: Mutex<Vec<u8>>,
-}
-
-fn bytes_of<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyBytes> {
-    // SAFETY: plain integers, read as their bytes in native order
-    let raw = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
-    PyBytes::new(py, raw)
 }
 
 impl FlowDecoder {
@@ -1475,14 +1727,15 @@ impl FlowDecoder {
 
     /// The records decoded since the last `detach()`, the impossible ones
     /// left out (the checks of `schema.impossible`, in its order, applied
-    /// here: see `reason`), as a dict of one `bytes` per column (native
-    /// byte order: int64 first, last, src_port, dst_port, protocol,
-    /// sampling_rate, input_if, output_if; uint64 bytes, packets; uint32
-    /// exporter, an index into `exporters`), the addresses as one str per
-    /// side (src_addr, dst_addr: a line a record), `n`, `exporters` (names),
-    /// `counted` (the name each one's counters go under), `rejected`
-    /// ([(exporter index, reason code, records)], codes as `REASONS`) and
-    /// `unknown` ([(exporter index, kept records of sampling rate 0)]).
+    /// here: see `reason`), as a dict: `table`, the canonical table's
+    /// columns (an object of the Arrow PyCapsule interface, for
+    /// `polars.DataFrame`: no copy) with the records grouped by exporter and
+    /// day of `first` (UTC); `parts` ([(exporter, day since the epoch,
+    /// first row, rows)], in the order of their first record); `n`;
+    /// `exporters` (the names of these records' exporters); `counted` (the
+    /// name each one's counters go under); `rejected` ([(exporter index,
+    /// reason code, records)], codes as `REASONS`) and `unknown`
+    /// ([(exporter index, kept records of sampling rate 0)]).
     /// `max_packet_bytes`: {exporter: bytes} ("*": the others; default
     /// 65,535), as `schema.packet_limit`.
     #[pyo3(signature = (max_packet_bytes=None))]
@@ -1505,32 +1758,22 @@ impl FlowDecoder {
         let other = limits.get("*").copied().unwrap_or(MAX_PACKET_BYTES);
         let size: Vec<u64> = names.iter().map(|n: &String| limits.get(n).copied().unwrap_or(other)).collect();
         let rows = &mut state.rows;
-        let (rejected, unknown) = py.detach(|| rows.reject(&size, names.len()));
+        let (rejected, unknown, parts, columns) = py.detach(|| {
+            let (rejected, unknown) = rows.reject(&size, names.len());
+            let (parts, columns) = rows.canonical(&names);
+            rows.clear(); // the vectors keep their memory for the next records (no page faults to grow them again)
+            (rejected, unknown, parts, columns)
+        });
+        let n = parts.iter().map(|p| p.3).sum::<usize>();
+        let parts: Vec<(String, i64, usize, usize)> = parts.into_iter().map(|(e, day, start, len)| (names[e as usize].clone(), day, start, len)).collect();
         let out = PyDict::new(py);
-        out.set_item("n", rows.len())?;
+        out.set_item("n", n)?;
+        out.set_item("table", Bound::new(py, FlowColumns { columns: Mutex::new(Some((n, columns))) })?)?;
+        out.set_item("parts", parts)?;
         out.set_item("exporters", names)?;
         out.set_item("counted", counted)?; // the name each exporter's counters go under
         out.set_item("rejected", rejected)?;
         out.set_item("unknown", unknown)?;
-        for (name, values) in [
-            ("first", &rows.first),
-            ("last", &rows.last),
-            ("src_port", &rows.src_port),
-            ("dst_port", &rows.dst_port),
-            ("protocol", &rows.protocol),
-            ("sampling_rate", &rows.sampling_rate),
-            ("input_if", &rows.input_if),
-            ("output_if", &rows.output_if),
-        ] {
-            out.set_item(name, bytes_of(py, values))?;
-        }
-        out.set_item("bytes", bytes_of(py, &rows.bytes))?;
-        out.set_item("packets", bytes_of(py, &rows.packets))?;
-        out.set_item("exporter", bytes_of(py, &rows.exporter))?;
-        out.set_item("src_addr", rows.src.as_str())?;
-        out.set_item("dst_addr", rows.dst.as_str())?;
-        // copied out: the vectors keep their memory for the next records (no page faults to grow them again)
-        rows.clear();
         Ok(out)
     }
 
@@ -1568,13 +1811,34 @@ impl FlowDecoder {
         out.set_item("held_sets", state.held.len())?;
         out.set_item("templates", state.templates.len())?;
         out.set_item("template_fields", state.template_fields)?;
+        out.set_item("sequences", state.next_sequence.len())?;
+        out.set_item("names", state.names.len())?;
+        out.set_item("sampler_states", state.sampler_rates.len().max(state.default_rates.len()).max(state.init_ms.len()))?;
         Ok(out)
     }
 
     /// Problems kept (the first 10,000): [(exporter, reason, detail)].
     fn problems(&self, py: Python<'_>) -> Vec<(String, &'static str, String)> {
         let state = self.lock(py);
-        state.problems.iter().map(|(e, r, d)| (state.names[*e as usize].clone(), *r, d.clone())).collect()
+        state.problems.clone()
+    }
+}
+
+/// The canonical columns of a `detach()`, for `polars.DataFrame` (the
+/// Arrow PyCapsule interface); they can be taken once.
+#[pyclass(module = "alphaqos._core", frozen)]
+pub struct FlowColumns {
+    columns: Mutex<Option<(usize, Vec<Column>)>>,
+}
+
+#[pymethods]
+impl FlowColumns {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let _ = requested_schema; // the columns have one schema
+        let taken = self.columns.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (n, columns) = taken.ok_or_else(|| PyValueError::new_err("the columns of a detach() can be taken once"))?;
+        arrow::capsules(py, n, columns)
     }
 }
 

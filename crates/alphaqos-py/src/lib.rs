@@ -171,13 +171,13 @@ fn cc_params(name: &str, params_json: &str) -> PyResult<String> {
 /// from here.
 #[pyfunction]
 fn applied_config(config_json: &str) -> PyResult<String> {
-    alphaqos_sim::config::applied(config_json).map(|v| v.to_string()).map_err(PyValueError::new_err)
+    alphaqos_sim::check::applied(config_json).map(|v| v.to_string()).map_err(PyValueError::new_err)
 }
 
 /// Every knob: (name, unit, what it does).
 #[pyfunction]
 fn knobs() -> Vec<(&'static str, &'static str, &'static str)> {
-    alphaqos_sim::control::knob::KNOBS.iter().map(|k| (k.name, k.unit.as_str(), k.doc)).collect()
+    alphaqos_sim::knob::KNOBS.iter().map(|k| (k.name, k.unit.as_str(), k.doc)).collect()
 }
 
 /// Version of the engine crate.

@@ -109,6 +109,20 @@ fn route(net: &Net, a: &str, b: &str) -> Option<Vec<u32>> {
     (!path.is_empty()).then(|| path.into_iter().map(link_of).collect())
 }
 
+/// The configuration as the engine applies it: `json` parsed (every key it
+/// leaves out given the engine's default) and written back as JSON. The
+/// Python front takes the engine's defaults from here instead of keeping
+/// its own copy, and its tests compare what it sends with them.
+pub fn applied(json: &str) -> Result<serde_json::Value, String> {
+    let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    for l in &mut c.links {
+        let rate = Some(crate::units::DataRate(l.rate_bps));
+        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes, rate);
+        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes, rate);
+    }
+    serde_json::to_value(&c).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

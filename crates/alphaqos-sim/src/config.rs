@@ -1254,20 +1254,6 @@ fn default_capacity_fraction() -> f64 {
     1.0
 }
 
-/// The configuration as the engine applies it: `json` parsed (every key it
-/// leaves out given the engine's default) and written back as JSON. The
-/// Python front takes the engine's defaults from here instead of keeping
-/// its own copy, and its tests compare what it sends with them.
-pub fn applied(json: &str) -> Result<serde_json::Value, String> {
-    let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
-    for l in &mut c.links {
-        let rate = Some(crate::units::DataRate(l.rate_bps));
-        crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes, rate);
-        crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes, rate);
-    }
-    serde_json::to_value(&c).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -1275,7 +1261,7 @@ mod tests {
     fn applied_queue(queue: serde_json::Value, rate_bps: u64) -> serde_json::Value {
         let link = json!({"a": "a", "b": "b", "rate_bps": rate_bps, "delay_ns": 0, "queue_ab": queue});
         let cfg = json!({"duration_ns": 1, "nodes": [], "links": [link]});
-        super::applied(&cfg.to_string()).expect("applied")["links"][0]["queue_ab"].clone()
+        crate::check::applied(&cfg.to_string()).expect("applied")["links"][0]["queue_ab"].clone()
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //! own flows take the first slots, in order, and keep them for the whole
 //! run, so that their ids are their indices.
 
+/// Bits of a generation an event carries (`event.rs` packs a [`ConnId`] with
+/// its timer into one word); generations wrap at 2^GEN_BITS.
+pub const GEN_BITS: u32 = 24;
+
 /// A connection's slot and the generation of its occupant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId {
@@ -49,7 +53,7 @@ impl<T> Slab<T> {
             Some(idx) => {
                 let s = &mut self.slots[idx as usize];
                 // Generations wrap at 2^24: an event carries 24 bits of it.
-                s.gen = (s.gen + 1) & ((1 << crate::event::GEN_BITS) - 1);
+                s.gen = (s.gen + 1) & ((1 << GEN_BITS) - 1);
                 s.value = Some(value);
                 ConnId { idx, gen: s.gen }
             }

@@ -2,7 +2,7 @@
 //! that events at the same instant run in the order they were scheduled and
 //! a run is reproducible bit for bit.
 
-use crate::conn::ConnId;
+use crate::conn::{ConnId, GEN_BITS};
 use crate::time::SimTime;
 
 /// What happens when an event fires. Kept small: packets in flight live in
@@ -65,9 +65,6 @@ struct Entry {
 const KIND_SHIFT: u32 = 61;
 const TIMER_SHIFT: u32 = 56;
 const GEN_SHIFT: u32 = 32;
-/// Generations (and workload indices) are kept to 24 bits in an event; the
-/// slab wraps its generations there (see `conn.rs`).
-pub const GEN_BITS: u32 = 24;
 const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
 const TIMERS: [FlowTimer; 10] = [
     FlowTimer::Start,

@@ -14,6 +14,7 @@ pub mod config;
 pub mod conn;
 pub mod control;
 pub mod event;
+pub mod knob;
 pub mod metrics;
 pub mod monitor;
 pub mod network;
@@ -30,6 +31,7 @@ pub mod trace;
 pub mod topology;
 pub mod units;
 pub mod workload;
+pub mod world;
 
 pub use config::Config;
 pub use metrics::{Column, Table};

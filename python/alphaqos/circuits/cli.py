@@ -1,6 +1,6 @@
 """``alphaqos circuits``: the service, its tokens, and a client of its API.
 
-``serve [--db URL] [--topology FILE] [--listen ADDR] [--hold-timeout S] [--state-dir DIR] [--backend B] [--device DEV]``
+``serve [--db URL] [--topology FILE] [--listen ADDR] [--hold-timeout S] [--state-dir DIR] [--backend B] [--device DEV] [--workers N]``
     Run the service (uvicorn). Every option is also an environment variable
     ``ALPHAQOS_CIRCUITS_<OPTION>`` (``ALPHAQOS_CIRCUITS_DB``, ...).
 ``token create --role user|operator|admin [--name NAME] [--db URL]``
@@ -10,6 +10,9 @@
     ``ALPHAQOS_CIRCUITS_TOKEN``): tables for people, ``--json`` for scripts.
     A refusal is printed on one line (the problem's detail, the field) and
     the exit status is 2; a service that cannot be reached, 1.
+``token list|revoke ID``, ``link list``, ``link share LINK 70%``, ``audit``
+    The admin's routes through the API (same options as the client), and the
+    audit log of the admin's changes (operator, admin).
 ``plan``
     Circuit requests from ``flows identify``'s α prefix pairs (:mod:`.plan`).
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from typing import Any
@@ -59,6 +64,7 @@ def add_circuits_command(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--state-dir", metavar="DIR", help="per-reservation southbound files (default circuits-state)")
     serve.add_argument("--backend", choices=("dry-run", "linux"), help="southbound back-end (default dry-run)")
     serve.add_argument("--device", metavar="DEV", help="the device the linux back-end shapes")
+    serve.add_argument("--workers", metavar="N", type=int, help="server processes on the one database (default 1)")
     serve.set_defaults(handler=_serve)
 
     token = sub.add_parser("token", help="bearer tokens")
@@ -69,8 +75,8 @@ def add_circuits_command(commands: argparse._SubParsersAction) -> None:
     create.add_argument("--db", metavar="URL", help="the service's database (default as serve)")
     create.set_defaults(handler=_token_create)
 
-    def client(name: str, help_: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_)
+    def client(name: str, help_: str, parent: argparse._SubParsersAction = sub) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help_)
         p.add_argument("--url", help="the service (default $ALPHAQOS_CIRCUITS_URL or http://127.0.0.1:8722)")
         p.add_argument("--token", help="bearer token (default $ALPHAQOS_CIRCUITS_TOKEN)")
         p.add_argument("--json", action="store_true", help="print the API's JSON")
@@ -117,6 +123,25 @@ def add_circuits_command(commands: argparse._SubParsersAction) -> None:
     watch.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
     watch.set_defaults(handler=_guard(_watch))
 
+    # The admin's routes (tokens listed and revoked, a link's share) and the audit log.
+    listed = client("list", "list the tokens (an admin's)", token_sub)
+    listed.set_defaults(handler=_guard(_token_list))
+    revoke = client("revoke", "revoke a token: refused from then on (an admin's)", token_sub)
+    revoke.add_argument("id", type=int, help="the token's id (token list)")
+    revoke.set_defaults(handler=_guard(_token_revoke))
+
+    link = sub.add_parser("link", help="the links: list them, change a link's reservable share")
+    link_sub = link.add_subparsers(dest="link_command", required=True, metavar="COMMAND")
+    client("list", "the links, their capacity and reservable rate", link_sub).set_defaults(handler=_guard(_link_list))
+    share = client("share", "set a link's reservable share of its capacity (an admin's)", link_sub)
+    share.add_argument("link", help="the directed link, e.g. R1-R2")
+    share.add_argument("share", help="a percentage (70%%) or a fraction (0.7), above 0 and at most 100%%")
+    share.set_defaults(handler=_guard(_link_share))
+
+    audit = client("audit", "the admin's changes: link shares, tokens created and revoked (operator, admin)")
+    audit.add_argument("--after", type=int, default=0, help="only the events after this id")
+    audit.set_defaults(handler=_guard(_audit))
+
     from .plan import add_plan_command
 
     add_plan_command(sub)
@@ -142,14 +167,16 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..errors import ScenarioError
-    from .api import create_app
+    from .api import asgi
     from .errors import Problem
     from .service import CircuitService
     from .topology import Topology
 
-    settings = _settings(args, ("db", "topology", "listen", "hold_timeout", "state_dir", "backend", "device"))
+    settings = _settings(args, ("db", "topology", "listen", "hold_timeout", "state_dir", "backend", "device", "workers"))
     if settings.topology is None:
         raise UsageError("--topology (or ALPHAQOS_CIRCUITS_TOPOLOGY): the scenario whose nodes and links to book")
+    if settings.workers < 1:
+        raise UsageError(f"--workers: expected 1 or more, got {settings.workers}")
     if settings.backend not in ("dry-run", "linux"):
         raise UsageError(f"backend: expected dry-run or linux, got {settings.backend!r}")
     host, _, port = settings.listen.rpartition(":")
@@ -163,12 +190,21 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except Exception as exc:  # the database: a bad URL, unreachable, no permission
         raise UsageError(f"--db {settings.db}: {' '.join(str(exc).split())[:300]}") from None
-    print(f"alphaqos circuits: serving {len(topology.links)} links on http://{host}:{port} (db {settings.db})",
-          file=sys.stderr, flush=True)  # fmt: skip
+    print(f"alphaqos circuits: serving {len(topology.links)} links on http://{host}:{port} (db {settings.db}"
+          f"{f', {settings.workers} processes' if settings.workers > 1 else ''})", file=sys.stderr, flush=True)  # fmt: skip
     # uvloop and httptools when installed (the Makefile installs them): less CPU per request.
-    uvicorn.run(create_app(service), host=host.strip("[]"), port=int(port), log_level="warning", access_log=False,
-                loop="auto", http="auto")  # fmt: skip
+    options = dict(host=host.strip("[]"), port=int(port), log_level="warning", access_log=False, loop="auto", http="auto")
+    if settings.workers == 1:
+        uvicorn.run(asgi(service), **options)
+        service.close()
+        return EXIT_OK
+    # Several processes: each builds its own service from the settings (checked
+    # above, the database migrated), passed down as the environment.
     service.close()
+    for name, value in settings.model_dump().items():
+        if value is not None and name not in ("url", "token"):
+            os.environ[f"ALPHAQOS_CIRCUITS_{name.upper()}"] = str(value)
+    uvicorn.run("alphaqos.circuits.api.app:app_from_env", factory=True, workers=settings.workers, **options)
     return EXIT_OK
 
 
@@ -333,3 +369,81 @@ def _watch(args: argparse.Namespace) -> int:
         if _call(args, "GET", f"/api/v1/reservations/{args.id}")["state"] in TERMINAL:
             return EXIT_OK
         time.sleep(args.interval)
+
+
+# --- the admin's routes ------------------------------------------------------------------
+
+
+def _table(columns: tuple[str, ...], rows: list[tuple], right: tuple[str, ...] = ()) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left")
+    for row in rows:
+        table.add_row(*("-" if v is None else str(v) for v in row))
+    Console().print(table)
+
+
+def _token_list(args: argparse.Namespace) -> int:
+    tokens = _call(args, "GET", "/api/v1/tokens")
+    if args.json:
+        print(json.dumps(tokens, indent=2))
+    else:
+        _table(("id", "name", "role", "created", "revoked"),
+               [(t["id"], t["name"], t["role"], t["created"], t["revoked"]) for t in tokens], ("id",))  # fmt: skip
+    return EXIT_OK
+
+
+def _token_revoke(args: argparse.Namespace) -> int:
+    token = _call(args, "DELETE", f"/api/v1/tokens/{args.id}")
+    print(json.dumps(token, indent=2) if args.json else f"token {token['id']} ({token['name']}, {token['role']}) "
+          f"revoked at {token['revoked']}")  # fmt: skip
+    return EXIT_OK
+
+
+def _link_list(args: argparse.Namespace) -> int:
+    from .. import units
+
+    links = _call(args, "GET", "/api/v1/links")
+    if args.json:
+        print(json.dumps(links, indent=2))
+    else:
+        _table(("link", "capacity", "reservable", "share"),
+               [(l["id"], units.fmt_rate(l["capacity_bps"]), units.fmt_rate(l["reservable_bps"]),
+                 f"{100 * l['reservable_bps'] / l['capacity_bps']:g}%") for l in links], ("capacity", "reservable", "share"))  # fmt: skip
+    return EXIT_OK
+
+
+def parse_share(text: str) -> float:
+    """``70%`` or ``0.7`` -> 0.7, above 0 and at most 1 (a UsageError otherwise)."""
+    value = text.strip()
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        share = math.nan
+    if not 0 < share <= 1:  # also NaN
+        raise UsageError(f"share: expected a percentage above 0 and at most 100% (70%) or a fraction (0.7), got {text!r}")
+    return share
+
+
+def _link_share(args: argparse.Namespace) -> int:
+    from .. import units
+
+    link = _call(args, "PUT", f"/api/v1/links/{args.link}", {"reservable_share": parse_share(args.share)})
+    print(json.dumps(link, indent=2) if args.json else f"link {link['id']}: reservable {units.fmt_rate(link['reservable_bps'])} "
+          f"({link['reservable_share'] * 100:g}% of {units.fmt_rate(link['capacity_bps'])}), set by {link['changed_by']}")  # fmt: skip
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    events = _call(args, "GET", "/api/v1/audit", params={"after": args.after} if args.after else None)
+    if args.json:
+        print(json.dumps(events, indent=2))
+    else:
+        change = lambda e: ", ".join(f"{k} {(e['old'] or {}).get(k, '-')} -> {v}" for k, v in (e["new"] or {}).items())  # noqa: E731
+        _table(("id", "at", "action", "who", "target", "change"),
+               [(e["id"], e["at"], e["action"], e["who"], e["target"], change(e)) for e in events], ("id",))  # fmt: skip
+    return EXIT_OK

@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     #: Southbound back-end: ``dry-run`` (write files) or ``linux`` (also shape ``device``).
     backend: str = "dry-run"
     device: str | None = None
+    #: Server processes (uvicorn workers), each with its own index of the
+    #: bookings, kept consistent through the database (docs/circuits.md).
+    workers: int = 1
     #: Default margin of a bytes+deadline request (rate = bytes / time x margin).
     margin: float = 1.1
     #: Client side: the service's URL and the bearer token.

@@ -12,6 +12,8 @@ the Unix epoch (UTC), rates whole bit/s, as the admission core takes them.
                   (other processes follow a link incrementally from it).
 ``events``        the audit log: every transition, who, when, versions.
 ``tokens``        bearer tokens, by their SHA-256 only; ``revoked_ns`` once revoked.
+``audit``         the admin's changes: a link's reservable share, a token
+                  created or revoked (who, when, the old and new value).
 """
 
 from __future__ import annotations
@@ -105,3 +107,19 @@ class Token(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     created_ns: Mapped[int] = mapped_column(BigInteger)
     revoked_ns: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class Audit(Base):
+    """An admin's change, outside any reservation: ``action`` ``link_share``
+    (``target`` the link id, ``old``/``new`` ``{reservable_bps, reservable_share}``),
+    ``token_create`` (the token's id; ``new`` its name and role) or
+    ``token_revoke`` (``old``/``new`` ``{revoked}``)."""
+
+    __tablename__ = "audit"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    action: Mapped[str] = mapped_column(String(20))
+    who: Mapped[str] = mapped_column(String(200))
+    at_ns: Mapped[int] = mapped_column(BigInteger)
+    target: Mapped[str] = mapped_column(String(200))
+    old: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    new: Mapped[dict | None] = mapped_column(JSON, nullable=True)

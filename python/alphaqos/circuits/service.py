@@ -24,6 +24,12 @@ Consistency across processes
     link's bookings are never decided on a stale view, and the index stays
     O(log n) per request however many bookings there are.
 
+The write path
+    Its statements run on the driver's own connection (:mod:`.raw`, sqlite3
+    or psycopg, kept prepared by the driver), not through SQLAlchemy's
+    execution layer, which cost more than the statements; SQLAlchemy keeps
+    the schema, the migrations, the pool and the cold paths.
+
 Bytes and a deadline
     The smallest constant rate that moves ``bytes`` between ``start`` and
     ``deadline`` is ``8 bytes / (deadline - start)``; the service books that
@@ -35,6 +41,7 @@ Bytes and a deadline
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -50,8 +57,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Text, bindparam, delete, insert, select, update
-from sqlalchemy import cast as sa_cast
+import orjson
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .. import units
@@ -59,7 +66,8 @@ from . import fsm
 from .admission import LinkBookings
 from .db import is_postgresql, make_engine, migrate
 from .errors import Problem, field
-from .models import BookingLog, BookingRow, Event, LinkRow, Reservation, Token
+from .models import Audit, BookingRow, Event, LinkRow, Reservation, Token
+from .raw import Raw, placeholders
 from .topology import DEFAULT_POLICING, POLICING_MODES, Topology
 
 ROLES = ("user", "operator", "admin")
@@ -69,29 +77,38 @@ START_GRACE_NS = 60 * 10**9
 K_PATHS = 8
 #: Seconds a token, once found, is taken as valid without a lookup.
 TOKEN_CACHE_S = 30.0
+#: Who an audit event names when the change came from the machine's command line (``token create``).
+LOCAL = "local"
 #: The last instant the service books (i64 nanoseconds reach year 2262).
 FAR_NS = 2**62
 NS = 10**9
 
 
-# --- the hot path's statements, built once (SQLAlchemy then reuses their
-# compiled form: building an expression per request cost more than running it)
-_LINKS, _BOOKINGS, _RESERVATIONS, _EVENTS = LinkRow.__table__, BookingRow.__table__, Reservation.__table__, Event.__table__
-_VERSIONS = select(_LINKS.c.id, _LINKS.c.version, _LINKS.c.reservable_bps)
-_VERSIONS_OF = _VERSIONS.where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).order_by(_LINKS.c.id)
-_VERSIONS_OF_LOCKED = _VERSIONS_OF.with_for_update()
-_BUMP = update(_LINKS).where(_LINKS.c.id.in_(bindparam("ids", expanding=True))).values(version=_LINKS.c.version + 1)
-_UNBOOK = delete(_BOOKINGS).where(_BOOKINGS.c.reservation_id == bindparam("rid"))
-_BOOK = insert(_BOOKINGS)
-_RESERVE = insert(_RESERVATIONS).returning(_RESERVATIONS.c.id)
-_EVENT = insert(_EVENTS)
-_LOG = insert(BookingLog.__table__)
-_LOG_SINCE = (select(BookingLog.__table__.c.version, BookingLog.__table__.c.sign,
-                     sa_cast(BookingLog.__table__.c.profile, Text), BookingLog.__table__.c.end_ns)
-              .where(BookingLog.__table__.c.link_id == bindparam("link"), BookingLog.__table__.c.version > bindparam("since"),
-                     BookingLog.__table__.c.version <= bindparam("upto"))
-              .order_by(BookingLog.__table__.c.id))  # fmt: skip
-_REVOKED = select(Token.__table__.c.revoked_ns).where(Token.__table__.c.sha256 == bindparam("digest"))
+# --- the write path's statements (qmark style, :class:`.raw.Raw`; the drivers keep them prepared)
+_VERSIONS = "SELECT id, version, reservable_bps FROM links"
+_VERSIONS_OF = "SELECT id, version, reservable_bps FROM links WHERE id IN ({}) ORDER BY id"
+_BUMP = "UPDATE links SET version = version + 1 WHERE id IN ({})"
+_UNBOOK = "DELETE FROM bookings WHERE reservation_id = ?"
+_BOOK = "INSERT INTO bookings (reservation_id, link_id, profile, end_ns) VALUES (?, ?, ?, ?)"
+_RESERVE = ("INSERT INTO reservations (version, owner, state, src, dst, path, start_ns, end_ns, rate_bps, profile, "
+            "policing, bytes, deadline_ns, margin, hold_expires_ns, description, created_ns, updated_ns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id")
+_EVENT = ("INSERT INTO events (reservation_id, action, who, at_ns, old_state, new_state, old_version, new_version, detail) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_LOG = "INSERT INTO booking_log (link_id, version, sign, profile, end_ns) VALUES (?, ?, ?, ?, ?)"
+_LOG_SINCE = ("SELECT link_id, version, sign, CAST(profile AS TEXT), end_ns FROM booking_log "
+              "WHERE link_id IN ({}) AND version > ? ORDER BY id")
+#: Log rows every index may have passed: more than ``keep`` versions behind their link's.
+_LOG_PRUNE = "DELETE FROM booking_log WHERE version <= (SELECT version FROM links WHERE links.id = booking_log.link_id) - ?"
+_LINK_BOOKINGS = "SELECT CAST(profile AS TEXT), end_ns FROM bookings WHERE link_id = ?"
+_REVOKED = "SELECT revoked_ns FROM tokens WHERE sha256 = ?"
+_DUE = "SELECT id FROM reservations WHERE state = 'held' AND hold_expires_ns <= ?"
+_AUDIT = "INSERT INTO audit (action, who, at_ns, target, old, new) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _dumps(value: Any) -> str:
+    """JSON text as SQLAlchemy's JSON type stores it (both read it back)."""
+    return orjson.dumps(value).decode()
 
 
 # --- times and rates -----------------------------------------------------------------
@@ -107,8 +124,13 @@ def iso(ns: int | None) -> str | None:
     if ns is None:
         return None
     seconds, rest = divmod(ns, NS)
-    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return text + (f".{rest:09d}".rstrip("0") if rest else "") + "Z"
+    return _iso_seconds(seconds) + (f".{rest:09d}".rstrip("0") if rest else "") + "Z"
+
+
+@functools.lru_cache(maxsize=4096)
+def _iso_seconds(seconds: int) -> str:
+    # strftime is a good share of a reserve's answer; the same seconds recur.
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 _FRACTION = re.compile(r"(\.\d+)")
@@ -181,14 +203,19 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(engine, role: str, name: str | None, at_ns: int) -> tuple[str, str]:
-    """Store a new token of ``role`` (its SHA-256 only); returns (token, name)."""
+def create_token(engine, role: str, name: str | None, at_ns: int, who: str = LOCAL) -> tuple[str, str]:
+    """Store a new token of ``role`` (its SHA-256 only) and its audit event
+    (``token_create`` by ``who``); returns (token, name)."""
     if role not in ROLES:
         raise field(("body", "role"), f"expected one of {', '.join(ROLES)}, got {role!r}")
     token = "aqc_" + secrets.token_urlsafe(32)
     name = name or f"{role}-{secrets.token_hex(3)}"
     with Session(engine) as s, s.begin():
-        s.add(Token(name=name, role=role, sha256=token_hash(token), created_ns=at_ns))
+        row = Token(name=name, role=role, sha256=token_hash(token), created_ns=at_ns)
+        s.add(row)
+        s.flush()
+        s.add(Audit(action="token_create", who=who, at_ns=at_ns, target=str(row.id), old=None,
+                    new={"id": row.id, "name": name, "role": role}))  # fmt: skip
     return token, name
 
 
@@ -238,7 +265,7 @@ class CircuitService:
 
     def __init__(self, db: str, topology: Topology, *, hold_timeout: float = 120.0, state_dir: Path | None = None,
                  backend: str = "dry-run", device: str | None = None, margin: float = 1.1,
-                 clock: Callable[[], int] = now_ns) -> None:  # fmt: skip
+                 clock: Callable[[], int] = now_ns, log_keep: int = 1000, prune_every: int = 1000) -> None:  # fmt: skip
         self.engine = make_engine(db)
         self.postgresql = is_postgresql(self.engine)
         # Reads need no write lock (SQLite: deferred transactions, a snapshot each).
@@ -254,146 +281,223 @@ class CircuitService:
         self._known: dict[str, int] = {}
         self._dirty: set[str] = set()
         self._next_expiry_check = 0
-        #: Links brought up to date from the change log (not reloaded): a count for tests.
+        #: booking_log: rows more than ``log_keep`` versions behind their link's are
+        #: deleted every ``prune_every`` changes this process writes (an index
+        #: further behind reloads the link instead of following it).
+        self.log_keep, self.prune_every = log_keep, prune_every
+        self._writes_since_prune = 0
+        #: Links brought up to date from the change log (not reloaded), and reloaded: counts for tests.
         self.followed = 0
+        self.reloaded = 0
         migrate(self.engine)
         with self._write() as s:
             have = set(s.scalars(select(LinkRow.id)))
             for link in topology.links:
                 if link.id not in have:
                     s.add(LinkRow(id=link.id, version=0))
-        with self._lock:
-            with Session(self.engine) as s, s.begin():
-                self._sync(s)
+        # The write path's own connection (the driver's, see .raw), used under self._lock.
+        self._hot_record = self.engine.raw_connection()
+        self._hot = Raw(self._hot_record.driver_connection, self.postgresql)
+        with self._tx() as raw:
+            self._sync(raw)
 
     def close(self) -> None:
+        with self._lock:
+            self._hot_record.close()
         self.engine.dispose()
         self.reader.dispose()
 
     # -- transactions and the index --------------------------------------------------
+    def _failed(self) -> None:
+        # The index may hold changes of a transaction that did not commit:
+        # reload the links it touched before their next use.
+        for link in self._dirty:
+            self._known[link] = -1
+
     @contextmanager
     def _write(self) -> Iterator[Session]:
-        """One write transaction, serialised in this process (the index is shared)."""
+        """One write transaction through a SQLAlchemy session (the cold paths),
+        serialised in this process (the index is shared); :meth:`raw` gives
+        the statements of the write path on its connection."""
         with self._lock:
             try:
                 with Session(self.engine, expire_on_commit=False) as s, s.begin():
                     yield s
             except BaseException:
-                # The index may hold changes of a transaction that did not
-                # commit: reload the links it touched before the next use.
-                for link in self._dirty:
-                    self._known[link] = -1
+                self._failed()
                 raise
             finally:
                 self._dirty.clear()
 
-    def _reload(self, s: Session, link: str, version: int, cap: int | None = None) -> None:
-        # The rows as the driver gives them (JSON as text, parsed here): at
-        # 10^5 bookings SQLAlchemy's per-row type processing would dominate.
-        table = BookingRow.__table__
-        query = select(sa_cast(table.c.profile, Text), table.c.end_ns).where(table.c.link_id == link)
-        rows = s.connection().execute(query)
-        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
-        self._index.reset(link, ((json.loads(profile), end) for profile, end in rows))
-        self._known[link] = version
+    @contextmanager
+    def _tx(self) -> Iterator[Raw]:
+        """One write transaction on the driver's connection (the hot path:
+        reserve, expiry), serialised in this process."""
+        with self._lock:
+            raw = self._hot
+            try:
+                raw.begin()
+                yield raw
+                raw.commit()
+            except BaseException:
+                self._failed()
+                try:
+                    raw.rollback()
+                except Exception:  # the connection is gone: take a new one
+                    self._hot_record.invalidate()
+                    self._hot_record = self.engine.raw_connection()
+                    self._hot = Raw(self._hot_record.driver_connection, self.postgresql)
+                raise
+            finally:
+                self._dirty.clear()
 
-    def _sync(self, s: Session, subset: list[str] | None = None, lock: bool = False) -> bool:
+    def raw(self, s: Session) -> Raw:
+        """The session's transaction, on the driver's connection."""
+        return Raw(s.connection().connection.driver_connection, self.postgresql)
+
+    def _reload(self, raw: Raw, link: str, version: int, cap: int | None = None) -> None:
+        # The rows as the driver gives them (JSON as text, parsed here): at
+        # 10^5 bookings any per-row type processing would dominate.
+        rows = raw.execute(_LINK_BOOKINGS, (link,))
+        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
+        self._index.reset(link, ((orjson.loads(profile), end) for profile, end in rows))
+        self._known[link] = version
+        self.reloaded += 1
+
+    def _sync(self, raw: Raw, subset: list[str] | None = None, lock: bool = False) -> bool:
         """Bring the index of the links ``subset`` (default all) to the database's
-        versions, locking their rows first if ``lock``; True if any was stale."""
+        versions, locking their rows first if ``lock`` (PostgreSQL: ``FOR
+        UPDATE``, in link-id order); True if any was stale."""
         if subset is None:
             assert not lock, "locks are taken on the links to book"
-            rows = s.connection().execute(_VERSIONS)
+            rows = raw.rows(_VERSIONS)
         else:
-            rows = s.connection().execute(_VERSIONS_OF_LOCKED if lock else _VERSIONS_OF, {"ids": sorted(set(subset))})
-        stale = False
-        for link, version, cap in rows.all():
-            if link in self._index._cores and self._known.get(link) != version:
-                if not self._follow(s, link, version, cap):
-                    self._reload(s, link, version, cap)
-                stale = True
-        return stale
+            ids = sorted(set(subset))
+            query = _VERSIONS_OF.format(placeholders(len(ids)))
+            rows = raw.rows(query + " FOR UPDATE" if lock and self.postgresql else query, ids)
+        stale = {link: (version, cap) for link, version, cap in rows
+                 if link in self._index._cores and self._known.get(link) != version}  # fmt: skip
+        if stale:
+            self._follow(raw, stale)
+        return bool(stale)
 
-    def _follow(self, s: Session, link: str, version: int, cap: int | None) -> bool:
-        """Bring ``link``'s index from the version it holds to ``version`` by the
-        log's changes in between (O(changes log n), not a reload of every
-        booking); False if it cannot (never loaded, a failed transaction's
-        leftovers, or a version without its log rows), then the caller reloads."""
-        known = self._known.get(link)
-        if known is None or known < 0 or known > version:
-            return False
-        rows = s.connection().execute(_LOG_SINCE, {"link": link, "since": known, "upto": version}).all()
-        if {v for v, *_ in rows} != set(range(known + 1, version + 1)):
-            return False
-        self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
-        for _, sign, profile, end in rows:
-            if sign > 0:
-                self._index.book([link], [tuple(p) for p in json.loads(profile)], end)
-            elif sign < 0:
-                self._index.release([link], [tuple(p) for p in json.loads(profile)], end)
-        self._known[link] = version
-        self.followed += 1
-        return True
+    def _follow(self, raw: Raw, stale: dict[str, tuple[int, int | None]]) -> None:
+        """Bring each stale link's index (``{link: (version, reservable_bps)}``)
+        from the version it holds to the database's by the log's changes in
+        between, read for all of them in one query (O(changes log n), not a
+        reload of every booking); a link that cannot follow is reloaded: never
+        loaded, a failed transaction's leftovers, or a version without its
+        log rows (written otherwise, or pruned)."""
+        known = {link: self._known.get(link) for link in stale}
+        followable = {link: k for link, k in known.items() if k is not None and 0 <= k <= stale[link][0]}
+        changes: dict[str, list[tuple]] = {link: [] for link in followable}
+        if followable:
+            ids = sorted(followable)
+            for link, version, sign, profile, end in raw.rows(_LOG_SINCE.format(placeholders(len(ids))),
+                                                              (*ids, min(followable.values()))):  # fmt: skip
+                if followable[link] < version <= stale[link][0]:
+                    changes[link].append((version, sign, profile, end))
+        for link, (version, cap) in stale.items():
+            rows = changes.get(link)
+            if rows is None or {v for v, *_ in rows} != set(range(followable[link] + 1, version + 1)):
+                self._reload(raw, link, version, cap)
+                continue
+            self._index.set_cap(link, self.topology.link(link).reservable_bps if cap is None else cap)
+            for _, sign, profile, end in rows:
+                if sign > 0:
+                    self._index.book([link], [tuple(p) for p in orjson.loads(profile)], end)
+                elif sign < 0:
+                    self._index.release([link], [tuple(p) for p in orjson.loads(profile)], end)
+            self._known[link] = version
+            self.followed += 1
 
-    def _change(self, s: Session, resv_id: int, path: list[str], old: tuple | None, new: tuple | None) -> None:
+    def _change(self, raw: Raw, resv_id: int, path: list[str], old: tuple | None, new: tuple | None) -> None:
         """Replace a reservation's bookings (``(profile, end)`` or None) on
         ``path``, in the database and the index; the links' versions go up."""
         self._dirty.update(path)
-        c = s.connection()
+        old_json = _dumps([list(p) for p in old[0]]) if old is not None else None
+        new_json = _dumps([list(p) for p in new[0]]) if new is not None else None
         if old is not None:
             self._index.release(path, old[0], old[1])
-            c.execute(_UNBOOK, {"rid": resv_id})
+            raw.execute(_UNBOOK, (resv_id,))
         if new is not None:
             self._index.book(path, new[0], new[1])
-            profile = [list(p) for p in new[0]]
-            c.execute(_BOOK, [{"reservation_id": resv_id, "link_id": link, "profile": profile, "end_ns": new[1]}
-                                         for link in path])  # fmt: skip
-        c.execute(_BUMP, {"ids": list(path)})
+            raw.executemany(_BOOK, [(resv_id, link, new_json, new[1]) for link in path])
+        raw.execute(_BUMP.format(placeholders(len(path))), path)
         log = []
         for link in path:
             version = self._known[link] = self._known.get(link, 0) + 1
             if old is not None:
-                log.append({"link_id": link, "version": version, "sign": -1, "profile": [list(p) for p in old[0]], "end_ns": old[1]})
+                log.append((link, version, -1, old_json, old[1]))
             if new is not None:
-                log.append({"link_id": link, "version": version, "sign": 1, "profile": [list(p) for p in new[0]], "end_ns": new[1]})
-        c.execute(_LOG, log)
+                log.append((link, version, 1, new_json, new[1]))
+        raw.executemany(_LOG, log)
+        self._logged(raw)
+
+    def _logged(self, raw: Raw) -> None:
+        """After a change written to booking_log: every ``prune_every`` changes,
+        delete the rows more than ``log_keep`` versions behind their link's."""
+        self._writes_since_prune += 1
+        if self._writes_since_prune >= self.prune_every:
+            self._writes_since_prune = 0
+            raw.execute(_LOG_PRUNE, (self.log_keep,))
+
+    def _audit(self, raw: Raw, action: str, who: str, at: int, target: str, old: dict | None, new: dict | None) -> None:
+        raw.execute(_AUDIT, (action, who, at, target, None if old is None else _dumps(old),
+                             None if new is None else _dumps(new)))  # fmt: skip
 
     # -- tokens ------------------------------------------------------------------------
-    def create_token(self, role: str, name: str | None = None) -> tuple[str, str]:
+    def create_token(self, role: str, name: str | None = None, who: str = LOCAL) -> tuple[str, str]:
         """A new bearer token for ``role``; returns (token, name). Only its hash is stored."""
-        return create_token(self.engine, role, name, self.clock())
+        return create_token(self.engine, role, name, self.clock(), who)
 
     def tokens(self) -> list[dict]:
         with Session(self.reader) as s, s.begin():
             return [{"id": t.id, "name": t.name, "role": t.role, "created": iso(t.created_ns), "revoked": iso(t.revoked_ns)}
                     for t in s.scalars(select(Token).order_by(Token.id))]  # fmt: skip
 
-    def revoke_token(self, token_id: int) -> dict:
-        """Revoke a token: refused from now on (this process forgets it at once)."""
+    def revoke_token(self, who: Principal, token_id: int) -> dict:
+        """Revoke a token: refused from now on (this process forgets it at once);
+        an audit event ``token_revoke`` (none if it was revoked already)."""
+        now = self.clock()
         with self._write() as s:
+            self._check_token(self.raw(s), who)
             row = s.get(Token, token_id, with_for_update=True)
             if row is None:
                 raise field(("path", "id"), f"no token {token_id}", status=404)
             if row.revoked_ns is None:
-                row.revoked_ns = self.clock()
+                row.revoked_ns = now
+                self._audit(self.raw(s), "token_revoke", who.name, now, str(row.id), {"name": row.name, "revoked": None},
+                            {"name": row.name, "revoked": iso(now)})  # fmt: skip
             self._principals.pop(row.sha256, None)
             return {"id": row.id, "name": row.name, "role": row.role, "revoked": iso(row.revoked_ns)}
 
-    def _check_token(self, s: Session, who: Principal) -> None:
+    def audit(self, after: int = 0, limit: int = 1000) -> list[dict]:
+        """The admin's changes (link shares, tokens created and revoked), oldest
+        first, after the event ``after``."""
+        with Session(self.reader) as s, s.begin():
+            rows = s.scalars(select(Audit).where(Audit.id > after).order_by(Audit.id).limit(limit))
+            return [{"id": a.id, "action": a.action, "who": a.who, "at": iso(a.at_ns), "target": a.target,
+                     "old": a.old, "new": a.new} for a in rows]  # fmt: skip
+
+    def _check_token(self, raw: Raw, who: Principal) -> None:
         """Inside a write transaction: refuse a token revoked since it was cached
         (by any process), so no revoked token changes anything."""
         if not who.token:
             return
-        revoked = s.connection().execute(_REVOKED, {"digest": who.token}).scalar()
-        if revoked is not None:
+        row = raw.one(_REVOKED, (who.token,))
+        if row is not None and row[0] is not None:
             self._principals.pop(who.token, None)
-            raise Problem(401, f"token revoked at {iso(revoked)}")
+            raise Problem(401, f"token revoked at {iso(row[0])}")
 
-    def authenticate(self, authorization: str | None) -> Principal:
+    def authenticate(self, authorization: str | None, *, checked_later: bool = False) -> Principal:
         """The token's owner and role. A token found is remembered for
-        :data:`TOKEN_CACHE_S` seconds (a lookup per request would cost a
-        transaction). A token revoked in this process is forgotten at once; one
-        revoked by another process is refused by every write transaction here
-        (:meth:`_check_token`) and by reads once its cache entry runs out."""
+        :data:`TOKEN_CACHE_S` seconds (its role and name: no session, no ORM
+        row per request); a cached token is still checked against revocation
+        at every request, by one indexed lookup on the write path's
+        connection, so a token revoked by any process is refused at once
+        everywhere. ``checked_later``: the caller's write transaction checks
+        it (:meth:`_check_token`), so the lookup is not made twice."""
         if not authorization:
             raise Problem(401, "a bearer token is needed (Authorization: Bearer ...)")
         scheme, _, token = authorization.partition(" ")
@@ -402,6 +506,13 @@ class CircuitService:
         digest = token_hash(token.strip())
         cached = self._principals.get(digest)
         if cached is not None and cached[1] > time.monotonic():
+            if not checked_later:
+                with self._lock:
+                    row = self._hot.one(_REVOKED, (digest,))
+                    self._hot.rollback()
+                if row is None or row[0] is not None:
+                    self._principals.pop(digest, None)
+                    raise Problem(401, "unknown token" if row is None else f"token revoked at {iso(row[0])}")
             return cached[0]
         with Session(self.reader) as s, s.begin():
             row = s.scalars(select(Token).where(Token.sha256 == digest)).first()
@@ -483,12 +594,14 @@ class CircuitService:
 
     # -- reserve -------------------------------------------------------------------------
     def reserve(self, who: Principal, body: dict[str, Any]) -> dict:
+        """Admit and book a request: one transaction on the driver's connection
+        (the hot path, see :mod:`.raw`); the reservation is ``held``."""
         now = self.clock()
         req = self.parse_request(body, now)
         self.expire_due()
-        with self._write() as s:
-            self._check_token(s, who)
-            self._sync(s)
+        with self._tx() as raw:
+            self._check_token(raw, who)
+            self._sync(raw)
             while True:
                 path = self._find_path(req.src, req.dst, req.profile, req.end)
                 if path is None:
@@ -496,20 +609,22 @@ class CircuitService:
                 # PostgreSQL: lock the path's links; another process may have
                 # booked them since. (SQLite: BEGIN IMMEDIATE holds the
                 # database's write lock, so the sync above is still current.)
-                if not self.postgresql or not self._sync(s, path, lock=True):
+                if not self.postgresql or not self._sync(raw, path, lock=True):
                     break
-            resv = Reservation(version=1, owner=who.name, state=fsm.State.HELD.value, src=req.src, dst=req.dst,
-                               path=path, start_ns=req.start, end_ns=req.end, rate_bps=req.rate,
-                               profile=[list(p) for p in req.profile], bytes=req.bytes,
-                               # Unless asked otherwise, the edge port's policing (the topology's).
-                               policing=req.policing or self.topology.link(path[0]).policing or DEFAULT_POLICING,
-                               deadline_ns=req.deadline, margin=req.margin, hold_expires_ns=now + self.hold_timeout_ns,
-                               description=req.description, created_ns=now, updated_ns=now)  # fmt: skip
-            columns = {c.name: getattr(resv, c.name) for c in Reservation.__table__.columns if c.name != "id"}
-            resv.id = s.connection().execute(_RESERVE, columns).scalar_one()
-            self._change(s, resv.id, path, None, (req.profile, req.end))
-            self._event(s, resv, "reserve", who.name, now, None, None)
-            return self.as_json(resv)
+            # Unless asked otherwise, the edge port's policing (the topology's).
+            policing = req.policing or self.topology.link(path[0]).policing or DEFAULT_POLICING
+            profile = [list(p) for p in req.profile]
+            hold = now + self.hold_timeout_ns
+            resv_id = raw.one(_RESERVE, (1, who.name, fsm.State.HELD.value, req.src, req.dst, _dumps(path), req.start,
+                                         req.end, req.rate, _dumps(profile), policing, req.bytes, req.deadline,
+                                         req.margin, hold, req.description, now, now))[0]  # fmt: skip
+            self._change(raw, resv_id, path, None, (req.profile, req.end))
+            raw.execute(_EVENT, (resv_id, "reserve", who.name, now, None, fsm.State.HELD.value, None, 1, None))
+        return {"id": resv_id, "version": 1, "owner": who.name, "state": fsm.State.HELD.value, "src": req.src,
+                "dst": req.dst, "path": path, "start": iso(req.start), "end": iso(req.end), "rate_bps": req.rate,
+                "profile": [[iso(t), bps] for t, bps in req.profile], "policing": policing, "bytes": req.bytes,
+                "deadline": iso(req.deadline), "margin": req.margin, "hold_expires": iso(hold),
+                "description": req.description, "created": iso(now), "updated": iso(now)}  # fmt: skip
 
     def _find_path(self, src: str, dst: str, profile: list[tuple[int, int]], end: int) -> list[str] | None:
         fits = lambda link: self._index.fits_link(link.id, profile, end)  # noqa: E731
@@ -589,7 +704,7 @@ class CircuitService:
     def links(self) -> list[dict]:
         with self._lock:
             with Session(self.reader) as s, s.begin():
-                self._sync(s)
+                self._sync(self.raw(s))
             return [{**link.as_json(), "reservable_bps": self._index.cap(link.id)} for link in self.topology.links]
 
     def _link_spec(self, link: str):
@@ -609,20 +724,23 @@ class CircuitService:
         bps = int(spec.capacity_bps * share)  # as Link.reservable_bps rounds
         self.expire_due()
         now = self.clock()
-        with self._write() as s:
-            self._check_token(s, who)
-            self._sync(s, [link], lock=True)
+        with self._tx() as raw:
+            self._check_token(raw, who)
+            self._sync(raw, [link], lock=True)
             peak = self._index.peak(link, now, FAR_NS)
             if peak > bps:
                 raise Problem(409, f"link {link}: {peak} bit/s are booked at some instant from now on, above the "
                               f"{bps} bit/s a share of {share} gives; terminate or modify bookings first",
                               booked_peak_bps=peak)  # fmt: skip
-            links = LinkRow.__table__
+            old_bps = self._index.cap(link)
             self._dirty.add(link)
-            s.connection().execute(update(links).where(links.c.id == link)
-                                   .values(version=links.c.version + 1, reservable_bps=bps))  # fmt: skip
+            raw.execute("UPDATE links SET version = version + 1, reservable_bps = ? WHERE id = ?", (bps, link))
             version = self._known[link] = self._known.get(link, 0) + 1
-            s.connection().execute(_LOG, {"link_id": link, "version": version, "sign": 0, "profile": [], "end_ns": 0})
+            raw.execute(_LOG, (link, version, 0, "[]", 0))
+            self._logged(raw)
+            self._audit(raw, "link_share", who.name, now, link,
+                        {"reservable_bps": old_bps, "reservable_share": old_bps / spec.capacity_bps},
+                        {"reservable_bps": bps, "reservable_share": share})  # fmt: skip
             self._index.set_cap(link, bps)
         return {**spec.as_json(), "reservable_bps": bps, "reservable_share": share, "changed_by": who.name}
 
@@ -636,7 +754,7 @@ class CircuitService:
         self.expire_due()
         with self._lock:
             with Session(self.reader) as s, s.begin():
-                self._sync(s, [link])
+                self._sync(self.raw(s), [link])
             steps = self._index.steps(link, start, end)
         return {"id": link, "reservable_bps": self._index.cap(link), "steps": [[iso(t), int(bps)] for t, bps in steps]}
 
@@ -653,9 +771,9 @@ class CircuitService:
     # -- the lifecycle -------------------------------------------------------------------
     def _event(self, s: Session, r: Reservation, action: str, who: str, at: int, old_state: str | None,
                old_version: int | None, detail: dict | None = None) -> None:  # fmt: skip
-        s.connection().execute(_EVENT, {"reservation_id": r.id, "action": action, "who": who, "at_ns": at,
-                                            "old_state": old_state, "new_state": r.state, "old_version": old_version,
-                                            "new_version": r.version, "detail": detail})  # fmt: skip
+        s.flush()  # the reservation's row first (the event's foreign key)
+        self.raw(s).execute(_EVENT, (r.id, action, who, at, old_state, r.state, old_version, r.version,
+                                     None if detail is None else _dumps(detail)))  # fmt: skip
 
     def act(self, who: Principal, resv_id: int, action: str) -> dict:
         """commit, abort, provision, release or terminate."""
@@ -665,7 +783,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
-            self._check_token(s, who)
+            self._check_token(self.raw(s), who)
             r = self._get(s, who, resv_id, lock=True)
             old_state = r.state
             try:
@@ -673,8 +791,8 @@ class CircuitService:
             except fsm.TransitionError as exc:
                 raise Problem(409, f"reservation {resv_id}: {exc}", state=r.state) from None
             if step.booking == fsm.Booking.FREED:
-                self._sync(s, list(r.path), lock=True)
-                self._change(s, r.id, list(r.path), ([tuple(p) for p in r.profile], r.end_ns), None)
+                self._sync(self.raw(s), list(r.path), lock=True)
+                self._change(self.raw(s), r.id, list(r.path), ([tuple(p) for p in r.profile], r.end_ns), None)
             r.state = step.to.value
             r.updated_ns = now
             if r.state != fsm.State.HELD:
@@ -700,7 +818,7 @@ class CircuitService:
         self.expire_due()
         now = self.clock()
         with self._write() as s:
-            self._check_token(s, who)
+            self._check_token(self.raw(s), who)
             r = self._get(s, who, resv_id, lock=True)
             try:
                 step = fsm.step(fsm.State(r.state), "modify")
@@ -722,7 +840,7 @@ class CircuitService:
             if profile[-1][0] >= end:
                 raise field(("body", "end"), f"at or before the profile's last step ({iso(profile[-1][0])})")
             path = list(r.path)
-            self._sync(s, path, lock=True)
+            self._sync(self.raw(s), path, lock=True)
             self._index.release(path, old_profile, r.end_ns)
             fits = self._index.fits(path, profile, end)
             since = max(r.start_ns, now)
@@ -731,7 +849,7 @@ class CircuitService:
             if not fits:
                 raise Problem(409, f"reservation {resv_id}: the new version does not fit on its path {' '.join(path)}",
                               max_bookable_bps=most)  # fmt: skip
-            self._change(s, r.id, path, (old_profile, r.end_ns), (profile, end))
+            self._change(self.raw(s), r.id, path, (old_profile, r.end_ns), (profile, end))
             old_version = r.version
             r.version += 1
             r.profile = [list(p) for p in profile]
@@ -752,18 +870,18 @@ class CircuitService:
         if now < self._next_expiry_check:
             return 0
         self._next_expiry_check = now + every_ns
-        with Session(self.reader) as s, s.begin():
-            due = s.scalars(select(Reservation.id).where(Reservation.state == fsm.State.HELD.value,
-                                                         Reservation.hold_expires_ns <= now)).all()  # fmt: skip
+        with self._lock:  # one indexed query on the write path's connection, no transaction kept
+            due = [row[0] for row in self._hot.rows(_DUE, (now,))]
+            self._hot.rollback()
         if not due:
             return 0
         count = 0
         with self._write() as s:
             rows = s.scalars(select(Reservation).where(Reservation.id.in_(due)).order_by(Reservation.id).with_for_update()).all()
             rows = [r for r in rows if r.state == fsm.State.HELD.value and r.hold_expires_ns <= now]
-            self._sync(s, sorted({l for r in rows for l in r.path}), lock=True)
+            self._sync(self.raw(s), sorted({l for r in rows for l in r.path}), lock=True)
             for r in rows:
-                self._change(s, r.id, list(r.path), ([tuple(p) for p in r.profile], r.end_ns), None)
+                self._change(self.raw(s), r.id, list(r.path), ([tuple(p) for p in r.profile], r.end_ns), None)
                 r.state, r.hold_expires_ns, r.updated_ns = fsm.State.EXPIRED.value, None, now
                 self._event(s, r, "expire", "service", now, fsm.State.HELD.value, r.version)
                 count += 1

@@ -93,6 +93,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..provision.model import HOST_SHARE_PERCENT
+from ..provision.shape import GSO_MAX_SEGS, Match, ShapeError, apply, plan_shape, read_state, remove
+from ..provision.tc import MTU_FRAME
+
 __all__ = [
     "BACKENDS",
     "HOST_SHARE_PERCENT",
@@ -129,13 +133,14 @@ REFERENCE_RATE_BPS = 1_000_000_000
 #: The smallest bucket, in frames of :data:`POLICED_FRAME` bytes (a bucket
 #: of a few frames drops a host's back-to-back frames however it is shaped).
 MIN_BUCKET_FRAMES = 10
-#: What an L2 circuit's policer counts for a 1500-byte packet: Ethernet
-#: header 14 + 802.1Q tag 4 + 1500 + FCS 4.
-POLICED_FRAME = 1522
-#: ``ip link set DEV gso_max_segs 1``: the stack hands the qdisc single frames
-#: (one value, provision's: the zurawski-tc study's finding).
-from ..provision.model import HOST_SHARE_PERCENT  # noqa: E402
-from ..provision.shape import GSO_MAX_SEGS  # noqa: E402
+#: What an L2 circuit's policer counts for a 1500-byte packet: the frame
+#: HTB sends (:data:`..provision.tc.MTU_FRAME`, Ethernet header 14 + 1500)
+#: plus the 802.1Q tag (4, IEEE 802.1Q) and the FCS (4) the wire adds: 1522.
+DOT1Q_TAG_BYTES = 4
+FCS_BYTES = 4
+POLICED_FRAME = MTU_FRAME + DOT1Q_TAG_BYTES + FCS_BYTES
+# GSO_MAX_SEGS (provision.shape): ``ip link set DEV gso_max_segs 1``, the stack
+# hands the qdisc single frames (the zurawski-tc study's finding).
 
 
 class SouthboundError(ValueError):
@@ -151,13 +156,12 @@ class Matched:
     shaped_rate_bps: int
     shaped_burst_bytes: int
     host_share_percent: float
-    #: The largest frame HTB lets out beyond its burst (provision.tc.MTU_FRAME).
-    frame_bytes: int
 
     @property
     def host_bucket_bytes(self) -> int:
-        """The token bucket the host's output conforms to: burst + one frame."""
-        return self.shaped_burst_bytes + self.frame_bytes
+        """The token bucket the host's output conforms to: burst + the one
+        frame HTB lets out beyond it (:data:`..provision.tc.MTU_FRAME`)."""
+        return self.shaped_burst_bytes + MTU_FRAME
 
 
 def policer_bucket(rate_bps: int) -> int:
@@ -173,8 +177,6 @@ def match_rates(rate_bps: int, *, share_percent: float = HOST_SHARE_PERCENT, buc
     :func:`alphaqos.provision.shape.plan_shape` with the policer's bucket;
     the result is checked: the host's token bucket ``(r, b + frame)`` lies
     within the policer's ``(R, P)`` (RFC 2697 committed bucket)."""
-    from ..provision.shape import ShapeError, plan_shape
-    from ..provision.tc import MTU_FRAME
 
     if not isinstance(rate_bps, int) or rate_bps <= 0:
         raise SouthboundError(f"rate_bps: must be a positive number of bit/s, got {rate_bps!r}")
@@ -186,7 +188,7 @@ def match_rates(rate_bps: int, *, share_percent: float = HOST_SHARE_PERCENT, buc
                           gso_max_segs=GSO_MAX_SEGS)
     except ShapeError as exc:
         raise SouthboundError(f"host shaping for {rate_bps} bit/s: {exc}") from None
-    m = Matched(rate_bps, p, plan.rate_bps, plan.burst_bytes, share_percent, MTU_FRAME)
+    m = Matched(rate_bps, p, plan.rate_bps, plan.burst_bytes, share_percent)
     if not (m.shaped_rate_bps <= m.policer_rate_bps and m.host_bucket_bytes <= m.policer_bucket_bytes):
         raise SouthboundError(
             f"the host's shaping ({m.shaped_rate_bps} bit/s, {m.host_bucket_bytes} B) does not fit the policer "
@@ -353,7 +355,7 @@ def _host_script(resv: dict, matched: Matched, shape_plan, dst_address: str) -> 
         "# Run on the source host: sh host-shaping.sh DEVICE (the circuit's interface).",
         f"# Shapes what goes to {dst_address} to {matched.host_share_percent:g}% of the reserved "
         f"{bits(matched.policer_rate_bps)}: {bits(matched.shaped_rate_bps)},",
-        f"# burst {matched.shaped_burst_bytes} B + one {matched.frame_bytes} B frame <= the policer's bucket of "
+        f"# burst {matched.shaped_burst_bytes} B + one {MTU_FRAME} B frame <= the policer's bucket of "
         f"{matched.policer_bucket_bytes} B (RFC 2697; Zurawski 2013: 90-92%).",
         "# To change the rate in place (same handles, the queue kept), use `alphaqos shape DEVICE --rate ...`;",
         "# these commands replace the root qdisc.",
@@ -373,7 +375,6 @@ def render_southbound(resv: dict, topology: Any, out_dir: Path, backend: str = "
     "manifest"}`` -> paths. Everything is rendered and checked before
     anything is written or applied; a SouthboundError names what is wrong."""
     from ..provision.cli import _replace
-    from ..provision.shape import Match, ShapeError, apply, read_state
 
     if backend not in BACKENDS:
         raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -446,7 +447,6 @@ def release_southbound(resv: dict, out_dir: Path, backend: str = "dry-run", devi
     ``out_dir/released.json``. The router files are not undone here: the
     policer stays until the operator removes the circuit's filter."""
     from ..provision.cli import _replace
-    from ..provision.shape import ShapeError, remove
 
     if backend not in BACKENDS:
         raise SouthboundError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")

@@ -118,7 +118,8 @@ def parse_listen(text: str) -> tuple[int, tuple]:
     return family, address
 
 
-def _parse_sampling(items: list[str], option: str = "--sampling", what: str = "EXPORTER=N") -> dict[str, int]:
+def _per_exporter(items: list[str], option: str, what: str) -> dict[str, int]:
+    """``EXPORTER=N`` options (``--sampling``, ``--max-packet``) as {exporter: N}, N at least 1."""
     rates = {}
     for item in items:
         exporter, sep, rate = item.rpartition("=")
@@ -142,8 +143,8 @@ def _seconds(option: str, text: str | None) -> float | None:
 
 def _collect(args: argparse.Namespace) -> int:
     family, address = parse_listen(args.listen)
-    sampling = _parse_sampling(args.sampling)
-    max_packet = _parse_sampling(args.max_packet, "--max-packet", "EXPORTER=BYTES") or None
+    sampling = _per_exporter(args.sampling, "--sampling", "EXPORTER=N")
+    max_packet = _per_exporter(args.max_packet, "--max-packet", "EXPORTER=BYTES") or None
     if args.flush_records < 1:
         raise UsageError(f"--flush-records {args.flush_records}: must be at least 1")
     flush_every = _seconds("--flush-every", args.flush_every)
@@ -209,12 +210,12 @@ class Collector:
                 wait = min(next_flush, end if end is not None else next_flush) - now
                 self._receive(BATCH, max(0.0, min(wait, _TICK_S)))
                 if time.monotonic() >= next_flush or self.decoder.pending >= self.flush_records:
-                    self.batches.put((self.decoder.detach(), False))  # waits while QUEUED_FLUSHES are queued
+                    self._flush(False)
                     next_flush = time.monotonic() + self.flush_every
             deadline = time.monotonic() + FINAL_DRAIN_S
             while self._drain(None, deadline=deadline):  # what the kernel holds was received: keep it
-                self.batches.put((self.decoder.detach(), False))
-            self.batches.put((self.decoder.detach(), True))
+                self._flush(False)
+            self._flush(True)
             writer.join()
         finally:
             for s, handler in previous.items():
@@ -223,13 +224,19 @@ class Collector:
             raise RunFailure(self.failure)
         return 0
 
+    def _flush(self, final: bool) -> None:
+        """Hand what is decoded to the writer (waits while QUEUED_FLUSHES are
+        queued). Records only accumulate between flushes: the most waiting
+        at once is what waits now."""
+        self.peak_pending = max(self.peak_pending, self.decoder.pending)
+        self.batches.put((self.decoder.detach(), final))
+
     def _receive(self, limit: int, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for datagrams, then read up to ``limit``."""
         if isinstance(self.decoder, NativeDecoder):
             started = time.thread_time()  # this thread's CPU time: the wait in poll is not counted
             self.decoder.recv(self.sock, limit, timeout, self.flush_records)
             self.decode_s += time.thread_time() - started
-            self.peak_pending = max(self.peak_pending, self.decoder.pending)
             return
         readable, _, _ = select.select([self.sock], [], [], timeout)
         if readable:
@@ -246,7 +253,6 @@ class Collector:
             while True:
                 read = decoder.recv(self.sock, BATCH, 0.0, self.flush_records)
                 count += read
-                self.peak_pending = max(self.peak_pending, decoder.pending)
                 full = decoder.pending >= self.flush_records
                 if full or read == 0 or (limit is not None and count >= limit) or (deadline is not None and time.monotonic() > deadline):
                     break
@@ -268,14 +274,11 @@ class Collector:
             feed(bytes(view[:size]), exporter, time.time_ns() // 1000)
             count += 1
             if count % 64 == 0:
-                pending = decoder.pending
-                self.peak_pending = max(self.peak_pending, pending)
-                if pending >= self.flush_records:
+                if decoder.pending >= self.flush_records:
                     self.decode_s += time.perf_counter() - started
                     return True
             if deadline is not None and count % BATCH == 0 and time.monotonic() > deadline:
                 break  # a sender that never stops must not keep us from stopping
-        self.peak_pending = max(self.peak_pending, decoder.pending)
         self.decode_s += time.perf_counter() - started
         return False
 
@@ -285,21 +288,28 @@ class Collector:
             chunks, final = self.batches.get()
             try:
                 started = time.perf_counter()
-                frame = self.decoder.build(chunks)
+                if isinstance(self.decoder, NativeDecoder):  # already grouped by exporter and day
+                    frame, groups = self.decoder.build_parts(chunks)
+                else:
+                    frame, groups = self.decoder.build(chunks), None
                 self.build_s += time.perf_counter() - started  # its own sum: two threads must not share one
-                self._write(frame, final)
+                self._write(frame, groups, final)
             except Exception as exc:  # noqa: BLE001 - reported, and the collector exits 1
                 self.failure = f"cannot write the flows: {type(exc).__name__}: {exc}"
                 if final:
                     return
 
-    def _write(self, frame, final: bool) -> None:
+    def _write(self, frame, groups, final: bool) -> None:
         if frame.height:
-            self.unwritten.append(frame)
+            self.unwritten.append((frame, groups))
         written = 0
         while self.unwritten:
+            frame, groups = self.unwritten[0]
             try:
-                schema.write_partitioned(self.unwritten[0], self.out, tag="flows", level=1)  # fast: the collector keeps up
+                if groups is None:
+                    schema.write_partitioned(frame, self.out, tag="flows", level=1)  # fast: the collector keeps up
+                else:
+                    schema.write_grouped(frame, groups, self.out, tag="flows", level=1)
             except OSError as exc:
                 message = f"cannot write into {str(self.out)!r}: {exc.strerror or exc}"
                 if final:
@@ -307,12 +317,12 @@ class Collector:
                     return
                 print(f"alphaqos: warning: {message}; retrying at the next flush", file=sys.stderr, flush=True)
                 break
-            written += self.unwritten.pop(0).height
+            written += self.unwritten.pop(0)[0].height
         self.written += written
         self._report(written, final)
 
     def _report(self, written: int, final: bool) -> None:
-        decoder = self.decoder
+        decoder = self.decoder.snapshot()  # the counters once, not once per exporter and figure
         stats = decoder.stats
         busy = self.decode_s + self.build_s
         rate = stats["records"] / busy if busy > 0 else 0.0

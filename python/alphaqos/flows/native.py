@@ -8,24 +8,24 @@ rules, caps and problem reasons as the Python decoder, which stays the
 reference. The native side also rejects the impossible records (the checks
 of :func:`.schema.impossible`, in its order, with its reason names: codes
 in :data:`REASONS`) and counts them and the records of unknown sampling
-rate; the records left cross as one ``bytes`` per column, read with
-``numpy.frombuffer``, and :func:`.netflow.table` makes them a table with no
-per-record Python work. ``tests/test_flows_native.py`` feeds both decoders
+rate; the records left cross as the canonical table's columns, built in
+Rust (types, masks, scaled counts, grouped by exporter and day) and taken
+by polars through the Arrow C data interface without a copy. ``tests/test_flows_native.py`` feeds both decoders
 the same datagrams (every rejection reason among them) and asserts the same
 records and counters.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections import Counter
 
-import numpy as np
 import polars as pl
 
 from .. import _core
 from . import netflow, schema
-from .netflow import KEPT_PROBLEMS, Problem, table
+from .netflow import KEPT_PROBLEMS, Problem
 
 __all__ = ["NativeDecoder"]
 
@@ -35,9 +35,7 @@ _CAPS = ("HELD_SETS", "HELD_BYTES_PER_EXPORTER", "HELD_BYTES", "TEMPLATES_PER_EX
 REASONS = (None, schema.Reason.ADDRESS_LENGTH, schema.Reason.EMPTY, schema.Reason.BYTES_WITHOUT_PACKETS,
            schema.Reason.BYTES_PER_PACKET, schema.Reason.OVERFLOW, schema.Reason.TIME_OVERFLOW,
            schema.Reason.LAST_BEFORE_FIRST, schema.Reason.OUT_OF_WINDOW)  # fmt: skip
-_COLUMNS = (("first", np.int64), ("last", np.int64), ("src_port", np.int64), ("dst_port", np.int64), ("protocol", np.int64),
-            ("bytes", np.uint64), ("packets", np.uint64), ("sampling_rate", np.int64), ("input_if", np.int64),
-            ("output_if", np.int64))  # fmt: skip
+_EPOCH = dt.date(1970, 1, 1)
 
 
 class NativeDecoder:
@@ -94,16 +92,19 @@ class NativeDecoder:
 
     def build(self, batch: dict) -> pl.DataFrame:
         """The canonical table of records from ``detach()``."""
-        n = batch["n"]
+        return self.build_parts(batch)[0]
+
+    def build_parts(self, batch: dict) -> tuple[pl.DataFrame, list[tuple[str, dt.date, int, int]]]:
+        """The canonical table of records from ``detach()``, grouped by
+        exporter and day of ``first``, and the groups as ``(exporter, day,
+        first row, rows)`` (for :func:`.schema.write_grouped`). The columns
+        are the native side's vectors, taken by polars as they are (the
+        Arrow C data interface): no copy, no conversion."""
         names = batch["exporters"]
         rejected = {(names[e], REASONS[why]): count for e, why, count in batch["rejected"]}
         unknown = {names[e]: count for e, count in batch["unknown"]}
-        frame = schema.empty()
-        if n:
-            columns = {name: np.frombuffer(batch[name], dtype) for name, dtype in _COLUMNS}
-            # the text the native side wrote, a line a record, split by polars (no Python object per address)
-            addresses = [pl.Series(name, [batch[name]], pl.String).str.split("\n").explode() for name in ("src_addr", "dst_addr")]
-            frame = schema.conform(table(columns, names, np.frombuffer(batch["exporter"], np.uint32), addresses))
+        frame = pl.DataFrame(batch["table"])
+        parts = [(exporter, _EPOCH + dt.timedelta(days=day), start, n) for exporter, day, start, n in batch["parts"]]
         counted = dict(zip(batch["exporters"], batch["counted"]))  # counters of exporters beyond EXPORTERS: summed
         summed: Counter = Counter()
         for exporter, n in unknown.items():
@@ -114,37 +115,42 @@ class NativeDecoder:
                 if len(self._build_problems) < KEPT_PROBLEMS:
                     self._build_problems.append(Problem(exporter, "rejected", f"{count} records: {why}"))
             self._unknown.update(summed)
-        return frame
+        return frame, parts
 
     # --- counters, as the Python decoder has them --------------------------
 
     def _counters(self) -> dict:
         return self._native.counters()
 
+    def snapshot(self) -> netflow.Snapshot:
+        """The counters as they are now: one call into Rust."""
+        counters = self._counters()
+        with self._lock:
+            unknown, rejected = Counter(self._unknown), Counter(self.rejected)
+        stats = Counter(counters["stats"])
+        if unknown:
+            stats["sampling_unknown"] += sum(unknown.values())
+        exporter_stats = {e: Counter(c) for e, c in counters["exporter_stats"].items()}
+        for exporter, n in unknown.items():
+            exporter_stats.setdefault(exporter, Counter())["sampling_unknown"] += n
+        exporter_counts = {e: Counter(c) for e, c in counters["exporter_counts"].items()}
+        return netflow.Snapshot(Counter(counters["counts"]), stats, exporter_counts, exporter_stats, rejected)
+
     @property
     def counts(self) -> Counter:
-        return Counter(self._counters()["counts"])
+        return self.snapshot().counts
 
     @property
     def stats(self) -> Counter:
-        stats = Counter(self._counters()["stats"])
-        with self._lock:
-            unknown = sum(self._unknown.values())
-        if unknown:
-            stats["sampling_unknown"] += unknown
-        return stats
+        return self.snapshot().stats
 
     @property
     def exporter_counts(self) -> dict[str, Counter]:
-        return {e: Counter(c) for e, c in self._counters()["exporter_counts"].items()}
+        return self.snapshot().exporter_counts
 
     @property
     def exporter_stats(self) -> dict[str, Counter]:
-        stats = {e: Counter(c) for e, c in self._counters()["exporter_stats"].items()}
-        with self._lock:
-            for exporter, n in self._unknown.items():
-                stats.setdefault(exporter, Counter())["sampling_unknown"] += n
-        return stats
+        return self.snapshot().exporter_stats
 
     @property
     def problems(self) -> list[Problem]:
@@ -162,7 +168,4 @@ class NativeDecoder:
 
     def exporters(self) -> list[str]:
         """Every exporter heard from, sorted."""
-        counters = self._counters()
-        with self._lock:
-            rejected = {e for e, _ in self.rejected}
-        return sorted(set(counters["exporter_stats"]) | set(counters["exporter_counts"]) | rejected)
+        return self.snapshot().exporters()

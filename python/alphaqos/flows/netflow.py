@@ -82,8 +82,11 @@ Memory
     :data:`TEMPLATES` and :data:`TEMPLATE_FIELDS` in all; the template
     announced least recently is evicted first, and its data becomes
     ``unknown_template`` until it is announced again, as exporters do
-    periodically, RFC 7011 Section 8.1 and RFC 3954 Section 5.2). Each
-    eviction is a problem (``held_evicted``, ``template_evicted``), counted
+    periodically, RFC 7011 Section 8.1 and RFC 3954 Section 5.2), the
+    sequence numbers expected and the sampler state (:data:`EXPORTERS`
+    keys each: (exporter, version, domain) and (exporter, domain); the key
+    set least recently is forgotten first). Each eviction is a problem
+    (``held_evicted``, ``template_evicted``, ``state_evicted``), counted
     like the others. ``Decoder.held_bytes`` and ``Decoder.template_fields``
     are the decoder's own accounting. Decoded records wait in the decoder
     until ``take()``/``detach()``: the collector flushes them by count as
@@ -325,7 +328,9 @@ class Decoder:
         self.domain_rates: dict[tuple, int] = {}  # (exporter, domain) -> N from options without a sampler id
         self.default_rates: dict[tuple, int] = {}  # (exporter, domain) -> N for records naming no sampler
         self.init_ms: dict[tuple, int] = {}  # (exporter, domain) -> systemInitTimeMilliseconds
-        self._next_sequence: dict[tuple, int] = {}  # (exporter, version, domain...) -> sequence number expected
+        # (exporter, version, domain...) -> sequence number expected, least recently set first (EXPORTERS kept)
+        self._next_sequence: OrderedDict[tuple, int] = OrderedDict()
+        self._domains: OrderedDict[tuple, None] = OrderedDict()  # (exporter, domain) of sampler state, least recent first
         # data sets of unknown templates: [exporter, key, body, when] per set (body None once gone),
         # oldest first, per exporter and over all
         self.held: dict[str, deque] = {}
@@ -456,7 +461,7 @@ class Decoder:
                 decoded = self._data(exporter, 10, domain, set_id, data[start:end], when)
                 records = None if decoded is None or records is None else records + decoded
         if records is not None and in_order:
-            self._next_sequence[key] = (sequence + records) & MASK32
+            self._expect(key, (sequence + records) & MASK32)
 
     def _sequence(self, key: tuple, sequence: int, advance: int | None, stat: str) -> bool:
         """Count the records or datagrams a gap in an exporter's sequence
@@ -484,8 +489,31 @@ class Decoder:
         if advance is None:
             self._next_sequence.pop(key, None)
         else:
-            self._next_sequence[key] = (sequence + advance) & MASK32
+            self._expect(key, (sequence + advance) & MASK32)
         return True
+
+    def _expect(self, key: tuple, sequence: int) -> None:
+        """Expect ``sequence`` next from ``key``; beyond :data:`EXPORTERS`
+        keys the one set least recently is forgotten (``state_evicted``)."""
+        expected = self._next_sequence
+        expected[key] = sequence
+        expected.move_to_end(key)
+        if len(expected) > EXPORTERS:
+            old, _ = expected.popitem(last=False)
+            self._problem(old[0], "state_evicted", f"sequence numbers of {old[1:]} forgotten: more than {EXPORTERS:,} kept")
+
+    def _domain(self, key: tuple) -> None:
+        """Sampler state of ``key`` (exporter, domain) was set; beyond
+        :data:`EXPORTERS` keys the one set least recently is forgotten
+        (``state_evicted``): its records' rate is then unknown until its
+        options are sent again."""
+        self._domains[key] = None
+        self._domains.move_to_end(key)
+        if len(self._domains) > EXPORTERS:
+            old, _ = self._domains.popitem(last=False)
+            for state in (self.sampler_rates, self.domain_rates, self.default_rates, self.init_ms):
+                state.pop(old, None)
+            self._problem(old[0], "state_evicted", f"sampler state of domain {old[1]} forgotten: more than {EXPORTERS:,} kept")
 
     def _templates(self, data, pos, end, exporter, version, domain, *, options: bool) -> None:
         """Template records (RFC 3954 5.2, RFC 7011 3.4.1) or IPFIX options
@@ -712,11 +740,12 @@ class Decoder:
         if sampler is None:
             sampler = ints(SELECTOR_ID)
         init = _as_uint(records[f"f{index[SYSTEM_INIT_MS]}"]) if SYSTEM_INIT_MS in index else None
+        key = (exporter, domain)
         if init is not None:  # kept unsigned; a value beyond int64 stays beyond the limit (time_overflow), never wraps
-            self.init_ms[(exporter, domain)] = min(int(init[-1]), INT64_MAX)
+            self.init_ms[key] = min(int(init[-1]), INT64_MAX)
+            self._domain(key)
         if interval is None:
             return
-        key = (exporter, domain)
         samplers = dict(self.sampler_rates.get(key, _NO_SAMPLERS))
         for i in range(n):
             rate = int(interval[i])
@@ -734,6 +763,7 @@ class Decoder:
         if default is None and len(rates) == 1:  # one rate on this domain: it applies to records naming no sampler
             default = rates.pop()
         self.default_rates[key] = default or 0
+        self._domain(key)
 
     # --- output --------------------------------------------------------------
 
@@ -782,6 +812,27 @@ class Decoder:
         """Every exporter heard from, sorted."""
         return sorted(set(self.exporter_stats) | set(self.exporter_counts) | {e for e, _ in self.rejected})
 
+    def snapshot(self) -> Snapshot:
+        """The counters as they are now, copied (for a report)."""
+        return Snapshot(Counter(self.counts), Counter(self.stats), {e: Counter(c) for e, c in list(self.exporter_counts.items())},
+                        {e: Counter(c) for e, c in list(self.exporter_stats.items())}, Counter(self.rejected))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A decoder's counters at one moment (:meth:`Decoder.snapshot`, and the
+    native decoder's): what the collector's report reads."""
+
+    counts: Counter
+    stats: Counter
+    exporter_counts: dict[str, Counter]
+    exporter_stats: dict[str, Counter]
+    rejected: Counter
+
+    def exporters(self) -> list[str]:
+        """Every exporter heard from, sorted."""
+        return sorted(set(self.exporter_stats) | set(self.exporter_counts) | {e for e, _ in self.rejected})
+
 
 #: The columns a decoder computes for each record before :func:`finish`.
 COLUMNS = ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packets", "sampling_rate", "input_if",
@@ -791,9 +842,8 @@ COLUMNS = ("first", "last", "src_port", "dst_port", "protocol", "bytes", "packet
 def table(columns: dict, names: list[str], exporter_index, addresses: list[pl.Series]) -> pl.DataFrame:
     """The decoded records as a table (not yet canonical) from their
     :data:`COLUMNS` (arrays), their exporters (``names`` and an index into
-    it per record) and their address columns. Shared by :func:`finish` and
-    the native decoder (:mod:`.native`), which rejects the impossible
-    records itself."""
+    it per record) and their address columns, for :func:`finish` (the
+    native decoder, :mod:`.native`, builds its columns in Rust)."""
     # values a template gave more bytes than the canonical type holds
     # (malformed, or odd exporters) must not stop the table being built
     for name, bits in (("src_port", 16), ("dst_port", 16), ("protocol", 8)):

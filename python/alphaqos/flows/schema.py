@@ -66,7 +66,7 @@ from pathlib import Path
 import polars as pl
 
 __all__ = ["COLUMNS", "MAX_COUNT", "MAX_PACKET_BYTES", "SCHEMA", "WINDOW_US", "Reason", "conform", "empty", "first_reason", "impossible", "packet_limit",
-           "scaled", "write_partitioned"]  # fmt: skip
+           "scaled", "write_grouped", "write_partitioned"]  # fmt: skip
 
 SCHEMA: dict[str, pl.DataType] = {
     "exporter": pl.String(),
@@ -228,10 +228,21 @@ def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part
     ``<n>`` is taken). ``level``: the zstd level (None: polars' default;
     the collector writes with 1, a quarter less CPU for a fifth more
     bytes). Returns the files written."""
-    root = Path(root)
     frame = conform(frame).with_columns(pl.col("first").dt.date().alias("_day"))
+    groups = [(exporter, day, part.drop("_day")) for (exporter, day), part in frame.group_by("exporter", "_day", maintain_order=True)]
+    return _write_groups(groups, Path(root), tag, level)
+
+
+def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int | None = None) -> list[Path]:
+    """:func:`write_partitioned` of a canonical table already grouped by
+    exporter and day: ``groups`` lists ``(exporter, day, first row, rows)``
+    (the native decoder's ``build_parts``), so nothing is regrouped or cast."""
+    return _write_groups([(e, day, frame.slice(start, n)) for e, day, start, n in groups], Path(root), tag, level)
+
+
+def _write_groups(groups, root: Path, tag: str, level: int | None) -> list[Path]:
     written = []
-    for (exporter, day), part in frame.group_by("exporter", "_day", maintain_order=True):
+    for exporter, day, part in groups:
         directory = root / f"exporter={_safe(str(exporter))}" / f"day={day.isoformat()}"
         directory.mkdir(parents=True, exist_ok=True)
         n = 0
@@ -239,7 +250,7 @@ def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part
             n += 1
         target = directory / f"{tag}-{n:05d}.parquet"
         staging = directory / f".{target.name}.partial"
-        part.drop("_day").write_parquet(staging, compression="zstd", compression_level=level, statistics=True)
+        part.write_parquet(staging, compression="zstd", compression_level=level, statistics=True)
         staging.rename(target)
         written.append(target)
     return written

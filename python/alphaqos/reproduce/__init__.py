@@ -143,6 +143,7 @@ class Reproduction:
         document = {
             "reproduction": self.name,
             "quick": self.quick,
+            "commit": source_commit(),
             "wall_time_s": round(self.wall_time_s, 3),
             "findings": [f.to_json() for f in self.findings],
             "measured": measured,
@@ -154,6 +155,23 @@ class Reproduction:
         for key, scenario in self.scenarios.items():
             (runs / f"{_filename(key)}.yaml").write_text(load_scenario(scenario).to_yaml())
         self.write_plots(directory)
+
+
+def source_commit() -> str | None:
+    """The git commit of the source tree this package runs from (with
+    ``+dirty`` if it has uncommitted changes), or None outside a checkout:
+    results.json records it, and the README's table of findings states it."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
 
 
 #: Measurements kept for the plots but left out of results.json.

@@ -16,7 +16,12 @@ and is graded (:func:`grade`):
 
 - **holds**: the direction holds and every cell is within the factor;
 - **direction only**: the direction holds, some size does not;
-- **fails**: the direction does not hold.
+- **fails**: the direction does not hold;
+- **not graded**: the runs the finding rests on did not measure what it is
+  about (an emulated run the machine held up beyond the reproduction's own
+  threshold), or every run gives the same number whatever the parameter the
+  finding varies, so the comparison shows nothing: the finding is shown with
+  its reason (``not_graded``), never counted as holding or failing.
 
 A cell whose model value comes from a parameter fitted to that very number
 (``fitted=True``) is shown, with the fit said, but never counted as
@@ -24,7 +29,11 @@ evidence: it agrees by construction. A finding for which the document gives
 no number is graded on its direction, and says so.
 
 A reproduction's exit status follows: 0 if every finding holds, 1 otherwise
-(:func:`exit_status`).
+(:func:`exit_status`; a finding not graded does not hold).
+
+Every reproduction's ``results.json`` carries its graded findings; the
+table of all of them, per document and grade, is :func:`summary_table`
+(``alphaqos reproduce-summary``, which the README's table comes from).
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "HOLDS", "Cell", "Finding", "exit_status", "findings_markdown", "grade", "markdown_table", "report_head"]
+__all__ = ["DEFAULT_FACTOR", "DIRECTION_ONLY", "FAILS", "GRADES", "HOLDS", "NOT_GRADED", "Cell", "Finding", "count_grades",
+           "exit_status", "findings_markdown", "grade", "markdown_table", "graded_findings", "report_head", "summary_table"]
 
 #: A model number "matches" the document's within this factor either way.
 DEFAULT_FACTOR = 2.0
@@ -43,9 +53,12 @@ DEFAULT_FACTOR = 2.0
 HOLDS = "holds"
 DIRECTION_ONLY = "direction only"
 FAILS = "fails"
+NOT_GRADED = "not graded"
+#: Every grade, in the order reports count them.
+GRADES = (HOLDS, DIRECTION_ONLY, FAILS, NOT_GRADED)
 
 #: How a grade is shown in a markdown report.
-MARKS = {HOLDS: "✅ holds", DIRECTION_ONLY: "🟡 direction only", FAILS: "❌ fails"}
+MARKS = {HOLDS: "✅ holds", DIRECTION_ONLY: "🟡 direction only", FAILS: "❌ fails", NOT_GRADED: "⚪ not graded"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,8 @@ class Finding:
     evidence: str
     cells: list[Cell] = field(default_factory=list)
     factor: float = DEFAULT_FACTOR
+    #: Why the finding is not graded (see the module doc); empty: graded.
+    not_graded: str = ""
 
     @property
     def counted(self) -> list[Cell]:
@@ -103,6 +118,8 @@ class Finding:
 
     @property
     def grade(self) -> str:
+        if self.not_graded:
+            return NOT_GRADED
         return grade(self.direction, self.counted, self.factor)
 
     @property
@@ -117,6 +134,8 @@ class Finding:
     def sizes(self) -> str:
         """One sentence on the sizes: how many cells are within the factor,
         which are not, which were fitted, or that the document has none."""
+        if self.not_graded:
+            return f"not graded: {self.not_graded}"
         parts = []
         if self.counted:
             within = len(self.counted) - len(self.outside)
@@ -137,6 +156,7 @@ class Finding:
             "holds": self.holds,
             "direction": self.direction,
             "factor": self.factor,
+            "not_graded": self.not_graded,
             "evidence": self.evidence,
             "cells": [
                 {"label": c.label, "model": c.model, "paper": c.paper, "ratio": _json_ratio(c.ratio),
@@ -205,11 +225,44 @@ def report_head(title: str, mode: str, measured: dict[str, dict[str, Any]], wall
 def findings_markdown(found: list[Finding], grading: str) -> list[str]:
     """The findings section: how many of each grade, one line per finding
     (claim, evidence, sizes), then ``grading``, how they are graded."""
-    grades = Counter(f.grade for f in found)
-    summary = ", ".join(f"{grades[g]} {g}" for g in (HOLDS, DIRECTION_ONLY, FAILS) if grades[g])
+    grades = count_grades(f.grade for f in found)
+    summary = ", ".join(f"{grades[g]} {g}" for g in GRADES if grades[g])
     md = ["", "## Findings", "", f"{len(found)} findings: {summary}.", ""]
     md += [f"- {MARKS[f.grade]}: {f.claim}. *{f.evidence}.* {f.sizes()[:1].upper()}{f.sizes()[1:]}." for f in found]
     return md + ["", "### How findings are graded", "", grading]
+
+
+def count_grades(grades: Any) -> Counter[str]:
+    """How many of each grade; refuses one that is not a grade."""
+    counts = Counter(grades)
+    unknown = set(counts) - set(GRADES)
+    if unknown:
+        raise ValueError(f"unknown grade(s) {sorted(unknown)}: a finding is one of {', '.join(GRADES)}")
+    return counts
+
+
+def summary_table(results: dict[str, dict[str, Any]]) -> str:
+    """The findings of every reproduction counted by grade, one row per
+    document (with the mode and the commit its results came from), and the
+    total: ``results`` maps a reproduction's name to its ``results.json``
+    or what :func:`graded_findings` keeps of it."""
+    rows, total = [], Counter()
+    for name, document in results.items():
+        counts = count_grades(f["grade"] for f in document["findings"])
+        total += counts
+        rows.append({"reproduction": name, "mode": "quick" if document["quick"] else "full",
+                     "commit": document.get("commit") or "-", "findings": sum(counts.values()),
+                     **{g: counts[g] for g in GRADES}})  # fmt: skip
+    rows.append({"reproduction": "all", "mode": "", "commit": "", "findings": sum(total.values()), **{g: total[g] for g in GRADES}})
+    return markdown_table(rows)
+
+
+def graded_findings(document: dict[str, Any]) -> dict[str, Any]:
+    """What the summary keeps of a reproduction's ``results.json``: its
+    mode, commit and each finding's claim, grade and reason if not graded."""
+    keep = ("claim", "grade", "not_graded")
+    return {"quick": document["quick"], "commit": document.get("commit"),
+            "findings": [{k: f.get(k, "") for k in keep} for f in document["findings"]]}  # fmt: skip
 
 
 def doc_section(doc: str, heading: str) -> str:

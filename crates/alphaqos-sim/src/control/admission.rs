@@ -35,11 +35,10 @@
 //! every earlier admitted request; `tests/control.rs` end to end.
 
 use super::deadline::Deadline;
-use super::{Agent, Control, Handle, Target};
+use super::{Agent, Control, Handle, Target, World};
 use crate::config::{AdmissionConfig, ColorAction, FilterTermConfig, PolicerConfig};
 use crate::metrics::{Column, Table};
 use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
-use crate::sim::Simulation;
 use crate::time::{Duration, SimTime};
 pub use crate::bookings::Bookings;
 
@@ -96,9 +95,9 @@ struct Booked {
 }
 
 impl Admission {
-    pub fn build(c: &AdmissionConfig, i: usize, sim: &mut Simulation) -> Result<(Admission, u32), String> {
-        let h = sim.handles.resolve(&c.workload).map_err(|e| format!("workload: {e}"))?;
-        let Target::Workload(w) = *sim.handles.target(h) else {
+    pub fn build(c: &AdmissionConfig, i: usize, sim: &mut dyn World) -> Result<(Admission, u32), String> {
+        let h = sim.handles().resolve(&c.workload).map_err(|e| format!("workload: {e}"))?;
+        let Target::Workload(w) = *sim.handles().target(h) else {
             return Err(format!("workload: '{}' is not a workload", c.workload));
         };
         match (c.rate_bps, c.duration_ns, c.deadline_ns) {
@@ -120,24 +119,24 @@ impl Admission {
         let edge = match &c.edge {
             None => None,
             Some(n) => {
-                let id = sim.net.nodes.iter().position(|x| &x.name == n).ok_or_else(|| format!("edge: unknown node '{n}'"))?;
-                if !sim.net.nodes[id].router {
+                let (id, router) = sim.node(n).ok_or_else(|| format!("edge: unknown node '{n}'"))?;
+                if !router {
                     return Err(format!("edge: '{n}' is a host; policers run on routers"));
                 }
-                Some(id as u32)
+                Some(id)
             }
         };
         if c.reservation && c.deadline_ns.is_none() {
             return Err("reservation: needs deadline_ns".into());
         }
-        let wl = &sim.workloads[w as usize];
-        let base_cc = &wl.stream(0).0.cc;
+        let wl = sim.workload_info(w);
+        let base_cc = &wl.base_cc;
         if c.reservation && base_cc != "base_flow" {
             return Err(format!(
                 "reservation: the reservation sets ctr_bps, which needs the base_flow congestion control on the first stream (it uses {base_cc})"
             ));
         }
-        let mss = wl.tcp.mss_bytes as f64;
+        let mss = wl.mss_bytes as f64;
         let a = Admission {
             name: c.name.clone().unwrap_or_else(|| format!("call_admission[{i}]")),
             rate_bps: c.rate_bps,

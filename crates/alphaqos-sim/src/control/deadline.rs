@@ -28,11 +28,10 @@
 //! Tests: `tests/control.rs` (a feasible deadline met with a mean
 //! reservation at most 1.1 x size / deadline on a path with CBR background).
 
-use super::{Agent, Control, Handle, Target};
+use super::{Agent, Control, Handle, Target, World};
 use crate::config::DeadlineConfig;
 use crate::metrics::{Column, Table};
 use crate::packet::TCP_HEADER_BYTES;
-use crate::sim::Simulation;
 use crate::time::{Duration, SimTime};
 
 /// One deadline agent's account of its transfer.
@@ -68,10 +67,10 @@ pub struct Deadline {
 }
 
 impl Deadline {
-    pub fn build(c: &DeadlineConfig, i: usize, sim: &mut Simulation) -> Result<Deadline, String> {
+    pub fn build(c: &DeadlineConfig, i: usize, sim: &mut dyn World) -> Result<Deadline, String> {
         let name = if c.transfer.contains('#') { c.transfer.clone() } else { format!("{}#0", c.transfer) };
-        let h = sim.handles.resolve(&name).map_err(|e| format!("transfer: {e}"))?;
-        let Target::Transfer(w, _) = *sim.handles.target(h) else {
+        let h = sim.handles().resolve(&name).map_err(|e| format!("transfer: {e}"))?;
+        let Target::Transfer(w, _) = *sim.handles().target(h) else {
             return Err(format!("transfer: '{}' is not a workload's transfer", c.transfer));
         };
         sim.check_knob(h, "ctr_bps").map_err(|e| format!("transfer: {e}"))?;
@@ -87,13 +86,13 @@ impl Deadline {
         let policer = match &c.policer {
             None => None,
             Some(p) => {
-                let ph = sim.handles.resolve(p).map_err(|e| format!("policer: {e}"))?;
+                let ph = sim.handles().resolve(p).map_err(|e| format!("policer: {e}"))?;
                 let knob = ["rate_bps", "cir_bps"].into_iter().find(|k| sim.check_knob(ph, k).is_ok());
                 Some((ph, knob.ok_or_else(|| format!("policer: '{p}' has no policer with rate_bps or cir_bps"))?))
             }
         };
-        let wl = &sim.workloads[w as usize];
-        let mss = wl.tcp.mss_bytes as f64;
+        let wl = sim.workload_info(w);
+        let mss = wl.mss_bytes as f64;
         let mut d = Deadline::with(
             c.name.clone().unwrap_or_else(|| format!("deadline_reservation[{i}]")),
             h,

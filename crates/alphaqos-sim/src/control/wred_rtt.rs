@@ -43,10 +43,9 @@
 //! in proportion), and the Python controller that reproduces this agent
 //! bit for bit (`tests/test_control.py`).
 
-use super::{Agent, Control, Handle, Target};
+use super::{Agent, Control, Handle, Target, World};
 use crate::config::{WredRttConfig, DEFAULT_WRED_MAX_P};
-use crate::control::knob::COLORS;
-use crate::sim::Simulation;
+use crate::knob::COLORS;
 use crate::time::{Duration, SimTime};
 
 pub struct WredRtt {
@@ -67,7 +66,7 @@ pub struct WredRtt {
 }
 
 impl WredRtt {
-    pub fn build(c: &WredRttConfig, i: usize, sim: &mut Simulation) -> Result<WredRtt, String> {
+    pub fn build(c: &WredRttConfig, i: usize, sim: &mut dyn World) -> Result<WredRtt, String> {
         if c.interval_ns == 0 {
             return Err("interval_ns: must be positive".into());
         }
@@ -77,8 +76,8 @@ impl WredRtt {
         if !(0.0..1.0).contains(&c.min_fraction) {
             return Err(format!("min_fraction: must be in [0, 1), got {}", c.min_fraction));
         }
-        let class = sim.handles.resolve(&c.class).map_err(|e| format!("class: {e}"))?;
-        let iface = match *sim.handles.target(class) {
+        let class = sim.handles().resolve(&c.class).map_err(|e| format!("class: {e}"))?;
+        let iface = match *sim.handles().target(class) {
             Target::Iface(i) | Target::Class(i, _) => i,
             _ => return Err(format!("class: '{}' is not a class or an interface", c.class)),
         };
@@ -97,15 +96,14 @@ impl WredRtt {
         }
         let mut traffic = Vec::new();
         for (j, t) in c.traffic.iter().enumerate() {
-            let h = sim.handles.resolve(t).map_err(|e| format!("traffic[{j}]: {e}"))?;
-            if !matches!(sim.handles.target(h), Target::Flow(_) | Target::Workload(_)) {
+            let h = sim.handles().resolve(t).map_err(|e| format!("traffic[{j}]: {e}"))?;
+            if !matches!(sim.handles().target(h), Target::Flow(_) | Target::Workload(_)) {
                 return Err(format!("traffic[{j}]: '{t}' is not a flow or a workload"));
             }
             sim.check_knob(h, "rtt_samples").map_err(|e| format!("traffic[{j}]: {e} (only TCP traffic has RTT samples)"))?;
             traffic.push(h);
         }
-        let ifc = &sim.net.ifaces[iface as usize];
-        let (link_rate, link_mtu) = (ifc.rate.as_bps(), ifc.mtu);
+        let (link_rate, link_mtu) = sim.iface_rate_mtu(iface);
         let rate_bps = match c.rate_bps {
             Some(0) => return Err("rate_bps: must be positive".into()),
             Some(r) => r as f64,

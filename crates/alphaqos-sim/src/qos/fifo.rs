@@ -12,7 +12,7 @@
 //! conservation checks of `tests/engine.rs`.
 
 use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::packet::Packet;
 use crate::time::SimTime;
 use std::collections::VecDeque;

@@ -93,7 +93,7 @@ use super::classify::Prefix;
 use super::fifo::{Fifo, Limit, PacketQueue};
 use super::meter::{TokenClock, TokenRate};
 use super::{Backlog, ChildBuilder, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;

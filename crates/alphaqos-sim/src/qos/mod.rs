@@ -55,7 +55,7 @@ pub mod sched;
 pub mod yaqs;
 
 use crate::config::QueueConfig;
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -206,7 +206,7 @@ pub trait Qdisc: Send {
     /// was never offered: nothing else changes.
     fn count_policed(&mut self, pkt: &Packet);
     /// Read or change knob `name` of class `class` ("" for the discipline
-    /// itself), see `control/knob.rs`. Default: no knobs.
+    /// itself), see `knob.rs`. Default: no knobs.
     fn knob(&mut self, _class: &str, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
         Err(KnobError::Unknown)
     }
@@ -237,7 +237,7 @@ pub trait DropProfile: Send {
     /// period starts, for the idle-time correction of an average).
     fn on_dequeue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {}
     /// Read or change a knob (thresholds, `max_p`) or read a measurement
-    /// (`avg`), see `control/knob.rs`. Default: none.
+    /// (`avg`), see `knob.rs`. Default: none.
     fn knob(&mut self, _name: &str, _op: KnobOp) -> KnobResult {
         Err(KnobError::Unknown)
     }

@@ -1,5 +1,5 @@
 """The HTTP API (FastAPI): thin routes over :class:`..service.CircuitService`."""
 
-from .app import create_app
+from .app import asgi, create_app
 
-__all__ = ["create_app"]
+__all__ = ["asgi", "create_app"]

@@ -32,7 +32,8 @@
 //! settings; GRED's shared average; colour-blind RED against RIO in
 //! `rio.rs`.
 
-use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
+use super::red::red_curves_knob;
+use crate::knob::{KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
 use crate::packet::Packet;

@@ -17,7 +17,7 @@
 //! decay in `red.rs`, `piecewise.rs` and `tests/aqm.rs`.
 
 use crate::qos::fifo::Limit;
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::qos::Backlog;
 use crate::time::SimTime;
 use crate::units::DataRate;

@@ -25,7 +25,7 @@
 //! idle decay and the no-drop rule at a near-empty queue; `tests/aqm.rs`:
 //! two TCP flows never stall over 20 seeds (issue 9, defect 0).
 
-use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult, COLORS};
 use super::ewma::{Ewma, FillUnit};
 use crate::config::RedConfig;
 use crate::packet::Packet;
@@ -179,6 +179,45 @@ impl DropProfile for RedProfile {
 /// The RED queue: a FIFO of `params.limit` with a [`RedProfile`].
 pub fn queue(params: RedParams) -> Fifo {
     Fifo::with_profile(params.limit, Box::new(RedProfile::new(params)))
+}
+
+/// The drop-profile knobs (`min_th`, `max_th`, `max_p`, each also with a
+/// colour suffix) on a profile's RED curves, indexed by colour. A `Set`
+/// that leaves any curve invalid (min_th above max_th, max_p out of (0, 1])
+/// changes nothing.
+pub fn red_curves_knob(curves: &mut [Option<&mut RedParams>; 3], name: &str, op: KnobOp) -> KnobResult {
+    let (base, color) = match name.split_once('.') {
+        Some((b, c)) => (b, Some(COLORS.iter().position(|&x| x == c).ok_or(KnobError::Unknown)?)),
+        None => (name, None),
+    };
+    let read = |p: &RedParams| match base {
+        "min_th" => Some(p.min_th),
+        "max_th" => Some(p.max_th),
+        "max_p" => Some(p.max_p),
+        _ => None,
+    };
+    let chosen: Vec<usize> = (0..3).filter(|&i| curves[i].is_some() && color.is_none_or(|c| c == i)).collect();
+    let first = *chosen.first().ok_or(KnobError::Unknown)?;
+    let old = read(curves[first].as_deref().expect("chosen")).ok_or(KnobError::Unknown)?;
+    let KnobOp::Set(v) = op else { return Ok(old) };
+    let saved: Vec<RedParams> = chosen.iter().map(|&i| curves[i].as_deref().expect("chosen").clone()).collect();
+    for &i in &chosen {
+        let p = curves[i].as_deref_mut().expect("chosen");
+        match base {
+            "min_th" => p.min_th = v,
+            "max_th" => p.max_th = v,
+            _ => p.max_p = v,
+        }
+    }
+    for &i in &chosen {
+        if let Err(e) = curves[i].as_deref().expect("chosen").validate() {
+            for (&j, s) in chosen.iter().zip(&saved) {
+                *curves[j].as_deref_mut().expect("chosen") = s.clone();
+            }
+            return Err(KnobError::Invalid(format!("{name} = {v}: {}", e.trim_start_matches("red: "))));
+        }
+    }
+    Ok(old)
 }
 
 #[cfg(test)]

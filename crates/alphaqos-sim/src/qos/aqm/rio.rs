@@ -22,7 +22,8 @@
 //! RIO against colour-blind RED on an overloaded queue: Out packets are
 //! dropped and In packets are not.
 
-use crate::control::knob::{red_curves_knob, KnobOp, KnobResult};
+use super::red::red_curves_knob;
+use crate::knob::{KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
 use crate::packet::{Color, Packet};

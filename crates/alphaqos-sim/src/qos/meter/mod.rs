@@ -59,7 +59,7 @@ pub mod single_rate;
 pub mod srtcm;
 pub mod trtcm;
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::{Color, Packet};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -73,7 +73,7 @@ pub trait Meter: Send {
     /// Packets and bytes marked with each colour so far.
     fn counters(&self) -> &MeterCounters;
     /// Read or change a rate or bucket size at `now` (see
-    /// `control/knob.rs`); `tokens` reads the (first) bucket. A change
+    /// `knob.rs`); `tokens` reads the (first) bucket. A change
     /// credits the tokens earned at the old rate up to `now` first; the
     /// fraction of a byte earned since the last whole byte carries over
     /// to the new rate's grid, rounded down; a smaller bucket drops the
@@ -197,6 +197,52 @@ impl TokenClock {
         let acc = self.carry as u128 + rate.bytes_per_period as u128 * dt;
         self.carry = (acc % rate.period_ns as u128) as u64;
         acc / rate.period_ns as u128
+    }
+}
+
+/// One token bucket's run-time state: its byte tokens and its clock. The
+/// rate and the size live in the meter's profile (DPDK's split of profile
+/// and state); the three meters share this arithmetic: credit at the rate
+/// up to `now`, and on a change of profile credit at the old rate first,
+/// carry the fraction of a byte over to the new rate's grid, and drop the
+/// tokens above the new size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenBucket {
+    tokens: u64,
+    clock: TokenClock,
+}
+
+impl TokenBucket {
+    /// A bucket holding `size` tokens, its grid starting at time 0.
+    pub fn full(size: u64) -> TokenBucket {
+        TokenBucket { tokens: size, clock: TokenClock::default() }
+    }
+    /// Byte tokens held.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+    /// Credit what `rate` earned up to `now`, up to `size`; the credit that
+    /// did not fit (RFC 2697's overflow into the E bucket).
+    pub fn credit(&mut self, rate: &TokenRate, size: u64, now: SimTime) -> u128 {
+        let earned = self.clock.advance(rate, now);
+        fill(&mut self.tokens, size, earned)
+    }
+    /// Take `bytes` tokens if the bucket holds as many (`T(t) - B >= 0`).
+    pub fn take(&mut self, bytes: u64) -> bool {
+        let ok = self.tokens >= bytes;
+        if ok {
+            self.tokens -= bytes;
+        }
+        ok
+    }
+    /// The profile changes at `now` from rate and size `old` to `new`:
+    /// credit at the old rate first (the overflow is returned), rebase the
+    /// clock, keep at most the new size.
+    pub fn change(&mut self, old: (&TokenRate, u64), new: (&TokenRate, u64), now: SimTime) -> u128 {
+        let overflow = self.credit(old.0, old.1, now);
+        self.clock.rebase(old.0, new.0);
+        self.tokens = self.tokens.min(new.1);
+        overflow
     }
 }
 

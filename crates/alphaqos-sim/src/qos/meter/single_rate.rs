@@ -37,8 +37,8 @@
 //! gap; random trains: tokens never exceed the bucket and green bytes never
 //! exceed `burst_size + rate t / 8`.
 
-use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use super::{whole, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -88,32 +88,28 @@ pub struct SingleRate {
     profile: SingleRateProfile,
     mode: ColorMode,
     /// Byte tokens, at most `burst_size`.
-    tokens: u64,
-    clock: TokenClock,
+    bucket: TokenBucket,
     counters: MeterCounters,
 }
 
 impl SingleRate {
     /// A meter whose bucket is full at time 0.
     pub fn new(profile: SingleRateProfile, mode: ColorMode) -> SingleRate {
-        SingleRate { profile, mode, tokens: profile.burst_size, clock: TokenClock::default(), counters: MeterCounters::default() }
+        SingleRate { profile, mode, bucket: TokenBucket::full(profile.burst_size), counters: MeterCounters::default() }
     }
     /// Byte tokens in the bucket after the last packet.
     pub fn tokens(&self) -> u64 {
-        self.tokens
+        self.bucket.tokens()
     }
 }
 
 impl Meter for SingleRate {
     fn meter(&mut self, now: SimTime, bytes: u32, pre: Color) -> Color {
-        let credit = self.clock.advance(&self.profile.rate, now);
-        fill(&mut self.tokens, self.profile.burst_size, credit);
-        let b = bytes as u64;
+        self.bucket.credit(&self.profile.rate, self.profile.burst_size, now);
         let color = if self.mode == ColorMode::Aware && pre != Color::Green {
             Color::Red
-        } else if self.tokens >= b {
+        } else if self.bucket.take(bytes as u64) {
             // T(t) - B >= 0: in profile.
-            self.tokens -= b;
             Color::Green
         } else {
             Color::Red
@@ -129,7 +125,7 @@ impl Meter for SingleRate {
         let old = match name {
             "rate_bps" => self.profile.rate.rate().as_bps(),
             "burst_bytes" => self.profile.burst_size,
-            "tokens" => self.tokens,
+            "tokens" => self.bucket.tokens(),
             _ => return Err(KnobError::Unknown),
         } as f64;
         let KnobOp::Set(v) = op else { return Ok(old) };
@@ -140,12 +136,8 @@ impl Meter for SingleRate {
             _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
         }
         let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
-        // Tokens earned at the old rate up to the change.
-        let credit = self.clock.advance(&self.profile.rate, now);
-        fill(&mut self.tokens, self.profile.burst_size, credit);
-        self.clock.rebase(&self.profile.rate, &new.rate);
+        self.bucket.change((&self.profile.rate, self.profile.burst_size), (&new.rate, new.burst_size), now);
         self.profile = new;
-        self.tokens = self.tokens.min(new.burst_size);
         Ok(old)
     }
 }
@@ -208,7 +200,7 @@ mod tests {
 
     #[test]
     fn a_rate_change_credits_the_old_rate_up_to_the_moment_of_change() {
-        use crate::control::knob::{KnobError, KnobOp};
+        use crate::knob::{KnobError, KnobOp};
         // 1 Mbit/s: a byte every 8 us; bucket 3000 B, emptied at t = 0.
         let mut m = meter(DataRate::mbps(1), 3000, ColorMode::Blind);
         assert_eq!(m.meter(SimTime(0), 3000, Color::Green), Color::Green);

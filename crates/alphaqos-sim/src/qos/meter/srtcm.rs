@@ -40,8 +40,8 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= CBS + EBS + CIR t / 8`, and a colour-aware meter never promotes.
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
-use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::knob::{KnobError, KnobOp, KnobResult};
+use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -93,22 +93,21 @@ impl SrtcmProfile {
 pub struct Srtcm {
     profile: SrtcmProfile,
     mode: ColorMode,
-    /// Token count of the committed bucket, bytes, `<= cbs`.
-    tc: u64,
-    /// Token count of the excess bucket, bytes, `<= ebs`.
+    /// The committed bucket (Tc, `<= cbs`), credited at CIR.
+    c: TokenBucket,
+    /// Token count of the excess bucket, bytes, `<= ebs`: fed only by C's overflow.
     te: u64,
-    clock: TokenClock,
     counters: MeterCounters,
 }
 
 impl Srtcm {
     /// A meter with both buckets full at time 0.
     pub fn new(profile: SrtcmProfile, mode: ColorMode) -> Srtcm {
-        Srtcm { profile, mode, tc: profile.cbs, te: profile.ebs, clock: TokenClock::default(), counters: MeterCounters::default() }
+        Srtcm { profile, mode, c: TokenBucket::full(profile.cbs), te: profile.ebs, counters: MeterCounters::default() }
     }
     /// `Tc` after the last packet, bytes.
     pub fn tc(&self) -> u64 {
-        self.tc
+        self.c.tokens()
     }
     /// `Te` after the last packet, bytes.
     pub fn te(&self) -> u64 {
@@ -119,17 +118,15 @@ impl Srtcm {
 impl Meter for Srtcm {
     fn meter(&mut self, now: SimTime, bytes: u32, pre: Color) -> Color {
         // RFC 2697 Section 3: C first, its overflow to E, the rest lost.
-        let credit = self.clock.advance(&self.profile.cir, now);
-        let overflow = fill(&mut self.tc, self.profile.cbs, credit);
+        let overflow = self.c.credit(&self.profile.cir, self.profile.cbs, now);
         fill(&mut self.te, self.profile.ebs, overflow);
         let b = bytes as u64;
         let (may_green, may_yellow) = match self.mode {
             ColorMode::Blind => (true, true),
             ColorMode::Aware => (pre == Color::Green, pre != Color::Red),
         };
-        let color = if may_green && self.tc >= b {
+        let color = if may_green && self.c.take(b) {
             // Tc(t) - B >= 0
-            self.tc -= b;
             Color::Green
         } else if may_yellow && self.te >= b {
             // Te(t) - B >= 0
@@ -151,7 +148,7 @@ impl Meter for Srtcm {
             "cir_bps" => pr.cir.rate().as_bps(),
             "cbs_bytes" => pr.cbs,
             "ebs_bytes" => pr.ebs,
-            "tokens" => self.tc,
+            "tokens" => self.c.tokens(),
             _ => return Err(KnobError::Unknown),
         } as f64;
         let KnobOp::Set(v) = op else { return Ok(old) };
@@ -163,12 +160,9 @@ impl Meter for Srtcm {
             _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
         }
         let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
-        let credit = self.clock.advance(&self.profile.cir, now);
-        let overflow = fill(&mut self.tc, self.profile.cbs, credit);
+        let overflow = self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
         fill(&mut self.te, self.profile.ebs, overflow);
-        self.clock.rebase(&self.profile.cir, &new.cir);
         self.profile = new;
-        self.tc = self.tc.min(new.cbs);
         self.te = self.te.min(new.ebs);
         Ok(old)
     }

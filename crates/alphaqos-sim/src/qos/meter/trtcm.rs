@@ -34,8 +34,8 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= PBS + PIR t / 8`, and a colour-aware meter never promotes.
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
-use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenClock, TokenRate};
+use crate::knob::{KnobError, KnobOp, KnobResult};
+use super::{whole, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -103,12 +103,10 @@ impl TrtcmProfile {
 pub struct Trtcm {
     profile: TrtcmProfile,
     mode: ColorMode,
-    /// Token count of the peak bucket, bytes, `<= pbs`.
-    tp: u64,
-    /// Token count of the committed bucket, bytes, `<= cbs`.
-    tc: u64,
-    p_clock: TokenClock,
-    c_clock: TokenClock,
+    /// The peak bucket (Tp, `<= pbs`), credited at PIR.
+    p: TokenBucket,
+    /// The committed bucket (Tc, `<= cbs`), credited at CIR.
+    c: TokenBucket,
     counters: MeterCounters,
 }
 
@@ -118,41 +116,36 @@ impl Trtcm {
         Trtcm {
             profile,
             mode,
-            tp: profile.pbs,
-            tc: profile.cbs,
-            p_clock: TokenClock::default(),
-            c_clock: TokenClock::default(),
+            p: TokenBucket::full(profile.pbs),
+            c: TokenBucket::full(profile.cbs),
             counters: MeterCounters::default(),
         }
     }
     /// `Tp` after the last packet, bytes.
     pub fn tp(&self) -> u64 {
-        self.tp
+        self.p.tokens()
     }
     /// `Tc` after the last packet, bytes.
     pub fn tc(&self) -> u64 {
-        self.tc
+        self.c.tokens()
     }
 }
 
 impl Meter for Trtcm {
     fn meter(&mut self, now: SimTime, bytes: u32, pre: Color) -> Color {
-        let p = self.p_clock.advance(&self.profile.pir, now);
-        fill(&mut self.tp, self.profile.pbs, p);
-        let c = self.c_clock.advance(&self.profile.cir, now);
-        fill(&mut self.tc, self.profile.cbs, c);
+        self.p.credit(&self.profile.pir, self.profile.pbs, now);
+        self.c.credit(&self.profile.cir, self.profile.cbs, now);
         let b = bytes as u64;
         let aware = self.mode == ColorMode::Aware;
-        let color = if (aware && pre == Color::Red) || self.tp < b {
+        let color = if (aware && pre == Color::Red) || self.p.tokens() < b {
             // Tp(t) - B < 0
             Color::Red
-        } else if (aware && pre == Color::Yellow) || self.tc < b {
+        } else if (aware && pre == Color::Yellow) || !self.c.take(b) {
             // Tc(t) - B < 0
-            self.tp -= b;
+            self.p.take(b);
             Color::Yellow
         } else {
-            self.tp -= b;
-            self.tc -= b;
+            self.p.take(b);
             Color::Green
         };
         self.counters.record(color, bytes);
@@ -169,7 +162,7 @@ impl Meter for Trtcm {
             "pbs_bytes" => pr.pbs,
             "cir_bps" => pr.cir.rate().as_bps(),
             "cbs_bytes" => pr.cbs,
-            "tokens" => self.tc,
+            "tokens" => self.c.tokens(),
             _ => return Err(KnobError::Unknown),
         } as f64;
         let KnobOp::Set(v) = op else { return Ok(old) };
@@ -182,15 +175,9 @@ impl Meter for Trtcm {
             _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
         }
         let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
-        let c = self.p_clock.advance(&self.profile.pir, now);
-        fill(&mut self.tp, self.profile.pbs, c);
-        let c = self.c_clock.advance(&self.profile.cir, now);
-        fill(&mut self.tc, self.profile.cbs, c);
-        self.p_clock.rebase(&self.profile.pir, &new.pir);
-        self.c_clock.rebase(&self.profile.cir, &new.cir);
+        self.p.change((&self.profile.pir, self.profile.pbs), (&new.pir, new.pbs), now);
+        self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
         self.profile = new;
-        self.tp = self.tp.min(new.pbs);
-        self.tc = self.tc.min(new.cbs);
         Ok(old)
     }
 }

@@ -33,7 +33,7 @@
 //! `tests/sched.rs`: long-run byte shares equal `Q_i / sum(Q)` within 2%
 //! with random packet sizes, and work conservation.
 
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;

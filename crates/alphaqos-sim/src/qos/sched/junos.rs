@@ -159,7 +159,7 @@
 //! `excess-priority` levels and `none`; a meter window's depth; a temporal
 //! buffer's limit.
 
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{next_cyclic, BufferSize, ClassQueue, ClassSpec, Pick, Scheduled, Scheduler};
 use crate::qos::fifo::Limit;
 use crate::qos::Child;

@@ -58,7 +58,7 @@
 //! alternate mode interleaving turn by turn
 //! with a 50/50 split at equal quanta, and work conservation.
 
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::drr::{DeficitRing, Step};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;

@@ -76,7 +76,7 @@ pub mod prio;
 pub mod wrr;
 
 use super::fifo::Limit;
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{Backlog, Child, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
@@ -211,7 +211,7 @@ pub trait Scheduler: Send {
     /// `class` has just sent its last packet.
     fn on_empty(&mut self, _class: usize, _now: SimTime) {}
     /// Read or change a knob of `class` (its rate, weight, quantum), see
-    /// `control/knob.rs`. Default: none.
+    /// `knob.rs`. Default: none.
     fn knob(&mut self, _class: usize, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
         Err(KnobError::Unknown)
     }

@@ -20,7 +20,7 @@
 //! equal `w_i / sum(w)` within 2% with every class backlogged, and work
 //! conservation under random arrivals.
 
-use crate::control::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{next_cyclic, ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;

@@ -64,7 +64,7 @@
 //! CTR x RTT; a fall drops cwnd at once; the min filter ignores a single
 //! high sample; losses keep the reserved window; pathological inputs.
 
-use crate::control::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{KnobError, KnobOp, KnobResult};
 use std::collections::VecDeque;
 
 use serde::Deserialize;

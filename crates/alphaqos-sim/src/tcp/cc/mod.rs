@@ -62,8 +62,8 @@ pub trait Controller: Send {
     fn on_recovery_exit(&mut self, _s: &mut CcState, _now: SimTime) {}
     /// Read or change the committed target rate, bit/s (`base_flow`'s
     /// CTR; the knob `ctr_bps`). Default: the controller has none.
-    fn target_rate(&mut self, _op: crate::control::knob::KnobOp) -> crate::control::knob::KnobResult {
-        Err(crate::control::knob::KnobError::Unknown)
+    fn target_rate(&mut self, _op: crate::knob::KnobOp) -> crate::knob::KnobResult {
+        Err(crate::knob::KnobError::Unknown)
     }
     /// The last window reduction was undone as spurious (Linux's
     /// `undo_cwnd` hook): restore what the reduction reset.

@@ -1,0 +1,446 @@
+"""``alphaqos transfer serve`` and ``alphaqos transfer send`` (issue 23;
+``docs/transfer.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import queue
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import units
+from .circuit import Circuit, CircuitError, iso
+from .loop import DeadlineLoop
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class TransferError(Exception):
+    def __init__(self, message: str, status: int = EXIT_USAGE):
+        super().__init__(message)
+        self.status = status
+
+
+def xfer_binary() -> Path:
+    """``$ALPHAQOS_XFER``, the workspace's release build, or one on PATH."""
+    from alphaqos.emulate import workspace_binary
+
+    found = workspace_binary("alphaqos-xfer", "ALPHAQOS_XFER")
+    if found is not None:
+        return found
+    raise TransferError("the data mover alphaqos-xfer is not built: run `make build` (cargo build --release -p alphaqos-xfer)",
+                        EXIT_FAILURE)  # fmt: skip
+
+
+def add_transfer_command(commands: argparse._SubParsersAction) -> None:
+    transfer = commands.add_parser("transfer", help="move a file by its deadline over a reserved circuit (alphaqos-xfer)",
+                                   description=__doc__)  # fmt: skip
+    sub = transfer.add_subparsers(dest="transfer_command", required=True, metavar="ACTION")
+    serve = sub.add_parser("serve", help="receive files into a directory")
+    serve.add_argument("--listen", required=True, metavar="ADDR", help="HOST:PORT to listen on")
+    serve.add_argument("--dir", required=True, type=Path, help="where files land")
+    serve.add_argument("--json", action="store_true", help="the receiver's events as JSON lines")
+    serve.add_argument("--once", type=int, default=0, metavar="N", help="exit after N complete transfers (0: never)")
+    serve.set_defaults(handler=_guard(_serve))
+
+    send = sub.add_parser("send", help="send a file by a deadline")
+    send.add_argument("file", type=Path)
+    send.add_argument("dest", metavar="HOST:PORT")
+    when = send.add_mutually_exclusive_group(required=True)
+    when.add_argument("--deadline", metavar="DURATION", help="time from now, e.g. 20m, 90s, 2h")
+    when.add_argument("--by", metavar="TIME", help="RFC 3339 time (no zone: UTC)")
+    send.add_argument("--circuit", metavar="URL", help="the circuits service (or a reservation's URL to take over)")
+    send.add_argument("--token", help="the service's bearer token (default $ALPHAQOS_CIRCUITS_TOKEN)")
+    send.add_argument("--src", help="the circuit's source node (with --circuit)")
+    send.add_argument("--dst", help="the circuit's destination node (with --circuit)")
+    send.add_argument("--rate", metavar="RATE", help="without a service: the rate the path allows, e.g. 1Gbps")
+    send.add_argument("--streams", type=int, default=2, metavar="K", help="connections: one base, K-1 additional (default 2)")
+    send.add_argument("--block", default="64MiB", help="block size (default 64MiB)")
+    send.add_argument("--margin", type=float, default=1.1, help="needed rate x margin (default 1.1)")
+    send.add_argument("--hysteresis", type=float, default=0.05,
+                      help="modify the reservation when the need differs by more than this fraction (default 0.05)")  # fmt: skip
+    send.add_argument("--interval", default="1s", help="deadline loop period (default 1s)")
+    send.add_argument("--guard", default=None,
+                      help="plan to finish this long before the deadline (default: two intervals)")  # fmt: skip
+    send.add_argument("--cc", default=None,
+                      help="base connection's congestion control: alphaqos_base, pacing-only, or a kernel one "
+                           "(default: alphaqos_base when available, else pacing alone)")  # fmt: skip
+    send.add_argument("--dscp", default="af11", help="base connection's DSCP (default af11; e.g. ef)")
+    send.add_argument("--excess-dscp", default="be", help="additional connections' DSCP (default be; cs1 = scavenger)")
+    send.add_argument("--force", action="store_true", help="overwrite the file at the receiver")
+    send.add_argument("--json", action="store_true", help="one JSON line per interval and a final one")
+    send.set_defaults(handler=_guard(_send))
+
+
+def _guard(handler):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except (TransferError, CircuitError) as exc:
+            print(f"alphaqos: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return exc.status
+
+    return run
+
+
+# --- serve ------------------------------------------------------------------------
+def _serve(args: argparse.Namespace) -> int:
+    d = args.dir
+    if not d.is_dir():
+        raise TransferError(f"--dir {d}: not a directory")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise TransferError(f"--dir {d}: not writable")
+    cmd = [str(xfer_binary()), "serve", "--listen", args.listen, "--dir", str(d), "--once", str(args.once)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if args.json:
+                print(line, end="", flush=True)
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            print(_serve_line(e), flush=True)
+        proc.wait()
+    except KeyboardInterrupt:
+        return 130
+    finally:  # also on SIGTERM (raised as an exception by alphaqos.cli)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+    if proc.returncode != 0:
+        err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()  # type: ignore[union-attr]
+        raise TransferError(err[-1].removeprefix("alphaqos-xfer: error: ") if err else f"alphaqos-xfer exited {proc.returncode}",
+                            EXIT_USAGE if proc.returncode == 2 else EXIT_FAILURE)  # fmt: skip
+    return EXIT_OK
+
+
+def _serve_line(e: dict) -> str:
+    kind = e.get("event")
+    if kind == "listening":
+        return f"listening on {e['addr']}, files into {e['dir']} (protocol {e['version']})"
+    if kind == "session":
+        how = f"resuming, {e['held']} of {e['blocks']} blocks held" if e.get("resume") else f"{e['blocks']} blocks"
+        return f"{e['name']}: {units.fmt_size(e['size'])}, {how}"
+    if kind == "complete":
+        return f"{e['name']}: complete, {e['path']} (BLAKE3 {e['hash'][:16]}...; {e['blocks_bad']} bad blocks re-sent)"
+    return " ".join(f"{k}={v}" for k, v in e.items())
+
+
+# --- send -------------------------------------------------------------------------
+def _deadline(args: argparse.Namespace, now: float) -> float:
+    """The deadline as a Unix time."""
+    if args.deadline is not None:
+        try:
+            ns = units.parse_time(args.deadline)
+        except ValueError as exc:
+            raise TransferError(f"--deadline {args.deadline}: {exc}") from None
+        if ns <= 0:
+            raise TransferError(f"--deadline {args.deadline}: must be ahead of now")
+        return now + ns / 1e9
+    try:
+        t = datetime.fromisoformat(args.by.replace("Z", "+00:00"))
+    except ValueError:
+        raise TransferError(f"--by {args.by}: expected an RFC 3339 time like 2026-12-01T12:00:00Z") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    if t.timestamp() <= now:
+        raise TransferError(f"--by {args.by}: the deadline is in the past")
+    return t.timestamp()
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    m = re.match(r"^\[?([^\]]+?)\]?:(\d+)$", text)
+    if not m or not 0 < int(m.group(2)) < 65536:
+        raise TransferError(f"{text}: expected HOST:PORT")
+    return m.group(1), int(m.group(2))
+
+
+def _choose_cc(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The base connection's controller and a note to print once."""
+    wanted = args.cc
+    if wanted in (None, "alphaqos_base"):
+        try:
+            from .bpf import ensure_loaded
+        except ImportError:
+            available, note = False, "the alphaqos_base BPF controller is not part of this installation"
+        else:
+            available, note = ensure_loaded()
+        if available:
+            return "alphaqos_base", None
+        if wanted == "alphaqos_base":
+            raise TransferError(f"--cc alphaqos_base: not available: {note}")
+        return "pacing-only", f"the base connection is paced alone (alphaqos_base unavailable: {note})"
+    return wanted, None
+
+
+def _send(args: argparse.Namespace) -> int:
+    now = time.time()
+    # Everything checkable is checked before anything is reserved or sent.
+    try:
+        with open(args.file, "rb") as f:
+            f.read(1)
+        size = os.stat(args.file).st_size
+    except OSError as exc:
+        raise TransferError(f"cannot read {args.file}: {exc.strerror}") from None
+    if not args.file.is_file():
+        raise TransferError(f"{args.file}: not a regular file")
+    host, port = _host_port(args.dest)
+    try:
+        block = units.parse_size(args.block)
+        interval = units.parse_time(args.interval) / 1e9
+        guard = 2 * interval if args.guard is None else units.parse_time(args.guard) / 1e9
+    except ValueError as exc:
+        raise TransferError(f"--block/--interval/--guard: {exc}") from None
+    if not 1 <= args.streams <= 64:
+        raise TransferError(f"--streams {args.streams}: must be from 1 to 64")
+    if not 1 <= args.margin <= 10:
+        raise TransferError(f"--margin {args.margin}: must be from 1 to 10")
+    deadline = _deadline(args, now)
+    if (args.circuit is None) == (args.rate is None):
+        raise TransferError("give --circuit URL (with --token) or --rate RATE, one of them")
+    cap = None
+    if args.rate is not None:
+        try:
+            cap = units.parse_rate(args.rate)
+        except ValueError as exc:
+            raise TransferError(f"--rate {args.rate}: {exc}") from None
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise TransferError(f"cannot connect to {args.dest}: {exc.strerror or exc}") from None
+    cc, note = _choose_cc(args)
+
+    circuit = None
+    t0 = time.time()
+    loop = DeadlineLoop(size=size, deadline_s=deadline - t0, margin=args.margin, hysteresis=args.hysteresis, cap_bps=cap,
+                        guard_s=guard)  # fmt: skip
+    if args.circuit is not None:
+        token = args.token or os.environ.get("ALPHAQOS_CIRCUITS_TOKEN")
+        circuit = Circuit(args.circuit, token)
+        if circuit.id is None and not (args.src and args.dst):
+            raise TransferError("--circuit with the service's URL needs --src and --dst (the circuit's end nodes)")
+        reserved = circuit.reserve(args.src, args.dst, size, t0, deadline, args.margin)
+    else:
+        need = math.ceil(size * 8 / (deadline - t0) * args.margin)
+        if need > cap:
+            finish = t0 + size * 8 * args.margin / cap
+            raise TransferError(f"deadline {iso(deadline)} infeasible at --rate {args.rate}: needs "
+                                f"{units.fmt_rate(need)}; the earliest finish is {iso(finish)}")  # fmt: skip
+        reserved = max(need, 1)
+    loop.start(reserved)
+    if note and not args.json:
+        print(f"alphaqos: note: {note}", file=sys.stderr)
+    try:
+        return _run(args, host, port, size, block, interval, cc, note, loop, circuit, t0, deadline)
+    finally:
+        if circuit is not None:
+            try:
+                circuit.terminate()
+            except CircuitError as exc:
+                print(f"alphaqos: warning: could not terminate the circuit {circuit.id}: {exc}", file=sys.stderr)
+
+
+def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, circuit, t0, deadline) -> int:
+    cmd = [str(xfer_binary()), "send", str(args.file), f"{host}:{port}", "--streams", str(args.streams),
+           "--block", str(block), "--rate-bps", str(loop.reserved_bps), "--cc", cc, "--dscp-base", args.dscp,
+           "--dscp-excess", args.excess_dscp, "--interval-ms", str(max(10, round(interval * 1000)))]  # fmt: skip
+    if args.force:
+        cmd.append("--force")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    bar = None if args.json else _Bar(size, deadline)
+    final: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    start_t = None
+    loop_cost = [0.0, 0]
+    base_samples: list[tuple[float, float, float]] = []
+    ended = False
+    try:
+        while True:
+            line = lines.get()
+            if line is None:
+                break
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            kind = e.get("event")
+            if kind == "progress" and _newer_progress(lines):
+                continue  # late: act on the newest report only
+            if kind == "start":
+                start_t = time.time()
+            elif kind == "progress":
+                c0 = time.perf_counter()
+                t = time.time() - t0
+                proposal = loop.proposal(t, e["bytes_delivered"])
+                changed = None
+                if proposal is not None:
+                    try:
+                        bps = _modify(circuit, proposal, loop.reserved_bps) if circuit is not None else proposal
+                    except CircuitError as exc:
+                        print(f"alphaqos: note: the circuit kept {loop.reserved_bps} bit/s: {exc}", file=sys.stderr)
+                    else:
+                        loop.applied(t, bps)
+                        with contextlib.suppress(OSError):  # the mover has just finished
+                            proc.stdin.write(json.dumps({"rate_bps": bps}) + "\n")  # type: ignore[union-attr]
+                            proc.stdin.flush()  # type: ignore[union-attr]
+                        changed = bps
+                loop_cost[0] += time.perf_counter() - c0
+                loop_cost[1] += 1
+                base = e["conns"][0]
+                extra = sum(c["bps"] for c in e["conns"][1:])
+                base_samples.append((t, base["bps"], e["rate_bps"]))
+                row = {"t": round(t, 3), "bytes_done": e["bytes_done"], "bytes_delivered": e["bytes_delivered"], "bytes_total": size,
+                       "needed_bps": _need(size - e["bytes_delivered"], deadline - time.time(), loop.margin),
+                       "reserved_bps": loop.reserved_bps, "base_bps": round(base["bps"]), "additional_bps": round(extra),
+                       "rtt_us": [c["rtt_us"] for c in e["conns"]], "retrans": [c["total_retrans"] for c in e["conns"]],
+                       "time_left_s": round(deadline - time.time(), 3), "changed_bps": changed}  # fmt: skip
+                if args.json:
+                    print(json.dumps(row), flush=True)
+                else:
+                    bar.update(row)
+            elif kind == "done":
+                final = e
+            elif kind == "error":
+                error = e
+        ended = True
+    except KeyboardInterrupt:
+        if bar:
+            bar.close()
+        print("alphaqos: interrupted (send again with the same arguments to resume)", file=sys.stderr)
+        return 130
+    finally:  # also on SIGTERM (raised as an exception by alphaqos.cli)
+        if not ended and proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+    proc.wait()
+    if bar:
+        bar.close()
+    if error is not None or final is None:
+        message = error["message"] if error else ((proc.stderr.read() or "").strip() or f"alphaqos-xfer exited {proc.returncode}")  # type: ignore[union-attr]
+        bad = bool(error and error.get("bad_input"))
+        raise TransferError(message.removeprefix("alphaqos-xfer: error: "), EXIT_USAGE if bad else EXIT_FAILURE)
+    end = time.time()
+    elapsed = end - t0
+    report = _report(final, loop, elapsed, deadline - t0, base_samples, loop_cost, cc, note)
+    if args.json:
+        print(json.dumps(report), flush=True)
+    else:
+        for text in _report_lines(report):
+            print(text)
+    return EXIT_OK
+
+
+def _newer_progress(lines: queue.Queue) -> bool:
+    """Whether a later progress report already waits (the front fell behind)."""
+    with lines.mutex:
+        return any(item is not None and '"progress"' in item for item in lines.queue)
+
+
+def _modify(circuit: Circuit, bps: int, current: int) -> int:
+    """Modify the circuit to ``bps``; refused for capacity, take the largest
+    rate the path has if that is still an increase."""
+    try:
+        return circuit.modify(bps)
+    except CircuitError as exc:
+        most = exc.doc.get("max_bookable_bps")
+        if exc.doc.get("status") == 409 and isinstance(most, int) and current < most < bps:
+            return circuit.modify(most)
+        raise
+
+
+def _need(bytes_left: int, time_left: float, margin: float) -> int | None:
+    if bytes_left <= 0:
+        return 0
+    return math.ceil(bytes_left * 8 / time_left * margin) if time_left > 0 else None
+
+
+def _report(final: dict, loop: DeadlineLoop, elapsed: float, deadline_s: float, samples, loop_cost, cc, note) -> dict:
+    base = final["conns"][0]
+    steady = [s for s in samples if 0.2 * elapsed <= s[0] <= 0.9 * elapsed]
+    return {
+        "event": "report", "met": elapsed <= deadline_s, "slack_s": round(deadline_s - elapsed, 3),
+        "elapsed_s": round(elapsed, 3), "deadline_s": round(deadline_s, 3), "size": final["size"], "hash": final["hash"],
+        "blocks": final["blocks"], "blocks_held": final["held"], "blocks_sent": final["blocks_sent"],
+        "blocks_resent": final["blocks_resent"],
+        "reserved_bits": round(loop.integral_bits(elapsed)), "constant_bits": final["size"] * 8,
+        "reserved_ratio": loop.integral_bits(elapsed) / max(1, final["size"] * 8),
+        "mean_reserved_bps": round(loop.mean_bps(elapsed)), "constant_bps": round(loop.constant_bps),
+        "reservation_steps": [[round(t, 3), r] for t, r in loop.steps],
+        "base": {"bytes": base["bytes"], "segs_out": base["data_segs_out"], "retrans": base["total_retrans"],
+                 "retrans_ratio": base["total_retrans"] / max(1, base["data_segs_out"]),
+                 "steady_bps": sum(s[1] for s in steady) / len(steady) if steady else None,
+                 "steady_paced_bps": sum(s[2] for s in steady) / len(steady) if steady else None},
+        "additional_bytes": sum(c["bytes"] for c in final["conns"][1:]),
+        "cc": final.get("cc"), "loop_cost_us": round(loop_cost[0] / max(1, loop_cost[1]) * 1e6, 1),
+    }  # fmt: skip
+
+
+def _report_lines(r: dict) -> list[str]:
+    verdict = "met" if r["met"] else "MISSED"
+    by = abs(r["slack_s"])
+    return [
+        f"deadline {verdict}: {r['elapsed_s']:.1f} s of {r['deadline_s']:.1f} s ({by:.1f} s {'early' if r['met'] else 'late'})",
+        f"{units.fmt_size(r['size'])} in {r['blocks']} blocks: {r['blocks_sent']} sent, {r['blocks_held']} already at the receiver, "
+        f"{r['blocks_resent']} re-sent; BLAKE3 {r['hash'][:16]}... verified",
+        f"reserved {r['reserved_bits'] / 8e9:.3f} GB-equivalent ({r['reserved_ratio']:.1%} of size/deadline held to the deadline); "
+        f"mean reservation {units.fmt_rate(r['mean_reserved_bps'])} vs size/deadline {units.fmt_rate(r['constant_bps'])}",
+        f"base connection ({r['cc']}): {units.fmt_size(r['base']['bytes'])}, {r['base']['retrans']} retransmissions "
+        f"of {r['base']['segs_out']} segments; additional: {units.fmt_size(r['additional_bytes'])}",
+    ]  # fmt: skip
+
+
+class _Bar:
+    """A rich progress bar on stderr: bytes, rate, time to the deadline, slack."""
+
+    def __init__(self, size: int, deadline: float):
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+        self.deadline = deadline
+        self.progress = Progress(TextColumn("[bold]send"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[info]}"),
+                                 console=_stderr_console(), transient=False)  # fmt: skip
+        self.task = self.progress.add_task("send", total=size, info="")
+        self.progress.start()
+        self.last: tuple[float, int] | None = None
+
+    def update(self, row: dict) -> None:
+        now = time.time()
+        rate = 0.0
+        if self.last is not None and now > self.last[0]:
+            rate = (row["bytes_done"] - self.last[1]) * 8 / (now - self.last[0])
+        self.last = (now, row["bytes_done"])
+        left = row["bytes_total"] - row["bytes_done"]
+        eta = left * 8 / rate if rate > 0 else math.inf
+        slack = row["time_left_s"] - eta
+        info = (f"{units.fmt_rate(rate)}  reserved {units.fmt_rate(row['reserved_bps'])}  "
+                f"deadline in {row['time_left_s']:.0f} s  slack {'?' if math.isinf(slack) else f'{slack:.0f} s'}")  # fmt: skip
+        self.progress.update(self.task, completed=row["bytes_done"], info=info)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)

@@ -1,0 +1,82 @@
+"""The kernel cross-check (benches/kernel_crosscheck.py, issue 21) at its
+one small case: one CUBIC flow through a drop-tail queue of one BDP, 50
+Mbit/s, 20 ms RTT, 10 s; real Linux TCP between namespaces through the
+emulator against the simulator's profiles. Goodput within 15 % of the
+kernel's; the namespaces and processes the run made are gone after it
+(also when it fails). ``make bench`` runs the other cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from _system import need_root
+
+pytestmark = pytest.mark.serial
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("kernel_crosscheck", ROOT / "benches" / "kernel_crosscheck.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _ours() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("aqkx-")]
+
+
+def _children() -> list[str]:
+    """This test process's child processes still alive (the emulator, iperf3, ...), as 'pid command'."""
+    me, out = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.append(f"{stat.parent.name} {text.split('(', 1)[1].split(')', 1)[0]}")
+    return out
+
+
+def test_droptail_kernel_and_simulator_agree():
+    need_root("network namespaces for the kernel's run")
+    kx = _module()
+    before = _ours()
+    try:
+        result = kx.run_case("droptail", 10.0)
+    finally:
+        assert _ours() == before, "the cross-check left its namespaces behind"
+        assert not _children(), f"processes left running: {_children()}"
+    k = result["kernel"]
+    # The path holds 50 Mbit/s: the kernel fills most of it.
+    assert 0.8 * 50e6 <= k["goodput_bps"] <= 50e6, k["goodput_bps"]
+    for prof in ("default", "near-linux-6"):
+        s = result["sim"][prof]
+        print(f"{prof}: sim {s['goodput_bps'] / 1e6:.2f} Mbit/s, kernel {k['goodput_bps'] / 1e6:.2f} Mbit/s, "
+              f"retx {s['retransmits']} vs {k['retransmits']}, load {k['load_avg_1min']}")  # fmt: skip
+        assert abs(s["goodput_ratio"] - 1) <= kx.TARGET, f"{prof}: goodput x{s['goodput_ratio']:.3f} of the kernel's"
+        # The time-sequence is sampled over the whole run, in both.
+        assert s["time"][-1] >= 9.9 and k["time"][-1] >= 9.9
+
+
+def test_a_failed_run_leaves_nothing_behind(monkeypatch):
+    """The kernel's run failing after the namespaces, the emulator and the
+    iperf3 server are up: all three are gone after, and the error says why."""
+    need_root("network namespaces for the kernel's run")
+    import alphaqos.emulate as emulate
+
+    kx = _module()
+    before = _ours()
+    monkeypatch.setattr(emulate, "wait_for", lambda *a, **k: False)
+    with pytest.raises(emulate.EmuError, match="did not start listening"):
+        kx.kernel(kx.case_spec("droptail", 5.0))
+    assert _ours() == before
+    assert not _children(), f"processes left running: {_children()}"
