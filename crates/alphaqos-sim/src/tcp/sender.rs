@@ -35,11 +35,17 @@
 //!   data), back the timer off; ssthresh falls only if the loss episode is
 //!   new.
 //! - RACK option (RFC 8985, simplified): with SACK, a hole counts as lost
-//!   once a reordering window (min RTT / 4, the RFC's default) has passed
-//!   since data above it was first SACKed, instead of after DupThresh
-//!   segments: reordering shorter than the window causes no retransmission.
-//!   The hole's age stands in for RACK's per-segment transmit times, which
-//!   it matches when the segments around a hole left back to back.
+//!   once a reordering window has passed since data above it was first
+//!   SACKed, instead of after DupThresh segments: reordering shorter than
+//!   the window causes no retransmission. The hole's age stands in for
+//!   RACK's per-segment transmit times, which it matches when the segments
+//!   around a hole left back to back. The window is min RTT / 4 times a
+//!   multiplier, at most SRTT (RFC 8985 Section 6.2, step 4; Linux
+//!   `tcp_rack_reo_wnd`, `tcp_rack_update_reo_wnd`): a D-SACK (the receiver
+//!   got a segment twice: a retransmission was spurious) raises the
+//!   multiplier by one, at most once per round trip (until snd_una passes
+//!   the snd_max of the D-SACK that raised it), and 16 recoveries without
+//!   one bring it back to 1. D-SACKs need the receiver's `dsack`.
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
 //! - Pacing: a maximum rate (Linux SO_MAX_PACING_RATE), and optionally
@@ -85,6 +91,68 @@ struct RetxEntry {
     credit: u64,
     /// When it left.
     sent: SimTime,
+}
+
+/// RFC 8985's RACK.reo_wnd_persist: recoveries without a D-SACK before
+/// the reordering window's multiplier falls back to 1 (Section 6.2, step 4;
+/// Linux `TCP_RACK_RECOVERY_THRESH`).
+const RACK_REO_WND_PERSIST: u32 = 16;
+
+/// RACK's state (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Rack {
+    /// (lowest SACKed byte above a hole, when it was first SACKed), ascending.
+    marks: Vec<(u64, SimTime)>,
+    /// RACK.reo_wnd_mult: the window in units of min RTT / 4.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist: recoveries left before the multiplier is reset.
+    reo_wnd_persist: u32,
+    /// RACK.dsack_round: the snd_max when a D-SACK last raised the
+    /// multiplier; further D-SACKs count once snd_una has passed it.
+    dsack_round: Option<u64>,
+    /// The end of a timeout's recovery: the snd_max at the timeout.
+    rto_recover: Option<u64>,
+}
+
+impl Rack {
+    fn new() -> Self {
+        Rack { marks: Vec::new(), reo_wnd_mult: 1, reo_wnd_persist: RACK_REO_WND_PERSIST, dsack_round: None, rto_recover: None }
+    }
+
+    /// RACK.reo_wnd = min(reo_wnd_mult x min RTT / 4, SRTT); 0 before an RTT sample.
+    fn reo_wnd(&self, rtt: &RttEstimator) -> Duration {
+        self.reo_wnd_of(rtt.min_rtt(), rtt.srtt())
+    }
+
+    fn reo_wnd_of(&self, min_rtt: Option<Duration>, srtt: Option<Duration>) -> Duration {
+        let wnd = min_rtt.map_or(0, |r| r.as_nanos() / 4 * self.reo_wnd_mult as u64);
+        Duration(srtt.map_or(wnd, |s| wnd.min(s.as_nanos())))
+    }
+
+    /// Every ACK (RFC 8985 Section 6.2, step 4, its D-SACK part): a D-SACK
+    /// in a round without one widens the window.
+    fn on_ack(&mut self, snd_una: u64, snd_max: u64, dsack: bool) {
+        if self.rto_recover.is_some_and(|r| snd_una >= r) {
+            self.rto_recover = None;
+            self.on_recovery_exit();
+        }
+        if self.dsack_round.is_some_and(|r| snd_una >= r) {
+            self.dsack_round = None;
+        }
+        if dsack && self.dsack_round.is_none() {
+            self.dsack_round = Some(snd_max);
+            self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
+            self.reo_wnd_persist = RACK_REO_WND_PERSIST;
+        }
+    }
+
+    /// The end of a fast or timeout recovery (step 4's else branch).
+    fn on_recovery_exit(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,8 +212,8 @@ pub struct TcpSender {
     /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
     rxt_cur: Cursor,
     nxt_cur: Cursor,
-    /// RACK: (lowest SACKed byte above a hole, when it was first SACKed), ascending.
-    rack: Option<Vec<(u64, SimTime)>>,
+    /// RACK: the holes' ages and the reordering window.
+    rack: Option<Rack>,
     rack_timer: LazyTimer,
     rtt: RttEstimator,
     rto: LazyTimer,
@@ -200,7 +268,7 @@ impl TcpSender {
             tx_count: 0,
             rxt_cur: Cursor::default(),
             nxt_cur: Cursor::default(),
-            rack: cfg.rack.then(Vec::new),
+            rack: cfg.rack.then(Rack::new),
             rack_timer: LazyTimer::default(),
             rtt: RttEstimator::new(
                 Duration(cfg.initial_rto_ns),
@@ -403,9 +471,9 @@ impl TcpSender {
     /// SMSS SACKed above it).
     /// Also returns the SACKed bytes at and above that sequence.
     fn lost_edge(&self, now: SimTime) -> (u64, u64) {
-        if let Some(marks) = &self.rack {
-            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
-            return match marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
+        if let Some(rack) = &self.rack {
+            let reo_wnd = rack.reo_wnd(&self.rtt);
+            return match rack.marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
                 Some(&(b, _)) => (b, self.sacked.iter_rev().take_while(|&(s, _)| s >= b).map(|(s, e)| e - s).sum()),
                 None => (self.snd_una, self.sacked.bytes()),
             };
@@ -588,9 +656,14 @@ impl TcpSender {
         let prior_top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
         let mut reordered: Option<u64> = None;
         let mut dsack = false;
-        if let Some((s, e)) = self.linux.as_ref().and_then(|_| sack.dsack(ack)) {
+        if let Some((s, e)) = sack.dsack(ack).filter(|_| self.linux.is_some() || self.rack.is_some()) {
             dsack = true;
-            self.linux.as_mut().expect("linux").on_dsack(s, e, self.mss);
+            if let Some(lx) = &mut self.linux {
+                lx.on_dsack(s, e, self.mss);
+            }
+        }
+        if let Some(rack) = &mut self.rack {
+            rack.on_ack(ack.max(self.snd_una), self.snd_max, dsack);
         }
         if self.recovery == Recovery::Sack {
             for (s, e) in sack.iter(ack) {
@@ -605,11 +678,11 @@ impl TcpSender {
                     }
                     let top = self.sacked.last().map_or(ack.max(self.snd_una), |(_, e)| e);
                     newly_sacked += Cursor::insert(&mut self.sacked, s.max(ack), e, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
-                    if let Some(marks) = &mut self.rack {
+                    if let Some(rack) = &mut self.rack {
                         if s > top {
                             // A new hole [top, s): its reordering window starts now.
-                            marks.push((s, now));
-                            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
+                            rack.marks.push((s, now));
+                            let reo_wnd = rack.reo_wnd(&self.rtt);
                             self.rack_timer.set(now + reo_wnd, FlowTimer::Rack, w);
                         }
                     }
@@ -639,8 +712,8 @@ impl TcpSender {
             self.snd_una = ack;
             Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
             self.snd_nxt = self.snd_nxt.max(ack);
-            if let Some(marks) = &mut self.rack {
-                marks.retain(|&(b, _)| b > ack);
+            if let Some(rack) = &mut self.rack {
+                rack.marks.retain(|&(b, _)| b > ack);
             }
             let rtt = now.since(ts_ecr);
             self.rtt.sample(rtt);
@@ -892,6 +965,9 @@ impl TcpSender {
     fn leave_recovery(&mut self, now: SimTime) {
         self.in_recovery = false;
         self.dupacks = 0;
+        if let Some(rack) = &mut self.rack {
+            rack.on_recovery_exit();
+        }
         self.cc.on_recovery_exit(&mut self.st, now);
     }
 
@@ -986,11 +1062,69 @@ impl TcpSender {
             lx.disorder_high = None;
         }
         self.recover = Some(self.snd_max);
+        if let Some(rack) = &mut self.rack {
+            rack.rto_recover = Some(self.snd_max);
+        }
         self.set_snd_nxt(self.snd_una);
         self.set_high_rxt(self.snd_una);
         self.pace_next = now;
         self.rtt.backoff();
         self.rto.clear();
         self.send_data(w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// RFC 8985 Section 6.2, step 4: one widening per round with a D-SACK,
+    /// bounded by SRTT; back to min RTT / 4 after 16 recoveries without one.
+    #[test]
+    fn rack_reordering_window_widens_on_dsack_and_decays_after_16_recoveries() {
+        let (min_rtt, srtt) = (Some(Duration(20 * MS)), Some(Duration(30 * MS)));
+        let mut r = Rack::new();
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(5 * MS));
+        assert_eq!(r.reo_wnd_of(None, None), Duration::ZERO);
+        // A D-SACK at snd_una 1000, snd_max 9000: the window doubles.
+        r.on_ack(1000, 9000, true);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(10 * MS));
+        // More D-SACKs in the same round (snd_una below 9000) count once.
+        r.on_ack(5000, 12_000, true);
+        r.on_ack(8999, 12_000, true);
+        assert_eq!(r.reo_wnd_mult, 2);
+        // The next round's D-SACK widens it again; SRTT bounds it.
+        r.on_ack(9000, 20_000, true);
+        assert_eq!(r.reo_wnd_mult, 3);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(15 * MS));
+        let mut una = 20_000;
+        for _ in 0..4 {
+            una += 10_000;
+            r.on_ack(una, una + 5_000, true);
+        }
+        assert_eq!(r.reo_wnd_mult, 7);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(30 * MS), "min(7 x 5 ms, SRTT)");
+        // 15 recoveries without a D-SACK keep it; the 16th resets it.
+        for _ in 0..15 {
+            r.on_recovery_exit();
+        }
+        assert_eq!(r.reo_wnd_mult, 7);
+        r.on_recovery_exit();
+        assert_eq!(r.reo_wnd_mult, 1);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(5 * MS));
+        // A D-SACK restarts the count of 16: 15 exits after it keep the window.
+        r.on_ack(100_000, 110_000, true);
+        for _ in 0..15 {
+            r.on_recovery_exit();
+        }
+        assert_eq!(r.reo_wnd_mult, 2);
+        // The end of a timeout's recovery counts as an exit too.
+        r.rto_recover = Some(120_000);
+        r.on_ack(119_999, 130_000, false);
+        assert_eq!(r.reo_wnd_mult, 2);
+        r.on_ack(120_000, 130_000, false);
+        assert_eq!((r.reo_wnd_mult, r.rto_recover), (1, None));
     }
 }
