@@ -107,6 +107,22 @@ def test_the_receiver_merges_the_blocks_of_both_connections():
     assert base[col.GREEN_PKTS] > 0 and base[col.RED_PKTS] > 0
 
 
+def test_a_paced_base_connection_sends_at_the_policers_rate_and_stays_green():
+    """``base.pacing``: the base connection's maximum pacing rate is the
+    edge policer's rate (IP bytes, as the engine paces whole packets), so
+    none of its packets is marked red; unpaced, its bursts are."""
+    d = doc()
+    d["deadline_transfers"][0]["base"]["pacing"] = True
+    r = resolved(d)
+    base = r["workloads"][0]["stream_options"][0]
+    policer = next(n for n in r["nodes"] if n["name"] == "E")["filter"][0]["policer"]
+    assert base["max_pacing_rate_bps"] == policer["rate_bps"] == 51_795_581
+    assert r["workloads"][0]["stream_options"][1].get("max_pacing_rate_bps") is None
+    res = alphaqos.run(d)
+    term = res.filter.filter(res.filter[col.TERM] == "backup-base").row(0, named=True)
+    assert term[col.GREEN_PKTS] > 1000 and term[col.RED_PKTS] == 0
+
+
 def _write(tmp_path: Path, d: dict) -> Path:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(d, sort_keys=False))
@@ -121,6 +137,7 @@ def _write(tmp_path: Path, d: dict) -> Path:
         (lambda t: t.update(deadline="0.5s"), "deadline_transfers[0].deadline", "arrives 8"),
         (lambda t: t["reservation"].update(edge="C2"), "deadline_transfers[0].reservation.edge", "not a router"),
         (lambda t: t["reservation"].update(dynamic=True), "deadline_transfers[0].reservation.dynamic", "binary or fixed window"),
+        (lambda t: t.update(method="proposed", base={"pacing": True}), "deadline_transfers[0].base.pacing", "static reservation"),
     ],
 )
 def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, edit, where, what):

@@ -63,18 +63,24 @@ def test_the_proposed_base_flow_holds_the_ctr_and_beats_fixed_cwnd_and_newreno(q
     assert finding(results, "The proposed method's base flow beats")["direction"]
 
 
-def test_longer_round_trips_need_longer_queues(quick):
+def test_paced_base_flows_hold_their_reservation_on_every_queue(quick):
+    """Study 2 paces the base flows at their reservation (the module doc):
+    none of their packets is red, so both hold the reservation on every
+    queue of the sweep, the 6,400-packet one included (seed 1 here; seeds 2
+    and 3 in docs/ns2-crosscheck.md), and never exceed it. Unpaced, the
+    SACK sender's line-rate bursts after a stall fell to 115 and 140 Mbit/s
+    on that queue. The slides' need of a longer queue for the longer round
+    trip therefore does not show, and the finding does not count it as
+    shown when both flows hold from the shortest queue on."""
     _, _, results = quick
     runs = deadline_af.queue_runs(results["measured"])
     ctr2 = deadline_af.CTR_2
-    # The long-RTT base flow never does better than the short one...
-    for _, m in runs:
-        assert m["base_bps"]["long"] <= m["base_bps"]["short"] * 1.02
-    # ... falls far short of its reservation on the shortest queue ...
-    assert runs[0][1]["base_bps"]["long"] < 0.5 * ctr2
-    # ... and with the longest queue both hold it.
-    longest = runs[-1][1]["base_bps"]
-    assert longest["short"] >= 0.95 * ctr2 and longest["long"] >= 0.95 * ctr2
+    assert [q for q, _ in runs] == list(deadline_af.QUEUES_2[True])
+    for q, m in runs:
+        for name in ("short", "long"):
+            assert 0.95 * ctr2 <= m["base_bps"][name] <= 1.01 * ctr2, (q, name, m["base_bps"])
+    found = finding(results, "With a long enough core queue")
+    assert not found["direction"] and "held from 400 packets on (21 ms) and held from 400 packets on (101 ms)" in found["evidence"]
 
 
 def test_the_proposed_method_reserves_the_least_at_no_call_loss(quick):

@@ -110,6 +110,11 @@ class BaseConnection(Model):
     dscp: Dscp = 10  # af11
     #: More base_flow parameters (alpha_segments, min/max_increment_segments...).
     cc_params: dict[str, Any] = {}
+    #: Pace the connection at the reservation (the policer's rate: its
+    #: ``max_pacing_rate``, Linux's SO_MAX_PACING_RATE, as ``alphaqos
+    #: transfer`` sets it on real hosts), so that it never sends faster than
+    #: its profile; a static reservation only.
+    pacing: Flag = False
 
 
 class AdditionalConnection(Model):
@@ -239,6 +244,8 @@ def check_deadline_transfers(scenario: Scenario) -> Any:
                 validate_cc_params(extra.cc, extra.cc_params)
             except ValueError as exc:
                 yield (*loc, "additional", "cc_params"), str(exc)
+        if t.dynamic and t.base.pacing:
+            yield (*loc, "base", "pacing"), "pacing follows a static reservation: a dynamic one moves the policer's rate, which the pacing rate does not follow"
         if t.dynamic and t.window == "newreno":
             yield (*loc, "reservation", "dynamic"), "a dynamic reservation steers the base connection's target rate: give it the binary or fixed window"
 
@@ -311,6 +318,8 @@ def expand(scenario: Scenario) -> Scenario:
         cc, rtt_filter = WINDOWS[t.window]
         base_params = {**t.base.cc_params, "ctr": fmt_rate(rate, exact=True), "rtt_filter": rtt_filter} if cc == "base_flow" else {}
         options = [{"cc": cc, "cc_params": base_params, "dscp": t.base.dscp}]
+        if t.base.pacing:
+            options[0]["max_pacing_rate"] = fmt_rate(wire_rate(t, rate), exact=True)
         extra = t.additional_connection
         if extra is not None:
             options.append({"cc": extra.cc, "cc_params": extra.cc_params, "dscp": extra.dscp})

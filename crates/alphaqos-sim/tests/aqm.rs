@@ -91,3 +91,25 @@ fn profiles_sharing_the_average_never_stall_a_flow() {
         }
     }
 }
+
+/// Back-to-back SACK recoveries through RED above `max_th` (gentle off:
+/// every arrival dropped): one recovery ends with holes still unrepaired
+/// and the next begins at once, when the bytes outstanding (SACKed data
+/// included) are several windows. Halving those (instead of cwnd, as
+/// Linux's `tcp_reno_ssthresh` and ns-2's `slowdown` do) raised ssthresh
+/// at each loss, to 670 packets at seed 3, and the queue then dropped
+/// most of what was sent (14,392 retransmissions, 4 timeouts). No loss
+/// reduction may leave a window larger than the path holds: the
+/// bandwidth-delay product (100 Mbit/s x 20 ms, 172 packets of 1,448 B)
+/// plus the 200-packet buffer.
+#[test]
+fn sack_loss_reductions_never_raise_the_window() {
+    let path_pkts = 100 * MBPS / 8 * 20 / 1000 / 1448 + 200;
+    for seed in 1..=4 {
+        let res = two_rtts(seed, 3 * S, red_cfg(false));
+        let ssthresh = res.series("tcp", "short", "ssthresh_bytes");
+        let worst = ssthresh.iter().filter(|&&v| v < u64::MAX / 2).max().copied().unwrap_or(0) / 1448;
+        assert!(worst > 0, "seed {seed}: the short flow met a loss");
+        assert!(worst <= path_pkts, "seed {seed}: ssthresh reached {worst} packets, the path holds {path_pkts}");
+    }
+}

@@ -108,6 +108,35 @@ fn rack_tolerates_reordering_and_still_repairs_losses() {
 }
 
 #[test]
+fn rack_widens_its_reordering_window_on_dsack() {
+    // RFC 8985 Section 6.2, step 4: a D-SACK (the receiver got a segment
+    // twice) raises the reordering window's multiplier. At 10 Mbps a 1538 B
+    // frame takes 1.23 ms; 1 % of them arrive 7 frames late (8.6 ms), so
+    // a hole stays open about 7.4 ms after the data above it is SACKed:
+    // longer than min RTT / 4 (RTT 21.3 ms: 5.3 ms), shorter than twice it.
+    // The window holds 1.5 BDP with a deep buffer: nothing is dropped, and
+    // every retransmission is spurious.
+    let bdp = 10 * MBPS / 8 * 21 / 1000;
+    let run = |dsack: bool| {
+        let opts = json!({"sack": true, "rack": true, "dsack": dsack, "rwnd_bytes": bdp * 3 / 2});
+        path(10 * S, 10 * MBPS, 10 * MS, 10_000, 0.0, (0.01, 7), opts)
+    };
+    // Without D-SACKs the window stays at min RTT / 4: about every late
+    // segment (1 % of some 8,000) is sent again.
+    let fixed = run(false);
+    let late = last(&fixed, "ooo_arrivals");
+    assert!(late > 40, "{late} late arrivals");
+    assert!(last(&fixed, "retransmits") * 2 > late, "{} retransmissions for {late} late arrivals", last(&fixed, "retransmits"));
+    // With them, the first spurious retransmission's D-SACK doubles the
+    // window past the 7.4 ms, and the rest of the late segments are waited for.
+    let adaptive = run(true);
+    let (retx, spurious) = (last(&adaptive, "retransmits"), last(&adaptive, "spurious_retransmits"));
+    assert!(spurious >= 1 && retx == spurious, "{retx} retransmissions, {spurious} spurious");
+    assert!(retx <= 3, "{retx} retransmissions for {} late arrivals", last(&adaptive, "ooo_arrivals"));
+    assert!(last(&adaptive, "ooo_arrivals") > 40);
+}
+
+#[test]
 fn sack_repairs_a_window_of_losses_without_a_timeout() {
     // Slow start overshoots a 1 Gbps bottleneck with a quarter-BDP buffer:
     // hundreds of segments of one window are dropped. SACK repairs them in

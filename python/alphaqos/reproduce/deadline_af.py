@@ -67,6 +67,23 @@ What the slides leave open, and the choices made (also in the report):
   64 segments per round trip (the slides give neither number); RTT filter
   "latest" (proposed) or "base" (fixed max cwnd: CTR x the smallest RTT
   seen); a loss does not halve the window.
+- pacing: in studies 1 and 2 the base connection of the proposed and fixed
+  max cwnd methods is paced at its reservation (``base.pacing``: the
+  policer's rate as its maximum pacing rate, as ``alphaqos transfer`` sets
+  SO_MAX_PACING_RATE on real hosts). The slides ask of the base flow that
+  its throughput stay at or under the CTR, to avoid losing packets
+  ("method for window size control for base flow"); a window sender alone
+  does not do that at the time scale of the edge's 64 KB bucket: after a
+  lost retransmission holds snd_una for a round trip, SACK recovery sends
+  cwnd - pipe (megabytes) at the 1 Gbps access rate, the policer marks
+  what exceeds its bucket red and RIO drops it, and the next round trip
+  repeats it (docs/ns2-crosscheck.md, "deadline-af's queue study"). The
+  slides state no bucket depth. Paced, the base flows send no red packet,
+  so the core queue's length no longer decides whether they hold their
+  reservation: the queue study grades the slides' claim on that model.
+  NewReno base connections (conventional, two connections) are not paced:
+  they are the slides' unmodified TCP. Study 3's reservations move (the
+  admission agent's), so its base connections are not paced either.
 - the additional connection is NewReno; blocks of 256 KiB, handed to
   whichever connection has room; MSS 1448 B.
 - study 1 and 2 transfers are larger than what the run can move (20 GB),
@@ -177,10 +194,15 @@ def topology(name: str, duration: float, queue: int, background_mbps: float) -> 
             "nodes": nodes, "policies": policies, "links": links, "flows": flows}  # fmt: skip
 
 
+#: The methods whose base connection is paced at its reservation (see the module doc).
+PACED = ("proposed", "fixed-cwnd")
+
+
 def long_transfer(name: str, src: str, dst: str, method: str, ctr_bps: int) -> dict[str, Any]:
-    """A transfer the run cannot finish, at a static reservation = CTR."""
+    """A transfer the run cannot finish, at a static reservation = CTR; the
+    slides' window control (base_flow) paced at the reservation."""
     return {"name": name, "from": src, "to": dst, "size": "20GB", "deadline": "1000s", "method": method,
-            "base": {"dscp": "af11"}, "block": BLOCK,
+            "base": {"dscp": "af11", "pacing": method in PACED}, "block": BLOCK,
             "reservation": {"edge": "E", "rate": f"{ctr_bps}bps", "dynamic": False}}  # fmt: skip
 
 
@@ -392,12 +414,13 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         "queue and every longer one of the sweep), and the 101 ms transfer needs a longer queue than the 21 ms one (it "
         "holds from a longer queue, or from the same one while below the 21 ms flow at every shorter queue)",
         short is not None and long_ is not None
-        and (long_ > short or (long_ == short and all(base(m, "long") < base(m, "short") for _, m in below))),
+        # (the same queue with no shorter one below it shows no need of a longer queue)
+        and (long_ > short or (long_ == short and bool(below) and all(base(m, "long") < base(m, "short") for _, m in below))),
         " and ".join(f"held from {q} packets on ({rtt})" if q is not None else f"not held through the longest queue ({rtt})"
                      for q, rtt in ((short, "21 ms"), (long_, "101 ms")))
-        + "; below that, the 101 ms base flow "
-        + ", ".join(f"{base(m, 'long') / MBPS:.0f}" for _, m in below) + " Mbps against the 21 ms one's "
-        + ", ".join(f"{base(m, 'short') / MBPS:.0f}" for _, m in below)
+        + ("; below that, the 101 ms base flow " + ", ".join(f"{base(m, 'long') / MBPS:.0f}" for _, m in below)
+           + " Mbps against the 21 ms one's " + ", ".join(f"{base(m, 'short') / MBPS:.0f}" for _, m in below)
+           if below else "; no queue of the sweep is short enough for either to fall below it")
         + "".join(f"; at {q:,} packets both fall below {HOLD:.0%} of the CTR ({base(m, 'short') / MBPS:.0f} and "
                   f"{base(m, 'long') / MBPS:.0f} Mbps)" for q, m in neither),
         # The 250 Mbps held is the configured reservation, not a number of the
@@ -505,6 +528,20 @@ See the findings above for the numbers; the mechanisms behind them:
   falls by RTTmin / (RTTmin + queueing). Its distance from the slides'
   {PAPER_BASE_SHARE["fixed-cwnd"]:g} % measures the queueing delay of the model's RIO settings against
   the slides' (unknown) ones, not the window control.
+- **The queue study** paces the base flows at their reservation (see the
+  parameters below): a paced base flow sends no red packet, and RIO's IN
+  curve, on the IN packets' own average, stays far below its minimum
+  threshold whatever the queue's length, so both flows hold their
+  reservation on the shortest queue too, and the slides' need of a longer
+  queue for the longer round trip does not show. In the slides' simulations
+  the base flow is a window sender without pacing, whose bursts the queue
+  has to absorb; unpaced in this model, the edge's token bucket marks
+  those bursts red and RIO drops them, and the base flows fall short of
+  their reservation on the longest queue too (a cycle of lost
+  retransmissions and line-rate bursts, traced in the project's docs under
+  "deadline-af's queue study"). The slides' edge router "measures
+  throughput" against the reservation, which would not mark a burst red;
+  the window it averages over is not stated.
 - **Conventional NewReno** sends beyond its reservation until a red packet
   is dropped, then halves: its mean stays well below the CTR, as the
   slides' "problem 2".

@@ -35,11 +35,17 @@
 //!   data), back the timer off; ssthresh falls only if the loss episode is
 //!   new.
 //! - RACK option (RFC 8985, simplified): with SACK, a hole counts as lost
-//!   once a reordering window (min RTT / 4, the RFC's default) has passed
-//!   since data above it was first SACKed, instead of after DupThresh
-//!   segments: reordering shorter than the window causes no retransmission.
-//!   The hole's age stands in for RACK's per-segment transmit times, which
-//!   it matches when the segments around a hole left back to back.
+//!   once a reordering window has passed since data above it was first
+//!   SACKed, instead of after DupThresh segments: reordering shorter than
+//!   the window causes no retransmission. The hole's age stands in for
+//!   RACK's per-segment transmit times, which it matches when the segments
+//!   around a hole left back to back. The window is min RTT / 4 times a
+//!   multiplier, at most SRTT (RFC 8985 Section 6.2, step 4; Linux
+//!   `tcp_rack_reo_wnd`, `tcp_rack_update_reo_wnd`): a D-SACK (the receiver
+//!   got a segment twice: a retransmission was spurious) raises the
+//!   multiplier by one, at most once per round trip (until snd_una passes
+//!   the snd_max of the D-SACK that raised it), and 16 recoveries without
+//!   one bring it back to 1. D-SACKs need the receiver's `dsack`.
 //! - RTT samples from the echoed timestamp of every ACK that acknowledges
 //!   new data (RFC 7323, Section 4).
 //! - Pacing: a maximum rate (Linux SO_MAX_PACING_RATE), and optionally
@@ -73,6 +79,82 @@ pub struct SenderStats {
     pub lost_retransmits: u64,
 }
 
+/// A retransmission not yet known delivered or lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RetxEntry {
+    end: u64,
+    /// Its transmission number (the order in which segments left).
+    order: u64,
+    /// The transmission number its delivery proves delivered: its own, or,
+    /// for the re-send of a copy found lost, the older copy's (a SACK of
+    /// the segment cannot tell which copy arrived, so it proves the least).
+    credit: u64,
+    /// When it left.
+    sent: SimTime,
+}
+
+/// RFC 8985's RACK.reo_wnd_persist: recoveries without a D-SACK before
+/// the reordering window's multiplier falls back to 1 (Section 6.2, step 4;
+/// Linux `TCP_RACK_RECOVERY_THRESH`).
+const RACK_REO_WND_PERSIST: u32 = 16;
+
+/// RACK's state (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Rack {
+    /// (lowest SACKed byte above a hole, when it was first SACKed), ascending.
+    marks: Vec<(u64, SimTime)>,
+    /// RACK.reo_wnd_mult: the window in units of min RTT / 4.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist: recoveries left before the multiplier is reset.
+    reo_wnd_persist: u32,
+    /// RACK.dsack_round: the snd_max when a D-SACK last raised the
+    /// multiplier; further D-SACKs count once snd_una has passed it.
+    dsack_round: Option<u64>,
+    /// The end of a timeout's recovery: the snd_max at the timeout.
+    rto_recover: Option<u64>,
+}
+
+impl Rack {
+    fn new() -> Self {
+        Rack { marks: Vec::new(), reo_wnd_mult: 1, reo_wnd_persist: RACK_REO_WND_PERSIST, dsack_round: None, rto_recover: None }
+    }
+
+    /// RACK.reo_wnd = min(reo_wnd_mult x min RTT / 4, SRTT); 0 before an RTT sample.
+    fn reo_wnd(&self, rtt: &RttEstimator) -> Duration {
+        self.reo_wnd_of(rtt.min_rtt(), rtt.srtt())
+    }
+
+    fn reo_wnd_of(&self, min_rtt: Option<Duration>, srtt: Option<Duration>) -> Duration {
+        let wnd = min_rtt.map_or(0, |r| r.as_nanos() / 4 * self.reo_wnd_mult as u64);
+        Duration(srtt.map_or(wnd, |s| wnd.min(s.as_nanos())))
+    }
+
+    /// Every ACK (RFC 8985 Section 6.2, step 4, its D-SACK part): a D-SACK
+    /// in a round without one widens the window.
+    fn on_ack(&mut self, snd_una: u64, snd_max: u64, dsack: bool) {
+        if self.rto_recover.is_some_and(|r| snd_una >= r) {
+            self.rto_recover = None;
+            self.on_recovery_exit();
+        }
+        if self.dsack_round.is_some_and(|r| snd_una >= r) {
+            self.dsack_round = None;
+        }
+        if dsack && self.dsack_round.is_none() {
+            self.dsack_round = Some(snd_max);
+            self.reo_wnd_mult = self.reo_wnd_mult.saturating_add(1);
+            self.reo_wnd_persist = RACK_REO_WND_PERSIST;
+        }
+    }
+
+    /// The end of a fast or timeout recovery (step 4's else branch).
+    fn on_recovery_exit(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recovery {
     Sack,
@@ -104,25 +186,34 @@ pub struct TcpSender {
     recover: Option<u64>,
     /// SACK scoreboard: SACKed ranges above snd_una.
     sacked: RangeSet,
-    /// RFC 6675 HighRxt: the highest byte retransmitted in this recovery.
+    /// RFC 6675 HighRxt: every hole below it was retransmitted. Unlike the
+    /// RFC's (step 4.3 sets it anew in each recovery), it survives the end
+    /// of a recovery and the start of the next, as Linux keeps the
+    /// per-segment TCPCB_SACKED_RETRANS mark: a hole retransmitted in one
+    /// episode is not sent again in the next while its copy is in flight.
+    /// Only a timeout (which presumes everything outstanding lost) resets it.
     high_rxt: u64,
-    /// Retransmissions of this SACK recovery not yet delivered: start ->
-    /// (end, transmission number), and the same in the order sent with the
-    /// snd_max at the time: (transmission number, start, snd_max). Entries
-    /// of the second that the first no longer holds are stale.
-    retx: std::collections::BTreeMap<u64, (u64, u64)>,
+    /// SACK retransmissions not yet delivered (across recovery episodes,
+    /// until a timeout): start -> entry, and the same in the order sent
+    /// with the snd_max at the time: (transmission number, start,
+    /// snd_max). Entries of the second that the first no longer holds are
+    /// stale.
+    retx: std::collections::BTreeMap<u64, RetxEntry>,
     retx_order: std::collections::VecDeque<(u64, u64, u64)>,
-    /// The newest retransmission known delivered in this recovery.
+    /// The newest retransmission known delivered (transmission number).
     newest_delivered: u64,
-    /// Retransmissions found lost, to send again: (start, end), and their bytes.
-    retx_lost: std::collections::VecDeque<(u64, u64)>,
+    /// Retransmissions found lost, to send again: (start, end, transmission
+    /// number of the copy found lost), and their bytes.
+    retx_lost: std::collections::VecDeque<(u64, u64, u64)>,
     retx_lost_bytes: u64,
+    /// The transmission number of the lost copy the next transmission re-sends.
+    resend_of: Option<u64>,
     tx_count: u64,
     /// SACKed bytes below max(high_rxt, snd_una) and below snd_nxt.
     rxt_cur: Cursor,
     nxt_cur: Cursor,
-    /// RACK: (lowest SACKed byte above a hole, when it was first SACKed), ascending.
-    rack: Option<Vec<(u64, SimTime)>>,
+    /// RACK: the holes' ages and the reordering window.
+    rack: Option<Rack>,
     rack_timer: LazyTimer,
     rtt: RttEstimator,
     rto: LazyTimer,
@@ -173,10 +264,11 @@ impl TcpSender {
             newest_delivered: 0,
             retx_lost: Default::default(),
             retx_lost_bytes: 0,
+            resend_of: None,
             tx_count: 0,
             rxt_cur: Cursor::default(),
             nxt_cur: Cursor::default(),
-            rack: cfg.rack.then(Vec::new),
+            rack: cfg.rack.then(Rack::new),
             rack_timer: LazyTimer::default(),
             rtt: RttEstimator::new(
                 Duration(cfg.initial_rto_ns),
@@ -352,7 +444,8 @@ impl TcpSender {
         self.stats.segments_sent += 1;
         self.tx_count += 1;
         if retx && self.in_recovery && self.recovery == Recovery::Sack {
-            self.retx.insert(seq, (seq + len, self.tx_count));
+            let credit = self.resend_of.take().unwrap_or(self.tx_count);
+            self.retx.insert(seq, RetxEntry { end: seq + len, order: self.tx_count, credit, sent: w.now() });
             self.retx_order.push_back((self.tx_count, seq, self.snd_max));
         }
         let now = w.now();
@@ -378,9 +471,9 @@ impl TcpSender {
     /// SMSS SACKed above it).
     /// Also returns the SACKed bytes at and above that sequence.
     fn lost_edge(&self, now: SimTime) -> (u64, u64) {
-        if let Some(marks) = &self.rack {
-            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
-            return match marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
+        if let Some(rack) = &self.rack {
+            let reo_wnd = rack.reo_wnd(&self.rtt);
+            return match rack.marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
                 Some(&(b, _)) => (b, self.sacked.iter_rev().take_while(|&(s, _)| s >= b).map(|(s, e)| e - s).sum()),
                 None => (self.snd_una, self.sacked.bytes()),
             };
@@ -473,7 +566,10 @@ impl TcpSender {
                     return;
                 }
                 match self.pop_lost_retransmission() {
-                    Some((s, e)) => Some((s, e - s)),
+                    Some((s, e, order)) => {
+                        self.resend_of = Some(order);
+                        Some((s, e - s))
+                    }
                     None => match self.next_lost_hole(now) {
                         Some(hole) => Some(hole),
                         None => self.next_new_segment(),
@@ -487,6 +583,7 @@ impl TcpSender {
                 return;
             }
             if !w.tx_room() {
+                self.resend_of = None;
                 return;
             }
             self.transmit(seq, len, w);
@@ -559,9 +656,14 @@ impl TcpSender {
         let prior_top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
         let mut reordered: Option<u64> = None;
         let mut dsack = false;
-        if let Some((s, e)) = self.linux.as_ref().and_then(|_| sack.dsack(ack)) {
+        if let Some((s, e)) = sack.dsack(ack).filter(|_| self.linux.is_some() || self.rack.is_some()) {
             dsack = true;
-            self.linux.as_mut().expect("linux").on_dsack(s, e, self.mss);
+            if let Some(lx) = &mut self.linux {
+                lx.on_dsack(s, e, self.mss);
+            }
+        }
+        if let Some(rack) = &mut self.rack {
+            rack.on_ack(ack.max(self.snd_una), self.snd_max, dsack);
         }
         if self.recovery == Recovery::Sack {
             for (s, e) in sack.iter(ack) {
@@ -576,11 +678,11 @@ impl TcpSender {
                     }
                     let top = self.sacked.last().map_or(ack.max(self.snd_una), |(_, e)| e);
                     newly_sacked += Cursor::insert(&mut self.sacked, s.max(ack), e, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
-                    if let Some(marks) = &mut self.rack {
+                    if let Some(rack) = &mut self.rack {
                         if s > top {
                             // A new hole [top, s): its reordering window starts now.
-                            marks.push((s, now));
-                            let reo_wnd = self.rtt.min_rtt().map_or(Duration::ZERO, |r| Duration(r.as_nanos() / 4));
+                            rack.marks.push((s, now));
+                            let reo_wnd = rack.reo_wnd(&self.rtt);
                             self.rack_timer.set(now + reo_wnd, FlowTimer::Rack, w);
                         }
                     }
@@ -610,8 +712,8 @@ impl TcpSender {
             self.snd_una = ack;
             Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
             self.snd_nxt = self.snd_nxt.max(ack);
-            if let Some(marks) = &mut self.rack {
-                marks.retain(|&(b, _)| b > ack);
+            if let Some(rack) = &mut self.rack {
+                rack.marks.retain(|&(b, _)| b > ack);
             }
             let rtt = now.since(ts_ecr);
             self.rtt.sample(rtt);
@@ -643,7 +745,7 @@ impl TcpSender {
                 self.st.cwnd += self.mss;
             }
         }
-        if self.in_recovery && self.recovery == Recovery::Sack {
+        if self.recovery == Recovery::Sack && !(self.retx.is_empty() && self.retx_lost.is_empty()) {
             self.find_lost_retransmissions(sack, ack);
         }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
@@ -732,29 +834,29 @@ impl TcpSender {
     /// are lost. Costs the entries it removes, not the list's length.
     fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
         let kept = self.retx.split_off(&self.snd_una);
-        for (_, (_, order)) in std::mem::replace(&mut self.retx, kept) {
-            self.newest_delivered = self.newest_delivered.max(order);
+        for (_, r) in std::mem::replace(&mut self.retx, kept) {
+            self.newest_delivered = self.newest_delivered.max(r.credit);
         }
         for (s, e) in blocks.iter(ack) {
-            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, &(end, _))| end <= e).map(|(&k, _)| k).collect();
+            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, r)| r.end <= e).map(|(&k, _)| k).collect();
             for k in covered {
-                let (_, order) = self.retx.remove(&k).expect("listed");
-                self.newest_delivered = self.newest_delivered.max(order);
+                let r = self.retx.remove(&k).expect("listed");
+                self.newest_delivered = self.newest_delivered.max(r.credit);
             }
         }
-        while let Some(&(s, e)) = self.retx_lost.front().filter(|&&(_, e)| e <= self.snd_una) {
+        while let Some(&(s, e, _)) = self.retx_lost.front().filter(|&&(_, e, _)| e <= self.snd_una) {
             self.retx_lost_bytes -= e - s;
             self.retx_lost.pop_front();
         }
         let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
         while let Some(&(order, seq, marker)) = self.retx_order.front() {
             match self.retx.get(&seq) {
-                Some(&(end, o)) if o == order => {
+                Some(&RetxEntry { end, order: o, .. }) if o == order => {
                     if order > self.newest_delivered && top_sacked <= marker {
                         break;
                     }
                     self.retx.remove(&seq);
-                    self.retx_lost.push_back((seq, end));
+                    self.retx_lost.push_back((seq, end, order));
                     self.retx_lost_bytes += end - seq;
                     self.stats.lost_retransmits += 1;
                 }
@@ -765,11 +867,11 @@ impl TcpSender {
     }
 
     /// The next lost retransmission still worth sending again.
-    fn pop_lost_retransmission(&mut self) -> Option<(u64, u64)> {
-        while let Some((s, e)) = self.retx_lost.pop_front() {
+    fn pop_lost_retransmission(&mut self) -> Option<(u64, u64, u64)> {
+        while let Some((s, e, order)) = self.retx_lost.pop_front() {
             self.retx_lost_bytes -= e - s;
             if e > self.snd_una && !self.sacked.covers(s.max(self.snd_una), e) {
-                return Some((s.max(self.snd_una), e));
+                return Some((s.max(self.snd_una), e, order));
             }
         }
         None
@@ -786,7 +888,8 @@ impl TcpSender {
     /// Has a new loss episode begun?
     fn loss_detected(&self, now: SimTime) -> bool {
         let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
-        let by_sack = self.recovery == Recovery::Sack && self.lost_edge(now).0 > self.snd_una;
+        // A retransmission found lost is a loss too (Linux: `lost_out`).
+        let by_sack = self.recovery == Recovery::Sack && (self.lost_edge(now).0 > self.snd_una || !self.retx_lost.is_empty());
         // Linux with SACK counts SACKed segments, not duplicate ACKs (`tcp_dupack_heurestics`).
         let linux_sack = self.linux.is_some() && self.recovery == Recovery::Sack;
         let by_dupacks = self.rack.is_none() && !linux_sack && self.dupacks >= self.dupthresh;
@@ -855,16 +958,40 @@ impl TcpSender {
         }
     }
 
+    /// The end of a recovery. The retransmissions still outstanding (those
+    /// above the recovery point, sent for holes in data sent during the
+    /// recovery) stay on the watch list and below HighRxt: the next
+    /// recovery neither sends them again nor loses sight of them.
     fn leave_recovery(&mut self, now: SimTime) {
         self.in_recovery = false;
-        self.clear_retransmissions();
         self.dupacks = 0;
+        if let Some(rack) = &mut self.rack {
+            rack.on_recovery_exit();
+        }
         self.cc.on_recovery_exit(&mut self.st, now);
+    }
+
+    /// The FlightSize a loss reduction halves (RFC 5681, eq. 4): the bytes
+    /// outstanding, but with SACK at most cwnd. A SACK sender's outstanding
+    /// bytes include SACKed data above holes not yet repaired, and when one
+    /// recovery ends with such holes and the next begins at once they can
+    /// reach several windows: halving them would raise the window at a
+    /// loss, and back-to-back recoveries would ratchet it up while the
+    /// queue drops most of what is sent. Linux halves cwnd
+    /// (`tcp_reno_ssthresh`), as ns-2 halves `window()` (`slowdown` in
+    /// tcp.cc); without SACK the outstanding bytes exceed cwnd by at most
+    /// the limited-transmit segments, and the RFC's value stays.
+    fn reduction_flight(&self) -> u64 {
+        let flight = self.snd_max - self.snd_una;
+        match self.recovery {
+            Recovery::Sack => flight.min(self.st.cwnd),
+            Recovery::NewReno | Recovery::Reno => flight,
+        }
     }
 
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
-        let flight = self.snd_max - self.snd_una;
+        let flight = self.reduction_flight();
         if let Some(lx) = &mut self.linux {
             // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
             let (cwnd, ssthresh) = (self.st.cwnd, self.st.ssthresh);
@@ -882,10 +1009,24 @@ impl TcpSender {
         self.in_recovery = true;
         self.partial_acked = false;
         self.stats.fast_retransmits += 1;
-        // The first unacknowledged segment is resent at once (RFC 6675 step 4.3, RFC 6582 step 2).
-        let len = self.mss.min(self.snd_max - self.snd_una).min(self.sacked.next_gap(self.snd_una).1 - self.snd_una);
-        self.transmit(self.snd_una, len, w);
-        self.set_high_rxt(self.snd_una + len);
+        // The first unacknowledged segment is resent at once (RFC 6675 step
+        // 4.3, RFC 6582 step 2), unless a previous SACK recovery resent it
+        // and that copy is still presumed in flight (Linux's
+        // `tcp_xmit_retransmit_queue` skips a segment marked
+        // TCPCB_SACKED_RETRANS); a copy found lost is re-sent by NextSeg.
+        // A copy sent more than a smoothed RTT ago whose ACK has not come
+        // is taken as lost (as RACK would), and sent again.
+        let una = self.snd_una;
+        let srtt = self.rtt.srtt().unwrap_or(self.rtt.rto());
+        let head_copy = self.retx.range(..=una).next_back().filter(|(_, r)| r.end > una).map(|(_, r)| *r);
+        let head_in_flight = self.recovery == Recovery::Sack && una < self.high_rxt && head_copy.is_none_or(|r| now < r.sent + srtt);
+        if !head_in_flight {
+            let len = self.mss.min(self.snd_max - una).min(self.sacked.next_gap(una).1 - una);
+            self.resend_of = head_copy.map(|r| r.order);
+            self.transmit(una, len, w);
+            self.resend_of = None;
+            self.set_high_rxt(self.high_rxt.max(una + len));
+        }
         self.st.cwnd = match self.recovery {
             // Rate-halving (`tcp_cwnd_down`) brings cwnd down from where it is.
             Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.rate_halving) => self.st.cwnd,
@@ -900,7 +1041,7 @@ impl TcpSender {
         }
         let now = w.now();
         self.stats.timeouts += 1;
-        let flight = self.snd_max - self.snd_una;
+        let flight = self.reduction_flight();
         // One reduction per loss episode: a timeout while the data of an
         // earlier reduction is still unacknowledged (fast recovery, or a
         // previous timeout) keeps ssthresh, as Linux's tcp_enter_loss does
@@ -921,11 +1062,69 @@ impl TcpSender {
             lx.disorder_high = None;
         }
         self.recover = Some(self.snd_max);
+        if let Some(rack) = &mut self.rack {
+            rack.rto_recover = Some(self.snd_max);
+        }
         self.set_snd_nxt(self.snd_una);
         self.set_high_rxt(self.snd_una);
         self.pace_next = now;
         self.rtt.backoff();
         self.rto.clear();
         self.send_data(w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// RFC 8985 Section 6.2, step 4: one widening per round with a D-SACK,
+    /// bounded by SRTT; back to min RTT / 4 after 16 recoveries without one.
+    #[test]
+    fn rack_reordering_window_widens_on_dsack_and_decays_after_16_recoveries() {
+        let (min_rtt, srtt) = (Some(Duration(20 * MS)), Some(Duration(30 * MS)));
+        let mut r = Rack::new();
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(5 * MS));
+        assert_eq!(r.reo_wnd_of(None, None), Duration::ZERO);
+        // A D-SACK at snd_una 1000, snd_max 9000: the window doubles.
+        r.on_ack(1000, 9000, true);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(10 * MS));
+        // More D-SACKs in the same round (snd_una below 9000) count once.
+        r.on_ack(5000, 12_000, true);
+        r.on_ack(8999, 12_000, true);
+        assert_eq!(r.reo_wnd_mult, 2);
+        // The next round's D-SACK widens it again; SRTT bounds it.
+        r.on_ack(9000, 20_000, true);
+        assert_eq!(r.reo_wnd_mult, 3);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(15 * MS));
+        let mut una = 20_000;
+        for _ in 0..4 {
+            una += 10_000;
+            r.on_ack(una, una + 5_000, true);
+        }
+        assert_eq!(r.reo_wnd_mult, 7);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(30 * MS), "min(7 x 5 ms, SRTT)");
+        // 15 recoveries without a D-SACK keep it; the 16th resets it.
+        for _ in 0..15 {
+            r.on_recovery_exit();
+        }
+        assert_eq!(r.reo_wnd_mult, 7);
+        r.on_recovery_exit();
+        assert_eq!(r.reo_wnd_mult, 1);
+        assert_eq!(r.reo_wnd_of(min_rtt, srtt), Duration(5 * MS));
+        // A D-SACK restarts the count of 16: 15 exits after it keep the window.
+        r.on_ack(100_000, 110_000, true);
+        for _ in 0..15 {
+            r.on_recovery_exit();
+        }
+        assert_eq!(r.reo_wnd_mult, 2);
+        // The end of a timeout's recovery counts as an exit too.
+        r.rto_recover = Some(120_000);
+        r.on_ack(119_999, 130_000, false);
+        assert_eq!(r.reo_wnd_mult, 2);
+        r.on_ack(120_000, 130_000, false);
+        assert_eq!((r.reo_wnd_mult, r.rto_recover), (1, None));
     }
 }
