@@ -616,18 +616,18 @@ def test_every_flow_the_engine_refuses_is_reported_at_its_own_line(tmp_path, cap
 
 
 def test_engine_paths_map_to_the_users_fields():
-    from alphaqos.engine import engine_issue, engine_loc
+    from alphaqos.scenario import user_loc
 
     scenario = load_scenario(_tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "cubic"}}]))
-    assert engine_loc("flows[0].tcp.mss_bytes", "m", scenario) == (("flows", 0, "tcp", "mss"), "m")
-    assert engine_loc("flows[0].dst", "m", scenario) == (("flows", 0, "tcp", "to"), "m")
+    assert user_loc(("flows", 0, "tcp", "mss_bytes"), "m", scenario) == (("flows", 0, "tcp", "mss"), "m")
+    assert user_loc(("flows", 0, "dst"), "m", scenario) == (("flows", 0, "tcp", "to"), "m")
     # Node indices become names; what names no field of the user's stays in the message.
-    assert engine_loc("nodes[2].filter[0].src", "m", scenario) == (("nodes", "R"), "filter[0].src: m")
-    assert engine_loc("links[1].queue_ab.limit_pkts", "m", scenario) == (("links", 1), "queue_ab.limit_pkts: m")
-    assert engine_loc("workloads[4]", "m", scenario) == ((), "the engine rejected the scenario: workloads[4]: m")
-    assert engine_loc("config", "bad", scenario) == ((), "the engine rejected the scenario: config: bad")
-    issue = engine_issue("flows[0]: tcp: mss_bytes: must be positive", scenario)
-    assert (issue.loc, issue.message) == (("flows", 0, "tcp", "mss"), "must be positive")
+    assert user_loc(("nodes", 2, "filter", 0, "src"), "m", scenario) == (("nodes", "R"), "filter[0].src: m")
+    # A link's direction is the queue the user gave for it.
+    assert user_loc(("links", 1, "queue_ab", "limit_pkts"), "m", scenario) == (("links", 1, "queue"), "limit_pkts: m")
+    assert user_loc(("workloads", 4), "m", scenario) == ((), "the engine rejected the scenario: workloads[4]: m")
+    assert user_loc(("config",), "bad", scenario) == ((), "the engine rejected the scenario: config: bad")
+    assert user_loc((), "bad", scenario) == ((), "the engine rejected the scenario: bad")
 
 
 def test_the_run_shows_the_router_addresses_the_engine_assigned(tmp_path):

@@ -13,6 +13,7 @@ pub mod check;
 pub mod config;
 pub mod conn;
 pub mod control;
+pub mod error;
 pub mod event;
 pub mod knob;
 pub mod metrics;

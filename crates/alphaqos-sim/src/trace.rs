@@ -209,7 +209,7 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
     if rate.as_bps() == 0 {
         return Err("the downstream rate must be positive".into());
     }
-    let mut q = qos::build_on(queue, 65535, Some(rate))?;
+    let mut q = qos::build_on(queue, 65535, Some(rate)).map_err(|e| e.with_outer("queue").to_string())?;
     let mut rng = Rng::stream(seed, "queue:replay");
     let mut measured: Histogram<6> = Histogram::default();
     let (mut s_time, mut s_len, mut s_fast, mut s_slow_flows) = (vec![], vec![], vec![], vec![]);
