@@ -507,6 +507,10 @@ flows:
 
 # (id, edits to BASE, text on the line the error must point at, field path, message fragment)
 BAD_INPUT = [
+    # Checked by the engine alone: its error arrives at the user's field and line.
+    ("rack-without-sack", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: cubic, rack: true, sack: false}")], "rack: true", "flows[0].tcp.rack", "RACK loss detection needs sack: true"),
+    ("red-byte-thresholds-reversed", [("{fifo: {limit: 100p}}", "{red: {limit: 1MB, min_th: 30KB, max_th: 10KB}}")], "queues:", "links[1].queues.R.red.max_th", "must be greater than min_th (30KB), got 10KB"),
+    ("agent-on-unknown-interface", [("flows:\n", "control:\n  - wred_rtt_tuning: {class: R->X, traffic: [bulk]}\nflows:\n")], "class: R->X", "control[0].wred_rtt_tuning.class", "unknown handle 'R->X'"),
     ("unknown-node-in-link", [("[R, B]", "[R, X]")], "[R, X]", "links[1].between[1]", "unknown node 'X' (nodes: A, B, R)"),
     ("flow-from-router", [("udp: {from: A", "udp: {from: R")], "udp: {from: R", "flows[0].udp.from", "'R' is a router; flows run between hosts"),
     ("flow-to-unknown", [("udp: {from: A, to: B", "udp: {from: A, to: Z")], "to: Z", "flows[0].udp.to", "unknown node 'Z'"),

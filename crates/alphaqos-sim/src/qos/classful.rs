@@ -145,7 +145,7 @@ mod tests {
         let e = err(two("mdrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 2, "low_latency": "alternate"})));
         assert!(e.contains("only one low-latency queue"), "{e}");
         let e = err(two("mdrr", json!({"weight": 0}), json!({"weight": 2})));
-        assert!(e.contains("classes[0] (a): mdrr: weight must be in 1..=2048"), "{e}");
+        assert!(e.contains("mdrr.classes[0].weight: mdrr: weight must be in 1..=2048"), "{e}");
         assert!(err(two("wrr", json!({"weight": 0}), json!({"weight": 1}))).contains("at least 1 packet"));
         assert!(err(two("drr", json!({"quantum_bytes": 0}), json!({"quantum_bytes": 1}))).contains("quanta[0]"));
         assert!(err(two("wrr", json!({"weight": 1, "bogus": 1}), json!({"weight": 1}))).contains("bogus"));
@@ -198,7 +198,7 @@ mod tests {
         let e = err(json!({"rio": {"in_profile": {"min_th": 1, "max_th": 2, "max_p": 2.0}, "out_profile": {"min_th": 1, "max_th": 2}}}));
         assert!(e.contains("rio.in_profile.max_p: must be in (0, 1]"), "{e}");
         let e = err(json!({"gred": {"red": {"min_th": 1, "max_th": 2, "limit_pkts": 5}}}));
-        assert!(e.contains("gred: red: limit_pkts"), "{e}");
+        assert!(e.contains("gred.red.limit_pkts: not used here"), "{e}");
         assert!(err(json!({"gred": {}})).contains("at least one colour"));
         assert!(err(json!({"curves": {"red": [[0, 0]]}, "gred": {}})).len() > 0);
     }
