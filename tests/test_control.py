@@ -136,9 +136,9 @@ def test_set_takes_the_scenarios_units_and_refuses_bad_values():
 @pytest.mark.parametrize(
     ("agent", "line_has", "message"),
     [
-        ('{wred_rtt_tuning: {class: "R->H9", traffic: [w0]}}', "wred_rtt_tuning", "control[0]: class: unknown handle 'R->H9'; nearest: R->H1, R->H2"),
-        ('{wred_rtt_tuning: {class: "H1->R", traffic: [w0]}}', "wred_rtt_tuning", "control[0]: class: H1->R has no knob or measurement 'min_th'"),
-        ('{deadline_reservation: {transfer: w0, deadline: 1s}}', "deadline", "control[0]: transfer: w0#0: ctr_bps needs the base_flow congestion control"),
+        ('{wred_rtt_tuning: {class: "R->H9", traffic: [w0]}}', "wred_rtt_tuning", "control[0].wred_rtt_tuning.class: unknown handle 'R->H9'; nearest: R->H1, R->H2"),
+        ('{wred_rtt_tuning: {class: "H1->R", traffic: [w0]}}', "wred_rtt_tuning", "control[0].wred_rtt_tuning.class: H1->R has no knob or measurement 'min_th'"),
+        ('{deadline_reservation: {transfer: w0, deadline: 1s}}', "deadline", "control[0].deadline_reservation.transfer: w0#0: ctr_bps needs the base_flow congestion control"),
         ('{wred_rtt_tuning: {class: "R->H2", traffic: [w0], max_p: 1.5}}', "wred_rtt_tuning", "control[0].wred_rtt_tuning.max_p"),
     ],
 )

@@ -507,6 +507,10 @@ flows:
 
 # (id, edits to BASE, text on the line the error must point at, field path, message fragment)
 BAD_INPUT = [
+    # Checked by the engine alone: its error arrives at the user's field and line.
+    ("rack-without-sack", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: cubic, rack: true, sack: false}")], "rack: true", "flows[0].tcp.rack", "RACK loss detection needs sack: true"),
+    ("red-byte-thresholds-reversed", [("{fifo: {limit: 100p}}", "{red: {limit: 1MB, min_th: 30KB, max_th: 10KB}}")], "queues:", "links[1].queues.R.red.max_th", "must be greater than min_th (30KB), got 10KB"),
+    ("agent-on-unknown-interface", [("flows:\n", "control:\n  - wred_rtt_tuning: {class: R->X, traffic: [bulk]}\nflows:\n")], "class: R->X", "control[0].wred_rtt_tuning.class", "unknown handle 'R->X'"),
     ("unknown-node-in-link", [("[R, B]", "[R, X]")], "[R, X]", "links[1].between[1]", "unknown node 'X' (nodes: A, B, R)"),
     ("flow-from-router", [("udp: {from: A", "udp: {from: R")], "udp: {from: R", "flows[0].udp.from", "'R' is a router; flows run between hosts"),
     ("flow-to-unknown", [("udp: {from: A, to: B", "udp: {from: A, to: Z")], "to: Z", "flows[0].udp.to", "unknown node 'Z'"),
@@ -616,18 +620,18 @@ def test_every_flow_the_engine_refuses_is_reported_at_its_own_line(tmp_path, cap
 
 
 def test_engine_paths_map_to_the_users_fields():
-    from alphaqos.engine import engine_issue, engine_loc
+    from alphaqos.scenario import user_loc
 
     scenario = load_scenario(_tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "cubic"}}]))
-    assert engine_loc("flows[0].tcp.mss_bytes", "m", scenario) == (("flows", 0, "tcp", "mss"), "m")
-    assert engine_loc("flows[0].dst", "m", scenario) == (("flows", 0, "tcp", "to"), "m")
+    assert user_loc(("flows", 0, "tcp", "mss_bytes"), "m", scenario) == (("flows", 0, "tcp", "mss"), "m")
+    assert user_loc(("flows", 0, "dst"), "m", scenario) == (("flows", 0, "tcp", "to"), "m")
     # Node indices become names; what names no field of the user's stays in the message.
-    assert engine_loc("nodes[2].filter[0].src", "m", scenario) == (("nodes", "R"), "filter[0].src: m")
-    assert engine_loc("links[1].queue_ab.limit_pkts", "m", scenario) == (("links", 1), "queue_ab.limit_pkts: m")
-    assert engine_loc("workloads[4]", "m", scenario) == ((), "the engine rejected the scenario: workloads[4]: m")
-    assert engine_loc("config", "bad", scenario) == ((), "the engine rejected the scenario: config: bad")
-    issue = engine_issue("flows[0]: tcp: mss_bytes: must be positive", scenario)
-    assert (issue.loc, issue.message) == (("flows", 0, "tcp", "mss"), "must be positive")
+    assert user_loc(("nodes", 2, "filter", 0, "src"), "m", scenario) == (("nodes", "R"), "filter[0].src: m")
+    # A link's direction is the queue the user gave for it.
+    assert user_loc(("links", 1, "queue_ab", "limit_pkts"), "m", scenario) == (("links", 1, "queue"), "limit_pkts: m")
+    assert user_loc(("workloads", 4), "m", scenario) == ((), "the engine rejected the scenario: workloads[4]: m")
+    assert user_loc(("config",), "bad", scenario) == ((), "the engine rejected the scenario: config: bad")
+    assert user_loc((), "bad", scenario) == ((), "the engine rejected the scenario: bad")
 
 
 def test_the_run_shows_the_router_addresses_the_engine_assigned(tmp_path):

@@ -4,9 +4,17 @@ The configuration is the resolved JSON document of docs/engine-config.md;
 results are {table: {column: list}} with integer nanosecond times.
 """
 
+class ConfigError(ValueError):
+    """A configuration the engine refuses; ``str()`` is ``"path: msg"``."""
+
+    loc: tuple[str | int, ...]
+    """Where: field names and list indices, outermost first (``("flows", 3, "tcp", "mss_bytes")``); empty for the whole configuration."""
+    msg: str
+    """What is wrong."""
+
 class Simulation:
     def __init__(self, config_json: str) -> None:
-        """Build the network; raises ValueError naming the faulty field."""
+        """Build the network; raises :class:`ConfigError` at the faulty field."""
     @property
     def duration_ns(self) -> int: ...
     @property
@@ -28,10 +36,10 @@ class Simulation:
         monitor, qlen_hist."""
 
 def version() -> str: ...
-def check(config_json: str, pairs: list[tuple[str, str]] = []) -> tuple[list[tuple[str, str]], dict]:
+def check(config_json: str, pairs: list[tuple[str, str]] = []) -> tuple[list[tuple[tuple[str | int, ...], str]], dict]:
     """Check a configuration without running it (no tap is opened): every
-    problem as (path into the configuration, e.g. ``flows[3].tcp.mss_bytes``,
-    message), and what the engine applies on its own: ``{"addresses": {node:
+    problem as (its location, as :attr:`ConfigError.loc`, e.g. ``("flows", 3,
+    "tcp", "mss_bytes")``; message), and what the engine applies on its own: ``{"addresses": {node:
     dotted address}, "paths": [link indices from a to b, or None, per pair]}``.
     A problem of the nodes or links stops the check there; each flow,
     workload and agent is reported on its own."""

@@ -51,8 +51,8 @@ class Simulation:
         core = _core()
         try:
             self._sim = core.Simulation(json.dumps(resolve(self.scenario)))
-        except ValueError as exc:
-            raise ScenarioError([engine_issue(str(exc), self.scenario)]) from None
+        except core.ConfigError as exc:
+            raise ScenarioError([engine_issue(exc, self.scenario)]) from None
         self._units = {name: unit for name, unit, _ in core.knobs()}
         self._started = datetime.now(UTC)
         self._wall = time.perf_counter()

@@ -1,13 +1,48 @@
 //! PyO3 bindings of the alphaqos engine: the private module `alphaqos._core`.
 //! Thin by design: configuration crosses as JSON text, results as plain
-//! dicts of lists; engine errors become `ValueError`. No logic here.
+//! dicts of lists; a configuration the engine refuses raises
+//! [`ConfigError`] (a `ValueError` carrying `loc` and `msg`), other engine
+//! errors `ValueError`. No logic here.
 
+use alphaqos_sim::error::{ConfigError as EngineConfigError, Loc};
 use alphaqos_sim::{trace, Column, SimTime, Simulation as Engine, Table};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 
 mod flows;
+
+pyo3::create_exception!(
+    _core,
+    ConfigError,
+    PyValueError,
+    "A configuration the engine refuses: `loc`, the path into the configuration \
+     (a tuple of field names and list indices, outermost first; empty for the \
+     whole configuration), and `msg`, what is wrong. str() is `path: msg`."
+);
+
+/// A location as a tuple of str (fields) and int (indices).
+fn loc_tuple<'py>(py: Python<'py>, loc: &[Loc]) -> PyResult<Bound<'py, PyTuple>> {
+    let items: Vec<Bound<'py, PyAny>> = loc
+        .iter()
+        .map(|l| match l {
+            Loc::Field(f) => pyo3::types::PyString::new(py, f).into_any(),
+            Loc::Index(i) => pyo3::types::PyInt::new(py, *i).into_any(),
+        })
+        .collect();
+    PyTuple::new(py, items)
+}
+
+/// The one converter of engine configuration errors to Python.
+fn config_error(py: Python<'_>, e: EngineConfigError) -> PyErr {
+    let err = ConfigError::new_err(e.to_string());
+    let value = err.value(py);
+    let set = loc_tuple(py, &e.loc).and_then(|loc| value.setattr("loc", loc)).and_then(|_| value.setattr("msg", &e.msg));
+    match set {
+        Ok(()) => err,
+        Err(other) => other,
+    }
+}
 
 #[pyclass(unsendable, module = "alphaqos._core")]
 struct Simulation {
@@ -17,8 +52,8 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    fn new(config_json: &str) -> PyResult<Self> {
-        Engine::from_json(config_json).map(|inner| Simulation { inner }).map_err(PyValueError::new_err)
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        Engine::from_json(config_json).map(|inner| Simulation { inner }).map_err(|e| config_error(py, e))
     }
 
     #[getter]
@@ -132,13 +167,14 @@ fn trace_replay<'py>(py: Python<'py>, path: &str, beta: f64, queue_json: &str, i
     tables_dict(py, tables)
 }
 
-/// Check a configuration without running it: every problem as (path into
-/// the configuration, message), and what the engine applies on its own:
+/// Check a configuration without running it: every problem as (location
+/// in the configuration, a tuple of field names and indices; message), and
+/// what the engine applies on its own:
 /// {"addresses": {node: dotted address}, "paths": [links from a to b, or
 /// None, for each (a, b) of `pairs`]}.
 #[pyfunction]
 #[pyo3(signature = (config_json, pairs=Vec::new()))]
-fn check<'py>(py: Python<'py>, config_json: &str, pairs: Vec<(String, String)>) -> PyResult<(Vec<(String, String)>, Bound<'py, PyDict>)> {
+fn check<'py>(py: Python<'py>, config_json: &str, pairs: Vec<(String, String)>) -> PyResult<(Vec<(Bound<'py, PyTuple>, String)>, Bound<'py, PyDict>)> {
     let checked = py.detach(|| alphaqos_sim::check::check_json(config_json, &pairs));
     let applied = PyDict::new(py);
     let addresses = PyDict::new(py);
@@ -147,7 +183,8 @@ fn check<'py>(py: Python<'py>, config_json: &str, pairs: Vec<(String, String)>) 
     }
     applied.set_item("addresses", addresses)?;
     applied.set_item("paths", checked.applied.paths)?;
-    Ok((checked.problems.into_iter().map(|p| (p.path, p.message)).collect(), applied))
+    let problems = checked.problems.into_iter().map(|p| Ok((loc_tuple(py, &p.loc)?, p.msg))).collect::<PyResult<_>>()?;
+    Ok((problems, applied))
 }
 
 /// The congestion controls the engine implements.
@@ -230,6 +267,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
     m.add_class::<Bookings>()?;
     m.add_class::<flows::FlowDecoder>()?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

@@ -5,6 +5,7 @@
 
 use crate::apps::{bulk::BulkTcp, cbr::Cbr, onoff::{OnOffUdp, Periods}, ping::Ping, poisson::PoissonSource, video::Video, App};
 use crate::config::{Config, FlowConfig};
+use crate::error::{ConfigError, Outer};
 use crate::event::EventQueue;
 use crate::network::{Ends, Net};
 use crate::packet::{PROTO_ICMP, PROTO_TCP, PROTO_UDP, TCP_HEADER_BYTES, UDP_HEADER_BYTES};
@@ -17,12 +18,12 @@ use crate::units::DataRate;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The network of `cfg`: nodes, interfaces, routes; no connections yet.
-pub fn build_net(cfg: &Config) -> Result<Net, String> {
+pub fn build_net(cfg: &Config) -> Result<Net, ConfigError> {
         if cfg.duration_ns == 0 {
-            return Err("duration_ns: must be positive".into());
+            return Err(ConfigError::at("duration_ns", "must be positive"));
         }
         if cfg.metric_interval_ns == 0 {
-            return Err("metric_interval_ns: must be positive".into());
+            return Err(ConfigError::at("metric_interval_ns", "must be positive"));
         }
         let mut nodes: Vec<Node> = Vec::new();
         let mut filters = Vec::new();
@@ -30,44 +31,45 @@ pub fn build_net(cfg: &Config) -> Result<Net, String> {
         let addresses = node_addresses(cfg)?;
         for (i, n) in cfg.nodes.iter().enumerate() {
             if index.insert(n.name.clone(), i as u32).is_some() {
-                return Err(format!("nodes[{i}].name: duplicate node '{}'", n.name));
+                return Err(ConfigError::at("name", format!("duplicate node '{}'", n.name)).with_outer(i).with_outer("nodes"));
             }
             let addr = addresses[i];
             if !n.filter.is_empty() && !n.router {
-                return Err(format!("nodes[{i}].filter: only routers filter packets ('{}' is a host)", n.name));
+                return Err(ConfigError::at("filter", format!("only routers filter packets ('{}' is a host)", n.name)).with_outer(i).with_outer("nodes"));
             }
             filters.push(if n.filter.is_empty() {
                 None
             } else {
-                Some(Filter::new(&n.filter).map_err(|e| format!("nodes[{i}].{e}"))?)
+                Some(Filter::new(&n.filter).outer("filter").outer(i).outer("nodes")?)
             });
             nodes.push(Node { name: n.name.clone(), router: n.router, addr, ifaces: Vec::new() });
         }
-        let node_id = |name: &str, path: String| -> Result<u32, String> {
-            index.get(name).copied().ok_or_else(|| format!("{path}: unknown node '{name}'"))
+        let node_id = |name: &str, i: usize, end: &str| -> Result<u32, ConfigError> {
+            index.get(name).copied().ok_or_else(|| ConfigError::at(end, format!("unknown node '{name}'")).with_outer(i).with_outer("links"))
         };
         let mut ifaces: Vec<Iface> = Vec::new();
         for (i, l) in cfg.links.iter().enumerate() {
-            let a = node_id(&l.a, format!("links[{i}].a"))?;
-            let b = node_id(&l.b, format!("links[{i}].b"))?;
+            let a = node_id(&l.a, i, "a")?;
+            let b = node_id(&l.b, i, "b")?;
+            let link_err = |field: &str, msg: String| ConfigError::at(field, msg).with_outer(i).with_outer("links");
             if a == b {
-                return Err(format!("links[{i}]: a link needs two different nodes"));
+                return Err(ConfigError::new("a link needs two different nodes").with_outer(i).with_outer("links"));
             }
             if l.rate_bps == 0 {
-                return Err(format!("links[{i}].rate_bps: must be positive"));
+                return Err(link_err("rate_bps", "must be positive".into()));
             }
             if l.mtu_bytes < 68 {
-                return Err(format!("links[{i}].mtu_bytes: {} is below the IPv4 minimum of 68", l.mtu_bytes));
+                return Err(link_err("mtu_bytes", format!("{} is below the IPv4 minimum of 68", l.mtu_bytes)));
             }
             let dirs = [(a, b, &l.queue_ab, "queue_ab", l.impair_ab, l.monitor_ab, &l.tap_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba, l.monitor_ba, &l.tap_ba)];
             for (from, to, q, key, imp, monitor, tap) in dirs {
-                imp.validate().map_err(|e| format!("links[{i}].impair_{}: {e}", &key[6..]))?;
+                imp.validate().map_err(|e| link_err(&format!("impair_{}", &key[6..]), e))?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
-                let qdisc = qos::build_on(q, l.mtu_bytes, Some(DataRate(l.rate_bps))).map_err(|e| format!("links[{i}].{key}: {e}"))?;
+                let qdisc = qos::build_on(q, l.mtu_bytes, Some(DataRate(l.rate_bps))).outer(key).outer(i).outer("links")?;
                 let tap = match tap {
                     Some(file) => {
                         let path = cfg.tap_dir.as_deref().map_or_else(|| std::path::PathBuf::from(file), |d| std::path::Path::new(d).join(file));
-                        Some(Box::new(crate::tap::Tap::create(&path).map_err(|e| format!("links[{i}].tap_{}: {e}", &key[6..]))?))
+                        Some(Box::new(crate::tap::Tap::create(&path).map_err(|e| link_err(&format!("tap_{}", &key[6..]), e))?))
                     }
                     None => None,
                 };
@@ -107,13 +109,13 @@ pub const ROUTER_POOL: (u32, u32) = (0x0AFF_0000, 16);
 /// Every node's address: its own, or for a router without one the lowest
 /// address of [`ROUTER_POOL`] (network and broadcast addresses excluded)
 /// that no node was given and no earlier router drew, in node order.
-pub fn node_addresses(cfg: &Config) -> Result<Vec<u32>, String> {
+pub fn node_addresses(cfg: &Config) -> Result<Vec<u32>, ConfigError> {
     let mut given = Vec::with_capacity(cfg.nodes.len());
     for (i, n) in cfg.nodes.iter().enumerate() {
         given.push(match &n.address {
-            Some(a) => Some(parse_ipv4(a).ok_or_else(|| format!("nodes[{i}].address: '{a}' is not an IPv4 address"))?),
+            Some(a) => Some(parse_ipv4(a).ok_or_else(|| ConfigError::at("address", format!("'{a}' is not an IPv4 address")).with_outer(i).with_outer("nodes"))?),
             None if n.router => None,
-            None => return Err(format!("nodes[{i}].address: host '{}' needs an IPv4 address", n.name)),
+            None => return Err(ConfigError::at("address", format!("host '{}' needs an IPv4 address", n.name)).with_outer(i).with_outer("nodes")),
         });
     }
     let taken: std::collections::HashSet<u32> = given.iter().flatten().copied().collect();
@@ -124,7 +126,9 @@ pub fn node_addresses(cfg: &Config) -> Result<Vec<u32>, String> {
         .enumerate()
         .map(|(i, a)| match a {
             Some(a) => Ok(*a),
-            None => pool.next().ok_or_else(|| format!("nodes[{i}].address: no address of 10.255.0.0/16 is left for router '{}'", cfg.nodes[i].name)),
+            None => pool.next().ok_or_else(|| {
+                ConfigError::at("address", format!("no address of 10.255.0.0/16 is left for router '{}'", cfg.nodes[i].name)).with_outer(i).with_outer("nodes")
+            }),
         })
         .collect()
 }
@@ -146,22 +150,23 @@ pub fn path_mtu(net: &Net, a: u32, b: u32) -> u32 {
 }
 
 /// A host by name, for a connection's end.
-pub fn host_id(net: &Net, name: &str, key: &str) -> Result<u32, String> {
-    let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
+pub fn host_id(net: &Net, name: &str, key: &str) -> Result<u32, ConfigError> {
+    let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| ConfigError::at(key, format!("unknown node '{name}'")))?;
     if net.nodes[id].router {
-        return Err(format!("{key}: '{name}' is a router; connections run between hosts"));
+        return Err(ConfigError::at(key, format!("'{name}' is a router; connections run between hosts")));
     }
     Ok(id as u32)
 }
 
 /// Both directions between `a` and `b` are routed, and `max_size`-byte
 /// packets fit every link of both paths; an MTU problem names `size_key`
-/// (the field that sets the packets' size; `note` says how it does).
-pub fn check_path(cfg: &Config, net: &Net, a: u32, b: u32, max_size: u32, size_key: &str, note: &str) -> Result<(), String> {
+/// (the field that sets the packets' size, as a path below the item
+/// checked; `note` says how it does).
+pub fn check_path(cfg: &Config, net: &Net, a: u32, b: u32, max_size: u32, size_key: &[&str], note: &str) -> Result<(), ConfigError> {
     let name = |n: u32| &net.nodes[n as usize].name;
     for (x, y) in [(a, b), (b, a)] {
         if net.route(x, y) == NO_ROUTE {
-            return Err(format!("no path from '{}' to '{}' over the links (only routers forward packets)", name(x), name(y)));
+            return Err(ConfigError::new(format!("no path from '{}' to '{}' over the links (only routers forward packets)", name(x), name(y))));
         }
     }
     for (x, y) in [(a, b), (b, a)] {
@@ -170,10 +175,11 @@ pub fn check_path(cfg: &Config, net: &Net, a: u32, b: u32, max_size: u32, size_k
             if max_size > ifc.mtu {
                 let l = link_of(i) as usize;
                 let link = &cfg.links[l];
-                return Err(format!(
-                    "{size_key}: {max_size}B packets do not fit the {}B MTU of links[{l}] ({}-{}) on the path from '{}' to '{}'{note}",
+                let msg = format!(
+                    "{max_size}B packets do not fit the {}B MTU of links[{l}] ({}-{}) on the path from '{}' to '{}'{note}",
                     ifc.mtu, link.a, link.b, name(x), name(y)
-                ));
+                );
+                return Err(size_key.iter().rev().fold(ConfigError::new(msg), |e, k| e.with_outer(*k)));
             }
         }
     }
@@ -186,60 +192,62 @@ pub const MSS_NOTE: &str = " (mss + 52B of IP and TCP headers)";
 /// The field that sets a packet flow's size.
 fn kind_of(f: &FlowConfig) -> &'static str {
     if f.udp.is_some() {
-        "udp.size_bytes"
+        "udp"
     } else if f.poisson.is_some() {
-        "poisson.size_bytes"
+        "poisson"
     } else if f.onoff.is_some() {
-        "onoff.size_bytes"
+        "onoff"
     } else if f.video.is_some() {
-        "video.size_bytes"
+        "video"
     } else {
-        "ping.size_bytes"
+        "ping"
     }
 }
 
 /// A UDP packet must hold the IP and UDP headers.
-fn udp_size(size: u32, kind: &str) -> Result<(), String> {
+fn udp_size(size: u32, kind: &str) -> Result<(), ConfigError> {
     if size < UDP_HEADER_BYTES {
-        return Err(format!("{kind}.size_bytes: {size} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)"));
+        return Err(ConfigError::at("size_bytes", format!("{size} is smaller than the IP+UDP headers ({UDP_HEADER_BYTES} B)")).with_outer(kind));
     }
     Ok(())
 }
 
-pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<(Ends, Box<dyn App>), String> {
-    let find = |name: &str, key: &str| -> Result<u32, String> {
-        let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| format!("{key}: unknown node '{name}'"))?;
+/// The ends and the application of flow `f` (`cfg.flows[index]`);
+/// errors are located below the flow.
+pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Result<(Ends, Box<dyn App>), ConfigError> {
+    let find = |name: &str, key: &str| -> Result<u32, ConfigError> {
+        let id = net.nodes.iter().position(|n| n.name == name).ok_or_else(|| ConfigError::at(key, format!("unknown node '{name}'")))?;
         if net.nodes[id].router {
-            return Err(format!("{key}: '{name}' is a router; flows run between hosts"));
+            return Err(ConfigError::at(key, format!("'{name}' is a router; flows run between hosts")));
         }
         Ok(id as u32)
     };
     let src = find(&f.src, "src")?;
     let dst = find(&f.dst, "dst")?;
     if src == dst {
-        return Err("a flow needs two different hosts".into());
+        return Err(ConfigError::new("a flow needs two different hosts"));
     }
-    check_path(cfg, net, src, dst, 0, "", "")?;
+    check_path(cfg, net, src, dst, 0, &[], "")?;
     let kinds = [f.tcp.is_some(), f.udp.is_some(), f.poisson.is_some(), f.ping.is_some(), f.onoff.is_some(), f.video.is_some()];
     if kinds.iter().filter(|&&k| k).count() != 1 {
-        return Err("exactly one of tcp, udp, poisson, ping, onoff, video is needed".into());
+        return Err(ConfigError::new("exactly one of tcp, udp, poisson, ping, onoff, video is needed"));
     }
     let rng = Rng::stream(cfg.seed, &format!("flow:{}", f.name));
     let (app, proto, max_size): (Box<dyn App>, u8, u32) = if let Some(t) = &f.tcp {
-        (Box::new(BulkTcp::new(t).map_err(|e| format!("tcp: {e}"))?), PROTO_TCP, t.mss_bytes + TCP_HEADER_BYTES)
+        (Box::new(BulkTcp::new(t).outer("tcp")?), PROTO_TCP, t.mss_bytes + TCP_HEADER_BYTES)
     } else if let Some(u) = &f.udp {
         udp_size(u.size_bytes, "udp")?;
         if u.schedule.is_empty() {
-            return Err("udp.schedule: needs at least one (time, rate) step".into());
+            return Err(ConfigError::at("schedule", "needs at least one (time, rate) step").with_outer("udp"));
         }
         if u.schedule.windows(2).any(|w| w[0].0 >= w[1].0) {
-            return Err("udp.schedule: step times must be strictly ascending".into());
+            return Err(ConfigError::at("schedule", "step times must be strictly ascending").with_outer("udp"));
         }
         let sched = u.schedule.iter().map(|&(t, r)| (SimTime(t), DataRate(r))).collect();
         (Box::new(Cbr::new(u.size_bytes, sched)), PROTO_UDP, u.size_bytes)
     } else if let Some(p) = &f.poisson {
         if p.rate_bps == 0 || p.size_bytes == 0 {
-            return Err("poisson: rate_bps and size_bytes must be positive".into());
+            return Err(ConfigError::at("poisson", "rate_bps and size_bytes must be positive"));
         }
         // Exponential sizes have no maximum: they are cut at the smallest
         // MTU of the path (defect 3 of issue 9), the mean must fit it.
@@ -248,29 +256,29 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
     } else if let Some(o) = &f.onoff {
         udp_size(o.size_bytes, "onoff")?;
         if o.rate_bps == 0 || o.on_mean_ns == 0 || o.off_mean_ns == 0 {
-            return Err("onoff: rate_bps, on_mean_ns and off_mean_ns must be positive".into());
+            return Err(ConfigError::at("onoff", "rate_bps, on_mean_ns and off_mean_ns must be positive"));
         }
         let periods = match o.pareto_shape {
             None => Periods::Exponential,
             Some(a) if a.is_finite() && a > 1.0 => Periods::Pareto(a),
-            Some(a) => return Err(format!("onoff.pareto_shape: must be above 1 for the mean to exist, got {a}")),
+            Some(a) => return Err(ConfigError::at("pareto_shape", format!("must be above 1 for the mean to exist, got {a}")).with_outer("onoff")),
         };
         (Box::new(OnOffUdp::new(o.rate_bps, o.size_bytes, o.on_mean_ns, o.off_mean_ns, periods, rng)), PROTO_UDP, o.size_bytes)
     } else if let Some(v) = &f.video {
         udp_size(v.size_bytes, "video")?;
         if v.mean_rate_bps == 0 {
-            return Err("video.mean_rate_bps: must be positive".into());
+            return Err(ConfigError::at("mean_rate_bps", "must be positive").with_outer("video"));
         }
         if !(v.fps.is_finite() && v.fps > 0.0) {
-            return Err(format!("video.fps: must be positive, got {}", v.fps));
+            return Err(ConfigError::at("fps", format!("must be positive, got {}", v.fps)).with_outer("video"));
         }
         if !(v.sigma.is_finite() && v.sigma >= 0.0) {
-            return Err(format!("video.sigma: must be non-negative, got {}", v.sigma));
+            return Err(ConfigError::at("sigma", format!("must be non-negative, got {}", v.sigma)).with_outer("video"));
         }
         (Box::new(Video::new(v.mean_rate_bps, v.size_bytes, v.fps, v.sigma, rng)), PROTO_UDP, v.size_bytes)
     } else if let Some(p) = &f.ping {
         if p.interval_ns == 0 {
-            return Err("ping.interval_ns: must be positive".into());
+            return Err(ConfigError::at("interval_ns", "must be positive").with_outer("ping"));
         }
         (Box::new(Ping::new(Duration(p.interval_ns), p.size_bytes)), PROTO_ICMP, p.size_bytes)
     } else {
@@ -278,12 +286,12 @@ pub fn build_flow(cfg: &Config, index: usize, f: &FlowConfig, net: &Net) -> Resu
     };
     // Packets must fit every link on both paths.
     let (kind, note) = match proto {
-        PROTO_TCP => ("tcp.mss_bytes", MSS_NOTE),
-        _ => (kind_of(f), ""),
+        PROTO_TCP => (["tcp", "mss_bytes"], MSS_NOTE),
+        _ => ([kind_of(f), "size_bytes"], ""),
     };
-    check_path(cfg, net, src, dst, max_size, kind, note)?;
+    check_path(cfg, net, src, dst, max_size, &kind, note)?;
     if f.dscp > 63 {
-        return Err(format!("dscp: {} is not a DiffServ code point (0..63)", f.dscp));
+        return Err(ConfigError::at("dscp", format!("{} is not a DiffServ code point (0..63)", f.dscp)));
     }
     // ICMP has no ports; a flow without ports gets an ephemeral source port
     // from Linux's default range (32768..60999) by its index, and the

@@ -7,39 +7,11 @@
 //! is exactly what `Simulation::new` accepts. Taps are not opened (no file
 //! is written).
 
-use crate::builder::{build_net, fmt_ipv4, link_of, node_addresses};
+use crate::builder::{fmt_ipv4, link_of, node_addresses};
 use crate::config::Config;
+use crate::error::ConfigError;
 use crate::network::Net;
 use crate::sim::Simulation;
-
-/// One problem: the path into the configuration (`flows[3].tcp.mss_bytes`,
-/// empty if the problem is the whole configuration's) and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
-impl Problem {
-    /// Split a builder error, `"flows[3].tcp: mss_bytes: must be positive"`,
-    /// into its path (`flows[3].tcp.mss_bytes`) and its message: every
-    /// leading `<path>: ` whose text is a path (names, `[index]`, dots).
-    pub fn from_error(error: &str) -> Problem {
-        let is_path = |p: &str| {
-            !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c)) && !p.starts_with(['.', '['])
-        };
-        let mut parts = Vec::new();
-        let mut rest = error;
-        while let Some((head, tail)) = rest.split_once(": ") {
-            if !is_path(head) {
-                break;
-            }
-            parts.push(head);
-            rest = tail;
-        }
-        Problem { path: parts.join("."), message: rest.to_string() }
-    }
-}
 
 /// What the engine applies on its own.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,7 +28,8 @@ pub struct Applied {
 /// Every problem of a configuration, and what the engine applies.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checked {
-    pub problems: Vec<Problem>,
+    /// Each located in the configuration ([`ConfigError::loc`]).
+    pub problems: Vec<ConfigError>,
     pub applied: Applied,
 }
 
@@ -74,19 +47,23 @@ fn check_owned(mut cfg: Config, pairs: &[(String, String)]) -> Checked {
         l.tap_ab = None;
         l.tap_ba = None;
     }
-    let mut errors = Vec::new();
-    Simulation::build(&cfg, &mut errors);
-    let mut applied = Applied::default();
-    if let Ok(addrs) = node_addresses(&cfg) {
-        applied.addresses = cfg.nodes.iter().zip(addrs).map(|(n, a)| (n.name.clone(), fmt_ipv4(a))).collect();
+    let mut problems = Vec::new();
+    let mut applied = Applied { addresses: Vec::new(), paths: vec![None; pairs.len()] };
+    // The network is built once: what the engine applies is read off it
+    // (also when a flow has problems).
+    let mut net_built = false;
+    Simulation::build_seeing(&cfg, &mut problems, |net| {
+        net_built = true;
+        applied.addresses = net.nodes.iter().map(|n| (n.name.clone(), fmt_ipv4(n.addr))).collect();
+        applied.paths = pairs.iter().map(|(a, b)| route(net, a, b)).collect();
+    });
+    if !net_built {
+        // A problem of the network: the addresses, if they alone are sound.
+        if let Ok(addrs) = node_addresses(&cfg) {
+            applied.addresses = cfg.nodes.iter().zip(addrs).map(|(n, a)| (n.name.clone(), fmt_ipv4(a))).collect();
+        }
     }
-    // The network alone, for the routes (also when a flow has problems).
-    if let Ok(net) = build_net(&cfg) {
-        applied.paths = pairs.iter().map(|(a, b)| route(&net, a, b)).collect();
-    } else {
-        applied.paths = vec![None; pairs.len()];
-    }
-    Checked { problems: errors.iter().map(|e| Problem::from_error(e)).collect(), applied }
+    Checked { problems, applied }
 }
 
 /// Check the configuration in JSON text; a text that is not a
@@ -94,7 +71,7 @@ fn check_owned(mut cfg: Config, pairs: &[(String, String)]) -> Checked {
 pub fn check_json(text: &str, pairs: &[(String, String)]) -> Checked {
     match serde_json::from_str::<Config>(text) {
         Ok(cfg) => check_owned(cfg, pairs),
-        Err(e) => Checked { problems: vec![Problem { path: "config".into(), message: e.to_string() }], applied: Applied::default() },
+        Err(e) => Checked { problems: vec![ConfigError::at("config", e.to_string())], applied: Applied::default() },
     }
 }
 
@@ -157,16 +134,6 @@ mod tests {
     }
 
     #[test]
-    fn errors_split_into_path_and_message() {
-        let p = Problem::from_error("flows[3].tcp: mss_bytes: must be positive");
-        assert_eq!((p.path.as_str(), p.message.as_str()), ("flows[3].tcp.mss_bytes", "must be positive"));
-        let p = Problem::from_error("workloads[1]: no path from 'A' to 'B' over the links (only routers forward packets)");
-        assert_eq!(p.path, "workloads[1]");
-        assert!(p.message.starts_with("no path from 'A'"));
-        assert_eq!(Problem::from_error("a flow needs two hosts").path, "");
-    }
-
-    #[test]
     fn every_bad_flow_is_reported_not_only_the_first() {
         let mut cfg = config();
         cfg["flows"] = json!([
@@ -176,15 +143,15 @@ mod tests {
             {"name": "tcp", "src": "A", "dst": "B", "start_ns": 0, "tcp": {"mss_bytes": 1400}},
         ]);
         let c = checked(&cfg, &[]);
-        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path()).collect();
         assert_eq!(paths, ["flows[0].udp.size_bytes", "flows[2]", "flows[3].tcp.mss_bytes"], "{:?}", c.problems);
-        assert_eq!(c.problems[0].message, "1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
-        assert_eq!(c.problems[1].message, "no path from 'A' to 'C' over the links (only routers forward packets)");
-        assert!(c.problems[2].message.starts_with("1452B packets do not fit the 1400B MTU of links[1]"), "{}", c.problems[2].message);
-        assert!(c.problems[2].message.ends_with("(mss + 52B of IP and TCP headers)"));
+        assert_eq!(c.problems[0].msg, "1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
+        assert_eq!(c.problems[1].msg, "no path from 'A' to 'C' over the links (only routers forward packets)");
+        assert!(c.problems[2].msg.starts_with("1452B packets do not fit the 1400B MTU of links[1]"), "{}", c.problems[2].msg);
+        assert!(c.problems[2].msg.ends_with("(mss + 52B of IP and TCP headers)"));
         // The first is what Simulation::new refuses.
         let err = Simulation::from_json(&cfg.to_string()).err().expect("refused");
-        assert_eq!(err, "flows[0]: udp.size_bytes: 1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
+        assert_eq!(err.to_string(), "flows[0].udp.size_bytes: 1450B packets do not fit the 1400B MTU of links[1] (R-B) on the path from 'A' to 'B'");
     }
 
     #[test]
@@ -195,8 +162,8 @@ mod tests {
         };
         cfg["workloads"] = json!([transfer("w0", "C", 1000), transfer("w1", "B", 1000), transfer("w2", "B", 1400), transfer("w3", "B", 0)]);
         let c = checked(&cfg, &[]);
-        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
-        assert_eq!(paths, ["workloads[0]", "workloads[2].tcp.mss_bytes", "workloads[3].tcp"], "{:?}", c.problems);
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path()).collect();
+        assert_eq!(paths, ["workloads[0]", "workloads[2].tcp.mss_bytes", "workloads[3].tcp.mss_bytes"], "{:?}", c.problems);
         // Sound flows and workloads: each agent is checked on its own.
         cfg["workloads"] = json!([transfer("w1", "B", 1000)]);
         let agent = |name: &str, transfer: &str| {
@@ -204,9 +171,8 @@ mod tests {
         };
         cfg["control"] = json!([agent("a0", "nope"), agent("a1", "nope2")]);
         let c = checked(&cfg, &[]);
-        let paths: Vec<_> = c.problems.iter().map(|p| p.path.as_str()).collect();
-        assert_eq!(paths.len(), 2, "{:?}", c.problems);
-        assert!(paths[0].starts_with("control[0]") && paths[1].starts_with("control[1]"), "{:?}", c.problems);
+        let paths: Vec<_> = c.problems.iter().map(|p| p.path()).collect();
+        assert_eq!(paths, ["control[0].deadline_reservation.transfer", "control[1].deadline_reservation.transfer"], "{:?}", c.problems);
     }
 
     #[test]
@@ -215,13 +181,13 @@ mod tests {
         let transfer = |name: &str| json!({"name": name, "tcp": {"mss_bytes": 1000}, "transfer": {"src": "A", "dst": "B", "size_bytes": 1_000_000u64}});
         cfg["workloads"] = json!([transfer("w0"), transfer("w1"), transfer("w0"), transfer("w1"), transfer("w2"), transfer("w0")]);
         let c = checked(&cfg, &[]);
-        let found: Vec<_> = c.problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+        let found: Vec<_> = c.problems.iter().map(|p| (p.path(), p.msg.as_str())).collect();
         assert_eq!(
             found,
             [
-                ("workloads[2].name", "duplicate workload 'w0'"),
-                ("workloads[3].name", "duplicate workload 'w1'"),
-                ("workloads[5].name", "duplicate workload 'w0'"),
+                ("workloads[2].name".to_string(), "duplicate workload 'w0'"),
+                ("workloads[3].name".to_string(), "duplicate workload 'w1'"),
+                ("workloads[5].name".to_string(), "duplicate workload 'w0'"),
             ]
         );
     }
@@ -244,9 +210,11 @@ mod tests {
         let mut cfg = config();
         cfg["links"][1]["b"] = json!("X");
         let c = checked(&cfg, &[("A", "B")]);
-        assert_eq!(c.problems, [Problem { path: "links[1].b".into(), message: "unknown node 'X'".into() }]);
+        assert_eq!(c.problems, [ConfigError::at("b", "unknown node 'X'").with_outer(1usize).with_outer("links")]);
         assert_eq!(c.applied.paths, [None]);
+        // The addresses are sound: they are still applied.
+        assert_eq!(c.applied.addresses.len(), 4);
         let c = check_json("{\"nodes\": []}", &[]);
-        assert_eq!(c.problems[0].path, "config");
+        assert_eq!(c.problems[0].path(), "config");
     }
 }

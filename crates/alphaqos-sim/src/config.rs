@@ -5,6 +5,96 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A choice among fixed spellings, as a serde enum: the spelling is the
+/// wire form both ways, and an unknown one is refused by serde with the
+/// allowed ones listed ("unknown variant `x`, expected one of ..."). It
+/// compares equal to its spelling (`cfg.cc == "reno"`) and displays as it.
+macro_rules! choice {
+    ($(#[$meta:meta])* $name:ident default $default:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+        impl $name {
+            /// Every spelling, in declaration order.
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+        impl Default for $name {
+            fn default() -> Self {
+                $name::$default
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+    };
+}
+
+choice! {
+    /// A TCP congestion control (`tcp/cc/`).
+    Cc default NewReno { NewReno = "newreno", Reno = "reno", Cubic = "cubic", Htcp = "htcp", Bic = "bic", HighSpeed = "highspeed", BaseFlow = "base_flow" }
+}
+
+choice! {
+    /// How the RTO follows from the RTT estimates: "linux" (RTO = SRTT +
+    /// max(4 RTTVAR, min_rto)) or "rfc6298" (RTO = max(min_rto, SRTT +
+    /// 4 RTTVAR)).
+    RtoStyle default Linux { Linux = "linux", Rfc6298 = "rfc6298" }
+}
+
+choice! {
+    /// A bundle of host behaviours (`tcp/linux.rs`).
+    HostProfile default Default { Default = "default", Linux2633 = "linux-2.6.33" }
+}
+
+choice! {
+    /// How a transfer's bytes go to its streams.
+    Striping default Static { Static = "static", Dynamic = "dynamic" }
+}
+
+choice! {
+    /// What YAQS's fast-queue estimate counts (`qos/yaqs.rs`).
+    YaqsCounter default Two { Two = "two", Combined = "combined" }
+}
+
+choice! {
+    /// How YAQS knows the slow queue's per-flow bytes.
+    SlowCounts default Exact { Exact = "exact", Approximate = "approximate" }
+}
+
+choice! {
+    /// A firewall term's loss priority: "low" (green) or "high" (red).
+    LossPriority default Low { Low = "low", High = "high" }
+}
+
+choice! {
+    /// A Junos queue's `priority`.
+    JunosPriority default Low { StrictHigh = "strict-high", High = "high", MediumHigh = "medium-high", MediumLow = "medium-low", Low = "low" }
+}
+
+choice! {
+    /// A Junos queue's `excess-priority`.
+    JunosExcessPriority default None { High = "high", MediumHigh = "medium-high", MediumLow = "medium-low", Low = "low", None = "none" }
+}
+
+choice! {
+    /// How Junos queues above their transmit rates share the excess.
+    ExcessSharing default Priority { Priority = "priority", Proportional = "proportional" }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -75,7 +165,7 @@ pub struct FilterTermConfig {
     /// Set the loss priority (colour) before any policer: "low" (green) or
     /// "high" (red), Junos `then loss-priority`.
     #[serde(default)]
-    pub loss_priority: Option<String>,
+    pub loss_priority: Option<LossPriority>,
     /// Set the forwarding class (the egress queue index).
     #[serde(default)]
     pub fclass: Option<u8>,
@@ -93,26 +183,18 @@ pub struct FilterTermConfig {
 ///   `color_aware` and the actions `yellow` (default transmit) and `red`
 ///   (default discard).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PolicerConfig {
-    #[serde(default)]
     pub rate_bps: Option<u64>,
-    #[serde(default)]
     pub burst_bytes: Option<u64>,
     /// "discard", "loss_priority_high" (keep, coloured red) or
     /// {"fclass": n} (reclassify, e.g. to a scavenger queue).
-    #[serde(default)]
     pub out_of_profile: Option<ColorAction>,
-    #[serde(default)]
     pub srtcm: Option<SrtcmConfig>,
-    #[serde(default)]
     pub trtcm: Option<TrtcmConfig>,
     /// Three-colour meters only: take the packet's colour as its pre-colour.
-    #[serde(default)]
     pub color_aware: bool,
-    #[serde(default)]
     pub yellow: Option<ColorAction>,
-    #[serde(default)]
     pub red: Option<ColorAction>,
 }
 
@@ -187,13 +269,10 @@ pub struct LinkConfig {
 /// `reorder_by` positions (its own serialization time, `reorder_by` times
 /// over: the place it would take behind that many back-to-back frames).
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Impairment {
-    #[serde(default)]
     pub loss: f64,
-    #[serde(default)]
     pub reorder_fraction: f64,
-    #[serde(default)]
     pub reorder_by: u32,
 }
 
@@ -252,23 +331,15 @@ pub enum QueueConfig {
 /// 1024 buckets, quantum and CoDel MTU the link MTU + 14 B (1514 B on a
 /// 1500 B link), target 5 ms, interval 100 ms, drop batch 64 packets.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct FqCodelConfig {
-    #[serde(default)]
     pub limit_pkts: Option<u64>,
-    #[serde(default)]
     pub limit_bytes: Option<u64>,
-    #[serde(default)]
     pub buckets: Option<u32>,
-    #[serde(default)]
     pub quantum_bytes: Option<u32>,
-    #[serde(default)]
     pub target_ns: Option<u64>,
-    #[serde(default)]
     pub interval_ns: Option<u64>,
-    #[serde(default)]
     pub mtu_bytes: Option<u32>,
-    #[serde(default)]
     pub drop_batch: Option<u32>,
 }
 
@@ -276,15 +347,11 @@ pub struct FqCodelConfig {
 /// 127 packets (a class's buffer as a class's child), 1024 buckets,
 /// quantum the link MTU + 14 B.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct SfqConfig {
-    #[serde(default)]
     pub limit_pkts: Option<u64>,
-    #[serde(default)]
     pub limit_bytes: Option<u64>,
-    #[serde(default)]
     pub buckets: Option<u32>,
-    #[serde(default)]
     pub quantum_bytes: Option<u32>,
 }
 
@@ -327,11 +394,11 @@ pub struct YaqsConfig {
     #[serde(default = "yes")]
     pub inflate: bool,
     /// "two" (the document's) or "combined".
-    #[serde(default = "default_counter")]
-    pub counter: String,
+    #[serde(default)]
+    pub counter: YaqsCounter,
     /// "exact" (the document's) or "approximate".
-    #[serde(default = "default_slow_counts")]
-    pub slow_counts: String,
+    #[serde(default)]
+    pub slow_counts: SlowCounts,
     /// Measure false positives (Definitions 3 and 4) with this epsilon.
     #[serde(default)]
     pub epsilon: Option<f64>,
@@ -349,12 +416,6 @@ fn default_sketch_rows() -> u32 {
 fn default_sketch_buckets() -> u32 {
     32
 }
-fn default_counter() -> String {
-    "two".into()
-}
-fn default_slow_counts() -> String {
-    "exact".into()
-}
 
 /// The interface buffer and one queue per forwarding class, in class-index
 /// order, behind a scheduler: the Junos one (`C` = [`JunosClassConfig`]) or
@@ -369,7 +430,7 @@ pub struct ClassfulConfig<C = ClassfulClassConfig> {
     /// Junos only: how queues above their transmit rates share the excess,
     /// `priority` (default) or `proportional` (MX Trio).
     #[serde(default)]
-    pub excess: Option<String>,
+    pub excess: Option<ExcessSharing>,
     pub classes: Vec<C>,
 }
 
@@ -544,7 +605,7 @@ pub struct JunosClassConfig {
     pub transmit_rate_bps: Option<u64>,
     #[serde(default)]
     pub transmit_rate_remainder: bool,
-    pub priority: String,
+    pub priority: JunosPriority,
     #[serde(default)]
     pub exact: bool,
     /// Percent of the interface buffer (strictly partitioned), or
@@ -563,7 +624,7 @@ pub struct JunosClassConfig {
     #[serde(default)]
     pub excess_rate_percent: Option<f64>,
     #[serde(default)]
-    pub excess_priority: Option<String>,
+    pub excess_priority: Option<JunosExcessPriority>,
     /// Drop curves per loss priority: (fill %, drop %) points, interpolated,
     /// on the queue's instantaneous fill in bytes (Junos drop profiles).
     #[serde(default)]
@@ -585,12 +646,10 @@ impl Default for QueueConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FifoConfig {
-    #[serde(default)]
     pub limit_pkts: Option<u64>,
-    #[serde(default)]
     pub limit_bytes: Option<u64>,
 }
 
@@ -665,113 +724,78 @@ pub struct FlowConfig {
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TcpConfig {
-    #[serde(default = "default_cc")]
-    pub cc: String,
+    pub cc: Cc,
     /// The controller's own parameters (see each file of `tcp/cc/`), in
     /// base units; unknown keys are an error naming the controller.
-    #[serde(default = "empty_object")]
     pub cc_params: serde_json::Value,
-    #[serde(default = "default_mss")]
     pub mss_bytes: u32,
-    #[serde(default = "default_iw")]
     pub init_cwnd_pkts: u32,
-    #[serde(default = "default_rwnd")]
     pub rwnd_bytes: u64,
-    #[serde(default = "yes")]
     pub delayed_ack: bool,
-    #[serde(default = "default_ack_every")]
     pub ack_every: u32,
-    #[serde(default = "default_delack")]
     pub delack_timeout_ns: u64,
-    #[serde(default = "default_min_rto")]
     pub min_rto_ns: u64,
-    #[serde(default = "default_initial_rto")]
     pub initial_rto_ns: u64,
-    #[serde(default = "default_max_rto")]
     pub max_rto_ns: u64,
     /// "linux" (RTO = SRTT + max(4 RTTVAR, min_rto)) or "rfc6298"
     /// (RTO = max(min_rto, SRTT + 4 RTTVAR)).
-    #[serde(default = "default_rto_style")]
-    pub rto_style: String,
-    #[serde(default = "default_dupthresh")]
+    pub rto_style: RtoStyle,
     pub dupthresh: u32,
-    #[serde(default)]
     pub size_bytes: Option<u64>,
     /// Selective acknowledgments (RFC 2018) with RFC 6675 loss recovery.
-    #[serde(default = "yes")]
     pub sack: bool,
     /// Window scaling (RFC 7323); without it the window is at most 64 KiB.
-    #[serde(default = "yes")]
     pub window_scaling: bool,
     /// Limited transmit (RFC 3042).
-    #[serde(default = "yes")]
     pub limited_transmit: bool,
     /// Send buffer: the most unacknowledged data the sender holds (None: unlimited).
-    #[serde(default)]
     pub sndbuf_bytes: Option<u64>,
     /// Per-connection maximum pacing rate (Linux SO_MAX_PACING_RATE).
-    #[serde(default)]
     pub max_pacing_rate_bps: Option<u64>,
     /// Linux-style internal pacing at 2x (slow start) or 1.2x (congestion
     /// avoidance) cwnd / srtt.
-    #[serde(default)]
     pub pacing: bool,
     /// RACK-style time-based loss detection (RFC 8985) instead of the
     /// duplicate-ACK threshold: tolerates reordering within min_rtt / 4.
     /// Needs SACK.
-    #[serde(default)]
     pub rack: bool,
     /// In-order segments the receiver acknowledges at once at the start of
     /// a connection (Linux quick-ACK mode). None: 0 for `flows`, 16 (Linux's
     /// TCP_MAX_QUICKACKS) for the connections of workloads.
-    #[serde(default)]
     pub quickack_segments: Option<u32>,
     /// A bundle of host behaviours (`tcp/linux.rs`): "default" (this
     /// engine's RFC behaviour) or "linux-2.6.33". Each behaviour below is
     /// None to take the profile's value, or set alone.
-    #[serde(default = "default_host_profile")]
-    pub host_profile: String,
+    pub host_profile: HostProfile,
     /// FACK loss marking (`tcp_fack` = 1).
-    #[serde(default)]
     pub fack: Option<bool>,
     /// The reordering metric raised on detected reordering, FACK then off.
-    #[serde(default)]
     pub adaptive_reordering: Option<bool>,
     /// Its bound, segments (Linux 2.6.33 TCP_MAX_REORDERING = 127).
-    #[serde(default)]
     pub max_reordering: Option<u32>,
     /// Undo of spurious recoveries by timestamps and D-SACK.
-    #[serde(default)]
     pub undo: Option<bool>,
     /// The receiver reports duplicate segments in a D-SACK block (RFC 2883).
-    #[serde(default)]
     pub dsack: Option<bool>,
     /// `tcp_moderate_cwnd` in Disorder and after an undo.
-    #[serde(default)]
     pub moderate_cwnd: Option<bool>,
     /// Rate-halving in recovery (`tcp_cwnd_down`), `tcp_complete_cwr` at its end.
-    #[serde(default)]
     pub rate_halving: Option<bool>,
     /// TSO/GSO: frames of up to `tso_max_bytes` leave back to back, small
     /// sends are deferred (`tcp_tso_should_defer`). None or 0: off.
-    #[serde(default)]
     pub tso_max_bytes: Option<u64>,
     /// The receiver acknowledges the next segments at once after a
     /// duplicate segment (`tcp_enter_quickack_mode`).
-    #[serde(default)]
     pub quickack_after_dup: Option<bool>,
     /// The TCP timestamp clock's tick, ns (Linux: one jiffy, 1/HZ).
-    #[serde(default)]
     pub ts_tick_ns: Option<u64>,
     /// The receiving host coalesces in-order segments (GRO) in NAPI polls
     /// (`tcp/gro.rs`).
-    #[serde(default)]
     pub gro: Option<bool>,
     /// The receiving NIC's interrupt moderation: at most one interrupt
     /// (NAPI poll) per this many ns.
-    #[serde(default)]
     pub napi_interval_ns: Option<u64>,
 }
 
@@ -794,18 +818,14 @@ pub struct HostBehaviour {
 }
 
 /// Host profiles known by name.
-pub const HOST_PROFILES: &[&str] = &["default", "linux-2.6.33"];
+pub const HOST_PROFILES: &[&str] = HostProfile::ALL;
 
 impl TcpConfig {
     /// The behaviours this connection runs: the profile's, each overridden
     /// by the option set alone.
-    pub fn host(&self) -> Result<HostBehaviour, String> {
-        let linux = match self.host_profile.as_str() {
-            "default" => false,
-            "linux-2.6.33" => true,
-            other => return Err(format!("host_profile: unknown profile {other:?} (one of {})", HOST_PROFILES.join(", "))),
-        };
-        Ok(HostBehaviour {
+    pub fn host(&self) -> HostBehaviour {
+        let linux = self.host_profile == HostProfile::Linux2633;
+        HostBehaviour {
             fack: self.fack.unwrap_or(linux),
             adaptive_reordering: self.adaptive_reordering.unwrap_or(linux),
             max_reordering: self.max_reordering.unwrap_or(127),
@@ -823,55 +843,61 @@ impl TcpConfig {
             // interrupts a second for bulk traffic (`ixgbe_set_itr`,
             // bulk_latency): 125 µs.
             napi_interval_ns: self.napi_interval_ns.unwrap_or(125_000),
-        })
+        }
     }
 }
 
+/// The defaults of every TCP option, the one place they are set (the
+/// configuration takes each absent key from here; the Python front reads
+/// them through `check::applied`).
 impl Default for TcpConfig {
     fn default() -> Self {
-        serde_json::from_str("{}").expect("all TcpConfig fields have defaults")
+        TcpConfig {
+            cc: Cc::NewReno,
+            cc_params: serde_json::Value::Object(Default::default()),
+            // Linux's MSS on a 1500 B Ethernet MTU with timestamps.
+            mss_bytes: 1448,
+            // RFC 6928.
+            init_cwnd_pkts: 10,
+            rwnd_bytes: 64 << 20,
+            delayed_ack: true,
+            // RFC 1122 4.2.3.2: an ACK for at least every second segment.
+            ack_every: 2,
+            // Linux's TCP_DELACK_MIN.
+            delack_timeout_ns: 40_000_000,
+            // Linux's TCP_RTO_MIN, RFC 6298's initial RTO of 1 s, and a 60 s cap.
+            min_rto_ns: 200_000_000,
+            initial_rto_ns: 1_000_000_000,
+            max_rto_ns: 60_000_000_000,
+            rto_style: RtoStyle::Linux,
+            // RFC 5681's duplicate-ACK threshold.
+            dupthresh: 3,
+            size_bytes: None,
+            sack: true,
+            window_scaling: true,
+            limited_transmit: true,
+            sndbuf_bytes: None,
+            max_pacing_rate_bps: None,
+            pacing: false,
+            rack: false,
+            quickack_segments: None,
+            host_profile: HostProfile::Default,
+            fack: None,
+            adaptive_reordering: None,
+            max_reordering: None,
+            undo: None,
+            dsack: None,
+            moderate_cwnd: None,
+            rate_halving: None,
+            tso_max_bytes: None,
+            quickack_after_dup: None,
+            ts_tick_ns: None,
+            gro: None,
+            napi_interval_ns: None,
+        }
     }
 }
 
-fn empty_object() -> serde_json::Value {
-    serde_json::Value::Object(Default::default())
-}
-fn default_cc() -> String {
-    "newreno".into()
-}
-fn default_mss() -> u32 {
-    1448
-}
-fn default_iw() -> u32 {
-    10
-}
-fn default_rwnd() -> u64 {
-    64 << 20
-}
-fn default_ack_every() -> u32 {
-    2
-}
-fn default_delack() -> u64 {
-    40_000_000
-}
-fn default_min_rto() -> u64 {
-    200_000_000
-}
-fn default_initial_rto() -> u64 {
-    1_000_000_000
-}
-fn default_max_rto() -> u64 {
-    60_000_000_000
-}
-fn default_rto_style() -> String {
-    "linux".into()
-}
-fn default_dupthresh() -> u32 {
-    3
-}
-fn default_host_profile() -> String {
-    "default".into()
-}
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -983,8 +1009,8 @@ pub struct WorkloadConfig {
     /// How a transfer's bytes go to its streams: "static" (k equal
     /// stripes) or "dynamic" (blocks of `block_bytes` handed to whichever
     /// stream has room, as GridFTP's extended block mode does).
-    #[serde(default = "default_striping")]
-    pub striping: String,
+    #[serde(default)]
+    pub striping: Striping,
     #[serde(default = "default_block")]
     pub block_bytes: u64,
     /// Per-stream differences from `tcp` and `dscp` (stream i takes entry
@@ -1004,24 +1030,17 @@ pub struct WorkloadConfig {
 fn one() -> u32 {
     1
 }
-fn default_striping() -> String {
-    "static".into()
-}
 fn default_block() -> u64 {
     256 * 1024
 }
 
 /// What one stream of a transfer does differently.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamOptions {
-    #[serde(default)]
-    pub cc: Option<String>,
-    #[serde(default)]
+    pub cc: Option<Cc>,
     pub cc_params: Option<serde_json::Value>,
-    #[serde(default)]
     pub dscp: Option<u8>,
-    #[serde(default)]
     pub max_pacing_rate_bps: Option<u64>,
 }
 
@@ -1156,6 +1175,17 @@ pub enum AgentConfig {
     WredRttTuning(WredRttConfig),
     DeadlineReservation(DeadlineConfig),
     CallAdmission(AdmissionConfig),
+}
+
+impl AgentConfig {
+    /// The key of this kind of agent in the configuration.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentConfig::WredRttTuning(_) => "wred_rtt_tuning",
+            AgentConfig::DeadlineReservation(_) => "deadline_reservation",
+            AgentConfig::CallAdmission(_) => "call_admission",
+        }
+    }
 }
 
 /// Bouras & Sevasti's RTT-tuned WRED (see `control/wred_rtt.rs`).

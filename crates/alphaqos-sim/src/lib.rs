@@ -14,6 +14,7 @@ pub mod config;
 pub mod conn;
 pub mod control;
 pub mod egress;
+pub mod error;
 pub mod event;
 pub mod knob;
 pub mod metrics;

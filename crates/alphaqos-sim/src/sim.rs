@@ -12,6 +12,7 @@
 
 use crate::apps::App;
 use crate::builder::{build_flow, build_net, check_path, host_id, MSS_NOTE};
+use crate::error::{ConfigError, Outer};
 use crate::config::Config;
 use crate::control::{Agent, Change, Handles};
 use crate::conn::{ConnId, Slab};
@@ -79,17 +80,14 @@ pub struct Simulation {
     pub(crate) rtt_done: Vec<(u64, u64)>,
 }
 
-fn at(i: usize, field: &str) -> impl Fn(String) -> String + '_ {
-    move |e| format!("{field}[{i}]: {e}")
-}
 
 impl Simulation {
-    pub fn from_json(text: &str) -> Result<Simulation, String> {
-        let cfg: Config = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
+    pub fn from_json(text: &str) -> Result<Simulation, ConfigError> {
+        let cfg: Config = serde_json::from_str(text).map_err(|e| ConfigError::new(e.to_string()).with_outer("config"))?;
         Simulation::new(&cfg)
     }
 
-    pub fn new(cfg: &Config) -> Result<Simulation, String> {
+    pub fn new(cfg: &Config) -> Result<Simulation, ConfigError> {
         let mut problems = Vec::new();
         match Simulation::build(cfg, &mut problems) {
             Some(sim) if problems.is_empty() => Ok(sim),
@@ -98,24 +96,33 @@ impl Simulation {
     }
 
     /// The world of `cfg`, or None; every problem found goes into
-    /// `problems` ("<path>: <what>", the path into `cfg`). A problem of the
+    /// `problems` (each located in `cfg`). A problem of the
     /// network (durations, nodes, links) stops the build there; every flow
     /// and workload is checked on its own, each with its first problem;
     /// the agents, which name flows and workloads, are checked once those
     /// are sound, each on its own. The world is returned only without
     /// problems; [`crate::check`] reports them all.
-    pub(crate) fn build(cfg: &Config, problems: &mut Vec<String>) -> Option<Simulation> {
+    pub(crate) fn build(cfg: &Config, problems: &mut Vec<ConfigError>) -> Option<Simulation> {
+        Simulation::build_seeing(cfg, problems, |_| {})
+    }
+
+    /// [`Simulation::build`], showing `see` the network once it is built
+    /// (before any flow is added), as [`crate::check`] reports routes.
+    pub(crate) fn build_seeing(cfg: &Config, problems: &mut Vec<ConfigError>, see: impl FnOnce(&Net)) -> Option<Simulation> {
         if cfg.duration_ns == 0 {
-            problems.push("duration_ns: must be positive".into());
+            problems.push(ConfigError::at("duration_ns", "must be positive"));
         }
         if cfg.metric_interval_ns == 0 {
-            problems.push("metric_interval_ns: must be positive".into());
+            problems.push(ConfigError::at("metric_interval_ns", "must be positive"));
         }
         if !problems.is_empty() {
             return None;
         }
         let mut net = match build_net(cfg) {
-            Ok(net) => net,
+            Ok(net) => {
+                see(&net);
+                net
+            }
             Err(e) => {
                 problems.push(e);
                 return None;
@@ -128,19 +135,20 @@ impl Simulation {
         let mut names = BTreeMap::new();
         for (i, f) in cfg.flows.iter().enumerate() {
             if names.insert(f.name.clone(), i).is_some() {
-                problems.push(format!("flows[{i}].name: duplicate flow '{}'", f.name));
+                problems.push(ConfigError::at("name", format!("duplicate flow '{}'", f.name)).with_outer(i).with_outer("flows"));
                 continue;
             }
             let (ends, app) = match build_flow(cfg, i, f, &net) {
                 Ok(built) => built,
                 Err(e) => {
-                    problems.push(at(i, "flows")(e));
+                    problems.push(e.with_outer(i).with_outer("flows"));
                     continue;
                 }
             };
             let stop = f.stop_ns.unwrap_or(cfg.duration_ns);
             if f.start_ns >= stop || stop > cfg.duration_ns {
-                problems.push(format!("flows[{i}]: need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration));
+                let msg = format!("need start < stop <= duration (start {}, stop {}, duration {})", SimTime(f.start_ns), SimTime(stop), duration);
+                problems.push(ConfigError::new(msg).with_outer(i).with_outer("flows"));
                 continue;
             }
             let id = conns.insert(Conn { ends, app, owner: Owner::Flow(i as u32) });
@@ -158,21 +166,21 @@ impl Simulation {
         let mut workload_names = HashSet::new();
         for (i, w) in cfg.workloads.iter().enumerate() {
             if !workload_names.insert(w.name.as_str()) {
-                problems.push(format!("workloads[{i}].name: duplicate workload '{}'", w.name));
+                problems.push(ConfigError::at("name", format!("duplicate workload '{}'", w.name)).with_outer(i).with_outer("workloads"));
                 continue;
             }
             let key = rec.names.intern(&w.name);
             let built = Workload::new(w, cfg.seed, duration, key, &mut |name, k| host_id(&net, name, k)).and_then(|wl| {
                 let max = wl.tcp.mss_bytes + TCP_HEADER_BYTES;
                 for (a, b) in wl.pairs() {
-                    check_path(cfg, &net, a, b, max, "tcp.mss_bytes", MSS_NOTE)?;
+                    check_path(cfg, &net, a, b, max, &["tcp", "mss_bytes"], MSS_NOTE)?;
                 }
-                crate::apps::bulk::BulkTcp::new(&wl.tcp).map_err(|e| format!("tcp: {e}"))?;
+                crate::apps::bulk::BulkTcp::new(&wl.tcp).outer("tcp")?;
                 Ok(wl)
             });
             match built {
                 Ok(wl) => workloads.push(wl),
-                Err(e) => problems.push(at(i, "workloads")(e)),
+                Err(e) => problems.push(e.with_outer(i).with_outer("workloads")),
             }
         }
         if !problems.is_empty() {

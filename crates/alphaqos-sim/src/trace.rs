@@ -212,7 +212,8 @@ pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig,
         return Err("the downstream rate must be positive".into());
     }
     // No framing overhead: the trace's sizes are what the link carries.
-    let mut port = Egress::new(qos::build_on(queue, 65535, Some(rate))?, Rng::stream(seed, "queue:replay"), rate, 0);
+    let q = qos::build_on(queue, 65535, Some(rate)).map_err(|e| e.with_outer("queue").to_string())?;
+    let mut port = Egress::new(q, Rng::stream(seed, "queue:replay"), rate, 0);
     let mut measured: Histogram<6> = Histogram::default();
     let (mut s_time, mut s_len, mut s_fast, mut s_slow_flows) = (vec![], vec![], vec![], vec![]);
     let mut next_sample = 0u64;

@@ -3,6 +3,7 @@
 //! the agents' timers, and the `control` table. The control plane itself
 //! (`control/`) knows only the `World` trait.
 
+use crate::error::ConfigError;
 use crate::config::{AgentConfig, Config};
 use crate::conn::ConnId;
 use crate::control::{admission, deadline, wred_rtt, Agent, Change, Control, Handle, Handles, Reports, Target, World, WorkloadInfo, TRANSFER_KNOBS, TRANSFER_MEASURES};
@@ -49,7 +50,7 @@ impl World for Simulation {
     }
     fn workload_info(&self, w: u32) -> WorkloadInfo {
         let wl = &self.workloads[w as usize];
-        WorkloadInfo { start: wl.start, base_cc: wl.stream(0).0.cc.clone(), mss_bytes: wl.tcp.mss_bytes }
+        WorkloadInfo { start: wl.start, base_cc: wl.stream(0).0.cc.to_string(), mss_bytes: wl.tcp.mss_bytes }
     }
     fn transfer_ends(&self, h: Handle) -> Option<(u32, u32)> {
         let t = &self.transfers[self.transfer_of(h)? as usize];
@@ -406,22 +407,23 @@ impl Simulation {
     /// Build the agents of `cfg.control`; errors name `control[i].field`.
     /// Build every agent of `cfg`; each one's problem goes into `problems`
     /// and the others are still built.
-    pub(crate) fn build_agents(&mut self, cfg: &Config, problems: &mut Vec<String>) {
+    pub(crate) fn build_agents(&mut self, cfg: &Config, problems: &mut Vec<ConfigError>) {
         for (i, a) in cfg.control.iter().enumerate() {
             if let Err(e) = self.build_agent(a, i) {
-                problems.push(format!("control[{i}].{e}"));
+                problems.push(e.with_outer(a.kind()).with_outer(i).with_outer("control"));
             }
         }
     }
 
-    fn build_agent(&mut self, a: &AgentConfig, i: usize) -> Result<(), String> {
+    /// Agent `a` (`control[i]`); a problem is located below its kind.
+    fn build_agent(&mut self, a: &AgentConfig, i: usize) -> Result<(), ConfigError> {
         let agent: Box<dyn Agent> = match a {
             AgentConfig::WredRttTuning(c) => Box::new(wred_rtt::WredRtt::build(c, i, self)?),
             AgentConfig::DeadlineReservation(c) => Box::new(deadline::Deadline::build(c, i, self)?),
             AgentConfig::CallAdmission(c) => {
                 let (agent, w) = admission::Admission::build(c, i, self)?;
                 if self.admission[w as usize].is_some() {
-                    return Err("workload: another call_admission agent already admits this workload's transfers".into());
+                    return Err(ConfigError::at("workload", "another call_admission agent already admits this workload's transfers"));
                 }
                 self.admission[w as usize] = Some(self.agents.len() as u32);
                 Box::new(agent)
@@ -429,7 +431,7 @@ impl Simulation {
         };
         let name = agent.name().to_string();
         if self.agents.iter().flatten().any(|a| a.name() == name) {
-            return Err(format!("name: duplicate agent name '{name}'"));
+            return Err(ConfigError::at("name", format!("duplicate agent name '{name}'")));
         }
         let first = agent.first_wake();
         self.agents.push(Some(agent));

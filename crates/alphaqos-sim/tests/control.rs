@@ -368,13 +368,13 @@ fn bad_handles_knobs_and_values_are_refused_with_their_path() {
         c.build().err().expect("refused")
     };
     let e = err(json!([{"wred_rtt_tuning": {"class": "R->H2/rell", "traffic": ["f"]}}]));
-    assert!(e.starts_with("control[0].class: unknown handle 'R->H2/rell'") && e.contains("nearest: R->H2/rel"), "{e}");
+    assert!(e.starts_with("control[0].wred_rtt_tuning.class: unknown handle 'R->H2/rell'") && e.contains("nearest: R->H2/rel"), "{e}");
     let e = err(json!([{"wred_rtt_tuning": {"class": "R->H2", "traffic": ["f"]}}]));
-    assert!(e.starts_with("control[0].class: R->H2 has no knob or measurement 'min_th'"), "{e}");
+    assert!(e.starts_with("control[0].wred_rtt_tuning.class: R->H2 has no knob or measurement 'min_th'"), "{e}");
     let e = err(json!([{"wred_rtt_tuning": {"class": "R->H2/rel", "traffic": ["nope"]}}]));
-    assert!(e.starts_with("control[0].traffic[0]: unknown handle 'nope'"), "{e}");
+    assert!(e.starts_with("control[0].wred_rtt_tuning.traffic[0]: unknown handle 'nope'"), "{e}");
     let e = err(json!([{"deadline_reservation": {"transfer": "f", "deadline_ns": 1}}]));
-    assert!(e.starts_with("control[0].transfer: unknown handle 'f#0'") || e.contains("not a workload"), "{e}");
+    assert!(e.starts_with("control[0].deadline_reservation.transfer: unknown handle 'f#0'") || e.contains("not a workload"), "{e}");
     // Knob values out of range, through the API: one line naming the knob.
     let mut sim = base().build().unwrap();
     let h = sim.handles().resolve("R->H2/rel").unwrap();

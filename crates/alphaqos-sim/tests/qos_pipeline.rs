@@ -148,13 +148,13 @@ fn mdrr_quanta_come_from_the_link_mtu() {
 fn bad_classful_queues_and_policers_are_rejected_with_their_path() {
     let err = |cfg: Cfg| cfg.build().err().expect("rejected");
     let e = err(two_classes(classful("drr", json!({"quantum_bytes": 1500}), json!({"weight": 2})), json!([]), 1500, GBPS));
-    assert!(e.starts_with("links[2].queue_ab: classes[1] (b): weight is not used by the drr scheduler"), "{e}");
+    assert!(e.starts_with("links[2].queue_ab.drr.classes[1].weight: not used by the drr scheduler"), "{e}");
     let trtcm = json!({"trtcm": {"cir_bps": 2 * MBPS, "cbs_bytes": 3000, "pir_bps": MBPS, "pbs_bytes": 3000}});
     let e = err(two_classes(classful("wrr", json!({"weight": 1}), json!({"weight": 1})), b_to_class_1(trtcm), 1500, GBPS));
-    assert!(e.contains("filter[0] (b): policer: trtcm: pir must be at least cir"), "{e}");
+    assert!(e.contains("filter[0].policer.trtcm: trtcm: pir must be at least cir"), "{e}");
     let gred = classful("wrr", json!({"weight": 1, "drop_profile": {"gred": {"red": {"min_th": 5.0, "max_th": 2.0}}}}), json!({"weight": 1}));
     let e = err(two_classes(gred, json!([]), 1500, GBPS));
-    assert!(e.starts_with("links[2].queue_ab: classes[0] (a): gred: red: red: need 0 <= min_th < max_th"), "{e}");
+    assert!(e.starts_with("links[2].queue_ab.wrr.classes[0].drop_profile.gred.red.max_th: must be greater than min_th (5), got 2"), "{e}");
 }
 
 #[test]

@@ -159,19 +159,19 @@ fn completion_times_follow_processor_sharing() {
 fn bad_workloads_are_refused_with_their_path() {
     let err = |w: Value| path(GBPS, MS, 100, S).workload(w).build().err().expect("refused");
     let e = err(json!({"name": "x", "poisson": {"rate_per_s": 1.0, "pairs": {"list": [["H1", "H2"]]}, "size": {"pareto": {"shape": 1.0, "mean_bytes": 8000.0}}}}));
-    assert!(e.starts_with("workloads[0]: poisson.size.pareto.shape: must be above 1"), "{e}");
+    assert!(e.starts_with("workloads[0].poisson.size.pareto.shape: must be above 1"), "{e}");
     let e = err(json!({"name": "x", "poisson": {"rate_per_s": -2.0, "pairs": {"list": [["H1", "H2"]]}, "size": {"fixed": {"bytes": 10}}}}));
-    assert!(e.contains("workloads[0]: poisson.rate_per_s: must be positive"), "{e}");
+    assert!(e.contains("workloads[0].poisson.rate_per_s: must be positive"), "{e}");
     let e = err(json!({"name": "x", "poisson": {"rate_per_s": 1.0, "pairs": {"list": [["H1", "H2"]]}, "size": {"empirical": {"cdf": [[10, 0.5], [20, 0.2], [30, 1]]}}}}));
-    assert!(e.contains("workloads[0]: poisson.size.empirical.cdf[1]: the CDF is not monotone"), "{e}");
+    assert!(e.contains("workloads[0].poisson.size.empirical.cdf[1]: the CDF is not monotone"), "{e}");
     let e = err(json!({"name": "x", "transfer": {"src": "H1", "dst": "R", "size_bytes": 10}}));
-    assert!(e.contains("workloads[0]: transfer.dst: 'R' is a router"), "{e}");
+    assert!(e.contains("workloads[0].transfer.dst: 'R' is a router"), "{e}");
     // Unconnected hosts.
     let cfg = path(GBPS, MS, 100, S).host("H3");
     let e = cfg.workload(transfer("x", 10, 1, json!({}))).workload(json!({"name": "y", "transfer": {"src": "H1", "dst": "H3", "size_bytes": 10}})).build().err().unwrap();
     assert!(e.contains("workloads[1]: no path from 'H1' to 'H3'"), "{e}");
     let e = err(json!({"name": "x", "streams": 0, "transfer": {"src": "H1", "dst": "H2", "size_bytes": 10}}));
-    assert!(e.contains("workloads[0]: streams"), "{e}");
+    assert!(e.contains("workloads[0].streams"), "{e}");
 }
 
 #[test]

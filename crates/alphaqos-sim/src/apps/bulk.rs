@@ -23,6 +23,7 @@
 //!   wait for the delayed-ACK timer.
 
 use super::{App, End, Report, TcpCounters};
+use crate::error::{ConfigError, Whole};
 use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::units::DataRate;
 use crate::config::TcpConfig;
@@ -83,20 +84,18 @@ pub struct BulkTcp {
 }
 
 impl BulkTcp {
-    pub fn new(cfg: &TcpConfig) -> Result<Self, String> {
+    /// A connection of the TCP options `cfg`; a problem is located below them.
+    pub fn new(cfg: &TcpConfig) -> Result<Self, ConfigError> {
         if cfg.mss_bytes == 0 {
-            return Err("mss_bytes must be positive".into());
-        }
-        if cfg.rto_style != "linux" && cfg.rto_style != "rfc6298" {
-            return Err(format!("rto_style: '{}' is neither linux nor rfc6298", cfg.rto_style));
+            return Err(ConfigError::at("mss_bytes", "must be positive"));
         }
         if cfg.rack && !cfg.sack {
-            return Err("rack needs sack".into());
+            return Err(ConfigError::at("rack", "RACK loss detection needs sack: true"));
         }
         if cfg.dupthresh == 0 {
-            return Err("dupthresh must be at least 1".into());
+            return Err(ConfigError::at("dupthresh", "must be at least 1"));
         }
-        let host = cfg.host()?;
+        let host = cfg.host();
         let mut receiver = TcpReceiver::new(cfg);
         receiver.set_quickack(cfg.quickack_segments.unwrap_or(0));
         receiver.set_linux(host.dsack, host.quickack_after_dup);
@@ -104,7 +103,7 @@ impl BulkTcp {
             receiver.set_gro(Duration(host.napi_interval_ns), host.ts_tick_ns);
         }
         Ok(BulkTcp {
-            sender: TcpSender::new(cfg, cc::build(&cfg.cc, &cfg.cc_params, cfg.mss_bytes as u64)?),
+            sender: TcpSender::new(cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).at("cc_params")?),
             receiver,
             handshake: None,
             writer: None,

@@ -36,6 +36,7 @@
 
 use super::deadline::Deadline;
 use super::{Agent, Control, Handle, Target, World};
+use crate::error::{ConfigError, Whole};
 use crate::config::{AdmissionConfig, ColorAction, FilterTermConfig, PolicerConfig};
 use crate::metrics::{Column, Table};
 use crate::packet::{PROTO_TCP, TCP_HEADER_BYTES};
@@ -95,45 +96,46 @@ struct Booked {
 }
 
 impl Admission {
-    pub fn build(c: &AdmissionConfig, i: usize, sim: &mut dyn World) -> Result<(Admission, u32), String> {
-        let h = sim.handles().resolve(&c.workload).map_err(|e| format!("workload: {e}"))?;
+    pub fn build(c: &AdmissionConfig, i: usize, sim: &mut dyn World) -> Result<(Admission, u32), ConfigError> {
+        let h = sim.handles().resolve(&c.workload).at("workload")?;
         let Target::Workload(w) = *sim.handles().target(h) else {
-            return Err(format!("workload: '{}' is not a workload", c.workload));
+            return Err(ConfigError::at("workload", format!("'{}' is not a workload", c.workload)));
         };
         match (c.rate_bps, c.duration_ns, c.deadline_ns) {
-            (Some(0), _, _) => return Err("rate_bps: must be positive".into()),
-            (_, _, Some(0)) => return Err("deadline_ns: must be positive".into()),
-            (_, Some(0), _) => return Err("duration_ns: must be positive".into()),
+            (Some(0), _, _) => return Err(ConfigError::at("rate_bps", "must be positive")),
+            (_, _, Some(0)) => return Err(ConfigError::at("deadline_ns", "must be positive")),
+            (_, Some(0), _) => return Err(ConfigError::at("duration_ns", "must be positive")),
             (Some(_), _, None) | (None, None, Some(_)) => {}
-            _ => return Err("give rate_bps (and optionally duration_ns), or deadline_ns".into()),
+            _ => return Err(ConfigError::new("give rate_bps (and optionally duration_ns), or deadline_ns")),
         }
         if !(c.margin >= 1.0 && c.margin.is_finite()) {
-            return Err(format!("margin: must be at least 1, got {}", c.margin));
+            return Err(ConfigError::at("margin", format!("must be at least 1, got {}", c.margin)));
         }
         if !(c.capacity_fraction > 0.0 && c.capacity_fraction <= 1.0) {
-            return Err(format!("capacity_fraction: must be in (0, 1], got {}", c.capacity_fraction));
+            return Err(ConfigError::at("capacity_fraction", format!("must be in (0, 1], got {}", c.capacity_fraction)));
         }
         if c.interval_ns == 0 {
-            return Err("interval_ns: must be positive".into());
+            return Err(ConfigError::at("interval_ns", "must be positive"));
         }
         let edge = match &c.edge {
             None => None,
             Some(n) => {
-                let (id, router) = sim.node(n).ok_or_else(|| format!("edge: unknown node '{n}'"))?;
+                let (id, router) = sim.node(n).ok_or_else(|| ConfigError::at("edge", format!("unknown node '{n}'")))?;
                 if !router {
-                    return Err(format!("edge: '{n}' is a host; policers run on routers"));
+                    return Err(ConfigError::at("edge", format!("'{n}' is a host; policers run on routers")));
                 }
                 Some(id)
             }
         };
         if c.reservation && c.deadline_ns.is_none() {
-            return Err("reservation: needs deadline_ns".into());
+            return Err(ConfigError::at("reservation", "needs deadline_ns"));
         }
         let wl = sim.workload_info(w);
         let base_cc = &wl.base_cc;
         if c.reservation && base_cc != "base_flow" {
-            return Err(format!(
-                "reservation: the reservation sets ctr_bps, which needs the base_flow congestion control on the first stream (it uses {base_cc})"
+            return Err(ConfigError::at(
+                "reservation",
+                format!("the reservation sets ctr_bps, which needs the base_flow congestion control on the first stream (it uses {base_cc})"),
             ));
         }
         let mss = wl.mss_bytes as f64;
@@ -266,7 +268,7 @@ impl Agent for Admission {
                 .iter()
                 .enumerate()
                 .skip(1)
-                .map(|(s, &p)| FilterTermConfig { name: format!("{term}-s{s}"), src_port: Some((p, p)), policer: None, loss_priority: Some("high".into()), ..base.clone() })
+                .map(|(s, &p)| FilterTermConfig { name: format!("{term}-s{s}"), src_port: Some((p, p)), policer: None, loss_priority: Some(crate::config::LossPriority::High), ..base.clone() })
                 .collect();
             for cfg in extra.iter().chain(std::iter::once(&base)) {
                 ctl.add_policer_term(node, cfg).expect("a valid policing term");

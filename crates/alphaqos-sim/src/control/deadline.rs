@@ -29,6 +29,7 @@
 //! reservation at most 1.1 x size / deadline on a path with CBR background).
 
 use super::{Agent, Control, Handle, Target, World};
+use crate::error::{ConfigError, Whole};
 use crate::config::DeadlineConfig;
 use crate::metrics::{Column, Table};
 use crate::packet::TCP_HEADER_BYTES;
@@ -67,28 +68,28 @@ pub struct Deadline {
 }
 
 impl Deadline {
-    pub fn build(c: &DeadlineConfig, i: usize, sim: &mut dyn World) -> Result<Deadline, String> {
+    pub fn build(c: &DeadlineConfig, i: usize, sim: &mut dyn World) -> Result<Deadline, ConfigError> {
         let name = if c.transfer.contains('#') { c.transfer.clone() } else { format!("{}#0", c.transfer) };
-        let h = sim.handles().resolve(&name).map_err(|e| format!("transfer: {e}"))?;
+        let h = sim.handles().resolve(&name).at("transfer")?;
         let Target::Transfer(w, _) = *sim.handles().target(h) else {
-            return Err(format!("transfer: '{}' is not a workload's transfer", c.transfer));
+            return Err(ConfigError::at("transfer", format!("'{}' is not a workload's transfer", c.transfer)));
         };
-        sim.check_knob(h, "ctr_bps").map_err(|e| format!("transfer: {e}"))?;
+        sim.check_knob(h, "ctr_bps").at("transfer")?;
         if c.deadline_ns == 0 {
-            return Err("deadline_ns: must be positive".into());
+            return Err(ConfigError::at("deadline_ns", "must be positive"));
         }
         if !(c.margin >= 1.0 && c.margin.is_finite()) {
-            return Err(format!("margin: must be at least 1, got {}", c.margin));
+            return Err(ConfigError::at("margin", format!("must be at least 1, got {}", c.margin)));
         }
         if c.interval_ns == 0 {
-            return Err("interval_ns: must be positive".into());
+            return Err(ConfigError::at("interval_ns", "must be positive"));
         }
         let policer = match &c.policer {
             None => None,
             Some(p) => {
-                let ph = sim.handles().resolve(p).map_err(|e| format!("policer: {e}"))?;
+                let ph = sim.handles().resolve(p).at("policer")?;
                 let knob = ["rate_bps", "cir_bps"].into_iter().find(|k| sim.check_knob(ph, k).is_ok());
-                Some((ph, knob.ok_or_else(|| format!("policer: '{p}' has no policer with rate_bps or cir_bps"))?))
+                Some((ph, knob.ok_or_else(|| ConfigError::at("policer", format!("'{p}' has no policer with rate_bps or cir_bps")))?))
             }
         };
         let wl = sim.workload_info(w);

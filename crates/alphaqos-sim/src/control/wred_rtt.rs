@@ -44,6 +44,7 @@
 //! bit for bit (`tests/test_control.py`).
 
 use super::{Agent, Control, Handle, Target, World};
+use crate::error::{ConfigError, Whole};
 use crate::config::{WredRttConfig, DEFAULT_WRED_MAX_P};
 use crate::knob::COLORS;
 use crate::time::{Duration, SimTime};
@@ -66,23 +67,23 @@ pub struct WredRtt {
 }
 
 impl WredRtt {
-    pub fn build(c: &WredRttConfig, i: usize, sim: &mut dyn World) -> Result<WredRtt, String> {
+    pub fn build(c: &WredRttConfig, i: usize, sim: &mut dyn World) -> Result<WredRtt, ConfigError> {
         if c.interval_ns == 0 {
-            return Err("interval_ns: must be positive".into());
+            return Err(ConfigError::at("interval_ns", "must be positive"));
         }
         if let Some(p) = c.max_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
-            return Err(format!("max_p: must be in (0, 1], got {p}"));
+            return Err(ConfigError::at("max_p", format!("must be in (0, 1], got {p}")));
         }
         if !(0.0..1.0).contains(&c.min_fraction) {
-            return Err(format!("min_fraction: must be in [0, 1), got {}", c.min_fraction));
+            return Err(ConfigError::at("min_fraction", format!("must be in [0, 1), got {}", c.min_fraction)));
         }
-        let class = sim.handles().resolve(&c.class).map_err(|e| format!("class: {e}"))?;
+        let class = sim.handles().resolve(&c.class).at("class")?;
         let iface = match *sim.handles().target(class) {
             Target::Iface(i) | Target::Class(i, _) => i,
-            _ => return Err(format!("class: '{}' is not a class or an interface", c.class)),
+            _ => return Err(ConfigError::at("class", format!("'{}' is not a class or an interface", c.class))),
         };
         for k in ["min_th", "max_th", "max_p"] {
-            sim.check_knob(class, k).map_err(|e| format!("class: {e}"))?;
+            sim.check_knob(class, k).at("class")?;
         }
         // The profile's curves, by colour, and their max_th.
         let found: Vec<(String, f64)> =
@@ -92,20 +93,21 @@ impl WredRtt {
             [(_, first), ..] => found.iter().map(|(s, m)| (s.clone(), m / first)).collect(),
         };
         if c.traffic.is_empty() {
-            return Err("traffic: name at least one flow or workload".into());
+            return Err(ConfigError::at("traffic", "name at least one flow or workload"));
         }
         let mut traffic = Vec::new();
         for (j, t) in c.traffic.iter().enumerate() {
-            let h = sim.handles().resolve(t).map_err(|e| format!("traffic[{j}]: {e}"))?;
+            let traffic_err = |msg: String| ConfigError::at(j, msg).with_outer("traffic");
+            let h = sim.handles().resolve(t).map_err(traffic_err)?;
             if !matches!(sim.handles().target(h), Target::Flow(_) | Target::Workload(_)) {
-                return Err(format!("traffic[{j}]: '{t}' is not a flow or a workload"));
+                return Err(traffic_err(format!("'{t}' is not a flow or a workload")));
             }
-            sim.check_knob(h, "rtt_samples").map_err(|e| format!("traffic[{j}]: {e} (only TCP traffic has RTT samples)"))?;
+            sim.check_knob(h, "rtt_samples").map_err(|e| traffic_err(format!("{e} (only TCP traffic has RTT samples)")))?;
             traffic.push(h);
         }
         let (link_rate, link_mtu) = sim.iface_rate_mtu(iface);
         let rate_bps = match c.rate_bps {
-            Some(0) => return Err("rate_bps: must be positive".into()),
+            Some(0) => return Err(ConfigError::at("rate_bps", "must be positive")),
             Some(r) => r as f64,
             None => sim.get(class, "transmit_rate_bps").unwrap_or(link_rate as f64),
         };

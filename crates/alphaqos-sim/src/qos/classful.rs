@@ -1,5 +1,5 @@
-//! Building a classful egress and its drop profiles from the engine
-//! configuration (`docs/engine-config.md`, queue kinds `strict_priority`,
+//! The classful egress and its drop profiles as the engine
+//! configuration gives them (built in [`super::build`]) (`docs/engine-config.md`, queue kinds `strict_priority`,
 //! `wrr`, `drr`, `mdrr`, and every class's `drop_profile`).
 //!
 //! What it does: checks each class's fields against the scheduler chosen
@@ -27,15 +27,7 @@
 //! missing fields rejected by name; every drop-profile form built, bad
 //! values rejected); `tests/qos_pipeline.rs` runs them in a simulation.
 
-use super::aqm::red::RedParams;
-use super::aqm::color_red::{CiscoThresholds, CiscoWredParams, ColorRed};
-use super::aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
-use super::aqm::rio::{Rio, RioParams};
-use super::fifo::Limit;
-use super::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
-use super::sched::{drr::Drr, prio::StrictPriority, wrr::Wrr, BufferSize, ClassSpec, Scheduled, Scheduler};
-use super::DropProfile;
-use crate::config::{ClassfulClassConfig, ClassfulConfig, DropProfileConfig, LowLatency, RedConfig};
+use crate::config::ClassfulClassConfig;
 
 /// Which scheduler serves the classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +39,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::StrictPriority => "strict_priority",
             Kind::Wrr => "wrr",
@@ -57,7 +49,7 @@ impl Kind {
     }
     /// The class fields this scheduler uses; all are required but
     /// `low_latency`.
-    fn fields(self) -> &'static [&'static str] {
+    pub(crate) fn fields(self) -> &'static [&'static str] {
         match self {
             Kind::StrictPriority => &["priority"],
             Kind::Wrr => &["weight"],
@@ -68,7 +60,7 @@ impl Kind {
 }
 
 /// The scheduler fields a class sets.
-fn fields_set(k: &ClassfulClassConfig) -> Vec<&'static str> {
+pub(crate) fn fields_set(k: &ClassfulClassConfig) -> Vec<&'static str> {
     let set = [
         ("priority", k.priority.is_some()),
         ("weight", k.weight.is_some()),
@@ -78,106 +70,12 @@ fn fields_set(k: &ClassfulClassConfig) -> Vec<&'static str> {
     set.iter().filter(|(_, s)| *s).map(|(f, _)| *f).collect()
 }
 
-/// The queue of `c` behind a `kind` scheduler on an interface of MTU `mtu`.
-pub fn build(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Scheduled, String> {
-    if c.excess.is_some() {
-        return Err(format!("excess: only the junos scheduler shares an excess (not {})", kind.as_str()));
-    }
-    let buffer = Limit::from_opts(c.buffer_pkts, c.buffer_bytes);
-    let mut specs = Vec::with_capacity(c.classes.len());
-    let mut llq: Option<Llq> = None;
-    for (i, k) in c.classes.iter().enumerate() {
-        let at = |e: String| format!("classes[{i}] ({}): {e}", k.name);
-        let set = fields_set(k);
-        if let Some(f) = set.iter().find(|f| !kind.fields().contains(f)) {
-            return Err(at(format!("{f} is not used by the {} scheduler (it takes: {})", kind.as_str(), kind.fields().join(", "))));
-        }
-        if let Some(f) = kind.fields().iter().find(|f| **f != "low_latency" && !set.contains(f)) {
-            return Err(at(format!("the {} scheduler needs {f}", kind.as_str())));
-        }
-        if let Some(mode) = k.low_latency {
-            if let Some(other) = llq {
-                return Err(at(format!("only one low-latency queue per interface, classes[{}] is one already", other.class)));
-            }
-            let mode = match mode {
-                LowLatency::Strict => LlqMode::Strict,
-                LowLatency::Alternate => LlqMode::Alternate,
-            };
-            llq = Some(Llq { class: i, mode });
-        }
-        let limit = BufferSize::Percent(k.buffer_percent).resolve(buffer).map_err(at)?;
-        let profile = k.drop_profile.as_ref().map(build_drop_profile).transpose().map_err(at)?;
-        let child = super::class_child(profile, k.child.as_ref(), mtu).map_err(at)?;
-        specs.push(ClassSpec::new(k.name.clone(), limit).with_child(child));
-    }
-    let total: f64 = c.classes.iter().map(|k| k.buffer_percent).sum();
-    if total > 100.0 + 1e-9 {
-        return Err(format!("buffer_percent adds up to {total} %, more than 100 %"));
-    }
-    let classes = &c.classes;
-    let sched: Box<dyn Scheduler> = match kind {
-        Kind::StrictPriority => Box::new(StrictPriority::new(classes.iter().map(|k| k.priority.unwrap()).collect())),
-        Kind::Wrr => Box::new(Wrr::new(classes.iter().map(|k| k.weight.unwrap()).collect())?),
-        Kind::Drr => Box::new(Drr::new(classes.iter().map(|k| k.quantum_bytes.unwrap()).collect())?),
-        Kind::Mdrr => {
-            let quanta = classes
-                .iter()
-                .enumerate()
-                .map(|(i, k)| quantum_from_weight(k.weight.unwrap(), mtu).map_err(|e| format!("classes[{i}] ({}): {e}", k.name)))
-                .collect::<Result<_, _>>()?;
-            Box::new(Mdrr::new(quanta, llq)?)
-        }
-    };
-    Scheduled::new(specs, sched)
-}
-
-/// A class's early-drop profile.
-pub fn build_drop_profile(d: &DropProfileConfig) -> Result<Box<dyn DropProfile>, String> {
-    Ok(match d {
-        DropProfileConfig::Curves(per) => {
-            let curve = |c: Option<&Vec<(f64, f64)>>| c.map(|p| DropCurve::junos(p)).transpose();
-            let [g, y, r] = per.as_array();
-            let curves = [curve(g)?, curve(y)?, curve(r)?];
-            if curves.iter().all(Option::is_none) {
-                return Err("drop_profile.curves: give a curve for at least one colour".into());
-            }
-            Box::new(PiecewiseWred::new(PiecewiseWredParams { measure: FillMeasure::JUNOS, curves })?)
-        }
-        DropProfileConfig::CiscoWred(c) => {
-            let t = |x: Option<&crate::config::CiscoThresholdConfig>| x.map(|t| CiscoThresholds { min_th: t.min_th, max_th: t.max_th, max_p: t.max_p });
-            let [g, y, r] = c.per_color.as_array();
-            let p = CiscoWredParams { per_color: [t(g), t(y), t(r)], exp_weight: c.exp_weight, mean_pkt_bytes: c.mean_pkt_bytes };
-            Box::new(ColorRed::cisco(&p)?)
-        }
-        DropProfileConfig::Rio(c) => {
-            let in_profile = red_curve(&c.in_profile).map_err(|e| format!("rio: in_profile: {e}"))?;
-            let out_profile = red_curve(&c.out_profile).map_err(|e| format!("rio: out_profile: {e}"))?;
-            Box::new(Rio::new(RioParams { in_profile, out_profile })?)
-        }
-        DropProfileConfig::Gred(per) => {
-            let colors = ["green", "yellow", "red"];
-            let mut curves: [Option<RedParams>; 3] = [None, None, None];
-            for (i, c) in per.as_array().into_iter().enumerate() {
-                curves[i] = c.map(red_curve).transpose().map_err(|e| format!("gred: {}: {e}", colors[i]))?;
-            }
-            Box::new(ColorRed::gred(curves)?)
-        }
-    })
-}
-
-/// RED parameters of one curve of a profile: the class's own buffer is the
-/// limit, so the curve may not set one.
-fn red_curve(c: &RedConfig) -> Result<RedParams, String> {
-    if c.limit_pkts.is_some() || c.limit_bytes.is_some() {
-        return Err("limit_pkts/limit_bytes are not used here: the class buffer is the limit".into());
-    }
-    RedParams::from_config(c)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::config::QueueConfig;
+    use super::super::build::build_drop_profile;
+    use super::super::fifo::Limit;
+    use super::super::DropProfile;
+    use crate::config::{DropProfileConfig, QueueConfig};
     use crate::packet::{Color, Packet};
     use crate::qos::{Dequeued, Qdisc, QueueCtx};
     use crate::rng::Rng;
@@ -187,7 +85,7 @@ mod tests {
 
     fn queue(v: serde_json::Value) -> Result<Box<dyn Qdisc>, String> {
         let cfg: QueueConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        crate::qos::build(&cfg, 1500).map(|q| Box::new(q) as Box<dyn Qdisc>)
+        crate::qos::build(&cfg, 1500).map(|q| Box::new(q) as Box<dyn Qdisc>).map_err(|e| e.to_string())
     }
 
     fn drain(q: &mut dyn Qdisc, load: &[(u8, u32)]) -> Vec<u8> {
@@ -239,15 +137,15 @@ mod tests {
     fn fields_are_checked_against_the_scheduler() {
         let err = |v| queue(v).err().expect("rejected");
         let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "priority": 3})));
-        assert!(e.contains("classes[1] (b): priority is not used by the wrr scheduler"), "{e}");
+        assert!(e.contains("wrr.classes[1].priority: not used by the wrr scheduler"), "{e}");
         let e = err(two("drr", json!({"quantum_bytes": 1500}), json!({})));
-        assert!(e.contains("classes[1] (b): the drr scheduler needs quantum_bytes"), "{e}");
+        assert!(e.contains("drr.classes[1]: the drr scheduler needs quantum_bytes"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 1})));
-        assert!(e.contains("low_latency is not used by the wrr"), "{e}");
+        assert!(e.contains("low_latency: not used by the wrr"), "{e}");
         let e = err(two("mdrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 2, "low_latency": "alternate"})));
         assert!(e.contains("only one low-latency queue"), "{e}");
         let e = err(two("mdrr", json!({"weight": 0}), json!({"weight": 2})));
-        assert!(e.contains("classes[0] (a): mdrr: weight must be in 1..=2048"), "{e}");
+        assert!(e.contains("mdrr.classes[0].weight: mdrr: weight must be in 1..=2048"), "{e}");
         assert!(err(two("wrr", json!({"weight": 0}), json!({"weight": 1}))).contains("at least 1 packet"));
         assert!(err(two("drr", json!({"quantum_bytes": 0}), json!({"quantum_bytes": 1}))).contains("quanta[0]"));
         assert!(err(two("wrr", json!({"weight": 1, "bogus": 1}), json!({"weight": 1}))).contains("bogus"));
@@ -258,7 +156,7 @@ mod tests {
 
     fn profile(v: serde_json::Value) -> Result<Box<dyn DropProfile>, String> {
         let cfg: DropProfileConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        build_drop_profile(&cfg)
+        build_drop_profile(&cfg).map_err(|e| e.to_string())
     }
 
     /// Early drops out of `n` arrivals of `color` at a queue held at `held` packets of 100 B.
@@ -295,12 +193,12 @@ mod tests {
         assert!(err(json!({"curves": {}})).contains("at least one colour"));
         assert!(err(json!({"curves": {"red": [[50, 10], [40, 20]]}})).contains("fill levels must increase"));
         let e = err(json!({"cisco_wred": {"per_color": {"green": {"min_th": 40, "max_th": 20, "max_p": 0.1}}}}));
-        assert!(e.contains("min_th < max_th"), "{e}");
+        assert!(e.contains("max_th: must be greater than min_th (40), got 20"), "{e}");
         assert!(err(json!({"cisco_wred": {"exp_weight": 31, "per_color": {}}})).contains("exp_weight"));
         let e = err(json!({"rio": {"in_profile": {"min_th": 1, "max_th": 2, "max_p": 2.0}, "out_profile": {"min_th": 1, "max_th": 2}}}));
-        assert!(e.contains("rio: in_profile: red: max_p"), "{e}");
+        assert!(e.contains("rio.in_profile.max_p: must be in (0, 1]"), "{e}");
         let e = err(json!({"gred": {"red": {"min_th": 1, "max_th": 2, "limit_pkts": 5}}}));
-        assert!(e.contains("gred: red: limit_pkts"), "{e}");
+        assert!(e.contains("gred.red.limit_pkts: not used here"), "{e}");
         assert!(err(json!({"gred": {}})).contains("at least one colour"));
         assert!(err(json!({"curves": {"red": [[0, 0]]}, "gred": {}})).len() > 0);
     }
@@ -328,13 +226,13 @@ mod tests {
         assert_eq!((q.backlog().pkts, ctx.dropped.map_or(0, |d| d.len())), (34, 26));
         let err = |v| queue(v).err().expect("rejected");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"target_ns": 200_000_000}}}), json!({"weight": 1})));
-        assert!(e.contains("classes[0] (a): child: fq_codel: codel: target"), "{e}");
+        assert!(e.contains("wrr.classes[0].child.fq_codel: fq_codel: codel: target"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fifo": {}}, "drop_profile": {"curves": {"red": [[0, 0], [100, 100]]}}}), json!({"weight": 1})));
-        assert!(e.contains("classes[0] (a): give a drop profile"), "{e}");
+        assert!(e.contains("wrr.classes[0].child: give a drop profile"), "{e}");
         let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "child": {"red": {"min_th": 5, "max_th": 15, "limit_pkts": 9}}})));
-        assert!(e.contains("classes[1] (b): child: red: limit_pkts"), "{e}");
+        assert!(e.contains("wrr.classes[1].child.red.limit_pkts: not used here"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"quantum_bytes": 0}}}), json!({"weight": 1})));
-        assert!(e.contains("classes[0] (a): child: fq_codel: quantum"), "{e}");
+        assert!(e.contains("wrr.classes[0].child.fq_codel: fq_codel: quantum"), "{e}");
         assert!(err(two("wrr", json!({"weight": 1, "child": {"codel": {}}}), json!({"weight": 1}))).contains("codel"));
         // HTB: a leaf holds a child, an inner class cannot.
         let htb = |child_of: &str| {
@@ -347,7 +245,7 @@ mod tests {
         };
         assert!(htb("1:10").is_ok());
         let e = htb("1:1").err().unwrap();
-        assert!(e.contains("classes[0] (\"1:1\"): an inner class holds no packets"), "{e}");
+        assert!(e.contains("htb: htb: classes[0] (\"1:1\"): an inner class holds no packets"), "{e}");
         // Junos: a class's child; curves and a child exclude each other.
         let junos = |extra: serde_json::Value| {
             let mut c = json!({"name": "be", "transmit_rate_remainder": true, "priority": "low", "buffer_percent": 100.0});
@@ -356,7 +254,7 @@ mod tests {
         };
         assert!(junos(json!({"child": {"sfq": {}}})).is_ok());
         let e = junos(json!({"child": {"sfq": {}}, "drop_red": [[0, 0], [100, 100]]})).err().unwrap();
-        assert!(e.contains("classes[0] (be): give a drop profile"), "{e}");
+        assert!(e.contains("junos.classes[0].child: give a drop profile"), "{e}");
         // Link-level queues.
         assert!(queue(json!({"fq_codel": {"limit_pkts": 100, "target_ns": 1_000_000, "interval_ns": 20_000_000}})).is_ok());
         assert!(queue(json!({"sfq": {"quantum_bytes": 3000}})).is_ok());

@@ -29,7 +29,8 @@
 //! parameter errors with their reason; the policed classes end to end in
 //! `tests/qos_pipeline.rs` and the Python scenario tests.
 
-use crate::config::{ColorAction, FilterTermConfig, PolicerConfig};
+use crate::config::{ColorAction, FilterTermConfig, LossPriority, PolicerConfig};
+use crate::error::{ConfigError, Outer, Whole};
 use crate::packet::{Color, Packet};
 use crate::qos::meter::single_rate::{SingleRate, SingleRateParams};
 use crate::qos::meter::srtcm::{Srtcm, SrtcmParams};
@@ -101,12 +102,10 @@ pub enum Discarded {
 }
 
 impl Filter {
-    pub fn new(cfg: &[FilterTermConfig]) -> Result<Filter, String> {
-        let terms = cfg
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Term::new(t).map_err(|e| format!("filter[{i}] ({}): {e}", t.name)))
-            .collect::<Result<_, _>>()?;
+    /// The filter of the terms `cfg`; an error is located at its term
+    /// (`[2].policer.trtcm`).
+    pub fn new(cfg: &[FilterTermConfig]) -> Result<Filter, ConfigError> {
+        let terms = cfg.iter().enumerate().map(|(i, t)| Term::new(t).outer(i)).collect::<Result<_, _>>()?;
         Ok(Filter { terms })
     }
 
@@ -151,7 +150,7 @@ impl Filter {
 impl Filter {
     /// Insert a term built from `cfg` at position `at`.
     pub fn insert_term(&mut self, at: usize, cfg: &FilterTermConfig) -> Result<(), String> {
-        let t = Term::new(cfg)?;
+        let t = Term::new(cfg).map_err(|e| e.to_string())?;
         self.terms.insert(at.min(self.terms.len()), t);
         Ok(())
     }
@@ -168,23 +167,21 @@ impl Term {
         self.policer.as_mut()
     }
 
-    fn new(c: &FilterTermConfig) -> Result<Term, String> {
-        let prefix = |p: &Option<String>| p.as_deref().map(Prefix::parse).transpose();
-        let policer = c.policer.as_ref().map(build_policer).transpose().map_err(|e| format!("policer: {e}"))?;
+    fn new(c: &FilterTermConfig) -> Result<Term, ConfigError> {
+        let prefix = |p: &Option<String>, key: &str| p.as_deref().map(Prefix::parse).transpose().at(key);
+        let policer = c.policer.as_ref().map(build_policer).transpose().outer("policer")?;
         Ok(Term {
             name: c.name.clone(),
-            src: prefix(&c.src)?,
-            dst: prefix(&c.dst)?,
+            src: prefix(&c.src, "src")?,
+            dst: prefix(&c.dst, "dst")?,
             proto: c.proto,
-            src_port: port_range(c.src_port, "src_port")?,
-            dst_port: port_range(c.dst_port, "dst_port")?,
-            dscp: c.dscp.as_deref().map(dscp_set).transpose()?,
-            loss_priority: match c.loss_priority.as_deref() {
-                None => None,
-                Some("low") => Some(Color::Green),
-                Some("high") => Some(Color::Red),
-                Some(other) => return Err(format!("loss_priority: expected \"low\" or \"high\", got {other:?}")),
-            },
+            src_port: port_range(c.src_port).at("src_port")?,
+            dst_port: port_range(c.dst_port).at("dst_port")?,
+            dscp: c.dscp.as_deref().map(dscp_set).transpose().at("dscp")?,
+            loss_priority: c.loss_priority.map(|l| match l {
+                LossPriority::Low => Color::Green,
+                LossPriority::High => Color::Red,
+            }),
             fclass: c.fclass,
             policer,
             discard: c.discard,
@@ -208,20 +205,20 @@ impl Term {
     }
 }
 
-fn port_range(r: Option<(u16, u16)>, what: &str) -> Result<Option<(u16, u16)>, String> {
+fn port_range(r: Option<(u16, u16)>) -> Result<Option<(u16, u16)>, String> {
     match r {
-        Some((lo, hi)) if lo > hi => Err(format!("{what}: range [{lo}, {hi}] is empty")),
+        Some((lo, hi)) if lo > hi => Err(format!("range [{lo}, {hi}] is empty")),
         r => Ok(r),
     }
 }
 
 fn dscp_set(codes: &[u8]) -> Result<u64, String> {
     if codes.is_empty() {
-        return Err("dscp: give at least one code point".into());
+        return Err("give at least one code point".into());
     }
     codes.iter().try_fold(0u64, |set, &d| {
         if d > 63 {
-            Err(format!("dscp: {d} is not a DiffServ code point (0..63)"))
+            Err(format!("{d} is not a DiffServ code point (0..63)"))
         } else {
             Ok(set | 1 << d)
         }
@@ -230,33 +227,33 @@ fn dscp_set(codes: &[u8]) -> Result<u64, String> {
 
 /// The policer of a term: exactly one meter (single-rate, srTCM, trTCM)
 /// and an action per colour. A green packet is always transmitted.
-fn build_policer(p: &PolicerConfig) -> Result<Policer, String> {
+fn build_policer(p: &PolicerConfig) -> Result<Policer, ConfigError> {
     let single = p.rate_bps.is_some() || p.burst_bytes.is_some() || p.out_of_profile.is_some();
     let forms = [("rate_bps/burst_bytes/out_of_profile", single), ("srtcm", p.srtcm.is_some()), ("trtcm", p.trtcm.is_some())];
     let given: Vec<&str> = forms.iter().filter(|f| f.1).map(|f| f.0).collect();
     if given.len() != 1 {
-        return Err(format!("give exactly one meter: rate_bps/burst_bytes/out_of_profile (single rate), srtcm or trtcm; got {}", if given.is_empty() { "none".into() } else { given.join(" and ") }));
+        return Err(ConfigError::new(format!("give exactly one meter: rate_bps/burst_bytes/out_of_profile (single rate), srtcm or trtcm; got {}", if given.is_empty() { "none".into() } else { given.join(" and ") })));
     }
     let mode = if p.color_aware { ColorMode::Aware } else { ColorMode::Blind };
     if single {
         if p.color_aware || p.yellow.is_some() || p.red.is_some() {
-            return Err("color_aware, yellow and red belong to the three-colour meters (srtcm, trtcm); the single-rate policer takes out_of_profile".into());
+            return Err(ConfigError::new("color_aware, yellow and red belong to the three-colour meters (srtcm, trtcm); the single-rate policer takes out_of_profile"));
         }
         let (Some(rate), Some(burst), Some(oop)) = (p.rate_bps, p.burst_bytes, p.out_of_profile) else {
-            return Err("the single-rate policer needs rate_bps, burst_bytes and out_of_profile".into());
+            return Err(ConfigError::new("the single-rate policer needs rate_bps, burst_bytes and out_of_profile"));
         };
-        let profile = SingleRateParams { rate: DataRate(rate), burst_size: burst }.profile()?;
+        let profile = SingleRateParams { rate: DataRate(rate), burst_size: burst }.profile().at("burst_bytes")?;
         let meter = Box::new(SingleRate::new(profile, ColorMode::Blind));
         return Ok(Policer::new(meter, [PolicerAction::Transmit, PolicerAction::Transmit, action(oop)]));
     }
     let meter: Box<dyn Meter> = match (p.srtcm, p.trtcm) {
         (Some(s), _) => {
             let params = SrtcmParams { cir: DataRate(s.cir_bps), cbs: s.cbs_bytes, ebs: s.ebs_bytes };
-            Box::new(Srtcm::new(params.profile()?, mode))
+            Box::new(Srtcm::new(params.profile().at("srtcm")?, mode))
         }
         (_, Some(t)) => {
             let params = TrtcmParams { pir: DataRate(t.pir_bps), pbs: t.pbs_bytes, cir: DataRate(t.cir_bps), cbs: t.cbs_bytes };
-            Box::new(Trtcm::new(params.profile()?, mode))
+            Box::new(Trtcm::new(params.profile().at("trtcm")?, mode))
         }
         _ => unreachable!("one form given"),
     };
@@ -337,17 +334,19 @@ mod tests {
             (serde_json::json!({"name": "x", "dscp": [64]}), "not a DiffServ code point"),
             (serde_json::json!({"name": "x", "dscp": []}), "at least one"),
             (serde_json::json!({"name": "x", "dst_port": [10, 9]}), "is empty"),
-            (serde_json::json!({"name": "x", "loss_priority": "medium"}), "loss_priority"),
         ] {
             let err = Filter::new(&[t(bad)]).err().unwrap();
-            assert!(err.contains(why), "{err}");
+            assert!(err.to_string().contains(why), "{err}");
         }
+        // An unknown loss priority is refused as the term is read, naming the allowed ones.
+        let e = serde_json::from_value::<FilterTermConfig>(serde_json::json!({"name": "x", "loss_priority": "medium"})).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `medium`, expected `low` or `high`"), "{e}");
     }
 
     fn policed(policer: serde_json::Value) -> Result<Filter, String> {
         let t = serde_json::json!({"name": "p", "policer": policer});
         let cfg: FilterTermConfig = serde_json::from_value(t).map_err(|e| e.to_string())?;
-        Filter::new(&[cfg])
+        Filter::new(&[cfg]).map_err(|e| e.to_string())
     }
 
     /// Colours (and classes) of `n` back-to-back 1000 B packets at time 0.
@@ -383,7 +382,7 @@ mod tests {
     fn bad_policers_are_rejected_with_a_reason() {
         let err = |v| policed(v).err().expect("rejected");
         let e = err(serde_json::json!({"trtcm": {"cir_bps": 2_000_000, "cbs_bytes": 1000, "pir_bps": 1_000_000, "pbs_bytes": 3000}}));
-        assert!(e.starts_with("filter[0] (p): policer: trtcm: pir must be at least cir"), "{e}");
+        assert!(e.starts_with("[0].policer.trtcm: trtcm: pir must be at least cir"), "{e}");
         assert!(err(serde_json::json!({"trtcm": {"cir_bps": 1, "cbs_bytes": 0, "pir_bps": 1, "pbs_bytes": 3000}})).contains("pbs and cbs must be positive"));
         assert!(err(serde_json::json!({"srtcm": {"cir_bps": 1, "cbs_bytes": 0, "ebs_bytes": 0}})).contains("at least one of cbs and ebs"));
         assert!(err(serde_json::json!({"srtcm": {"cir_bps": 0, "cbs_bytes": 1, "ebs_bytes": 0}})).contains("cir must be positive"));

@@ -80,6 +80,7 @@
 
 use super::fifo::{Limit, PacketQueue};
 use super::{Backlog, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
+use crate::error::{ConfigError, Whole};
 use crate::metrics::Histogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -496,22 +497,21 @@ impl Qdisc for Yaqs {
 
 /// Parameters from the engine configuration, for a queue of `limit` (a
 /// link's own limit, or a class's buffer).
-pub fn params_from_config(c: &crate::config::YaqsConfig, limit: Limit) -> Result<YaqsParams, String> {
+pub fn params_from_config(c: &crate::config::YaqsConfig, limit: Limit) -> Result<YaqsParams, ConfigError> {
     if c.c_f_bytes < 0 {
-        return Err(format!("c_f_bytes must not be negative, got {}", c.c_f_bytes));
+        return Err(ConfigError::at("c_f_bytes", format!("must not be negative, got {}", c.c_f_bytes)));
     }
     if c.c_s_bytes < 0 {
-        return Err(format!("c_s_bytes must not be negative, got {}", c.c_s_bytes));
+        return Err(ConfigError::at("c_s_bytes", format!("must not be negative, got {}", c.c_s_bytes)));
     }
-    let counter = match c.counter.as_str() {
-        "two" => CounterMode::Two,
-        "combined" => CounterMode::Combined,
-        other => return Err(format!("counter must be 'two' or 'combined', got {other:?}")),
+    use crate::config::{SlowCounts as Slow, YaqsCounter};
+    let counter = match c.counter {
+        YaqsCounter::Two => CounterMode::Two,
+        YaqsCounter::Combined => CounterMode::Combined,
     };
-    let slow_counts = match c.slow_counts.as_str() {
-        "exact" => SlowCounts::Exact,
-        "approximate" => SlowCounts::Approximate,
-        other => return Err(format!("slow_counts must be 'exact' or 'approximate', got {other:?}")),
+    let slow_counts = match c.slow_counts {
+        Slow::Exact => SlowCounts::Exact,
+        Slow::Approximate => SlowCounts::Approximate,
     };
     let p = YaqsParams {
         c_f: c.c_f_bytes as u64,
@@ -525,16 +525,19 @@ pub fn params_from_config(c: &crate::config::YaqsConfig, limit: Limit) -> Result
         slow_counts,
         epsilon: c.epsilon,
     };
-    p.validate()?;
+    p.validate().whole()?;
     Ok(p)
 }
 
 /// A YAQS inside a class whose buffer is `limit` (each of its two queues
 /// gets that buffer): the maker a class's child discipline needs.
-pub fn child(c: &crate::config::YaqsConfig) -> Result<super::ChildBuilder, String> {
+pub fn child(c: &crate::config::YaqsConfig) -> Result<super::ChildBuilder, ConfigError> {
     params_from_config(c, Limit::UNLIMITED)?;
     let c = c.clone();
-    Ok(super::ChildBuilder::new(move |limit| Ok(Box::new(Yaqs::new(params_from_config(&c, limit)?)?) as Box<dyn Qdisc>)))
+    Ok(super::ChildBuilder::new(move |limit| {
+        let p = params_from_config(&c, limit).map_err(|e| e.to_string())?;
+        Ok(Box::new(Yaqs::new(p)?) as Box<dyn Qdisc>)
+    }))
 }
 
 #[cfg(test)]

@@ -283,7 +283,7 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace: LazyTimer::default(),
             active: false,
-            linux: Linux::new(cfg.host().unwrap_or_default(), cfg.dupthresh),
+            linux: Linux::new(cfg.host(), cfg.dupthresh),
             stats: SenderStats::default(),
         }
     }

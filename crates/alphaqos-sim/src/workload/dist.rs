@@ -27,6 +27,7 @@
 //! the Hill estimator recovers the Pareto shape within 10%; bad parameters
 //! are rejected by name).
 
+use crate::error::ConfigError;
 use crate::config::SizeDistConfig;
 use crate::rng::Rng;
 
@@ -47,11 +48,11 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    pub fn from_config(c: &SizeDistConfig) -> Result<Sizes, String> {
+    pub fn from_config(c: &SizeDistConfig) -> Result<Sizes, ConfigError> {
         let dist = match c {
             SizeDistConfig::Fixed { bytes, .. } => {
                 if *bytes == 0 {
-                    return Err("fixed.bytes: must be positive".into());
+                    return Err(ConfigError::at_path("fixed.bytes", "must be positive"));
                 }
                 SizeDist::Fixed(*bytes)
             }
@@ -61,7 +62,7 @@ impl Sizes {
             }
             SizeDistConfig::Pareto { shape, mean_bytes, .. } => {
                 if !(shape.is_finite() && *shape > 1.0) {
-                    return Err(format!("pareto.shape: must be above 1 for the mean to exist, got {shape}"));
+                    return Err(ConfigError::at_path("pareto.shape", format!("must be above 1 for the mean to exist, got {shape}")));
                 }
                 positive(*mean_bytes, "pareto.mean_bytes")?;
                 SizeDist::Pareto { shape: *shape, scale: mean_bytes * (shape - 1.0) / shape }
@@ -69,41 +70,41 @@ impl Sizes {
             SizeDistConfig::Lognormal { mean_bytes, sigma, .. } => {
                 positive(*mean_bytes, "lognormal.mean_bytes")?;
                 if !(sigma.is_finite() && *sigma >= 0.0) {
-                    return Err(format!("lognormal.sigma: must be non-negative, got {sigma}"));
+                    return Err(ConfigError::at_path("lognormal.sigma", format!("must be non-negative, got {sigma}")));
                 }
                 SizeDist::Lognormal { mu: mean_bytes.ln() - sigma * sigma / 2.0, sigma: *sigma }
             }
             SizeDistConfig::Empirical { cdf, .. } => {
                 if cdf.is_empty() {
-                    return Err("empirical.cdf: needs at least one (bytes, probability) point".into());
+                    return Err(ConfigError::at_path("empirical.cdf", "needs at least one (bytes, probability) point"));
                 }
                 for (i, &(x, p)) in cdf.iter().enumerate() {
                     if !(x.is_finite() && x >= 1.0) {
-                        return Err(format!("empirical.cdf[{i}]: size must be at least 1 byte, got {x}"));
+                        return Err(ConfigError::at_path(&format!("empirical.cdf[{i}]"), format!("size must be at least 1 byte, got {x}")));
                     }
                     if !(0.0..=1.0).contains(&p) {
-                        return Err(format!("empirical.cdf[{i}]: probability must be in [0, 1], got {p}"));
+                        return Err(ConfigError::at_path(&format!("empirical.cdf[{i}]"), format!("probability must be in [0, 1], got {p}")));
                     }
                     if i > 0 {
                         let (x0, p0) = cdf[i - 1];
                         if x <= x0 {
-                            return Err(format!("empirical.cdf[{i}]: sizes must increase ({x} after {x0})"));
+                            return Err(ConfigError::at_path(&format!("empirical.cdf[{i}]"), format!("sizes must increase ({x} after {x0})")));
                         }
                         if p < p0 {
-                            return Err(format!("empirical.cdf[{i}]: the CDF is not monotone ({p} after {p0})"));
+                            return Err(ConfigError::at_path(&format!("empirical.cdf[{i}]"), format!("the CDF is not monotone ({p} after {p0})")));
                         }
                     }
                 }
                 let last = cdf[cdf.len() - 1].1;
                 if (last - 1.0).abs() > 1e-9 {
-                    return Err(format!("empirical.cdf: the last probability must be 1, got {last}"));
+                    return Err(ConfigError::at_path("empirical.cdf", format!("the last probability must be 1, got {last}")));
                 }
                 SizeDist::Empirical { points: cdf.clone() }
             }
         };
         let max_bytes = c.max_bytes();
         if max_bytes == Some(0) {
-            return Err("max_bytes: must be positive".into());
+            return Err(ConfigError::at("max_bytes", "must be positive"));
         }
         Ok(Sizes { dist, max_bytes })
     }
@@ -141,11 +142,11 @@ impl Sizes {
     }
 }
 
-fn positive(x: f64, what: &str) -> Result<(), String> {
+fn positive(x: f64, what: &str) -> Result<(), ConfigError> {
     if x.is_finite() && x > 0.0 {
         Ok(())
     } else {
-        Err(format!("{what}: must be positive, got {x}"))
+        Err(ConfigError::at_path(what, format!("must be positive, got {x}")))
     }
 }
 
@@ -184,7 +185,7 @@ mod tests {
 
     fn sizes(v: serde_json::Value) -> Result<Sizes, String> {
         let c: SizeDistConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Sizes::from_config(&c)
+        Sizes::from_config(&c).map_err(|e| e.to_string())
     }
 
     fn sample_mean(s: &Sizes, n: usize) -> f64 {

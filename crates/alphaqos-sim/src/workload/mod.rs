@@ -60,7 +60,8 @@ pub mod dist;
 pub mod transfers;
 
 use crate::conn::ConnId;
-use crate::config::{HttpConfig, OnOffConfig, PairsConfig, PoissonArrivalsConfig, TcpConfig, WorkloadConfig};
+use crate::error::{ConfigError, Outer};
+use crate::config::{Striping, HttpConfig, OnOffConfig, PairsConfig, PoissonArrivalsConfig, TcpConfig, WorkloadConfig};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
 use dist::Sizes;
@@ -162,39 +163,39 @@ impl Workload {
         seed: u64,
         duration: SimTime,
         key: u32,
-        host: &mut dyn FnMut(&str, &str) -> Result<u32, String>,
-    ) -> Result<Workload, String> {
+        host: &mut dyn FnMut(&str, &str) -> Result<u32, ConfigError>,
+    ) -> Result<Workload, ConfigError> {
         let stream = |what: &str| Rng::stream(seed, &format!("workload:{}:{what}", c.name));
         let kinds = [c.transfer.is_some(), c.poisson.is_some(), c.onoff.is_some(), c.http.is_some()];
         if kinds.iter().filter(|&&k| k).count() != 1 {
-            return Err("exactly one of transfer, poisson, onoff, http is needed".into());
+            return Err(ConfigError::new("exactly one of transfer, poisson, onoff, http is needed"));
         }
         if c.streams == 0 {
-            return Err("streams: at least one connection per transfer".into());
+            return Err(ConfigError::at("streams", "at least one connection per transfer"));
         }
         if c.dscp > 63 {
-            return Err(format!("dscp: {} is not a DiffServ code point (0..63)", c.dscp));
+            return Err(ConfigError::at("dscp", format!("{} is not a DiffServ code point (0..63)", c.dscp)));
         }
         let stop = c.stop_ns.map_or(duration, SimTime);
         if c.start_ns >= stop.as_nanos() || stop > duration {
-            return Err(format!("need start < stop <= duration (start {}, stop {}, duration {duration})", SimTime(c.start_ns), stop));
+            return Err(ConfigError::new(format!("need start < stop <= duration (start {}, stop {}, duration {duration})", SimTime(c.start_ns), stop)));
         }
         if c.tcp.size_bytes.is_some() {
-            return Err("tcp.size_bytes: a workload's sizes come from the workload, not from tcp".into());
+            return Err(ConfigError::at_path("tcp.size_bytes", "a workload's sizes come from the workload, not from tcp"));
         }
         if c.app_rate_bps == Some(0) {
-            return Err("app_rate_bps: must be positive".into());
+            return Err(ConfigError::at("app_rate_bps", "must be positive"));
         }
         if c.write_bytes == Some(0) {
-            return Err("write_bytes: must be positive".into());
+            return Err(ConfigError::at("write_bytes", "must be positive"));
         }
         let kind = if let Some(t) = &c.transfer {
             if t.size_bytes == 0 {
-                return Err("transfer.size_bytes: must be positive".into());
+                return Err(ConfigError::at_path("transfer.size_bytes", "must be positive"));
             }
             let (src, dst) = (host(&t.src, "transfer.src")?, host(&t.dst, "transfer.dst")?);
             if src == dst {
-                return Err("transfer: a transfer needs two different hosts".into());
+                return Err(ConfigError::at("transfer", "a transfer needs two different hosts"));
             }
             Kind::Transfer { src, dst, size: t.size_bytes }
         } else if let Some(p) = &c.poisson {
@@ -206,23 +207,22 @@ impl Workload {
         };
         let mut tcp = c.tcp.clone();
         tcp.quickack_segments = Some(tcp.quickack_segments.unwrap_or(16));
-        let block_bytes = match c.striping.as_str() {
-            "static" => None,
-            "dynamic" if c.block_bytes > 0 => Some(c.block_bytes),
-            "dynamic" => return Err("block_bytes: must be positive".into()),
-            other => return Err(format!("striping: '{other}' is neither static nor dynamic")),
+        let block_bytes = match c.striping {
+            Striping::Static => None,
+            Striping::Dynamic if c.block_bytes > 0 => Some(c.block_bytes),
+            Striping::Dynamic => return Err(ConfigError::at("block_bytes", "must be positive")),
         };
         if c.stream_options.len() > c.streams as usize {
-            return Err(format!("stream_options: {} entries for {} streams", c.stream_options.len(), c.streams));
+            return Err(ConfigError::at("stream_options", format!("{} entries for {} streams", c.stream_options.len(), c.streams)));
         }
         if c.block_bytes > 0 && block_bytes.is_some() && c.app_rate_bps.is_some() {
-            return Err("app_rate_bps: an application-limited sender cannot take dynamic striping".into());
+            return Err(ConfigError::at("app_rate_bps", "an application-limited sender cannot take dynamic striping"));
         }
         let mut stream_tcp = Vec::new();
         for (i, o) in c.stream_options.iter().enumerate() {
             let mut t = tcp.clone();
             if let Some(cc) = &o.cc {
-                t.cc = cc.clone();
+                t.cc = *cc;
                 t.cc_params = o.cc_params.clone().unwrap_or_else(|| serde_json::json!({}));
             } else if let Some(p) = &o.cc_params {
                 t.cc_params = p.clone();
@@ -232,9 +232,9 @@ impl Workload {
             }
             let dscp = o.dscp.unwrap_or(c.dscp);
             if dscp > 63 {
-                return Err(format!("stream_options[{i}].dscp: {dscp} is not a DiffServ code point (0..63)"));
+                return Err(ConfigError::at_path(&format!("stream_options[{i}].dscp"), format!("{dscp} is not a DiffServ code point (0..63)")));
             }
-            crate::apps::bulk::BulkTcp::new(&t).map_err(|e| format!("stream_options[{i}]: {e}"))?;
+            crate::apps::bulk::BulkTcp::new(&t).outer(i).outer("stream_options")?;
             stream_tcp.push((t, dscp));
         }
         Ok(Workload {
@@ -286,26 +286,26 @@ impl Workload {
     }
 }
 
-fn http_kind(h: &HttpConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Kind, String> {
-    let sizes = Sizes::from_config(&h.response).map_err(|e| format!("http.response.{e}"))?;
+fn http_kind(h: &HttpConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, ConfigError>) -> Result<Kind, ConfigError> {
+    let sizes = Sizes::from_config(&h.response).outer("response").outer("http")?;
     let server = host(&h.server, "http.server")?;
     let clients = nodes(&h.clients, "http.clients", host)?;
     if let Some(i) = clients.iter().position(|&c| c == server) {
-        return Err(format!("http.clients[{i}]: '{}' is the server", h.clients[i]));
+        return Err(ConfigError::at_path(&format!("http.clients[{i}]"), format!("'{}' is the server", h.clients[i])));
     }
     if h.sessions == 0 {
-        return Err("http.sessions: at least one session per client".into());
+        return Err(ConfigError::at_path("http.sessions", "at least one session per client"));
     }
     if h.request_bytes == 0 {
-        return Err("http.request_bytes: must be positive".into());
+        return Err(ConfigError::at_path("http.request_bytes", "must be positive"));
     }
     let n = clients.len() as u64 * h.sessions as u64;
     let (mean_gap_ns, think) = match (h.think_mean_ns, h.mean_rate_bps) {
         (Some(t), None) => (t as f64, false),
         // Each session offers mean_rate / n: a page every E[size] 8 n / rate.
         (None, Some(r)) if r > 0 => (sizes.mean() * 8.0 * 1e9 * n as f64 / r as f64, true),
-        (None, Some(_)) => return Err("http.mean_rate_bps: must be positive".into()),
-        _ => return Err("http: give exactly one of think_mean_ns and mean_rate_bps".into()),
+        (None, Some(_)) => return Err(ConfigError::at_path("http.mean_rate_bps", "must be positive")),
+        _ => return Err(ConfigError::at("http", "give exactly one of think_mean_ns and mean_rate_bps")),
     };
     let mut sessions = Vec::new();
     for (i, &node) in clients.iter().enumerate() {
@@ -317,40 +317,40 @@ fn http_kind(h: &HttpConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &
     Ok(Kind::Http { server, sessions, request: h.request_bytes, sizes, mean_gap_ns, think })
 }
 
-fn nodes(names: &[String], key: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Vec<u32>, String> {
+fn nodes(names: &[String], key: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, ConfigError>) -> Result<Vec<u32>, ConfigError> {
     if names.is_empty() {
-        return Err(format!("{key}: needs at least one host"));
+        return Err(ConfigError::at_path(key, "needs at least one host"));
     }
     names.iter().enumerate().map(|(i, n)| host(n, &format!("{key}[{i}]"))).collect()
 }
 
-fn poisson_kind(p: &PoissonArrivalsConfig, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Kind, String> {
-    let sizes = Sizes::from_config(&p.size).map_err(|e| format!("poisson.size.{e}"))?;
+fn poisson_kind(p: &PoissonArrivalsConfig, host: &mut dyn FnMut(&str, &str) -> Result<u32, ConfigError>) -> Result<Kind, ConfigError> {
+    let sizes = Sizes::from_config(&p.size).outer("size").outer("poisson")?;
     let rate = match (p.rate_per_s, p.load_bps) {
         (Some(r), None) => r,
         (None, Some(l)) => l as f64 / (8.0 * sizes.mean()),
-        _ => return Err("poisson: give exactly one of rate_per_s and load_bps".into()),
+        _ => return Err(ConfigError::at("poisson", "give exactly one of rate_per_s and load_bps")),
     };
     if !(rate.is_finite() && rate > 0.0) {
-        return Err(format!("poisson.rate_per_s: must be positive, got {rate}"));
+        return Err(ConfigError::at_path("poisson.rate_per_s", format!("must be positive, got {rate}")));
     }
     let pairs = match &p.pairs {
         PairsConfig::All(h) => {
             let h = nodes(h, "poisson.pairs.all", host)?;
             if h.len() < 2 {
-                return Err("poisson.pairs.all: needs at least two hosts".into());
+                return Err(ConfigError::at_path("poisson.pairs.all", "needs at least two hosts"));
             }
             Pairs::All(h)
         }
         PairsConfig::List(l) => {
             if l.is_empty() {
-                return Err("poisson.pairs.list: needs at least one pair".into());
+                return Err(ConfigError::at_path("poisson.pairs.list", "needs at least one pair"));
             }
             let mut out = Vec::new();
             for (i, (a, b)) in l.iter().enumerate() {
                 let (a, b) = (host(a, &format!("poisson.pairs.list[{i}][0]"))?, host(b, &format!("poisson.pairs.list[{i}][1]"))?);
                 if a == b {
-                    return Err(format!("poisson.pairs.list[{i}]: a transfer needs two different hosts"));
+                    return Err(ConfigError::at_path(&format!("poisson.pairs.list[{i}]"), format!("a transfer needs two different hosts")));
                 }
                 out.push((a, b));
             }
@@ -359,7 +359,7 @@ fn poisson_kind(p: &PoissonArrivalsConfig, host: &mut dyn FnMut(&str, &str) -> R
         PairsConfig::Groups { from, to } => {
             let (f, t) = (nodes(from, "poisson.pairs.groups.from", host)?, nodes(to, "poisson.pairs.groups.to", host)?);
             if f.iter().any(|a| t.iter().all(|b| b == a)) {
-                return Err("poisson.pairs.groups: every source needs a destination other than itself".into());
+                return Err(ConfigError::at_path("poisson.pairs.groups", "every source needs a destination other than itself"));
             }
             Pairs::Groups(f, t)
         }
@@ -367,18 +367,18 @@ fn poisson_kind(p: &PoissonArrivalsConfig, host: &mut dyn FnMut(&str, &str) -> R
     Ok(Kind::Poisson { mean_gap_ns: 1e9 / rate, pairs, sizes })
 }
 
-fn onoff_kind(o: &OnOffConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, String>) -> Result<Kind, String> {
-    let sizes = Sizes::from_config(&o.size).map_err(|e| format!("onoff.size.{e}"))?;
+fn onoff_kind(o: &OnOffConfig, seed: u64, name: &str, host: &mut dyn FnMut(&str, &str) -> Result<u32, ConfigError>) -> Result<Kind, ConfigError> {
+    let sizes = Sizes::from_config(&o.size).outer("size").outer("onoff")?;
     let hosts = nodes(&o.hosts, "onoff.hosts", host)?;
     let peers = nodes(&o.peers, "onoff.peers", host)?;
     if hosts.iter().any(|h| peers.iter().all(|p| p == h)) {
-        return Err("onoff.peers: every host needs a peer other than itself".into());
+        return Err(ConfigError::at_path("onoff.peers", "every host needs a peer other than itself"));
     }
     let (mean_gap_ns, think) = match (o.idle_mean_ns, o.mean_rate_bps) {
         (Some(i), None) => (i as f64, false),
         (None, Some(r)) if r > 0 => (sizes.mean() * 8.0 * 1e9 / r as f64, true),
-        (None, Some(_)) => return Err("onoff.mean_rate_bps: must be positive".into()),
-        _ => return Err("onoff: give exactly one of idle_mean_ns and mean_rate_bps".into()),
+        (None, Some(_)) => return Err(ConfigError::at_path("onoff.mean_rate_bps", "must be positive")),
+        _ => return Err(ConfigError::at("onoff", "give exactly one of idle_mean_ns and mean_rate_bps")),
     };
     let hosts = hosts
         .iter()

@@ -94,7 +94,7 @@ impl Cfg {
         self.v.to_string()
     }
     pub fn build(&self) -> Result<Simulation, String> {
-        Simulation::from_json(&self.json())
+        Simulation::from_json(&self.json()).map_err(|e| e.to_string())
     }
     pub fn run(&self) -> Res {
         let mut sim = self.build().expect("valid configuration");

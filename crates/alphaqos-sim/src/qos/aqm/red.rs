@@ -27,6 +27,7 @@
 
 use crate::knob::{KnobError, KnobOp, KnobResult, COLORS};
 use super::ewma::{Ewma, FillUnit};
+use crate::error::ConfigError;
 use crate::config::RedConfig;
 use crate::packet::Packet;
 use crate::qos::fifo::{Fifo, Limit};
@@ -49,7 +50,9 @@ pub struct RedParams {
 }
 
 impl RedParams {
-    pub fn from_config(c: &RedConfig) -> Result<Self, String> {
+    /// The parameters of a RED configuration, checked; an error is
+    /// located at its field (`max_th`).
+    pub fn from_config(c: &RedConfig) -> Result<Self, ConfigError> {
         let p = RedParams {
             limit: Limit::from_opts(c.limit_pkts, c.limit_bytes),
             min_th: c.min_th,
@@ -61,23 +64,34 @@ impl RedParams {
             byte_mode: c.byte_mode,
             mean_pkt_bytes: c.mean_pkt_bytes,
         };
-        p.validate()?;
+        p.check()?;
         Ok(p)
     }
-    pub fn validate(&self) -> Result<(), String> {
-        if !(self.min_th >= 0.0 && self.min_th < self.max_th) {
-            return Err(format!("red: need 0 <= min_th < max_th, got {} and {}", self.min_th, self.max_th));
+
+    /// Each parameter in its range, a problem located at its field.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let th = |x: f64| if self.thresholds_in_bytes && x >= 0.0 { crate::units::Bytes(x as u64).to_string() } else { x.to_string() };
+        if !(self.min_th >= 0.0) {
+            return Err(ConfigError::at("min_th", format!("must not be negative, got {}", self.min_th)));
+        }
+        if !(self.min_th < self.max_th) {
+            return Err(ConfigError::at("max_th", format!("must be greater than min_th ({}), got {}", th(self.min_th), th(self.max_th))));
         }
         if !(self.max_p > 0.0 && self.max_p <= 1.0) {
-            return Err(format!("red: max_p must be in (0, 1], got {}", self.max_p));
+            return Err(ConfigError::at("max_p", format!("must be in (0, 1], got {}", self.max_p)));
         }
         if !(self.w_q > 0.0 && self.w_q <= 1.0) {
-            return Err(format!("red: w_q must be in (0, 1], got {}", self.w_q));
+            return Err(ConfigError::at("w_q", format!("must be in (0, 1], got {}", self.w_q)));
         }
         if self.mean_pkt_bytes == 0 {
-            return Err("red: mean_pkt_bytes must be positive".into());
+            return Err(ConfigError::at("mean_pkt_bytes", "must be positive"));
         }
         Ok(())
+    }
+
+    /// [`RedParams::check`] in words: `"red: max_p: must be in (0, 1], got 2"`.
+    pub fn validate(&self) -> Result<(), String> {
+        self.check().map_err(|e| format!("red: {e}"))
     }
 
     /// `p_b` for an average queue `avg` (before byte-mode scaling), in [0, 1].

@@ -194,14 +194,6 @@ impl Priority {
             Priority::StrictHigh => "strict-high",
         }
     }
-    /// From the Junos keyword (`strict-high`, `high`, `medium-high`,
-    /// `medium-low`, `low`).
-    pub fn parse(s: &str) -> Result<Priority, String> {
-        Priority::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("junos: unknown priority {s:?} (strict-high, high, medium-high, medium-low, low)"))
-    }
 }
 
 /// Junos `transmit-rate`.
@@ -238,14 +230,6 @@ impl ExcessPriority {
             ExcessPriority::None => "none",
         }
     }
-    /// From the Junos keyword (`high`, `medium-high`, `medium-low`, `low`,
-    /// `none`).
-    pub fn parse(s: &str) -> Result<ExcessPriority, String> {
-        ExcessPriority::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("junos: unknown excess-priority {s:?} (high, medium-high, medium-low, low, none)"))
-    }
     /// The same level among the guaranteed priorities (`None` has none).
     fn as_priority(self) -> Option<Priority> {
         match self {
@@ -268,16 +252,6 @@ pub enum ExcessSharing {
     /// MX Trio: two excess levels, EH before EL; within one, in proportion
     /// to `excess-rate` (default the transmit rate).
     Proportional,
-}
-
-impl ExcessSharing {
-    pub fn parse(s: &str) -> Result<ExcessSharing, String> {
-        match s {
-            "priority" => Ok(ExcessSharing::Priority),
-            "proportional" => Ok(ExcessSharing::Proportional),
-            _ => Err(format!("junos: unknown excess sharing {s:?} (priority, proportional)")),
-        }
-    }
 }
 
 /// A queue's scheduler parameters (Junos `[edit class-of-service
@@ -673,8 +647,6 @@ mod tests {
 
     #[test]
     fn priorities_parse_and_order() {
-        assert_eq!(Priority::parse("medium-high").unwrap(), Priority::MediumHigh);
-        assert!(Priority::parse("urgent").is_err());
         assert!(Priority::StrictHigh > Priority::High && Priority::MediumLow > Priority::Low);
     }
 
@@ -759,10 +731,6 @@ mod tests {
 
     #[test]
     fn excess_keywords_parse() {
-        assert_eq!(ExcessPriority::parse("none").unwrap(), ExcessPriority::None);
-        assert!(ExcessPriority::parse("strict-high").is_err());
-        assert_eq!(ExcessSharing::parse("proportional").unwrap(), ExcessSharing::Proportional);
-        assert!(ExcessSharing::parse("equal").is_err());
         assert!(Junos::new(vec![QueueParams::new(TransmitRate::Percent(10.0), Priority::High).excess_rate(101.0)]).is_err());
     }
 

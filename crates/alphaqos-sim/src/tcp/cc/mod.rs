@@ -71,7 +71,7 @@ pub trait Controller: Send {
 }
 
 /// The controllers known by name.
-pub const NAMES: &[&str] = &["newreno", "reno", "cubic", "htcp", "bic", "highspeed", "base_flow"];
+pub const NAMES: &[&str] = crate::config::Cc::ALL;
 
 /// Build the controller `name` from its parameters (a JSON object, base
 /// units) for a connection with segments of `mss` bytes.
