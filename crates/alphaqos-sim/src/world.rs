@@ -164,7 +164,7 @@ impl Simulation {
             let wl = &self.workloads[w as usize];
             // A transfer's target rate goes to its base_flow streams (a
             // deadline transfer's base connection, not its additional one).
-            if knob == "ctr_bps" && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
+            if knobs::parse(knob) == Some(KnobName::CtrBps) && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
                 return Err(format!("{}: ctr_bps needs the base_flow congestion control on one of its streams (the workload uses {})", self.handles.name(h), wl.tcp.cc));
             }
             return Ok(());
@@ -204,7 +204,8 @@ impl Simulation {
                     "len_bytes" => Some(b.bytes as f64),
                     "tx_pkts" => Some(ifc.tx_pkts as f64),
                     "tx_bytes" => Some(ifc.tx_bytes as f64),
-                    "rate_bps" => Some(ifc.rate.as_bps() as f64),
+                    // The link's rate, read only (a class's rate_bps is a knob).
+                    _ if knobs::parse(what) == Some(KnobName::RateBps) => Some(ifc.rate.as_bps() as f64),
                     "drop_pkts" => {
                         let mut d = 0;
                         ifc.qdisc.for_each_queue(&mut |_, c, _| d += c.drop_pkts);
@@ -273,7 +274,7 @@ impl Simulation {
         match what {
             "tx_bytes" => return read_only(what, st.tx_bytes as f64, op),
             "rx_bytes" => return read_only(what, st.rx_bytes as f64, op),
-            "active" => {
+            _ if knobs::parse(what) == Some(KnobName::Active) => {
                 let f = &self.flow_active[i as usize];
                 let old = *f as u8 as f64;
                 let KnobOp::Set(v) = op else { return Ok(old) };
@@ -316,7 +317,7 @@ impl Simulation {
                     sum
                 }
             }
-            "active" => {
+            _ if knobs::parse(what) == Some(KnobName::Active) => {
                 let old = (now < wl.stop) as u8 as f64;
                 let KnobOp::Set(v) = op else { return Ok(old) };
                 let on = switch(v)?;
@@ -356,12 +357,12 @@ impl Simulation {
                 // target rate: over the streams that have one (base_flow).
                 let rows = self.transfers[t as usize].stream_rows();
                 let mut live: Vec<ConnId> = self.streams[rows].iter().map(|r| r.id).filter(|&id| self.conns.get(id).is_some()).collect();
-                if what == "ctr_bps" {
+                if knobs::parse(what) == Some(KnobName::CtrBps) {
                     live.retain(|&id| self.conns.get(id).is_some_and(|c| c.app.knob_value(KnobName::CtrBps).is_some()));
                 }
                 let k = live.len().max(1) as f64;
                 let op = match op {
-                    KnobOp::Set(v) if what == "cwnd_clamp_bytes" || what == "pacing_rate_bps" || what == "ctr_bps" => KnobOp::Set((v / k).floor().max(if v > 0.0 { 1.0 } else { 0.0 })),
+                    KnobOp::Set(v) => KnobOp::Set((v / k).floor().max(if v > 0.0 { 1.0 } else { 0.0 })),
                     o => o,
                 };
                 let mut sum = 0.0;

@@ -8,69 +8,68 @@ use crate::knob::{Knob, KnobName, COLORS};
 use crate::packet::Color;
 use crate::units::DataRate;
 
+/// Every parameter by the name users write; the drop-profile ones (the
+/// only ones that take a colour suffix) listed for every colour.
+const NAMES: &[(&str, KnobName)] = {
+    use KnobName as N;
+    &[
+        ("rate_bps", N::RateBps),
+        ("burst_bytes", N::BurstBytes),
+        ("cir_bps", N::CirBps),
+        ("cbs_bytes", N::CbsBytes),
+        ("ebs_bytes", N::EbsBytes),
+        ("pir_bps", N::PirBps),
+        ("pbs_bytes", N::PbsBytes),
+        ("min_th", N::MinTh(None)),
+        ("max_th", N::MaxTh(None)),
+        ("max_p", N::MaxP(None)),
+        ("transmit_rate_bps", N::TransmitRateBps),
+        ("weight", N::Weight),
+        ("quantum_bytes", N::QuantumBytes),
+        ("ceil_bps", N::CeilBps),
+        ("ctr_bps", N::CtrBps),
+        ("pacing_rate_bps", N::PacingRateBps),
+        ("cwnd_clamp_bytes", N::CwndClampBytes),
+        ("active", N::Active),
+    ]
+};
+
+/// `n` for every colour, and the colour it addresses.
+fn split_colour(n: KnobName) -> (KnobName, Option<Color>) {
+    use KnobName as N;
+    match n {
+        N::MinTh(c) => (N::MinTh(None), c),
+        N::MaxTh(c) => (N::MaxTh(None), c),
+        N::MaxP(c) => (N::MaxP(None), c),
+        n => (n, None),
+    }
+}
+
 /// The parameter `name` names (`min_th.green`: one colour's curve), or
 /// None if it is no knob.
 pub fn parse(name: &str) -> Option<KnobName> {
     use KnobName as N;
     let (base, colour) = match name.split_once('.') {
-        Some((b, c)) => {
-            let i = COLORS.iter().position(|x| *x == c)?;
-            (b, Some([Color::Green, Color::Yellow, Color::Red][i]))
-        }
+        Some((b, c)) => (b, Some([Color::Green, Color::Yellow, Color::Red][COLORS.iter().position(|x| *x == c)?])),
         None => (name, None),
     };
-    let n = match base {
-        "rate_bps" => N::RateBps,
-        "burst_bytes" => N::BurstBytes,
-        "cir_bps" => N::CirBps,
-        "cbs_bytes" => N::CbsBytes,
-        "ebs_bytes" => N::EbsBytes,
-        "pir_bps" => N::PirBps,
-        "pbs_bytes" => N::PbsBytes,
-        "min_th" => N::MinTh(colour),
-        "max_th" => N::MaxTh(colour),
-        "max_p" => N::MaxP(colour),
-        "transmit_rate_bps" => N::TransmitRateBps,
-        "weight" => N::Weight,
-        "quantum_bytes" => N::QuantumBytes,
-        "ceil_bps" => N::CeilBps,
-        "ctr_bps" => N::CtrBps,
-        "pacing_rate_bps" => N::PacingRateBps,
-        "cwnd_clamp_bytes" => N::CwndClampBytes,
-        "active" => N::Active,
-        _ => return None,
-    };
-    // Only the drop-profile knobs take a colour.
-    let coloured = matches!(n, N::MinTh(_) | N::MaxTh(_) | N::MaxP(_));
-    (colour.is_none() || coloured).then_some(n)
+    let &(_, n) = NAMES.iter().find(|(s, _)| *s == base)?;
+    match (n, colour) {
+        (n, None) => Some(n),
+        (N::MinTh(_), c) => Some(N::MinTh(c)),
+        (N::MaxTh(_), c) => Some(N::MaxTh(c)),
+        (N::MaxP(_), c) => Some(N::MaxP(c)),
+        _ => None,
+    }
 }
 
 /// The name users write for `n`.
 pub fn name(n: KnobName) -> String {
-    use KnobName as N;
-    let (base, colour) = match n {
-        N::RateBps => ("rate_bps", None),
-        N::BurstBytes => ("burst_bytes", None),
-        N::CirBps => ("cir_bps", None),
-        N::CbsBytes => ("cbs_bytes", None),
-        N::EbsBytes => ("ebs_bytes", None),
-        N::PirBps => ("pir_bps", None),
-        N::PbsBytes => ("pbs_bytes", None),
-        N::MinTh(c) => ("min_th", c),
-        N::MaxTh(c) => ("max_th", c),
-        N::MaxP(c) => ("max_p", c),
-        N::TransmitRateBps => ("transmit_rate_bps", None),
-        N::Weight => ("weight", None),
-        N::QuantumBytes => ("quantum_bytes", None),
-        N::CeilBps => ("ceil_bps", None),
-        N::CtrBps => ("ctr_bps", None),
-        N::PacingRateBps => ("pacing_rate_bps", None),
-        N::CwndClampBytes => ("cwnd_clamp_bytes", None),
-        N::Active => ("active", None),
-    };
+    let (base, colour) = split_colour(n);
+    let s = NAMES.iter().find(|(_, m)| *m == base).expect("every parameter is in NAMES").0;
     match colour {
-        Some(c) => format!("{base}.{}", COLORS[c as usize]),
-        None => base.to_string(),
+        Some(c) => format!("{s}.{}", COLORS[c as usize]),
+        None => s.to_string(),
     }
 }
 
