@@ -64,7 +64,7 @@
 //! CTR x RTT; a fall drops cwnd at once; the min filter ignores a single
 //! high sample; losses keep the reserved window; pathological inputs.
 
-use crate::knob::{KnobError, KnobOp, KnobResult};
+use crate::units::DataRate;
 use std::collections::VecDeque;
 
 use serde::Deserialize;
@@ -232,16 +232,14 @@ impl Controller for BaseFlow {
 
     /// `ctr_bps`: the new CTR applies from the next ACK (cwnd_max = CTR x
     /// RTT; a window above it falls back at once, one below grows towards it).
-    fn target_rate(&mut self, op: KnobOp) -> KnobResult {
-        let old = self.ctr_bps as f64;
-        if let KnobOp::Set(v) = op {
-            if !(v >= 1.0 && v <= u64::MAX as f64) {
-                return Err(KnobError::Invalid(format!("ctr_bps = {v}: must be at least 1 bit/s")));
-            }
-            self.ctr_bps = v as u64;
-            self.round_end = None;
-        }
-        Ok(old)
+    fn target_rate(&self) -> Option<DataRate> {
+        Some(DataRate(self.ctr_bps))
+    }
+
+    fn set_target_rate(&mut self, rate: DataRate) {
+        debug_assert!(rate.as_bps() >= 1, "the registry refuses a target rate below 1 bit/s");
+        self.ctr_bps = rate.as_bps();
+        self.round_end = None;
     }
 
     fn on_measure(&mut self, _s: &CcState, ack: &Ack) {

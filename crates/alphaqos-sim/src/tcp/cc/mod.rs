@@ -60,11 +60,14 @@ pub trait Controller: Send {
     }
     /// Loss recovery ended (the recovery point was acknowledged).
     fn on_recovery_exit(&mut self, _s: &mut CcState, _now: SimTime) {}
-    /// Read or change the committed target rate, bit/s (`base_flow`'s
-    /// CTR; the knob `ctr_bps`). Default: the controller has none.
-    fn target_rate(&mut self, _op: crate::knob::KnobOp) -> crate::knob::KnobResult {
-        Err(crate::knob::KnobError::Unknown)
+    /// The committed target rate (`base_flow`'s CTR). Default: the
+    /// controller has none.
+    fn target_rate(&self) -> Option<crate::units::DataRate> {
+        None
     }
+    /// Change the committed target rate (at least 1 bit/s, checked by the
+    /// knob registry); ignored by a controller without one.
+    fn set_target_rate(&mut self, _rate: crate::units::DataRate) {}
     /// The last window reduction was undone as spurious (Linux's
     /// `undo_cwnd` hook): restore what the reduction reset.
     fn on_undo(&mut self, _now: SimTime) {}
