@@ -245,7 +245,7 @@ mod tests {
         };
         assert!(htb("1:10").is_ok());
         let e = htb("1:1").err().unwrap();
-        assert!(e.contains("htb.classes[0].child: \"1:1\" is an inner class: it holds no packets"), "{e}");
+        assert!(e.contains("htb.classes[0].child: '1:1' is an inner class: it holds no packets"), "{e}");
         // Junos: a class's child; curves and a child exclude each other.
         let junos = |extra: serde_json::Value| {
             let mut c = json!({"name": "be", "transmit_rate_remainder": true, "priority": "low", "buffer_percent": 100.0});

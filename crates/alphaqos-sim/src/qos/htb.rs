@@ -414,7 +414,7 @@ impl Htb {
         let has_child: Vec<bool> = (0..classes.len()).map(|i| classes.iter().any(|c| c.parent == Some(i))).collect();
         for i in 0..classes.len() {
             if has_child[i] && p.classes[i].child.is_some() {
-                let msg = format!("{:?} is an inner class: it holds no packets, so it takes no child discipline (only leaves do)", p.classes[i].name);
+                let msg = format!("'{}' is an inner class: it holds no packets, so it takes no child discipline (only leaves do)", p.classes[i].name);
                 return Err(ConfigError::at("child", msg).with_outer(i).with_outer("classes"));
             }
             if has_child[i] {
