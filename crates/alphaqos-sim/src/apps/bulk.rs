@@ -23,7 +23,7 @@
 //!   wait for the delayed-ACK timer.
 
 use super::{App, End, Report, TcpCounters};
-use crate::error::{ConfigError, Whole};
+use crate::error::{ConfigError, Outer};
 use crate::knob::{Knob, KnobName};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
@@ -102,7 +102,7 @@ impl BulkTcp {
             receiver.set_gro(Duration(host.napi_interval_ns), host.ts_tick_ns);
         }
         Ok(BulkTcp {
-            sender: TcpSender::new(cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).at("cc_params")?),
+            sender: TcpSender::new(cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).outer("cc_params")?),
             receiver,
             handshake: None,
             writer: None,

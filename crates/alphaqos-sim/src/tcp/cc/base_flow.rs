@@ -71,6 +71,7 @@ use serde::Deserialize;
 
 use super::common::{check_at_least, slow_start};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::{Duration, SimTime};
 
 const MAX_RTT_SAMPLES: u64 = 65536;
@@ -132,20 +133,17 @@ impl Params {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_at_least("base_flow", "ctr_bps", self.ctr_bps, 1)?;
         check_at_least("base_flow", "rtt_samples", self.rtt_samples, 1)?;
         if self.rtt_samples > MAX_RTT_SAMPLES {
-            return Err(format!(
-                "cc_params for base_flow: rtt_samples must be at most {MAX_RTT_SAMPLES}, got {}",
-                self.rtt_samples
-            ));
+            return Err(ConfigError::at("rtt_samples", format!("must be at most {MAX_RTT_SAMPLES} for base_flow, got {}", self.rtt_samples)));
         }
         check_at_least("base_flow", "min_increment_segments", self.min_increment_segments, 1)?;
         if self.max_increment_segments < self.min_increment_segments {
-            return Err(format!(
-                "cc_params for base_flow: max_increment_segments ({}) must be at least min_increment_segments ({})",
-                self.max_increment_segments, self.min_increment_segments
+            return Err(ConfigError::at(
+                "max_increment_segments",
+                format!("must be at least min_increment_segments ({}) for base_flow, got {}", self.min_increment_segments, self.max_increment_segments),
             ));
         }
         Ok(())
@@ -455,9 +453,10 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
+        // The error as text: its path and message.
         let parse = |v: serde_json::Value| -> Result<Params, String> {
-            let p: Params = super::super::parse_params("base_flow", &v)?;
-            p.validate().map(|_| p)
+            let p: Params = super::super::parse_params("base_flow", &v).map_err(|e| e.to_string())?;
+            p.validate().map(|_| p).map_err(|e| e.to_string())
         };
         let p = parse(serde_json::json!({"ctr_bps": 250_000_000u64, "rtt_filter": "min"})).unwrap();
         assert_eq!((p.rtt_filter, p.rtt_samples, p.max_increment_segments), (RttFilter::Min, 8, 64));
