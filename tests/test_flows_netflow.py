@@ -525,11 +525,13 @@ def test_collector_bad_listen_from_the_command_line_exits_2():
     assert not Path("unused").exists()
 
 
-def test_collector_stops_after_its_duration(tmp_path):
-    collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(tmp_path), "--duration", "300ms")
+@pytest.mark.parametrize(("limit", "word"), [("4GiB", "spooled"), ("0", "wrote")])  # the spool, or Parquet written directly
+def test_collector_stops_after_its_duration(tmp_path, limit, word):
+    collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(tmp_path), "--duration", "300ms",
+                          "--spool-limit", limit)  # fmt: skip
     stdout, stderr = collector.communicate(timeout=20)
     assert collector.returncode == 0, stderr
-    assert "stopped after 0.3 s: wrote 0 records" in stdout and list(tmp_path.iterdir()) == []
+    assert f"stopped after 0.3 s: {word} 0 records" in stdout and list(tmp_path.iterdir()) == []
 
 
 def test_collector_address_in_use_exits_2(tmp_path):

@@ -41,9 +41,20 @@ export time are the centres of the plausible window of its records'
 times: a record more than ``--time-window`` (default 1 day) from either
 is rejected, so a garbage time never makes a partition of its own.
 
+By default the flushes go to a spool (``--spool-limit``, :mod:`.spool`):
+the writer thread appends each as an Arrow IPC file under ``DIR/_spool``
+(close to a copy) and a compactor process of its own (nice 19, on the
+CPUs the collector is not pinned to) writes them into the Parquet store
+and deletes them, so that the receive path's core does not carry the
+Parquet write; ``--spool-limit 0`` writes the Parquet in the writer
+thread instead.
+
 SIGTERM or SIGINT (or the end of ``--duration``) stops the collector: it
-reads what is still queued on the socket, writes every record received and
-exits 0. ``--listen`` with port 0 takes a free port (printed at start).
+reads what is still queued on the socket (for up to :data:`FINAL_DRAIN_S`;
+what is queued after that is read without decoding for up to
+:data:`DISCARD_S` and counted, with the bytes the kernel still holds, as
+not decoded in the final line), writes every record decoded, waits for the
+compactor to empty the spool and exits 0. ``--listen`` with port 0 takes a free port (printed at start).
 A bad option, or an address it cannot listen on, exits 2 with one line.
 """
 
@@ -55,6 +66,7 @@ import queue
 import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -62,7 +74,7 @@ from pathlib import Path
 
 from .. import units
 from ..errors import RunFailure, UsageError
-from . import schema
+from . import schema, spool
 from .ingest import time_window
 from .native import NativeDecoder
 from .netflow import Decoder
@@ -87,6 +99,9 @@ QUEUED_FLUSHES = 2
 WRITER_NICE = 5
 #: Longest time spent, once stopping, reading what is still queued on the socket.
 FINAL_DRAIN_S = 5.0
+#: Then the longest time spent reading, without decoding, what is queued
+#: still (a sender that never stops): counted as not decoded at close.
+DISCARD_S = 1.0
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux, asm-generic/socket.h (Python does not name it)
 _TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
 
@@ -109,6 +124,10 @@ def register(subparsers) -> None:
     parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
     parser.add_argument("--decoder", choices=("native", "python"), default="native",
                         help="decode in Rust with recvmmsg (default) or in Python (the reference)")  # fmt: skip
+    parser.add_argument("--spool-limit", metavar="SIZE", default="4GiB",
+                        help="spool flushes as Arrow IPC under OUT/_spool for a compactor process to write as Parquet; "
+                             "the writer waits while the spool holds more than SIZE (default 4GiB; 0: no spool, "
+                             "Parquet written by the collector itself)")  # fmt: skip
     parser.set_defaults(handler=_collect)
 
 
@@ -162,6 +181,10 @@ def _collect(args: argparse.Namespace) -> int:
     flush_every = _seconds("--flush-every", args.flush_every)
     duration = _seconds("--duration", args.duration)
     window = None if args.time_window == "off" else time_window("--time-window", args.time_window)
+    try:
+        spool_limit = units.parse_size(args.spool_limit) if args.spool_limit.strip() != "0" else 0
+    except ValueError as exc:
+        raise UsageError(f"--spool-limit {args.spool_limit!r}: {exc}") from None
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {str(args.out)!r} exists and is not a directory")
     try:
@@ -179,7 +202,52 @@ def _collect(args: argparse.Namespace) -> int:
     with sock:
         kind = NativeDecoder if args.decoder == "native" else Decoder
         decoder = kind(sampling, window_us=window, max_packet_bytes=max_packet)
-        return Collector(sock, args.out, decoder, flush_every, duration, flush_records=args.flush_records).run()
+        compactor = start_compactor(args.out) if spool_limit else None
+        try:
+            spooled = spool.Spool(args.out, spool_limit, lambda: compactor.poll() is None) if compactor else None
+            collector = Collector(sock, args.out, decoder, flush_every, duration, flush_records=args.flush_records,
+                                  spool=spooled)  # fmt: skip
+            return collector.run()
+        finally:
+            if compactor is not None:
+                finish_compactor(compactor)
+
+
+def start_compactor(out: Path) -> subprocess.Popen:
+    """The spool's compactor (:mod:`.spool`) as a process of its own: its
+    own session (a terminal's Ctrl-C reaches the collector, which stops it
+    in order), on the CPUs this process is not confined to if there are
+    any (the collector pinned to a core: the compactor on the others)."""
+    mine = os.sched_getaffinity(0)
+    others = set(range(os.cpu_count() or 1)) - mine
+
+    def prepare():
+        if others:
+            try:
+                os.sched_setaffinity(0, others)
+            except OSError:
+                pass
+
+    package = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package, os.environ.get("PYTHONPATH")])))
+    return subprocess.Popen([sys.executable, "-m", "alphaqos.flows.spool", str(out)], stdin=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=prepare, env=env)  # fmt: skip
+
+
+def finish_compactor(compactor: subprocess.Popen) -> None:
+    """Tell the compactor to compact what is left and stop (its input
+    closes), and wait for it; RunFailure if it failed (the spool files it
+    left are compacted by the next one: nothing is lost)."""
+    if compactor.stdin is not None:
+        compactor.stdin.close()
+    if compactor.wait() == 0:
+        try:  # an empty spool leaves no trace in the store's directory
+            (Path(compactor.args[-1]) / spool.SPOOL).rmdir()
+        except OSError:
+            pass
+    else:
+        raise RunFailure(f"the spool's compactor failed (exit {compactor.returncode}); "
+                         "what it left in the spool is compacted at the next start")  # fmt: skip
 
 
 def receive_buffer(sock: socket.socket, size: int) -> int:
@@ -204,8 +272,9 @@ class Collector:
     their work)."""
 
     def __init__(self, sock: socket.socket, out: Path, decoder: Decoder, flush_every: float, duration: float | None,
-                 flush_records: int = FLUSH_RECORDS):  # fmt: skip
-        self.sock, self.out, self.decoder = sock, out, decoder
+                 flush_records: int = FLUSH_RECORDS, spool: spool.Spool | None = None):  # fmt: skip
+        self.sock, self.out, self.decoder, self.spool = sock, out, decoder, spool
+        self.discarded = 0  # datagrams read and not decoded at close (the final drain's time was over)
         self.flush_every, self.duration, self.flush_records = flush_every, duration, flush_records
         self.peak_pending = 0  # most records waiting in the decoder at once (the bound's own accounting)
         self.stopping = False
@@ -242,6 +311,7 @@ class Collector:
             deadline = time.monotonic() + FINAL_DRAIN_S
             while self._drain(None, deadline=deadline):  # what the kernel holds was received: keep it
                 self._flush(False)
+            self.discarded = self._discard(time.monotonic() + DISCARD_S)
             self._flush(True)
             writer.join()
         finally:
@@ -268,6 +338,19 @@ class Collector:
         readable, _, _ = select.select([self.sock], [], [], timeout)
         if readable:
             self._drain(limit)
+
+    def _discard(self, deadline: float) -> int:
+        """Read, without decoding, what is still queued (until ``deadline``):
+        the datagrams read, counted as not decoded in the final line."""
+        count, buffer = 0, bytearray(65536)
+        while time.monotonic() < deadline:
+            try:
+                for _ in range(256):
+                    self.sock.recv_into(buffer)
+                    count += 1
+            except (BlockingIOError, InterruptedError):
+                break
+        return count
 
     def _drain(self, limit: int | None, deadline: float | None = None) -> bool:
         """Read up to ``limit`` datagrams (None: all queued, until
@@ -337,8 +420,10 @@ class Collector:
         while self.unwritten:
             frame, groups = self.unwritten[0]
             try:
-                if groups is None:
-                    schema.write_partitioned(frame, self.out, tag="flows", level=1)  # fast: the collector keeps up
+                if self.spool is not None:  # the compactor writes the Parquet
+                    self.spool.write(frame)
+                elif groups is None:
+                    schema.write_partitioned(frame, self.out, tag="flows", level=1)
                 else:
                     schema.write_grouped(frame, groups, self.out, tag="flows", level=1)
             except OSError as exc:
@@ -358,14 +443,18 @@ class Collector:
         busy = self.decode_s + self.build_s
         rate = stats["records"] / busy if busy > 0 else 0.0
         elapsed = time.monotonic() - self.started
-        drops = socket_drops(self.sock)
+        drops, queued = socket_state(self.sock)
         head = "stopped after" if final else "at"
-        lines = [
-            f"{head} {elapsed:.1f} s: wrote {written:,} records ({self.written:,} in all); "
-            f"{stats['datagrams']:,} datagrams, {stats['records']:,} records, decoding {rate:,.0f} records/s; "
-            f"problems: {_counts(decoder.counts)}; kernel drops: {'?' if drops is None else f'{drops:,}'}; "
-            f"most records waiting at once: {self.peak_pending:,}"
-        ]
+        where = "spooled" if self.spool is not None else "wrote"
+        line = (f"{head} {elapsed:.1f} s: {where} {written:,} records ({self.written:,} in all); "
+                f"{stats['datagrams']:,} datagrams, {stats['records']:,} records, decoding {rate:,.0f} records/s; "
+                f"problems: {_counts(decoder.counts)}; kernel drops: {'?' if drops is None else f'{drops:,}'}; ")  # fmt: skip
+        if final:  # what the kernel still held when the socket closed is lost: say how much
+            line += (f"not decoded at close: {self.discarded:,} datagrams read after the {FINAL_DRAIN_S:g} s drain, "
+                     f"{'?' if queued is None else f'{queued:,}'} bytes still queued; ")  # fmt: skip
+        if self.spool is not None and self.spool.waits:
+            line += f"waited {self.spool.waited_s:.1f} s for the spool ({self.spool.waits:,} times over its limit); "
+        lines = [line + f"most records waiting at once: {self.peak_pending:,}"]
         lines += [f"  {exporter_line(decoder, exporter)}" for exporter in decoder.exporters()]
         print("\n".join(lines), flush=True)
 
@@ -392,8 +481,10 @@ def exporter_line(decoder: Decoder, exporter: str) -> str:
     return "; ".join(parts)
 
 
-def socket_drops(sock: socket.socket) -> int | None:
-    """Datagrams the kernel dropped on ``sock`` (Linux ``/proc/net/udp*``)."""
+def socket_state(sock: socket.socket) -> tuple[int | None, int | None]:
+    """(datagrams the kernel dropped, bytes it holds queued) of ``sock``
+    (Linux ``/proc/net/udp*``: ``drops`` and ``rx_queue``); None, None if
+    not found."""
     inode = str(os.fstat(sock.fileno()).st_ino)
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
@@ -403,5 +494,5 @@ def socket_drops(sock: socket.socket) -> int | None:
         for line in lines:
             fields = line.split()
             if len(fields) >= 13 and fields[9] == inode:
-                return int(fields[-1])
-    return None
+                return int(fields[-1]), int(fields[4].split(":")[1], 16)
+    return None, None

@@ -249,17 +249,21 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
 
 
-def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL) -> list[Path]:
+def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL,
+                      replace: bool = False) -> list[Path]:
     """Write a canonical table under ``root`` partitioned by exporter and
     day (of ``first``, UTC): ``exporter=<e>/day=<YYYY-MM-DD>/<tag>-<n>.parquet``.
     Each file is written beside its target and renamed, so a reader never
     sees half a file; existing files are never overwritten (the next free
     ``<n>`` is taken). ``level``: the zstd level (the collector writes with
-    1, a quarter less CPU for a fifth more bytes). Returns the files
-    written. The files' layout: see the module doc."""
+    1, a quarter less CPU for a fifth more bytes). ``replace``: each file
+    is ``<tag>-00000.parquet``, replacing one of that name atomically, so
+    writing the same table again gives the same files (the spool's
+    compaction, :mod:`.spool`). Returns the files written. The files'
+    layout: see the module doc."""
     frame = conform(frame).with_columns(pl.col("first").dt.date().alias("_day"))
     groups = [(exporter, day, part.drop("_day")) for (exporter, day), part in frame.group_by("exporter", "_day", maintain_order=True)]
-    return _write_groups(groups, Path(root), tag, level)
+    return _write_groups(groups, Path(root), tag, level, replace)
 
 
 def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL) -> list[Path]:
@@ -282,18 +286,18 @@ def write_parquet(frame: pl.DataFrame, path: str | Path, *, level: int = ZSTD_LE
                    column_encoding=dict.fromkeys(DELTA, "DELTA_BINARY_PACKED"))  # fmt: skip
 
 
-def _write_groups(groups, root: Path, tag: str, level: int) -> list[Path]:
+def _write_groups(groups, root: Path, tag: str, level: int, replace: bool = False) -> list[Path]:
     written = []
     for exporter, day, part in groups:
         directory = root / f"exporter={_safe(str(exporter))}" / f"day={day.isoformat()}"
         directory.mkdir(parents=True, exist_ok=True)
         n = 0
-        while (directory / f"{tag}-{n:05d}.parquet").exists():
+        while not replace and (directory / f"{tag}-{n:05d}.parquet").exists():
             n += 1
         target = directory / f"{tag}-{n:05d}.parquet"
         staging = directory / f".{target.name}.partial"
         write_parquet(part, staging, level=level)
-        staging.rename(target)
+        staging.replace(target)
         written.append(target)
     return written
 
