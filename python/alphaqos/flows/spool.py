@@ -42,6 +42,7 @@ what is left and exits, printing one line of what it did and its CPU.
 from __future__ import annotations
 
 import os
+import resource
 import select
 import sys
 import time
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     files, records = files + done, records + n
     cpu = time.process_time() - started
     per = f"{cpu * 1e6 / records:.2f} us per record" if records else "no records"
-    print(f"compacted {records:,} records from {files:,} spool files into the store: {cpu:.2f} s CPU ({per})", flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"compacted {records:,} records from {files:,} spool files into the store: {cpu:.2f} s CPU ({per}), "
+          f"peak RSS {peak:,.0f} MiB", flush=True)  # fmt: skip
     return 0
 
 
