@@ -138,9 +138,9 @@ def in_process(records: int) -> list[tuple]:
                 schema.write_grouped(frame, groups, tmp, tag="flows", level=1)
         cpu_written = time.process_time()
         with tempfile.TemporaryDirectory() as tmp:  # the spool: the receive path's write, then the compactor's work
-            spooled = spool.Spool(Path(tmp)).write(frame)
+            spooled = spool.Spool(Path(tmp)).write(frame, groups)
             cpu_spooled = time.process_time()
-            spool.compact_file(spooled, Path(tmp))
+            spool.compact_all(Path(tmp))
         cpu_compacted = time.process_time()
         assert frame.height == records and frame["bytes"].sum() == table["bytes"].sum(), "decoding is wrong"
         assert frame.sort("src_port", "src_addr")["src_addr"].equals(table.sort("src_port", "src_addr")["src_addr"])

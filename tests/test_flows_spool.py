@@ -43,7 +43,7 @@ def same(got: pl.DataFrame, want: pl.DataFrame) -> None:
 def spooled(root: Path, table: pl.DataFrame, files: int) -> list[Path]:
     writer = spool.Spool(root)
     step = -(-table.height // files)
-    return [writer.write(table.slice(i * step, step)) for i in range(files)]
+    return [path for i in range(files) for path in writer.write(table.slice(i * step, step))]
 
 
 def test_compaction_writes_the_store_and_empties_the_spool(tmp_path, table):
@@ -57,6 +57,21 @@ def test_compaction_writes_the_store_and_empties_the_spool(tmp_path, table):
     assert len(list(tmp_path.glob("exporter=*/day=*/flows-*.parquet"))) == groups >= 4  # one per exporter and day of each
     # the readers' glob never sees the spool or a staging file
     assert not [p for p in tmp_path.rglob("*.parquet") if "_spool" in p.parts or p.name.startswith(".")]
+
+
+def test_a_flush_grouped_by_exporter_and_day_is_spooled_and_compacted_per_group(tmp_path, table):
+    grouped = table.with_columns(pl.col("first").dt.date().alias("_day")).sort("exporter", "_day", maintain_order=True)
+    spans = grouped.group_by("exporter", "_day", maintain_order=True).len()
+    starts = [0, *spans["len"].cum_sum().to_list()[:-1]]
+    groups = [(e, d, s, n) for (e, d, n), s in zip(spans.iter_rows(), starts)]
+    assert len(groups) == 4
+    paths = spool.Spool(tmp_path).write(grouped.drop("_day"), groups)
+    assert len(paths) == 4 and len(spool.pending_files(tmp_path)) == 4
+    assert spool.compact_all(tmp_path) == (4, table.height)
+    for exporter, day, _, n in groups:  # each group's file in its partition, whole
+        (file,) = tmp_path.glob(f"exporter={exporter}/day={day.isoformat()}/*.parquet")
+        assert pl.read_parquet(file).height == n
+    same(store(tmp_path), table)
 
 
 @pytest.mark.parametrize("fail_at", ["third file", "delete"])

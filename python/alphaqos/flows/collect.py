@@ -421,7 +421,7 @@ class Collector:
             frame, groups = self.unwritten[0]
             try:
                 if self.spool is not None:  # the compactor writes the Parquet
-                    self.spool.write(frame)
+                    self.spool.write(frame, groups)
                 elif groups is None:
                     schema.write_partitioned(frame, self.out, tag="flows", level=1)
                 else:

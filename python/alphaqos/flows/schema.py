@@ -266,11 +266,12 @@ def write_partitioned(frame: pl.DataFrame, root: str | Path, *, tag: str = "part
     return _write_groups(groups, Path(root), tag, level, replace)
 
 
-def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL) -> list[Path]:
+def write_grouped(frame: pl.DataFrame, groups, root: str | Path, *, tag: str = "part", level: int = ZSTD_LEVEL,
+                  replace: bool = False) -> list[Path]:
     """:func:`write_partitioned` of a canonical table already grouped by
     exporter and day: ``groups`` lists ``(exporter, day, first row, rows)``
     (the native decoder's ``build_parts``), so nothing is regrouped or cast."""
-    return _write_groups([(e, day, frame.slice(start, n)) for e, day, start, n in groups], Path(root), tag, level)
+    return _write_groups([(e, day, frame.slice(start, n)) for e, day, start, n in groups], Path(root), tag, level, replace)
 
 
 def write_parquet(frame: pl.DataFrame, path: str | Path, *, level: int = ZSTD_LEVEL) -> None:

@@ -11,9 +11,12 @@ already holds) and a separate process, the compactor, turns every closed
 spool file into the zstd Parquet store and deletes it:
 
 ``<out>/_spool/spool-<id>.arrow``
-    one flush, written as ``.spool-<id>.arrow.partial`` and renamed when
-    complete (a spool file that exists is closed). ``<id>`` is the
-    collector's start (ns) and pid, then the flush's number: never reused.
+    one flush, or one exporter and day of a flush where the decoder grouped
+    it so (the native decoder: the compactor then writes it as it is, with
+    no grouping again), written as ``.spool-<id>.arrow.partial`` and
+    renamed when complete (a spool file that exists is closed). ``<id>`` is
+    the collector's start (ns) and pid, the flush's number and the group's:
+    never reused.
 ``<out>/exporter=<e>/day=<d>/flows-<id>-00000.parquet``
     what the compactor makes of it: one file per exporter and day of the
     spool file (:func:`.schema.write_partitioned` with ``replace=True``:
@@ -94,10 +97,12 @@ class Spool:
                         pass
         return total
 
-    def write(self, frame: pl.DataFrame) -> Path:
-        """Append ``frame`` (canonical) as a closed spool file, after waiting
-        while the spool holds more than its limit; RuntimeError if the
-        compactor is gone while the spool is full."""
+    def write(self, frame: pl.DataFrame, groups=None) -> list[Path]:
+        """Append ``frame`` (canonical) as closed spool files, one per group
+        of ``groups`` (``(exporter, day, first row, rows)``, as
+        :func:`.schema.write_grouped` takes them) or one if None, after
+        waiting while the spool holds more than its limit; RuntimeError if
+        the compactor is gone while the spool is full."""
         if self.size() > self.limit:
             self.waits += 1
             started = time.monotonic()
@@ -106,24 +111,43 @@ class Spool:
                     raise RuntimeError(f"the spool {str(self.directory)!r} is full and its compactor has stopped")
                 time.sleep(_POLL_S)
             self.waited_s += time.monotonic() - started
-        name = f"spool-{self.prefix}-{self.count:06d}.arrow"
+        parts = [(0, frame.height)] if groups is None else [(start, n) for _, _, start, n in groups]
+        written = []
+        for k, (start, n) in enumerate(parts):
+            name = f"spool-{self.prefix}-{self.count:06d}-{k:05d}.arrow"
+            partial = self.directory / f".{name}.partial"
+            frame.slice(start, n).write_ipc(partial, compression="uncompressed", compat_level=pl.CompatLevel.newest())
+            target = self.directory / name
+            partial.rename(target)
+            written.append(target)
         self.count += 1
-        partial = self.directory / f".{name}.partial"
-        frame.write_ipc(partial, compression="uncompressed", compat_level=pl.CompatLevel.newest())
-        target = self.directory / name
-        partial.rename(target)
-        return target
+        return written
 
 
 def compact_file(path: Path, root: Path, level: int = 1) -> int:
     """Write spool file ``path`` into the store under ``root`` (one Parquet
     file per exporter and day, named after the spool file), then delete
     it; the records compacted. Safe to repeat after a kill at any point."""
-    frame = pl.read_ipc(path)
+    frame = schema.conform(pl.read_ipc(path))
     tag = "flows-" + path.stem.removeprefix("spool-")
-    schema.write_partitioned(frame, root, tag=tag, level=level, replace=True)
+    one = _one_group(frame)
+    if one is not None:  # as the native decoder spools: written as it is
+        schema.write_grouped(frame, [(*one, 0, frame.height)], root, tag=tag, level=level, replace=True)
+    else:
+        schema.write_partitioned(frame, root, tag=tag, level=level, replace=True)
     path.unlink()
     return frame.height
+
+
+def _one_group(frame: pl.DataFrame):
+    """(exporter, day) if every record of ``frame`` has that exporter and
+    day of ``first`` (UTC), else None; without grouping."""
+    if frame.height == 0:
+        return None
+    exporter = frame["exporter"][0]
+    span = frame.select(pl.col("first").dt.date().min().alias("a"), pl.col("first").dt.date().max().alias("b"),
+                        (pl.col("exporter") == exporter).all().alias("same")).row(0)  # fmt: skip
+    return (exporter, span[0]) if span[2] and span[0] == span[1] else None
 
 
 def compact_all(root: Path, level: int = 1) -> tuple[int, int]:
