@@ -86,7 +86,7 @@ bench: build
 	$(PY) benches/run.py
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
-	$(PY) benches/flows_decode.py
+	$(PY) benches/flows_decode.py --realtime
 	$(PY) benches/circuits.py
 	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
