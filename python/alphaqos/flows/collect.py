@@ -275,6 +275,7 @@ class Collector:
                  flush_records: int = FLUSH_RECORDS, spool: spool.Spool | None = None):  # fmt: skip
         self.sock, self.out, self.decoder, self.spool = sock, out, decoder, spool
         self.discarded = 0  # datagrams read and not decoded at close (the final drain's time was over)
+        self.longest_write_s = 0.0  # the longest one flush's write took (wall clock): what could stall the receive loop
         self.flush_every, self.duration, self.flush_records = flush_every, duration, flush_records
         self.peak_pending = 0  # most records waiting in the decoder at once (the bound's own accounting)
         self.stopping = False
@@ -419,6 +420,7 @@ class Collector:
         written = 0
         while self.unwritten:
             frame, groups = self.unwritten[0]
+            started = time.perf_counter()
             try:
                 if self.spool is not None:  # the compactor writes the Parquet
                     self.spool.write(frame, groups)
@@ -433,6 +435,7 @@ class Collector:
                     return
                 print(f"alphaqos: warning: {message}; retrying at the next flush", file=sys.stderr, flush=True)
                 break
+            self.longest_write_s = max(self.longest_write_s, time.perf_counter() - started)
             written += self.unwritten.pop(0)[0].height
         self.written += written
         self._report(written, final)
@@ -454,6 +457,7 @@ class Collector:
                      f"{'?' if queued is None else f'{queued:,}'} bytes still queued; ")  # fmt: skip
         if self.spool is not None and self.spool.waits:
             line += f"waited {self.spool.waited_s:.1f} s for the spool ({self.spool.waits:,} times over its limit); "
+        line += f"longest write of a flush: {self.longest_write_s * 1000:,.0f} ms; " if final else ""
         lines = [line + f"most records waiting at once: {self.peak_pending:,}"]
         lines += [f"  {exporter_line(decoder, exporter)}" for exporter in decoder.exporters()]
         print("\n".join(lines), flush=True)
