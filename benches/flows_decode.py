@@ -313,9 +313,11 @@ def collector_run(path: Path, counts: list[int], rate: float, seconds: float, ou
     drops = re.search(r"kernel drops: ([\d,?]+)", final).group(1)
     compacted = re.search(r"compacted [\d,]+ records .*\(([\d.]+) us per record\), peak RSS ([\d,]+) MiB", output)
     compaction = (float(compacted.group(1)), int(compacted.group(2).replace(",", ""))) if compacted else (None, None)
+    split = re.search(r"CPU: receive and decode ([\d.]+) s, detach ([\d.]+) s, build and \w+ write ([\d.]+) s", final)
+    split = tuple(float(v) for v in split.groups())
     decoding = re.search(r"decoding ([\d,]+) records/s", final).group(1)
     expected = sum(counts) * (sent // len(counts)) + sum(counts[: sent % len(counts)])
-    return expected, stored, drops, decoding, sent / elapsed, rss, cpu[0] - started, queue.peak, compaction
+    return expected, stored, drops, decoding, sent / elapsed, rss, cpu[0] - started, queue.peak, compaction, split
 
 
 class _QueueWatch:
@@ -377,7 +379,7 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None, writers:
             lossless = 0
             for rate in rates:  # x 30 records: 0.6, 1.02, 1.11, 1.2 M records/s
                 out = Path(tmp) / f"out-{kind}-{writer}-{rate}"
-                expected, stored, drops, decoding, achieved, rss, cpu, queue, (compaction, compactor_rss) = collector_run(
+                expected, stored, drops, decoding, achieved, rss, cpu, queue, (compaction, compactor_rss), split = collector_run(
                     path, counts, rate, seconds, out, kind, pin, spool=writer == "spool", realtime=realtime)  # fmt: skip
                 lost = 100 * (1 - stored / expected) if expected else 0.0
                 kept_up = stored == expected and queue <= capped
@@ -385,14 +387,16 @@ def over_loopback(seconds: float, decoders: list[str], pin: int | None, writers:
                     lossless = max(lossless, achieved * 30)
                 pace = f"paced {rate:,} datagrams/s" if rate else "unpaced"
                 per = 1e6 * cpu / max(stored, 1)
+                steps = "/".join(f"{1e6 * v / max(stored, 1):.2f}" for v in split)  # per thread; polars pool threads only in the total
                 compacting = "" if compaction is None else f"; the compactor {compaction:.2f} us per record, peak RSS {compactor_rss:,} MiB"
                 print(f"collector ({kind} decoder, {writer}{'' if pin is None else f', on CPU {pin}'}{', SCHED_FIFO 50' if realtime else ''}), "
                       f"{pace} (achieved {achieved:,.0f} datagrams/s = {achieved * 30:,.0f} records/s offered) for {seconds:g} s: "
                       f"{expected:,} records sent, {stored:,} stored, {lost:.1f}% lost, kernel drops {drops}, decoding {decoding} "
                       f"records/s of busy time, peak RSS {rss / 2**20:,.0f} MiB, peak socket queue {queue / 2**20:.1f} MiB; "
-                      f"the collector's CPU {cpu:.1f} s after its start ({per:.2f} us per record stored){compacting}", flush=True)  # fmt: skip
+                      f"the collector's CPU {cpu:.1f} s after its start ({per:.2f} us per record stored; receive and decode / "
+                      f"detach / build and write {steps} us){compacting}", flush=True)  # fmt: skip
                 rows.append((f"collector {kind}, {writer}, {pace}", f"{achieved * 30 / 1e6:.2f} M", f"{stored / max(expected, 1) * achieved * 30 / 1e6:.2f} M",
-                             f"{lost:.1f} %", drops, f"{queue / 2**20:.1f} MiB", f"{per:.2f} us",
+                             f"{lost:.1f} %", drops, f"{queue / 2**20:.1f} MiB", f"{per:.2f} us", f"{steps} us",
                              "-" if compaction is None else f"{compaction:.2f} us", f"{rss / 2**20:,.0f} MiB",
                              "-" if compactor_rss is None else f"{compactor_rss:,} MiB", "yes" if kept_up else "no"))  # fmt: skip
                 shutil.rmtree(out, ignore_errors=True)
@@ -459,7 +463,8 @@ def main() -> None:
             "records/s of one core (spool)", "(Parquet)"), steps)  # fmt: skip
     if runs:
         _table(("collector on one core", "offered records/s", "stored records/s", "lost", "kernel drops", "peak socket queue",
-                "CPU per stored record", "compaction (other core)", "peak RSS", "compactor RSS", "lossless"), runs)  # fmt: skip
+                "CPU per stored record", "of which receive+decode/detach/writer thread", "compaction (other core)", "peak RSS",
+                "compactor RSS", "lossless"), runs)  # fmt: skip
 
 
 def _table(header: tuple, rows: list[tuple]) -> None:

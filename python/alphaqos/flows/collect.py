@@ -281,6 +281,8 @@ class Collector:
         self.stopping = False
         self.decode_s = 0.0  # receiving and decoding (receive loop)
         self.build_s = 0.0  # building the tables (writer thread)
+        self.detach_s = 0.0  # the receive loop's CPU detaching flushes (the checks and columns, in Rust)
+        self._writer_cpu_start = 0.0  # the writer thread's CPU clock at its start (its own clock: read in that thread)
         self.written = 0
         self.unwritten: list = []  # frames a failed write left behind, retried at the next flush
         self.failure: str | None = None
@@ -327,7 +329,10 @@ class Collector:
         queued). Records only accumulate between flushes: the most waiting
         at once is what waits now."""
         self.peak_pending = max(self.peak_pending, self.decoder.pending)
-        self.batches.put((self.decoder.detach(), final))
+        started = time.thread_time()
+        batch = self.decoder.detach()
+        self.detach_s += time.thread_time() - started
+        self.batches.put((batch, final))
 
     def _receive(self, limit: int, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for datagrams, then read up to ``limit``."""
@@ -398,6 +403,7 @@ class Collector:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + WRITER_NICE)
         except OSError:
             pass
+        self._writer_cpu_start = time.thread_time()
         final = False
         while not final:
             chunks, final = self.batches.get()
@@ -457,7 +463,10 @@ class Collector:
                      f"{'?' if queued is None else f'{queued:,}'} bytes still queued; ")  # fmt: skip
         if self.spool is not None and self.spool.waits:
             line += f"waited {self.spool.waited_s:.1f} s for the spool ({self.spool.waits:,} times over its limit); "
-        line += f"longest write of a flush: {self.longest_write_s * 1000:,.0f} ms; " if final else ""
+        if final:  # _report runs in the writer thread: thread_time is the writer's CPU
+            line += (f"longest write of a flush: {self.longest_write_s * 1000:,.0f} ms; CPU: receive and decode "
+                     f"{self.decode_s:.2f} s, detach {self.detach_s:.2f} s, build and {'spool' if self.spool else 'Parquet'} write "
+                     f"{time.thread_time() - self._writer_cpu_start:.2f} s; ")  # fmt: skip
         lines = [line + f"most records waiting at once: {self.peak_pending:,}"]
         lines += [f"  {exporter_line(decoder, exporter)}" for exporter in decoder.exporters()]
         print("\n".join(lines), flush=True)
