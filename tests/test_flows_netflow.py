@@ -507,6 +507,7 @@ def test_collector_writes_every_record_and_exits_0_when_stopped(tmp_path, stop, 
         (["--listen", "127.0.0.1:0", "--flush-every", "soon"], "--flush-every"),
         (["--listen", "127.0.0.1:0", "--duration", "-1s"], "--duration"),
         (["--listen", "127.0.0.1:0", "--flush-records", "0"], "--flush-records 0: must be at least 1"),
+        (["--listen", "127.0.0.1:0", "--spool-limit", "lots"], "--spool-limit 'lots': expected a size"),
         (["--listen", "127.0.0.1:0", "--max-packet", "r1=jumbo"],
          "--max-packet 'r1=jumbo': expected EXPORTER=BYTES with BYTES a whole number of at least 1"),
     ],
@@ -525,13 +526,11 @@ def test_collector_bad_listen_from_the_command_line_exits_2():
     assert not Path("unused").exists()
 
 
-@pytest.mark.parametrize(("limit", "word"), [("4GiB", "spooled"), ("0", "wrote")])  # the spool, or Parquet written directly
-def test_collector_stops_after_its_duration(tmp_path, limit, word):
-    collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(tmp_path), "--duration", "300ms",
-                          "--spool-limit", limit)  # fmt: skip
+def test_collector_stops_after_its_duration(tmp_path):
+    collector = _alphaqos("flows", "collect", "--listen", "127.0.0.1:0", "--out", str(tmp_path), "--duration", "300ms")
     stdout, stderr = collector.communicate(timeout=20)
     assert collector.returncode == 0, stderr
-    assert f"stopped after 0.3 s: {word} 0 records" in stdout and list(tmp_path.iterdir()) == []
+    assert "stopped after 0.3 s: spooled 0 records" in stdout and list(tmp_path.iterdir()) == []  # no spool left either
 
 
 def test_collector_address_in_use_exits_2(tmp_path):
