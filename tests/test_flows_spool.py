@@ -194,3 +194,32 @@ def test_the_final_drain_counts_what_it_could_not_decode(tmp_path, monkeypatch, 
     reference = Decoder(window_us=None)
     assert stored == sum(reference.feed(d, "x") for d in datagrams[:read]) > 0
     assert f"not decoded at close: {len(datagrams) - read:,} datagrams read after the 0 s drain, 0 bytes still queued;" in final
+
+
+def test_the_compacted_store_reads_as_the_directly_written_one(tmp_path, table):
+    """polars, DuckDB and ``flows identify`` give the same answers on the
+    store the compactor wrote (spool files of a flush each) as on the same
+    table written directly (``--spool-limit 0``)."""
+    import duckdb
+
+    from alphaqos.flows.identify import identify
+
+    spooled(tmp_path / "spooled", table, 3)
+    spool.compact_all(tmp_path / "spooled")
+    schema.write_partitioned(table, tmp_path / "direct", tag="flows", level=1)
+    answers = []
+    for name in ("spooled", "direct"):
+        root = tmp_path / name
+        files = sorted(root.glob("exporter=*/day=*/*.parquet"))
+        with duckdb.connect() as con:
+            listing = "[" + ", ".join(f"'{f}'" for f in files) + "]"
+            rows = con.execute(f"SELECT epoch_us(first), src_addr, dst_addr, src_port, bytes, exporter FROM read_parquet({listing}) "
+                               "ORDER BY ALL").fetchall()  # fmt: skip
+        summary = identify(root, tmp_path / f"{name}.duckdb", threshold_bytes=10**8)
+        with duckdb.connect(str(tmp_path / f"{name}.duckdb"), read_only=True) as con:
+            flows = con.execute("SELECT * FROM alpha_flows ORDER BY ALL").fetchall()
+            prefixes = con.execute("SELECT * FROM prefixes ORDER BY ALL").fetchall()
+        answers.append((rows, summary.records, summary.alpha_intervals, flows, prefixes))
+        assert pl.read_parquet(files).schema == pl.Schema(schema.SCHEMA)
+    assert answers[0] == answers[1]
+    assert answers[0][1] == table.height and answers[0][3]  # every record, and α flows found
