@@ -84,6 +84,7 @@ golden-accept: build
 
 bench: build
 	$(PY) benches/run.py
+	$(PY) benches/instructions.py reference manyflows
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py
