@@ -59,6 +59,52 @@ def test_no_feature_module_imports_the_command_line():
     assert {name: i for name, i in upward.items() if i} == {}
 
 
+def _parsed(needed) -> dict[str, ast.Module]:
+    """The modules of the package whose text ``needed`` accepts, parsed
+    (parsing all of them costs a second)."""
+    out = {}
+    for name, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        if needed(text):
+            out[name] = ast.parse(text)
+    return out
+
+
+def test_only_the_command_line_uses_argparse():
+    """The feature packages are libraries: every subcommand's parser is in
+    ``alphaqos.cli`` (``alphaqos.golden``'s ``python -m`` tool aside)."""
+    users = set()
+    for name, tree in _parsed(lambda text: "argparse" in text).items():
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            if "argparse" in names:
+                users.add(name)
+    assert "alphaqos.cli._common" in users
+    outside = {n for n in users if not (n == "alphaqos.cli" or n.startswith("alphaqos.cli."))}
+    assert outside == {"alphaqos.golden"}
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.fail("ruff is missing from the environment: run `make setup`")
+    return subprocess.run([str(ruff), "check", "--no-cache", "--output-format", "concise", *args],
+                          capture_output=True, text=True, cwd=PACKAGE.parent.parent)  # fmt: skip
+
+
+def test_ruff_finds_no_unused_import_nor_repeated_key(tmp_path):
+    """pyproject.toml's ruff rules (unused imports and variables, repeated
+    dict keys, redefinitions) hold in the package: ``reference.py`` once
+    described ``Queue.red`` twice, the later silently winning."""
+    done = _ruff("python/")
+    assert done.returncode == 0, done.stdout
+    probe = tmp_path / "probe.py"
+    probe.write_text('TABLE = {\n    "Queue.red": "A",\n    "fifo": "B",\n    "Queue.red": "C",\n}\n')
+    assert "F601" in _ruff("--config", str(PACKAGE.parent.parent / "pyproject.toml"), str(probe)).stdout
+
+
 def test_the_import_check_sees_relative_imports(tmp_path):
     path = tmp_path / "backtest.py"
     path.write_text("from ..cli import UsageError\nfrom . import schema\nimport alphaqos.cli.run\n")

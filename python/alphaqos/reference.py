@@ -296,7 +296,6 @@ DESCRIPTIONS: dict[str, str] = {
     "Policer.red": "Action for red packets (default discard).",
     "yellow": "Parameters for yellow packets.",
     "red": "Parameters for red packets.",
-    "Queue.red": "A RED queue.",
     "fifo": "A drop-tail FIFO.",
     "htb": "Linux HTB shaping (classes and filters).",
     "srtcm": "RFC 2697 single-rate three-colour meter.",

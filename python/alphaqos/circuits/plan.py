@@ -81,7 +81,6 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from .southbound import POLICING, circuit_term, policer_bucket, policy_document
 

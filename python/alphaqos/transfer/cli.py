@@ -271,7 +271,6 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
     bar = None if args.json else _Bar(size, deadline)
     final: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    start_t = None
     loop_cost = [0.0, 0, 0.0, 0.0]  # the front's seconds, intervals, the mover's report microseconds, the front's CPU seconds
     base_samples: list[tuple[float, float, float]] = []
     ended = False
@@ -288,9 +287,7 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
             kind = e.get("event")
             if kind == "progress" and _newer_progress(lines):
                 continue  # late: act on the newest report only
-            if kind == "start":
-                start_t = time.time()
-            elif kind == "progress":
+            if kind == "progress":
                 t = time.time() - t0
                 proposal = loop.proposal(t, e["bytes_delivered"])
                 changed = None
