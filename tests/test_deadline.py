@@ -138,6 +138,11 @@ def _write(tmp_path: Path, d: dict) -> Path:
         (lambda t: t["reservation"].update(edge="C2"), "deadline_transfers[0].reservation.edge", "not a router"),
         (lambda t: t["reservation"].update(dynamic=True), "deadline_transfers[0].reservation.dynamic", "binary or fixed window"),
         (lambda t: t.update(method="proposed", base={"pacing": True}), "deadline_transfers[0].base.pacing", "static reservation"),
+        # The engine's checks of a controller's parameters, at the connection the user gave them for.
+        (lambda t: t["base"].update(window="binary", cc_params={"min_increment_segments": 8, "max_increment_segments": 4}),
+         "deadline_transfers[0].base.cc_params.max_increment_segments", "must be at least min_increment_segments (8)"),
+        (lambda t: t.update(additional={"cc": "highspeed", "cc_params": {"low_window": 50, "high_window": 40}}),
+         "deadline_transfers[0].additional.cc_params.high_window", "must be larger than low_window (50)"),
     ],
 )
 def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, edit, where, what):
