@@ -419,7 +419,7 @@ class FqCodel(Model):
     interval: PositiveTime = 100_000_000
     drop_batch: Annotated[int, Strict(), Field(ge=1, le=2**32 - 1)] = 64
 
-    # Python's own check: in a policy's class the engine locates CoDel's error at the link's queue, not here.
+    # Python's own check: the engine's error names neither a policy class's field nor trace-replay's --queue.
     @model_validator(mode="after")
     def _consistent(self) -> FqCodel:
         if self.target >= self.interval:
