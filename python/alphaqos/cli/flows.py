@@ -26,7 +26,7 @@ from .cmdline import positive_int, size_argument
 def register(commands: argparse._SubParsersAction) -> None:
     flows = commands.add_parser("flows", help="identify alpha flows in router flow records")
     sub = flows.add_subparsers(dest="flows_command", required=True, metavar="COMMAND")
-    for add in (_add_collect, _add_ingest, _add_identify, _add_backtest):
+    for add in (_add_collect, _add_ingest_and_synth, _add_identify, _add_backtest):
         add(sub)
 
 
@@ -57,7 +57,7 @@ def _add_collect(subparsers: argparse._SubParsersAction) -> None:
 # --- ingest and synth ---------------------------------------------------------
 
 
-def _add_ingest(subparsers: argparse._SubParsersAction) -> None:
+def _add_ingest_and_synth(subparsers: argparse._SubParsersAction) -> None:
     ingest = subparsers.add_parser("ingest", help="read flow-record files into the canonical Parquet store")
     ingest.add_argument("files", metavar="FILE", nargs="+", type=Path, help="flow-record file")
     ingest.add_argument("--format", required=True, choices=sorted(readers.READERS), help="format of the files")
