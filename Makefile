@@ -11,7 +11,7 @@ STAMP := $(VENV)/.deps-stamp
 $(STAMP): pyproject.toml Makefile
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "pyarrow>=18" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6" "fastapi>=0.110" "uvicorn>=0.29" "uvloop>=0.19" "httptools>=0.6" "orjson>=3.9" "sqlalchemy>=2" "alembic>=1.13" "psycopg[binary]>=3.1" "pydantic-settings>=2.2" "httpx>=0.27"
+	$(PIP) install -q "maturin>=1.7,<2" "pydantic>=2.6" "pyyaml>=6" "polars>=1.0" "numpy>=1.26" "matplotlib>=3.8" "rich>=13" "duckdb>=1.1" "pyarrow>=18" "dask[distributed]>=2024.1" "pyroute2>=0.7" "pytest>=8" "pytest-xdist>=3.5" "selenium>=4.10" "hypothesis>=6" "fastapi>=0.110" "uvicorn>=0.29" "uvloop>=0.19" "httptools>=0.6" "orjson>=3.9" "sqlalchemy>=2" "alembic>=1.13" "psycopg[binary]>=3.1" "pydantic-settings>=2.2" "httpx>=0.27" "ruff>=0.6"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -84,6 +84,7 @@ golden-accept: build
 
 bench: build
 	$(PY) benches/run.py
+	$(PY) benches/instructions.py reference manyflows
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py --realtime

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from alphaqos import units  # noqa: E402
-from alphaqos.transfer.cli import xfer_binary  # noqa: E402
+from alphaqos.transfer.mover import xfer_binary  # noqa: E402
 from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 
 RX_CORE, TX_CORE = "1", "0"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from alphaqos.cli import main
-from alphaqos.transfer.cli import TransferError, xfer_binary
+from alphaqos.transfer.mover import TransferError, xfer_binary
 
 
 def binary() -> str:

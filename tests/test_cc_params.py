@@ -81,7 +81,6 @@ def test_unknown_parameter_names_it_and_the_controller():
         ("base_flow", {"ctr_bps": 500_000_000}, ["'ctr_bps'", "base_flow", "expected:", "ctr"]),
         ("cubic", {"beta": 1.5}, ["'beta'", "cubic", "less than 1", "1.5"]),
         ("cubic", {"beta": 0}, ["'beta'", "cubic", "greater than 0"]),
-        ("cubic", {"beta": 0.0001}, ["'beta'", "cubic", "1/1024"]),
         ("cubic", {"c": -1}, ["'c'", "cubic", "greater than 0"]),
         ("cubic", {"c": float("nan")}, ["'c'", "cubic"]),
         ("cubic", {"hystart": "yes"}, ["'hystart'", "cubic", "boolean"]),
@@ -92,7 +91,6 @@ def test_unknown_parameter_names_it_and_the_controller():
         ("bic", {"smooth_part": 0}, ["'smooth_part'", "bic"]),
         ("bic", {"low_window": -1}, ["'low_window'", "bic"]),
         ("bic", {"beta": 1}, ["'beta'", "bic"]),
-        ("highspeed", {"high_window": 38}, ["highspeed", "high_window (38)", "low_window (38)"]),
         ("highspeed", {"low_window": 5000}, ["'low_window'", "highspeed", "3872"]),
         ("highspeed", {"high_decrease": 0.6}, ["'high_decrease'", "highspeed", "0.5"]),
         ("base_flow", {}, ["'ctr'", "required", "base_flow"]),
@@ -102,8 +100,6 @@ def test_unknown_parameter_names_it_and_the_controller():
         ("base_flow", {"ctr": "1Gbps", "rtt_filter": "mean"}, ["'rtt_filter'", "base_flow", "'latest', 'min' or 'base'"]),
         ("base_flow", {"ctr": "1Gbps", "rtt_samples": 0}, ["'rtt_samples'", "base_flow"]),
         ("base_flow", {"ctr": "1Gbps", "min_increment_segments": 0}, ["'min_increment_segments'", "base_flow"]),
-        ("base_flow", {"ctr": "1Gbps", "min_increment_segments": 8, "max_increment_segments": 4},
-         ["base_flow", "max_increment_segments (4)", "min_increment_segments (8)"]),
     ],
 )
 def test_invalid_params_name_the_parameter_and_the_controller(cc, params, fragments):
@@ -112,6 +108,21 @@ def test_invalid_params_name_the_parameter_and_the_controller(cc, params, fragme
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+@pytest.mark.parametrize(
+    ("cc", "params"),
+    [
+        ("cubic", {"beta": 0.0001}),
+        ("highspeed", {"low_window": 50, "high_window": 40}),
+        ("base_flow", {"ctr": "1Gbps", "min_increment_segments": 8, "max_increment_segments": 4}),
+    ],
+)
+def test_checks_the_engine_makes_are_left_to_it(cc, params):
+    """A beta that rounds to 0/1024 and reversed window or increment pairs
+    are the engine's to refuse: its ConfigError names the parameter at the
+    user's line (tests/test_scenario.py, tests/test_deadline.py)."""
+    assert validate_cc_params(cc, params) is not None
 
 
 def test_every_error_is_reported():

@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import pytest
 
+from alphaqos import cli
 from alphaqos.circuits import plan as hntes
 from alphaqos.provision import check
 
@@ -37,7 +38,8 @@ def db(tmp_path_factory) -> Path:
 
 
 def _plan(capsys, *argv) -> tuple[int, str, str]:
-    status = hntes.main([str(a) for a in argv])
+    """``alphaqos circuits plan ARGV...``, in this process."""
+    status = cli.main(["circuits", "plan", *(str(a) for a in argv)])
     out, err = capsys.readouterr()
     return status, out, err
 

@@ -151,6 +151,31 @@ def test_bad_deadline_transfers_are_one_line_naming_the_field(tmp_path: Path, ed
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("connection", "key", "where", "what"),
+    [
+        ({"base": {"window": "binary", "cc_params": {"min_increment_segments": 8, "max_increment_segments": 4}}},
+         "max_increment_segments: 4", "base.cc_params.max_increment_segments", "must be at least min_increment_segments (8) for base_flow, got 4"),
+        ({"additional": {"cc": "highspeed", "cc_params": {"low_window": 50, "high_window": 40}}},
+         "high_window: 40", "additional.cc_params.high_window", "must be larger than low_window (50) for highspeed, got 40"),
+    ],
+)
+def test_a_connections_controller_parameters_are_checked_by_the_engine_at_their_line(tmp_path: Path, capsys, connection,
+                                                                                      key, where, what):
+    """The engine refuses the controller's parameters of the workload a
+    transfer becomes (its stream_options); the error names the transfer's
+    connection the user gave them for, at their line."""
+    from alphaqos import cli as command
+
+    d = doc()
+    d["deadline_transfers"][0].update(connection)
+    path = _write(tmp_path, d)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if key in text)
+    assert command.main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"alphaqos: error: {path}:{line}: deadline_transfers[0].{where}: {what}"]
+
+
 def test_the_edge_must_be_on_the_engines_path_and_the_path_must_exist(tmp_path: Path):
     """The engine routes the transfer: an edge router beside the path, and
     a destination no link reaches, are each named at the transfer's field."""

@@ -169,7 +169,7 @@ def test_rate_and_burst_from_a_policy(tmp_path, capsys):
     )  # fmt: skip
     status, out, err = _shape(capsys, "eth0", "--policy", str(policy), "--dry-run", "--netns", "aq-absent")
     assert status == 2 and "no network namespace" in err  # checked before anything is printed
-    from alphaqos.provision.shape import _from_policy
+    from alphaqos.provision.shape import from_policy
 
-    rate, burst, match = _from_policy(policy, None)
+    rate, burst, match = from_policy(policy, None)
     assert (rate, burst, match.field, match.value) == (10**9, 128_000, "src", "10.10.200.20/32")

@@ -42,13 +42,11 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     Strict,
     ValidationError,
-    model_validator,
 )
 
 from .fields import Flag, PositiveRate
@@ -67,8 +65,6 @@ __all__ = [
 ]
 
 U64_MAX = 2**64 - 1
-#: Linux keeps these betas as parts of 1024; the engine rounds to them.
-BETA_SCALE = 1024
 #: RFC 3649: Standard TCP's loss rate at Low_Window, 1.5 / Low_Window^2, must
 #: stay above High_P = 1e-7.
 HIGHSPEED_MAX_LOW_WINDOW = 3872
@@ -78,15 +74,10 @@ Segments = Annotated[int, Strict(), Field(ge=0, le=U64_MAX)]
 PositiveSegments = Annotated[int, Strict(), Field(ge=1, le=U64_MAX)]
 
 
-def _beta(value: float) -> float:
-    if not 1 <= round(value * BETA_SCALE) <= BETA_SCALE - 1:
-        raise ValueError(f"must be between 1/{BETA_SCALE} and {BETA_SCALE - 1}/{BETA_SCALE}")
-    return value
-
-
-#: A multiplicative-decrease factor, 0 < beta < 1 (stored by the engine as
-#: parts of 1024).
-Beta = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False), AfterValidator(_beta)]
+#: A multiplicative-decrease factor, 0 < beta < 1. The engine keeps it as
+#: parts of 1024 and refuses one that rounds to 0 or 1024 (its ConfigError
+#: arrives at the parameter: ``flows[i].tcp.cc_params.beta``).
+Beta = Annotated[float, Strict(), Field(gt=0, lt=1, allow_inf_nan=False)]
 PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 
 
@@ -121,7 +112,7 @@ class CubicParams(_Params):
     cc = "cubic"
 
     beta: Beta = 0.7
-    """Multiplicative decrease: ssthresh = beta x cwnd on a loss."""
+    """Multiplicative decrease: ssthresh = beta x cwnd on a loss (as parts of 1024: 1/1024 to 1023/1024)."""
     c: PositiveFloat = 0.4
     """The cubic's constant C, segments per second cubed."""
     fast_convergence: Flag = True
@@ -152,7 +143,7 @@ class BicParams(_Params):
     low_window: Segments = 14
     """At or below this window (segments) BIC behaves as Reno."""
     beta: Beta = 0.8
-    """Multiplicative decrease (819/1024 once rounded)."""
+    """Multiplicative decrease (819/1024 once rounded; 1/1024 to 1023/1024)."""
     fast_convergence: Flag = True
     smooth_part: PositiveSegments = 20
     """Near W_max, one segment per cwnd x smooth_part / 4 acknowledged."""
@@ -166,17 +157,10 @@ class HighSpeedParams(_Params):
     low_window: Annotated[int, Strict(), Field(ge=1, le=HIGHSPEED_MAX_LOW_WINDOW)] = 38
     """Segments; Standard TCP at or below it."""
     high_window: PositiveSegments = 83000
-    """Segments; the window reached at a loss rate of 1e-7."""
+    """Segments; the window reached at a loss rate of 1e-7, above low_window
+    (the engine checks the pair)."""
     high_decrease: Annotated[float, Strict(), Field(gt=0, le=0.5, allow_inf_nan=False)] = 0.1
     """b(high_window): the decrease at High_Window."""
-
-    @model_validator(mode="after")
-    def _windows(self) -> HighSpeedParams:
-        if self.high_window <= self.low_window:
-            raise ValueError(
-                f"high_window ({self.high_window}) must be larger than low_window ({self.low_window})"
-            )
-        return self
 
 
 class BaseFlowParams(_Params):
@@ -196,15 +180,6 @@ class BaseFlowParams(_Params):
     max_increment_segments: PositiveSegments = 64
     alpha_segments: Segments = 2
     """Snap to CTR x RTT once within this many segments."""
-
-    @model_validator(mode="after")
-    def _increments(self) -> BaseFlowParams:
-        if self.max_increment_segments < self.min_increment_segments:
-            raise ValueError(
-                f"max_increment_segments ({self.max_increment_segments}) must be at least "
-                f"min_increment_segments ({self.min_increment_segments})"
-            )
-        return self
 
     def resolve(self) -> dict[str, Any]:
         resolved = self.model_dump()

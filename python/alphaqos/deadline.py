@@ -76,7 +76,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, Strict, model_validator
+from pydantic import Field, model_validator
 
 from .fields import Dscp, Flag, Model, Name, PositiveRate, PositiveSize, PositiveTime, Time
 from .units import fmt_rate, fmt_size, fmt_time_ns

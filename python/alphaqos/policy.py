@@ -295,6 +295,7 @@ class CiscoThreshold(Model):
     mark_prob_denominator: Annotated[int, Strict(), Field(ge=1)] | None = None
     max_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _consistent(self) -> CiscoThreshold:
         if self.min_th >= self.max_th:
@@ -330,6 +331,7 @@ class RedCurve(Model):
     byte_mode: Flag = False
     mean_pkt_size: PositiveSize = 1000
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _consistent(self) -> RedCurve:
         if self.min_th.in_bytes != self.max_th.in_bytes:
@@ -355,6 +357,7 @@ class Gred(Model):
     yellow: RedCurve | None = None
     red: RedCurve | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _one_average(self) -> Gred:
         curves = [(c, getattr(self, c)) for c in ("green", "yellow", "red") if getattr(self, c) is not None]
@@ -382,6 +385,7 @@ class DropProfile(Model):
     rio: Rio | None = None
     gred: Gred | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _one_form(self) -> DropProfile:
         forms = [f for f in ("wred", "rio", "gred") if getattr(self, f) is not None]
@@ -415,6 +419,7 @@ class FqCodel(Model):
     interval: PositiveTime = 100_000_000
     drop_batch: Annotated[int, Strict(), Field(ge=1, le=2**32 - 1)] = 64
 
+    # Python's own check: the engine's error names neither a policy class's field nor trace-replay's --queue.
     @model_validator(mode="after")
     def _consistent(self) -> FqCodel:
         if self.target >= self.interval:
@@ -477,6 +482,7 @@ class Child(Model):
     sfq: Sfq | None = None
     yaqs: Yaqs | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _one_kind(self) -> Child:
         present = [k for k in CHILD_KINDS if getattr(self, k) is not None]
@@ -536,6 +542,7 @@ class ForwardingClass(Model):
     #: The class's discipline (default a FIFO; see :class:`Child`).
     child: Child | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _profile_or_child(self) -> ForwardingClass:
         if self.drop_profile is not None and self.child is not None:
@@ -566,6 +573,7 @@ class Srtcm(Model):
     cbs: Size
     ebs: Size
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _consistent(self) -> Srtcm:
         if self.cbs <= 0 and self.ebs <= 0:
@@ -581,6 +589,7 @@ class Trtcm(Model):
     pir: PositiveRate
     pbs: PositiveSize
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _consistent(self) -> Trtcm:
         if self.pir < self.cir:
@@ -605,6 +614,7 @@ class Policer(Model):
     yellow: Action | None = None
     red: Action | None = None
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _one_meter(self) -> Policer:
         single = [k for k in ("rate", "burst", "out_of_profile") if getattr(self, k) is not None]
@@ -665,6 +675,7 @@ class Policy(Model):
     classes: Annotated[dict[Name, ForwardingClass], Field(min_length=1)]
     filter: list[Term] = []
 
+    # Python's own check: `alphaqos provision` and `shape --policy` read policies without the engine.
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
         shares = sum(c.buffer_size for c in self.classes.values() if isinstance(c.buffer_size, float))

@@ -67,7 +67,6 @@ CONDITIONS: dict[str, str] = {
     "_packet_size": f"{MIN_PACKET_BYTES}B..{MAX_PACKET_BYTES}B",
     "_mtu": f"{MIN_IPV4_MTU_BYTES}B..{MAX_PACKET_BYTES}B",
     "_check_curve": "[fill %, drop %] points, fills increasing, drops not decreasing",
-    "_beta": "a multiple of 1/1024",
 }
 
 #: Section examples, as YAML, for the models where a built one would not do.
@@ -296,7 +295,6 @@ DESCRIPTIONS: dict[str, str] = {
     "Policer.red": "Action for red packets (default discard).",
     "yellow": "Parameters for yellow packets.",
     "red": "Parameters for red packets.",
-    "Queue.red": "A RED queue.",
     "fifo": "A drop-tail FIFO.",
     "htb": "Linux HTB shaping (classes and filters).",
     "srtcm": "RFC 2697 single-rate three-colour meter.",
@@ -322,7 +320,7 @@ DESCRIPTIONS: dict[str, str] = {
     "policy": "A policy by name: a router's filter (node) or the classes of an egress queue.",
     "rtt_samples": "RTT samples the min filter keeps.",
     "min_increment_segments": "Smallest window step of the binary search, segments.",
-    "max_increment_segments": "Largest window step of the binary search, segments.",
+    "max_increment_segments": "Largest window step of the binary search, segments; at least min_increment_segments.",
     "fast_convergence": "Release bandwidth faster when the window at loss shrinks.",
     "filters": "u32-style filters, first match wins.",
     # Queues and their disciplines.

@@ -106,7 +106,8 @@ from . import columns as col
 from .errors import Issue, ScenarioError, format_path
 from .output import atomic_directory, atomic_file, write_atomic
 from .runner import Outcome, Task, run_tasks
-from .scenario import Scenario, _issue_from_pydantic, _with_policy_files, load_scenario
+from .scenario import Scenario, load_scenario
+from .scenario.loading import _issue_from_pydantic, _with_policy_files
 from .source import Source, read_source
 
 __all__ = ["FIGURES", "Dimension", "SweepPlan", "Variant", "build_table", "figures", "plan_sweep", "run_sweep", "write_plots"]

@@ -207,7 +207,8 @@ def _queue_from_data(data: dict[str, Any], source=None) -> tuple[str, dict[str, 
 def _queue_from_file(body: str) -> tuple[str, dict[str, Any]]:
     from .errors import ScenarioError
     from .policy import Policy
-    from .scenario import _split_policy_reference, load_policy_file, load_scenario
+    from .scenario import load_policy_file, load_scenario
+    from .scenario.loading import _split_policy_reference
     from .source import read_source
 
     path, name = _split_policy_reference(body)
@@ -242,7 +243,7 @@ def unbounded(queue) -> dict[str, Any]:
     """A scenario :class:`~alphaqos.scenario.Queue` as the engine's queue
     for a replay: the limits the user did not set lifted, Linux's quantum
     for a 1500 B link, YAQS's false positives measured."""
-    from .scenario import _resolve_queue
+    from .scenario.resolution import _resolve_queue
 
     kind = queue.kind
     model = getattr(queue, kind)

@@ -73,7 +73,6 @@ Tests: ``tests/test_circuits_plan.py``.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
 import math
@@ -81,11 +80,10 @@ import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from .southbound import POLICING, circuit_term, policer_bucket, policy_document
+from .southbound import circuit_term, policer_bucket, policy_document
 
-__all__ = ["PairPlan", "add_plan_command", "main", "nearest_rank", "plan_requests", "recurring_windows", "resolve", "steering"]
+__all__ = ["PairPlan", "PlanError", "nearest_rank", "plan_requests", "recurring_windows", "resolve", "run_plan", "steering"]
 
 DEFAULT_PERCENTILE = 95.0
 DEFAULT_MIN_DAYS = 2
@@ -288,35 +286,6 @@ def endpoints_from(topology: Path | None, pairs: list[str]) -> dict[str, str]:
 # --- the command --------------------------------------------------------------------
 
 
-def add_plan_command(commands: argparse._SubParsersAction) -> None:
-    """``plan`` under ``alphaqos circuits`` (see the module doc)."""
-    p = commands.add_parser("plan", help="turn the α prefix pairs of 'flows identify' into circuit requests (HNTES)",
-                            description="Circuit requests from an identify database: rate a percentile of each α "
-                            "prefix pair's observed rate, window its recurring hours.")  # fmt: skip
-    p.add_argument("--prefixes", metavar="DB", type=Path, required=True, help="database of 'alphaqos flows identify'")
-    p.add_argument("--percentile", metavar="P", type=float, default=DEFAULT_PERCENTILE, help="rate percentile (default 95)")
-    p.add_argument("--min-days", metavar="N", type=int, default=DEFAULT_MIN_DAYS,
-                   help="an hour recurs when seen on at least N days (default 2)")
-    p.add_argument("--after", metavar="TIME", type=_time, help="windows start after this (default: now, or the data's end)")
-    p.add_argument("--policing", choices=tuple(POLICING), default="soft", help="the requests' policing (default soft)")
-    p.add_argument("--topology", metavar="FILE", type=Path, help="scenario YAML: a prefix with one host maps to it")
-    p.add_argument("--endpoint", metavar="PREFIX=NODE", action="append", default=[], help="map a prefix to a node")
-    p.add_argument("--out", metavar="FILE", type=Path, help="requests (JSON); default standard output")
-    p.add_argument("--policy-out", metavar="FILE", type=Path,
-                   help="policy document for 'alphaqos provision --policy FILE --alpha-class science-data'")
-    p.add_argument("--submit", metavar="URL", help="POST the resolved requests to this circuits service")
-    p.add_argument("--token", metavar="T", help="bearer token for --submit")
-    p.set_defaults(handler=_handler)
-
-
-def _time(text: str) -> datetime:
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an RFC 3339 time like 2026-01-31T00:00:00Z, got {text!r}") from None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-
-
 def _endpoint_map(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
@@ -331,50 +300,50 @@ def _endpoint_map(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _handler(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-
-    try:
-        return _run(args)
-    except PlanError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _run(args: argparse.Namespace) -> int:
+def run_plan(db: Path, *, percentile: float = DEFAULT_PERCENTILE, min_days: int = DEFAULT_MIN_DAYS,
+             after: datetime | None = None, policing: str = "soft", topology: Path | None = None,
+             endpoints: list[str] = (), out: Path | None = None, policy_out: Path | None = None,
+             submit: str | None = None, token: str | None = None) -> int:
+    """``alphaqos circuits plan``: the requests from the identify database
+    ``db`` (and, with ``policy_out``, a
+    policy document) written to ``out`` or standard output, then submitted
+    to the service at ``submit``; ``endpoints`` are ``PREFIX=NODE`` items.
+    Returns the exit status (1 if the service refused a request); bad input
+    is a :class:`PlanError`."""
     from ..output import write_atomic
 
-    if args.submit and not args.token:
+    if submit and not token:
         raise PlanError("--submit needs --token (a bearer token of the circuits service)")
-    given = _endpoint_map(args.endpoint)
-    pairs = plan_requests(args.prefixes, percentile=args.percentile, min_days=args.min_days, after=args.after)
+    given = _endpoint_map(endpoints)
+    pairs = plan_requests(db, percentile=percentile, min_days=min_days, after=after)
     prefixes = sorted({p for x in pairs for p in (x.src_prefix, x.dst_prefix)})
-    resolve(pairs, {**endpoints_from(args.topology, prefixes), **given})
-    entries = [{"request": p.request(args.policing), "evidence": p.evidence(args.percentile)} for p in pairs]
+    resolve(pairs, {**endpoints_from(topology, prefixes), **given})
+    entries = [{"request": p.request(policing), "evidence": p.evidence(percentile)} for p in pairs]
     text = json.dumps(entries, indent=2) + "\n"
     policy_text = None
-    if args.policy_out is not None:
+    if policy_out is not None:
         import yaml
 
-        terms = [circuit_term(f"hntes-{i + 1}", sp, dp, rate, policer_bucket(rate), args.policing)
+        terms = [circuit_term(f"hntes-{i + 1}", sp, dp, rate, policer_bucket(rate), policing)
                  for i, ((sp, dp), rate) in enumerate(steering(pairs).items())]  # fmt: skip
         head = ("# alphaqos circuits plan: one term per planned circuit, steering its α prefix pair into science-data,\n"
                 "# policed at the circuit's rate. Render with: alphaqos provision --prefixes DB --policy THIS "
                 "--alpha-class science-data --out DIR\n")  # fmt: skip
         policy_text = head + yaml.safe_dump(policy_document(terms), sort_keys=False)
     try:
-        if args.out is not None:
-            write_atomic(args.out, text)
+        if out is not None:
+            write_atomic(out, text)
         if policy_text is not None:
-            write_atomic(args.policy_out, policy_text)
+            write_atomic(policy_out, policy_text)
     except OSError as exc:
         raise PlanError(f"cannot write: {exc.strerror or exc}: {exc.filename}") from None
-    if args.out is None:
+    if out is None:
         sys.stdout.write(text)
     else:
-        print(f"{args.out}: {len(entries)} circuit requests ({sum(bool(p.unresolved) for p in pairs)} with unresolved endpoints)")
-    if not args.submit:
+        print(f"{out}: {len(entries)} circuit requests ({sum(bool(p.unresolved) for p in pairs)} with unresolved endpoints)")
+    if not submit:
         return 0
-    return _submit(args.submit, args.token, [p for p in pairs if not p.unresolved], args.policing,
+    return _submit(submit, token, [p for p in pairs if not p.unresolved], policing,
                    [p for p in pairs if p.unresolved])  # fmt: skip
 
 
@@ -409,22 +378,3 @@ def _submit(url: str, token: str, pairs: list[PairPlan], policing: str, skipped:
         except (urllib.error.URLError, OSError) as exc:
             raise PlanError(f"--submit {url}: cannot reach the service: {getattr(exc, 'reason', exc)}") from None
     return 1 if refused else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m alphaqos.circuits.plan ARGS`` (the same as ``alphaqos circuits plan ARGS``)."""
-    from ..cmdline import EXIT_USAGE, OneLineParser, print_error
-    from ..errors import UsageError
-
-    parser = OneLineParser(prog="alphaqos circuits")
-    add_plan_command(parser.add_subparsers(dest="command", required=True))
-    try:
-        args = parser.parse_args(["plan", *(sys.argv[1:] if argv is None else argv)])
-        return args.handler(args)
-    except UsageError as exc:
-        print_error(str(exc))
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import re
 import secrets

@@ -76,10 +76,9 @@ with ``set_defaults(handler=...)``, and its handler, which takes the parsed
 arguments and returns the exit status, raising
 :class:`~alphaqos.errors.UsageError` (exit 2) or
 :class:`~alphaqos.errors.RunFailure` (exit 1). Output is written through
-:mod:`alphaqos.output`. Feature modules do not import this package. The
-commands whose parsers their feature packages define (``flows``,
-``provision``, ``shape``, ``circuits``, ``transfer``) have a module here
-that registers them.
+:mod:`alphaqos.output`. Every parser is here (:mod:`.cmdline` has the
+shared option types): the feature packages are libraries that neither
+import this package nor argparse.
 """
 
 from __future__ import annotations
@@ -95,7 +94,7 @@ import sys
 from typing import NamedTuple
 
 from .._version import __version__
-from ..cmdline import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, OneLineParser, print_error
+from .cmdline import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, OneLineParser, print_error
 from ..errors import RunFailure, ScenarioError, Terminated, UsageError
 from ._common import scenario_error
 

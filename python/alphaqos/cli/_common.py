@@ -1,15 +1,17 @@
-"""What the subcommands of this package share beyond :mod:`alphaqos.cmdline`:
-a scenario's problems and notes on standard error, the runner's options."""
+"""What the subcommands of this package share beyond :mod:`.cmdline`: a
+scenario's problems and notes on standard error, the runner's options, a
+feature's options dataclass filled from the parsed arguments."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..cmdline import positive_int, print_error
+from .cmdline import positive_int, print_error
 from ..errors import ScenarioError, ScenarioNote
 
 
@@ -36,3 +38,10 @@ def add_runner_options(command: argparse.ArgumentParser) -> None:
     where.add_argument("--jobs", metavar="N", type=positive_int, help="parallel runs (default: one per core)")
     where.add_argument("--dask", metavar="ADDRESS",
                        help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")  # fmt: skip
+
+
+def options_from(args: argparse.Namespace, options: type):
+    """The dataclass ``options`` (a feature's options, e.g.
+    :class:`alphaqos.transfer.mover.SendOptions`) with each field taken from
+    the parsed argument of the same name."""
+    return options(**{field.name: getattr(args, field.name) for field in dataclasses.fields(options)})

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cmdline import EXIT_OK
+from .cmdline import EXIT_OK
 from ..errors import UsageError
 from ..output import write_atomic
 

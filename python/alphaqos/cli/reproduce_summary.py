@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cmdline import EXIT_OK
+from .cmdline import EXIT_OK
 from ..errors import UsageError
 from ..output import write_atomic
 

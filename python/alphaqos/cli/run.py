@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import columns as col
 from .. import units
-from ..cmdline import EXIT_OK, time_argument
+from .cmdline import EXIT_OK, time_argument
 from ..output import default_run_dir, new_output_directory, saving
 from ._common import notes
 from ._tables import _console, _fit, _ms, _names, _seconds, _secs, _table

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..cmdline import EXIT_FAILURE, EXIT_OK, positive_int
+from .cmdline import EXIT_FAILURE, EXIT_OK, positive_int
 from ..errors import UsageError
 from ..output import default_run_dir, new_output_directory, saving
 from ._common import add_runner_options

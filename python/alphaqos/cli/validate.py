@@ -6,7 +6,7 @@ import argparse
 from collections import Counter
 
 from .. import units
-from ..cmdline import EXIT_OK, EXIT_USAGE
+from .cmdline import EXIT_OK, EXIT_USAGE
 from ..errors import ScenarioError
 from ._common import scenario_error
 

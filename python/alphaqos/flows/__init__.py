@@ -8,7 +8,6 @@ intervals, calls a flow α when it moves more than H bytes in one interval,
 and learns the address prefixes of α sources and sinks; a backtest replays
 the data day by day.
 
-Subcommands of ``alphaqos flows`` live in the modules of this package;
-each module that has any exposes ``register(subparsers)`` and is listed in
-:data:`COMMAND_MODULES` (see :mod:`.cli`).
+The subcommands of ``alphaqos flows`` (their parsers: :mod:`alphaqos.cli.flows`)
+call :mod:`.collect`, :mod:`.ingest`, :mod:`.identify` and :mod:`.backtest`.
 """

@@ -54,7 +54,6 @@ Tests: ``tests/test_flows_identify.py``.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
 from datetime import UTC, date, datetime, timedelta
@@ -64,7 +63,7 @@ import polars as pl
 
 from . import identify as idm
 
-__all__ = ["COLUMNS", "MODES", "backtest", "register", "summarise", "write_outputs"]
+__all__ = ["COLUMNS", "MODES", "backtest", "summarise", "write_outputs"]
 
 MODES = ("pair", "either")
 
@@ -342,37 +341,3 @@ def write_outputs(table: pl.DataFrame, directory: Path, *, mode: str = "pair") -
     for name, figure in figures(table, mode).items():
         figure.savefig(directory / f"{name}.png", dpi=120)
     return summary
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("backtest", help="replay identification day by day and report the catch ratio")
-    idm.add_common_options(parser, many=True)
-    parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="report directory to create (must not exist)")
-    parser.add_argument("--mode", choices=MODES, default="pair",
-                        help="caught if src AND dst prefixes are rules (pair, default) or either")  # fmt: skip
-    parser.set_defaults(handler=_backtest_command)
-
-
-def _backtest_command(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..output import new_output_directory
-
-    try:
-        table = backtest(
-            args.root,
-            threshold_bytes=args.threshold, interval_s=args.interval,
-            prefix_v4=args.prefix_v4, prefix_v6=args.prefix_v6,
-            aging_days=args.aging, days=args.days,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    with new_output_directory(args.out) as staging:
-        summary = write_outputs(table, staging, mode=args.mode)
-    for row in summary.iter_rows(named=True):
-        ratio = "n/a" if row["catch_ratio"] is None else f"{100 * row['catch_ratio']:.1f}%"
-        excluded = row["days_excluded"]
-        warmup = f", leaving out {excluded} first day(s) with no earlier rules" if excluded else ""
-        print(f"/{row['prefix_v4']} (IPv6 /{row['prefix_v6']}): {ratio} of {row['alpha_bytes']:.4g} α bytes caught "
-              f"({args.mode}) over {row['days']} day(s){warmup}; {row['beta_redirected']:.4g} β bytes redirected")  # fmt: skip
-    print(f"report in {args.out}")
-    return 0

@@ -60,7 +60,6 @@ A bad option, or an address it cannot listen on, exits 2 with one line.
 
 from __future__ import annotations
 
-import argparse
 import os
 import queue
 import select
@@ -79,7 +78,7 @@ from .ingest import time_window
 from .native import NativeDecoder
 from .netflow import Decoder
 
-__all__ = ["register", "parse_listen", "receive_buffer", "RECEIVE_BUFFER"]
+__all__ = ["collect_command", "parse_listen", "receive_buffer", "RECEIVE_BUFFER"]
 
 #: Socket receive buffer asked for, bytes.
 RECEIVE_BUFFER = 64 * 1024 * 1024
@@ -104,31 +103,6 @@ FINAL_DRAIN_S = 5.0
 DISCARD_S = 1.0
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)  # Linux, asm-generic/socket.h (Python does not name it)
 _TICK_S = 0.1  # longest sleep in select, so a signal is noticed promptly
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser("collect", help="receive NetFlow/IPFIX exports over UDP and write Parquet")
-    parser.add_argument("--listen", metavar="HOST:PORT", default="127.0.0.1:4739",
-                        help="address to receive on (default 127.0.0.1:4739; [::1]:4739 for IPv6; port 0: any free)")  # fmt: skip
-    parser.add_argument("--out", metavar="DIR", type=Path, required=True, help="root of the partitioned Parquet")
-    parser.add_argument("--flush-every", metavar="D", default="10s", help="write what was received this often (default 10s)")
-    parser.add_argument("--flush-records", metavar="N", type=int, default=FLUSH_RECORDS,
-                        help=f"write as soon as N records are waiting (default {FLUSH_RECORDS:,}; bounds the memory)")  # fmt: skip
-    parser.add_argument("--sampling", metavar="EXPORTER=N", action="append", default=[],
-                        help="1-in-N packet sampling of an exporter, overriding what it exports (repeatable)")  # fmt: skip
-    parser.add_argument("--max-packet", metavar="EXPORTER=BYTES", action="append", default=[],
-                        help="largest packet an exporter counts, its MTU if it sees jumbograms (default 65535; "
-                             "'*=BYTES' for all; repeatable)")  # fmt: skip
-    parser.add_argument("--time-window", metavar="D|off", default="1d",
-                        help="reject records more than D from their receive time (default 1d)")  # fmt: skip
-    parser.add_argument("--duration", metavar="D", help="stop after D (default: until SIGTERM/SIGINT)")
-    parser.add_argument("--decoder", choices=("native", "python"), default="native",
-                        help="decode in Rust with recvmmsg (default) or in Python (the reference)")  # fmt: skip
-    parser.add_argument("--spool-limit", metavar="SIZE", default="4GiB",
-                        help="spool flushes as Arrow IPC under OUT/_spool for a compactor process to write as Parquet; "
-                             "the writer waits while the spool holds more than SIZE (default 4GiB; 0: no spool, "
-                             "Parquet written by the collector itself)")  # fmt: skip
-    parser.set_defaults(handler=_collect)
 
 
 def parse_listen(text: str) -> tuple[int, tuple]:
@@ -172,7 +146,8 @@ def _seconds(option: str, text: str | None) -> float | None:
     return value
 
 
-def _collect(args: argparse.Namespace) -> int:
+def collect_command(args) -> int:
+    """``alphaqos flows collect`` with its parsed options (:mod:`alphaqos.cli.flows`)."""
     family, address = parse_listen(args.listen)
     sampling = _per_exporter(args.sampling, "--sampling", "EXPORTER=N")
     max_packet = _per_exporter(args.max_packet, "--max-packet", "EXPORTER=BYTES") or None

@@ -70,7 +70,6 @@ Tests: ``tests/test_flows_identify.py``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import ipaddress
 import os
@@ -93,7 +92,7 @@ __all__ = [
     "identify",
     "partitions",
     "prefix_table",
-    "register",
+    "top_prefixes",
 ]
 
 # Yan et al., CTRQ 2013, Section II: H = 1 GB in 1 min, /24 and /32
@@ -527,130 +526,6 @@ def _check_lengths(prefix_v4: int, prefix_v6: int) -> None:
         raise ValueError(f"an IPv4 prefix length is a whole number from 0 to 32, not {prefix_v4}")
     if not 0 <= int(prefix_v6) <= 128 or int(prefix_v6) != prefix_v6:
         raise ValueError(f"an IPv6 prefix length is a whole number from 0 to 128, not {prefix_v6}")
-
-
-# --- command line -----------------------------------------------------------
-
-
-def parse_days(text: str) -> float:
-    """An aging period (``30d``, ``12h``, any :func:`alphaqos.units.parse_time`
-    time); returns days."""
-    from .. import units
-
-    try:
-        ns = units.parse_time(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a period like '30d', '12h' or '90min', not {text!r}") from None
-    if ns <= 0:
-        raise argparse.ArgumentTypeError(f"the period must be positive, not {text!r}")
-    return ns / 1e9 / 86_400
-
-
-def parse_size_argument(text: str) -> int:
-    from .. import units
-
-    try:
-        return units.parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def parse_interval(text: str) -> float:
-    """An interval (``60s``, ``1min``; a bare number is seconds) in seconds."""
-    from .. import units
-
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            seconds = units.parse_time(text) / 1e9
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"the interval must be positive, not {text!r}")
-    return seconds
-
-
-def parse_day(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a day YYYY-MM-DD, not {text!r}") from None
-
-
-def prefix_lengths(limit: int):
-    def parse(text: str) -> list[int]:
-        lengths = []
-        for item in text.split(","):
-            try:
-                n = int(item.strip().removeprefix("/"))
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"expected prefix lengths like '24' or '24,32', not {text!r}") from None
-            if not 0 <= n <= limit:
-                raise argparse.ArgumentTypeError(f"a prefix length is from 0 to {limit}, not {n}")
-            lengths.append(n)
-        return lengths
-
-    return parse
-
-
-def add_common_options(parser: argparse.ArgumentParser, *, many: bool) -> None:
-    """The identification options shared by ``identify`` and ``backtest``."""
-    parser.add_argument("root", metavar="ROOT", type=Path, help="canonical Parquet root (exporter=*/day=*/)")
-    parser.add_argument("--threshold", metavar="SIZE", type=parse_size_argument, default=DEFAULT_THRESHOLD_BYTES,
-                        help="H: an α flow moves more than this in one interval (default 1GB)")  # fmt: skip
-    parser.add_argument("--interval", metavar="TIME", type=parse_interval, default=float(DEFAULT_INTERVAL_S),
-                        help="interval length (default 60s)")  # fmt: skip
-    v4 = "IPv4 prefix length(s), comma-separated (default 24,32)" if many else "IPv4 prefix length (default 24)"
-    v6 = ("IPv6 prefix length(s), one or one per IPv4 length (default 128 beside /32, else 48)" if many
-          else "IPv6 prefix length (default 48)")  # fmt: skip
-    parser.add_argument("--prefix-v4", metavar="N", type=prefix_lengths(32),
-                        default=[24, 32] if many else [DEFAULT_PREFIX_V4], help=v4)  # fmt: skip
-    parser.add_argument("--prefix-v6", metavar="N", type=prefix_lengths(128), default=None if many else [DEFAULT_PREFIX_V6],
-                        help=v6)  # fmt: skip
-    parser.add_argument("--aging", metavar="PERIOD", type=parse_days, default=float(DEFAULT_AGING_DAYS),
-                        help="drop a prefix after this long without a sighting (default 30d)")  # fmt: skip
-    parser.add_argument("--day", metavar="YYYY-MM-DD", dest="days", type=parse_day, action="append",
-                        help="only this day (repeatable; default: every day under ROOT)")  # fmt: skip
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("identify", help="find α flows and learn their prefixes into a DuckDB file")
-    add_common_options(parser, many=False)
-    parser.add_argument("--db", metavar="FILE", type=Path, required=True, help="DuckDB database (created if missing)")
-    parser.add_argument("--top", metavar="N", type=int, default=20, help="prefixes to print, most α bytes first (default 20)")
-    parser.set_defaults(handler=_identify_command)
-
-
-def _identify_command(args: argparse.Namespace) -> int:
-    from .. import units
-    from ..errors import UsageError
-
-    if len(args.prefix_v4) != 1 or len(args.prefix_v6) != 1:
-        raise UsageError("identify takes one IPv4 and one IPv6 prefix length")
-    try:
-        summary = identify(
-            args.root, args.db,
-            threshold_bytes=args.threshold, interval_s=args.interval,
-            prefix_v4=args.prefix_v4[0], prefix_v6=args.prefix_v6[0],
-            aging_days=args.aging, days=args.days,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    print(
-        f"{summary.partitions_processed} partitions processed ({summary.partitions_replaced} replaced), "
-        f"{summary.partitions_skipped} unchanged; {summary.records} records; "
-        f"{summary.alpha_intervals} α intervals in the database; {summary.prefixes} prefixes "
-        f"(aged at {summary.reference:%Y-%m-%d %H:%M:%S} UTC) in {args.db}"
-    )
-    top = top_prefixes(args.db, args.top)
-    if top.height:
-        shown = "" if top.height == summary.prefixes else f" (the {top.height} with the most α bytes)"
-        print(f"prefixes learnt{shown}:")
-        print(f"  {'prefix':<44} {'role':<4} {'α bytes':>10} {'sightings':>9}  last seen (UTC)")
-        for prefix, role, alpha_bytes, sightings, last_seen in top.iter_rows():
-            print(f"  {prefix:<44} {role:<4} {units.fmt_size(alpha_bytes):>10} {sightings:>9,}  {last_seen:%Y-%m-%d %H:%M}")
-    return 0
 
 
 def top_prefixes(db: str | Path, count: int) -> pl.DataFrame:

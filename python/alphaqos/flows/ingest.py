@@ -1,4 +1,5 @@
-"""``alphaqos flows ingest`` and ``alphaqos flows synth``.
+"""What ``alphaqos flows ingest`` and ``alphaqos flows synth`` do (their
+parser is :mod:`alphaqos.cli.flows`): :func:`ingest`, :func:`write_synthetic`.
 
 ``alphaqos flows ingest FILE... --format nfdump|pmacct|goflow2|csv|parquet|pcap
 --out DIR [--map NAME=COLUMN,...] [--exporter NAME] [--sampling N|EXPORTER=N,...]
@@ -42,65 +43,61 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import polars as pl
 
 from .. import units
-from ..cmdline import positive_int
 from ..errors import UsageError
 from ..output import new_output_directory
 from . import readers, schema, synth
 
-__all__ = ["register"]
+__all__ = ["SYNTH_FORMATS", "IngestOptions", "SynthOptions", "ingest", "time_window", "write_synthetic"]
 
 SYNTH_FORMATS = ("parquet", "nfdump", "goflow2", "pcap")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    ingest = subparsers.add_parser("ingest", help="read flow-record files into the canonical Parquet store")
-    ingest.add_argument("files", metavar="FILE", nargs="+", type=Path, help="flow-record file")
-    ingest.add_argument("--format", required=True, choices=sorted(readers.READERS), help="format of the files")
-    ingest.add_argument("--out", metavar="DIR", type=Path, required=True, help="store directory (made if missing)")
-    ingest.add_argument("--map", metavar="NAME=COLUMN,...", default="",
-                        help="csv/parquet: which column holds each canonical column (e.g. first=start_time)")  # fmt: skip
-    ingest.add_argument("--exporter", metavar="NAME", help="exporter of records that name none")
-    ingest.add_argument("--sampling", metavar="N|EXPORTER=N,...",
-                        help="1:N sampling of counts not yet scaled, where the file gives none (default: unknown)")  # fmt: skip
-    ingest.add_argument("--require-sampling", action="store_true",
-                        help="an exporter whose sampling rate is unknown is an error, not a warning")  # fmt: skip
-    ingest.add_argument("--time-unit", choices=readers.TIME_UNITS, default="iso",
-                        help="csv/parquet: times as ISO text or epoch numbers in this unit (default iso)")  # fmt: skip
-    ingest.add_argument("--time-zone", metavar="ZONE", default="UTC",
-                        help="zone of times written without an offset, e.g. Europe/Zurich (default UTC)")  # fmt: skip
-    ingest.add_argument("--time-window", metavar="D|off", default="1d",
-                        help="reject records more than D from their receive time, where known (default 1d)")  # fmt: skip
-    ingest.add_argument("--max-packet", metavar="BYTES|EXPORTER=BYTES,...",
-                        help="largest packet an exporter counts, its MTU if it sees jumbograms (default 65535)")  # fmt: skip
-    ingest.set_defaults(handler=_ingest)
+@dataclass(frozen=True)
+class IngestOptions:
+    """``alphaqos flows ingest``'s options (the command line's, by the same
+    names; its parser, :mod:`alphaqos.cli.flows`, holds their defaults)."""
 
-    make = subparsers.add_parser("synth", help="write a synthetic set of flow records (alpha and beta traffic)")
-    make.add_argument("--days", metavar="N", type=positive_int, required=True, help="days of records")
-    make.add_argument("--out", metavar="DIR", type=Path, required=True, help="directory to create (must not exist)")
-    make.add_argument("--seed", metavar="S", type=int, default=0, help="random seed (default 0)")
-    make.add_argument("--exporters", metavar="K", type=positive_int, default=4, help="routers (default 4)")
-    make.add_argument("--format", choices=SYNTH_FORMATS, default="parquet", help="output format (default parquet)")
-    make.add_argument("--beta-flows", metavar="N", type=positive_int, default=400_000, help="beta flows per day")
-    make.add_argument("--alpha-transfers", metavar="N", type=int, default=24, help="alpha transfers per day")
-    make.add_argument("--new-alpha-hosts", metavar="N", type=int, default=0,
-                      help="alpha hosts that appear each day after the first, inside known /24s (default 0)")  # fmt: skip
-    make.add_argument("--active-timeout", metavar="S", type=float, default=60.0, help="seconds (default 60)")
-    make.add_argument("--start", metavar="YYYY-MM-DD", type=date.fromisoformat, default=date(2026, 11, 1),
-                      help="first day (UTC)")  # fmt: skip
-    make.set_defaults(handler=_synth)
+    files: list[Path]
+    format: str  # a key of readers.READERS
+    out: Path  # the store (made if missing)
+    map: str  # csv/parquet: NAME=COLUMN,... (readers.parse_mapping)
+    exporter: str | None  # exporter of records that name none
+    sampling: str | None  # N or EXPORTER=N,...; None: as the files say, else unknown
+    require_sampling: bool  # an unknown sampling rate is an error
+    time_unit: str  # csv/parquet: a key of readers.TIME_UNITS
+    time_zone: str  # of times written without an offset
+    time_window: str  # D (a time) or "off"
+    max_packet: str | None  # BYTES or EXPORTER=BYTES,...
 
 
-def _ingest(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SynthOptions:
+    """``alphaqos flows synth``'s options (see :class:`IngestOptions`)."""
+
+    days: int
+    out: Path  # a new directory
+    seed: int
+    exporters: int
+    format: str  # one of SYNTH_FORMATS
+    beta_flows: int  # per day
+    alpha_transfers: int  # per day
+    new_alpha_hosts: int  # per day after the first
+    active_timeout: float  # seconds
+    start: date  # the first day (UTC)
+
+
+def ingest(args: IngestOptions) -> int:
+    """Read the files into the store and print the summary; returns the exit status."""
     try:
         mapping = readers.parse_mapping(args.map)
     except ValueError as exc:
@@ -233,7 +230,8 @@ def _write_exports_pcap(table, path: Path) -> None:
     pcap.write_pcap(path, datagrams)
 
 
-def _synth(args: argparse.Namespace) -> int:
+def write_synthetic(args: SynthOptions) -> int:
+    """Write the synthetic data set and say what it holds; returns the exit status."""
     if args.active_timeout <= 0:
         raise UsageError("--active-timeout: expected a positive number of seconds")
     if args.exporters > 254:

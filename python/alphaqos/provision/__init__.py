@@ -27,5 +27,6 @@ What it renders
     it leaves out. :mod:`.check` checks the Junos and Cisco files'
     structure and references.
 
-Command: :mod:`.cli` (``alphaqos provision``). Tests: ``tests/test_provision.py``.
+Writing the files: :mod:`.write`; the command (``alphaqos provision``):
+:mod:`alphaqos.cli.provision`. Tests: ``tests/test_provision.py``.
 """

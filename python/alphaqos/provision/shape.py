@@ -101,7 +101,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import HOST_SHARE_PERCENT
 from .tc import LEAF_DELAY_S, MTU_FRAME, bits, burst_bytes, quantum_bytes
 
 __all__ = [
@@ -109,11 +108,14 @@ __all__ = [
     "ShapeError",
     "ShapePlan",
     "apply",
+    "check_device",
+    "from_policy",
     "netns",
     "parse_match",
     "plan_shape",
     "read_state",
     "remove",
+    "state_text",
     "tc_commands",
 ]
 
@@ -607,116 +609,7 @@ def read_state(device: str, netns_name: str | None) -> dict:
             return out
 
 
-# --- the command ----------------------------------------------------------------
-
-
-def add_shape_command(commands) -> None:
-    """``alphaqos shape DEV ...`` (see the module doc)."""
-    from .cli import _rate
-
-    p = commands.add_parser(
-        "shape", help="shape what a host sends on a device to a share of its circuit (HTB over netlink)",
-        description="Apply, change in place (--rate/--share again), show (--show) or remove (--remove) an HTB "
-        "class holding DEV's traffic to a share of a reserved circuit (Zurawski 2013: 90-92%%).",
-    )  # fmt: skip
-    p.add_argument("device", metavar="DEV", help="the circuit's interface (its VLAN device)")
-    p.add_argument("--rate", metavar="RATE", type=_rate, help="the circuit's reserved rate (1Gbps, 10gbit)")
-    p.add_argument("--share", metavar="PERCENT", type=_share, default=HOST_SHARE_PERCENT, help="shape to this share of --rate (default 90%%)")
-    p.add_argument("--policer-burst", metavar="SIZE", type=_size, help="the router's policer bucket: the host's burst stays within it")
-    p.add_argument("--policy", metavar="FILE", type=Path, help="take --rate and --policer-burst from a policy's policer term")
-    p.add_argument("--term", metavar="NAME", help="with --policy: the policed term (default: the only one)")
-    p.add_argument("--match", metavar="KEY=VALUE", help="shape only src=PREFIX, dst=PREFIX or dscp=N (default: everything)")
-    p.add_argument("--netns", metavar="NAME", help="the device's network namespace (ip netns)")
-    p.add_argument("--gso-max-segs", metavar="N|keep", type=_gso, default=GSO_MAX_SEGS,
-                   help=f"set the device's gso_max_segs (default {GSO_MAX_SEGS}: one frame per packet into HTB, "
-                   "as the zurawski-tc study needs; 'keep' leaves it)")
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--dry-run", action="store_true", help="print the equivalent tc commands; change nothing")
-    what.add_argument("--show", action="store_true", help="print what the device has (as JSON with --json)")
-    what.add_argument("--remove", action="store_true", help="remove the tree and restore the previous root qdisc")
-    p.add_argument("--json", action="store_true", help="--show: JSON")
-    p.set_defaults(handler=_handler)
-
-
-def _gso(text: str) -> int | None:
-    import argparse
-
-    if text.strip() == "keep":
-        return None
-    if not text.strip().isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a segment count 1..65535 or 'keep', got {text!r}")
-    return int(text)
-
-
-def _share(text: str) -> float:
-    """A percentage; the range is checked by plan_shape, with its own message."""
-    import argparse
-
-    try:
-        return float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage like 90%, got {text!r}") from None
-
-
-def _size(text: str) -> int:
-    import argparse
-
-    from .. import units
-
-    try:
-        value = units.parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return int(value)
-
-
-def _handler(args) -> int:
-    from ..errors import UsageError
-
-    try:
-        return _run(args)
-    except ShapeError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _run(args) -> int:
-    if args.show:
-        state = read_state(args.device, args.netns)
-        print(json.dumps(state, indent=2) if args.json else _show_text(state))
-        return 0
-    if args.remove:
-        removed, now, previous = remove(args.device, args.netns)
-        if not removed:
-            print(f"{args.device}: no alphaqos shaping to remove (root qdisc: {now})")
-        else:
-            gso = f"; gso_max_segs {previous['gso_max_segs']} again" if previous.get("gso_max_segs") is not None else ""
-            print(f"{args.device}: shaping removed; root qdisc now {now} (before shaping: {previous.get('kind')}){gso}")
-        return 0
-    rate, burst, match = args.rate, args.policer_burst, parse_match(args.match) if args.match else None
-    if args.policy is not None:
-        rate, burst, term_match = _from_policy(args.policy, args.term)
-        rate = args.rate or rate
-        burst = args.policer_burst or burst
-        match = match or term_match
-    if rate is None:
-        raise ShapeError("give the circuit's rate: --rate RATE (or --policy FILE)")
-    plan = plan_shape(args.device, rate, args.share, match=match, policer_burst=burst, netns_name=args.netns,
-                      gso_max_segs=args.gso_max_segs)
-    if args.dry_run:
-        print("\n".join(tc_commands(plan, check_device(plan))))
-        return 0
-    done = apply(plan)
-    verb = "changed in place to" if done.changed_in_place else "shaped to"
-    print(f"{args.device}: {verb} {plan.describe()}")
-    print(f"{args.device}: txqueuelen {done.txqueuelen}; speed {bits(done.speed_bps) if done.speed_bps else 'unknown'}")
-    import sys
-
-    for note in done.notes:
-        print(f"alphaqos: warning: {note}", file=sys.stderr)
-    return 0
-
-
-def _from_policy(path: Path, term_name: str | None) -> tuple[int, int, Match | None]:
+def from_policy(path: Path, term_name: str | None) -> tuple[int, int, Match | None]:
     """(rate, bucket, match) of the policy's policed term: a single-rate
     policer's rate and burst, or the committed rate and burst (cir, cbs) of
     an srTCM or trTCM meter (what keeps every packet green)."""
@@ -748,7 +641,8 @@ def _from_policy(path: Path, term_name: str | None) -> tuple[int, int, Match | N
     return int(rate), int(burst), match
 
 
-def _show_text(state: dict) -> str:
+def state_text(state: dict) -> str:
+    """:func:`read_state`'s answer for people (``alphaqos shape DEV --show``)."""
     head = (f"{state['device']}{' in ' + state['netns'] if state['netns'] else ''}: root {state['root']['kind']}, "
             f"txqueuelen {state['txqueuelen']}, gso_max_segs {state['gso_max_segs']}, speed {bits(state['speed_bps']) if state['speed_bps'] else 'unknown'}")  # fmt: skip
     if not state["ours"]:

@@ -41,16 +41,7 @@ as documented in ``docs/engine-config.md``.
 # (:mod:`.loading`), and resolution into the engine's configuration
 # (:mod:`.resolution`). Names other modules and the tests use are
 # re-exported here.
-from .loading import (
-    _issue_from_pydantic,
-    _split_policy_reference,
-    _with_policy_files,
-    engine_issue,
-    load_policy_file,
-    load_scenario,
-    router_addresses,
-    user_loc,
-)
+from .loading import engine_issue, load_policy_file, load_scenario, user_loc
 from .models import (
     CONGESTION_CONTROLS,
     DEFAULT_WORKLOAD_TCP,
@@ -76,10 +67,17 @@ from .models import (
     Video,
     Workload,
 )
-from .resolution import _resolve_queue, resolve
+from .resolution import resolve
 
 __all__ = [
     "CONGESTION_CONTROLS",
+    "DEFAULT_WORKLOAD_TCP",
+    "ENGINE_DEFAULTS",
+    "FLOW_KINDS",
+    "MAX_PACKET_BYTES",
+    "MIN_IPV4_MTU_BYTES",
+    "MIN_PACKET_BYTES",
+    "QUEUE_KINDS",
     "Fifo",
     "Flow",
     "Link",
@@ -94,6 +92,10 @@ __all__ = [
     "Scenario",
     "Tcp",
     "Udp",
+    "Workload",
+    "engine_issue",
+    "load_policy_file",
     "load_scenario",
     "resolve",
+    "user_loc",
 ]

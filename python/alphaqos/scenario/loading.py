@@ -135,7 +135,8 @@ def user_loc(loc: Sequence[str | int], message: str, scenario: Scenario) -> tupl
     index becomes its name, a link's direction (``queue_ab``) the queue the
     user gave for it (``queues.A`` or ``queue``), a flow's ``src``/``dst``
     its kind's ``from``/``to``, a unit suffix goes, and an item the deadline
-    transfers added is their transfer. The part of the location that names
+    transfers added is their transfer (a workload's streams its ``base`` and
+    ``additional`` connection). The part of the location that names
     no field of the user's is kept in front of the message."""
     loc = list(loc)
     if len(loc) >= 2 and isinstance(loc[1], int) and (item := _user_item(scenario, loc[0], loc[1])) is not None:
@@ -143,6 +144,11 @@ def user_loc(loc: Sequence[str | int], message: str, scenario: Scenario) -> tupl
         rest = loc[2:]
         if loc[0] == "flows" and rest and rest[0] in _ENDS:
             out, model, rest = (*out, model.kind), model.spec, rest
+        elif out[0] == "deadline_transfers" and rest[:1] == ["stream_options"] and len(rest) >= 2:
+            # deadline.expand: the workload's first stream is the base connection, the second the additional one
+            transfer = scenario.deadline_transfers[out[1]]
+            side = "base" if rest[1] == 0 else "additional"
+            out, model, rest = (*out, side), getattr(transfer, side), rest[2:]
         elif loc[0] == "links" and rest and isinstance(rest[0], str) and rest[0][-3:] in ("_ab", "_ba"):
             out, rest = _direction(out, model, rest[0]), rest[1:]
             model = _at(scenario, out)

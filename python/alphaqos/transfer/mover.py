@@ -1,9 +1,13 @@
-"""``alphaqos transfer serve`` and ``alphaqos transfer send`` (issue 23;
-``docs/transfer.md``)."""
+"""What ``alphaqos transfer serve`` and ``alphaqos transfer send`` do
+(issue 23; ``docs/transfer.md``): :func:`serve` runs the receiver,
+:func:`send` checks a send's options, reserves, drives the ``alphaqos-xfer``
+sender through the deadline loop and reports. Their options are
+:class:`ServeOptions` and :class:`SendOptions` (the command line's parser
+is :mod:`alphaqos.cli.transfer`); bad input is a :class:`TransferError`
+with exit status 2, a failure one with status 1."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -15,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,8 @@ from typing import Any
 from .. import units
 from .circuit import Circuit, CircuitError, iso
 from .loop import DeadlineLoop
+
+__all__ = ["SendOptions", "ServeOptions", "TransferError", "send", "serve", "xfer_binary"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -43,59 +50,45 @@ def xfer_binary() -> Path:
                         EXIT_FAILURE)  # fmt: skip
 
 
-def add_transfer_command(commands: argparse._SubParsersAction) -> None:
-    transfer = commands.add_parser("transfer", help="move a file by its deadline over a reserved circuit (alphaqos-xfer)",
-                                   description=__doc__)  # fmt: skip
-    sub = transfer.add_subparsers(dest="transfer_command", required=True, metavar="ACTION")
-    serve = sub.add_parser("serve", help="receive files into a directory")
-    serve.add_argument("--listen", required=True, metavar="ADDR", help="HOST:PORT to listen on")
-    serve.add_argument("--dir", required=True, type=Path, help="where files land")
-    serve.add_argument("--json", action="store_true", help="the receiver's events as JSON lines")
-    serve.add_argument("--once", type=int, default=0, metavar="N", help="exit after N complete transfers (0: never)")
-    serve.set_defaults(handler=_guard(_serve))
+@dataclass(frozen=True)
+class ServeOptions:
+    """``alphaqos transfer serve``'s options."""
 
-    send = sub.add_parser("send", help="send a file by a deadline")
-    send.add_argument("file", type=Path)
-    send.add_argument("dest", metavar="HOST:PORT")
-    when = send.add_mutually_exclusive_group(required=True)
-    when.add_argument("--deadline", metavar="DURATION", help="time from now, e.g. 20m, 90s, 2h")
-    when.add_argument("--by", metavar="TIME", help="RFC 3339 time (no zone: UTC)")
-    send.add_argument("--circuit", metavar="URL", help="the circuits service (or a reservation's URL to take over)")
-    send.add_argument("--token", help="the service's bearer token (default $ALPHAQOS_CIRCUITS_TOKEN)")
-    send.add_argument("--src", help="the circuit's source node (with --circuit)")
-    send.add_argument("--dst", help="the circuit's destination node (with --circuit)")
-    send.add_argument("--rate", metavar="RATE", help="without a service: the rate the path allows, e.g. 1Gbps")
-    send.add_argument("--streams", type=int, default=2, metavar="K", help="connections: one base, K-1 additional (default 2)")
-    send.add_argument("--block", default="64MiB", help="block size (default 64MiB)")
-    send.add_argument("--margin", type=float, default=1.1, help="needed rate x margin (default 1.1)")
-    send.add_argument("--hysteresis", type=float, default=0.05,
-                      help="modify the reservation when the need differs by more than this fraction (default 0.05)")  # fmt: skip
-    send.add_argument("--interval", default="1s", help="deadline loop period (default 1s)")
-    send.add_argument("--guard", default=None,
-                      help="plan to finish this long before the deadline (default: two intervals)")  # fmt: skip
-    send.add_argument("--cc", default=None,
-                      help="base connection's congestion control: alphaqos_base, pacing-only, or a kernel one "
-                           "(default: alphaqos_base when available, else pacing alone)")  # fmt: skip
-    send.add_argument("--dscp", default="af11", help="base connection's DSCP (default af11; e.g. ef)")
-    send.add_argument("--excess-dscp", default="be", help="additional connections' DSCP (default be; cs1 = scavenger)")
-    send.add_argument("--force", action="store_true", help="overwrite the file at the receiver")
-    send.add_argument("--json", action="store_true", help="one JSON line per interval and a final one")
-    send.set_defaults(handler=_guard(_send))
+    listen: str  # HOST:PORT
+    dir: Path  # where files land
+    json: bool  # the receiver's events as JSON lines
+    once: int  # exit after this many complete transfers (0: never)
 
 
-def _guard(handler):
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except (TransferError, CircuitError) as exc:
-            print(f"alphaqos: error: {' '.join(str(exc).split())}", file=sys.stderr)
-            return exc.status
+@dataclass(frozen=True)
+class SendOptions:
+    """``alphaqos transfer send``'s options (the command line's, by the same
+    names; its parser, :mod:`alphaqos.cli.transfer`, holds their defaults)."""
 
-    return run
+    file: Path
+    dest: str  # HOST:PORT
+    deadline: str | None  # a duration from now; this or ``by``
+    by: str | None  # an RFC 3339 time (no zone: UTC)
+    circuit: str | None  # the circuits service (or a reservation's URL); this or ``rate``
+    token: str | None
+    src: str | None
+    dst: str | None
+    rate: str | None  # without a service: the rate the path allows
+    streams: int  # connections: one base, the others additional
+    block: str  # block size, e.g. 64MiB
+    margin: float  # reserve the needed rate times this
+    hysteresis: float  # modify the reservation when the need differs by more than this fraction
+    interval: str  # the deadline loop's period, e.g. 1s
+    guard: str | None  # default: two intervals
+    cc: str | None  # default: alphaqos_base when available, else pacing alone
+    dscp: str  # the base connection's
+    excess_dscp: str  # the additional connections'
+    force: bool  # overwrite the file at the receiver
+    json: bool  # JSON lines instead of a progress bar and a summary
 
 
 # --- serve ------------------------------------------------------------------------
-def _serve(args: argparse.Namespace) -> int:
+def serve(args: ServeOptions) -> int:
     d = args.dir
     if not d.is_dir():
         raise TransferError(f"--dir {d}: not a directory")
@@ -140,7 +133,7 @@ def _serve_line(e: dict) -> str:
 
 
 # --- send -------------------------------------------------------------------------
-def _deadline(args: argparse.Namespace, now: float) -> float:
+def _deadline(args: SendOptions, now: float) -> float:
     """The deadline as a Unix time."""
     if args.deadline is not None:
         try:
@@ -168,7 +161,7 @@ def _host_port(text: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2))
 
 
-def _choose_cc(args: argparse.Namespace) -> tuple[str, str | None]:
+def _choose_cc(args: SendOptions) -> tuple[str, str | None]:
     """The base connection's controller and a note to print once."""
     wanted = args.cc
     if wanted in (None, "alphaqos_base"):
@@ -186,7 +179,7 @@ def _choose_cc(args: argparse.Namespace) -> tuple[str, str | None]:
     return wanted, None
 
 
-def _send(args: argparse.Namespace) -> int:
+def send(args: SendOptions) -> int:
     now = time.time()
     # Everything checkable is checked before anything is reserved or sent.
     try:
@@ -253,7 +246,7 @@ def _send(args: argparse.Namespace) -> int:
                 print(f"alphaqos: warning: could not terminate the circuit {circuit.id}: {exc}", file=sys.stderr)
 
 
-def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, circuit, t0, deadline) -> int:
+def _run(args: SendOptions, host, port, size, block, interval, cc, note, loop: DeadlineLoop, circuit, t0, deadline) -> int:
     cmd = [str(xfer_binary()), "send", str(args.file), f"{host}:{port}", "--streams", str(args.streams),
            "--block", str(block), "--rate-bps", str(loop.reserved_bps), "--cc", cc, "--dscp-base", args.dscp,
            "--dscp-excess", args.excess_dscp, "--interval-ms", str(max(10, round(interval * 1000)))]  # fmt: skip
@@ -271,7 +264,6 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
     bar = None if args.json else _Bar(size, deadline)
     final: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
-    start_t = None
     loop_cost = [0.0, 0, 0.0, 0.0]  # the front's seconds, intervals, the mover's report microseconds, the front's CPU seconds
     base_samples: list[tuple[float, float, float]] = []
     ended = False
@@ -288,9 +280,7 @@ def _run(args, host, port, size, block, interval, cc, note, loop: DeadlineLoop, 
             kind = e.get("event")
             if kind == "progress" and _newer_progress(lines):
                 continue  # late: act on the newest report only
-            if kind == "start":
-                start_t = time.time()
-            elif kind == "progress":
+            if kind == "progress":
                 t = time.time() - t0
                 proposal = loop.proposal(t, e["bytes_delivered"])
                 changed = None
