@@ -150,7 +150,7 @@ def in_process(records: int) -> list[tuple]:
                 schema.write_grouped(frame, groups, tmp, tag="flows", level=1)
         cpu_written = time.process_time()
         with tempfile.TemporaryDirectory() as tmp:  # the spool: the receive path's write, then the compactor's work
-            spooled = spool.Spool(Path(tmp)).write(frame, groups)
+            spool.Spool(Path(tmp)).write(frame, groups)
             cpu_spooled = time.process_time()
             spool.compact_all(Path(tmp))
         cpu_compacted = time.process_time()
