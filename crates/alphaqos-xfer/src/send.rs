@@ -2,11 +2,11 @@
 //! then K data connections taking the receiver's missing blocks from one
 //! queue (connection 0, the *base*, paced at the reserved rate and marked
 //! with the reservation's DSCP; the others unpaced with the excess DSCP),
-//! each block's xxh3-64 in its header and its payload by `sendfile(2)`.
+//! each block's BLAKE3 check in its header and its payload by `sendfile(2)`.
 //! Per interval it writes a JSON line on stdout; `{"rate_bps": N}` on stdin
 //! re-paces the base connection.
 use crate::net::{self, TcpInfo};
-use crate::proto::{self, block_count, block_span};
+use crate::proto::{self, block_count, block_span, Check};
 use crate::{basecc, emit, tree, Fail};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -36,7 +36,7 @@ pub struct SendOptions {
     pub connect_timeout: Duration,
 }
 
-/// A block whose copy at the receiver fails its xxh3 this often ends the transfer.
+/// A block whose copy at the receiver fails its check this often ends the transfer.
 const MAX_BLOCK_FAILURES: u8 = 4;
 
 struct Queue {
@@ -272,7 +272,7 @@ fn fail(st: &State, e: Fail) {
 /// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
-fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], size: u64, block: u64) {
+fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], size: u64, block: u64) {
     let sock = c.stream.as_raw_fd();
     loop {
         let index = {
@@ -300,7 +300,7 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], siz
         };
         let (off, len) = block_span(index, size, block);
         let r = (|| -> io::Result<()> {
-            (&c.stream).write_all(&proto::block_header(index, len as u32, hashes[index as usize]))?;
+            (&c.stream).write_all(&proto::block_header(index, len as u32, &hashes[index as usize]))?;
             sendfile_all(sock, file.as_raw_fd(), off, len)?;
             Ok(())
         })();
