@@ -100,8 +100,8 @@ def test_resume_after_kill_sends_only_missing_blocks(tmp_path, rx, capsys):
 
 @pytest.mark.parametrize("mode", ["splice", "pwrite"])
 def test_block_corrupted_on_arrival_is_resent(tmp_path, capsys, mode):
-    # splice: the receiver's default (socket to file, hashed through a map);
-    # pwrite: through a buffer.
+    # pwrite: the receiver's default (through a buffer); splice: socket to
+    # file, hashed through a map (ALPHAQOS_XFER_RECV=splice).
     src = make_file(tmp_path / "c.bin", 6 * MiB, seed=3)
     with receiver(tmp_path / "in", env={"ALPHAQOS_XFER_CORRUPT_BLOCK": "2", "ALPHAQOS_XFER_RECV": mode}) as r:
         status, lines, err = send(capsys, str(src), r.addr, "--deadline", "30s", "--rate", "1Gbps", "--block", "1MiB")

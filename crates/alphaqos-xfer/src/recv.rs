@@ -1,8 +1,10 @@
 //! The receiver (`alphaqos-xfer serve`): one listening port, a thread per
-//! connection. Blocks land in `DIR/.NAME.part` by `splice(2)` from the
-//! socket through a pipe (one copy, socket to page cache, none through user
-//! space) and are hashed there through a read-only map of the file (or, with
-//! `ALPHAQOS_XFER_RECV=pwrite`, copied into a buffer, hashed, `pwrite`); the verified
+//! connection. Blocks land in `DIR/.NAME.part`: copied from the socket into
+//! a reused buffer, hashed there while cache-hot and written by `pwrite`
+//! (or, with `ALPHAQOS_XFER_RECV=splice`, moved by `splice(2)` from the
+//! socket through a pipe into the file, no copy through user space, and
+//! hashed through a read-only map of the file: measured no cheaper here,
+//! see docs/transfer.md); the verified
 //! ones (the block's BLAKE3 check equal to the sender's, see `proto`) are
 //! recorded in the sidecar block map `DIR/.NAME.part.map` (JSON, replaced
 //! atomically), from which a new `hello` for the same file resumes. When
@@ -46,7 +48,7 @@ struct Session {
     part: File,
     /// The part file mapped read-only, for hashing what splice(2) wrote
     /// (None: blocks go through a buffer and pwrite).
-    map: Option<Mapping>,
+    map: Option<tree::Mapping>,
     state: Mutex<MapState>,
     control: Mutex<TcpStream>,
     closed: AtomicBool,
@@ -167,21 +169,19 @@ fn full_message(dir: &Path, name: &str, what: &str) -> String {
 }
 
 /// Reserves the file's space (fallocate(2) allocates only the holes, so on a
-/// resume it asks for the rest). Err(message) when the disk cannot hold it;
-/// Ok(true) when the space is allocated (writes through a map cannot meet a
-/// full disk), Ok(false) for a sparse file.
+/// resume it asks for the rest). Err(message) when the disk cannot hold it.
 /// File systems without fallocate (ext2/ext3 files, some network file
 /// systems) get a sparse file and a check of the free space instead; their
 /// disk can still fill in mid-transfer when something else writes to it.
-fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<bool, String> {
+fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<(), String> {
     if size == 0 {
-        return Ok(false);
+        return Ok(());
     }
     let rc = unsafe { libc::fallocate(part.as_raw_fd(), 0, 0, size as libc::off_t) };
     let e = io::Error::last_os_error();
     let short = || format!("no space left on the receiver for {name} ({size} bytes) in {}", dir.display());
     if rc == 0 {
-        return Ok(true);
+        return Ok(());
     }
     if is_full(&e) {
         return Err(short());
@@ -194,7 +194,7 @@ fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<bool, Strin
     let allocated = meta.blocks() * 512;
     match free_bytes(dir) {
         Some(free) if free < size.saturating_sub(allocated) => Err(short()),
-        _ => Ok(false),
+        _ => Ok(()),
     }
 }
 
@@ -295,17 +295,14 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
     }
     // Reserve the space up front: a full disk is refused before any data
     // moves (a new part file is removed; a resumable one is kept).
-    match reserve(&part, dir, name, size) {
-        Ok(_) => {}
-        Err(m) => {
-            drop(part);
-            if !is_resume {
-                let _ = std::fs::remove_file(&part_p);
-            }
-            return refuse(conn, m);
+    if let Err(m) = reserve(&part, dir, name, size) {
+        drop(part);
+        if !is_resume {
+            let _ = std::fs::remove_file(&part_p);
         }
-    };
-    let map = if size > 0 && recv_mode_splice() { Mapping::new(&part, size).ok() } else { None };
+        return refuse(conn, m);
+    }
+    let map = if size > 0 && recv_mode_splice() { tree::Mapping::new(&part, size).ok() } else { None };
     let id: u64 = {
         let mut b = [0u8; 8];
         File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).ok();
@@ -458,11 +455,11 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     let Some(s) = shared.sessions.lock().unwrap().get(&id).cloned() else {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "data connection for an unknown session"));
     };
-    // One copy: splice(2) moves the socket's bytes through a pipe into the
-    // part file's pages (no copy through user space), each piece hashed
-    // right after, from the page cache through a read-only map while still
-    // in the CPU's cache. Without a map: recv into a reused buffer, hash
-    // there, pwrite (a second copy).
+    // recv into a reused buffer (MSG_WAITALL: one call per buffer), hash it
+    // there while cache-hot, pwrite it (a second copy). With a map (splice
+    // mode): splice(2) moves the socket's bytes through a pipe into the part
+    // file's pages, each piece hashed right after from the page cache
+    // through the map, while still in the CPU's cache.
     let mut buf = if s.map.is_some() { None } else { Some(AlignedBuf::new(CHUNK)) };
     let pipe = if s.map.is_some() { Some(Pipe::new(CHUNK)?) } else { None };
     let n = block_count(s.size, s.block);
@@ -521,7 +518,7 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
                     // writes the same bytes, and a torn read of a corrupted
                     // one fails the check (`writes` has the block read back
                     // at the end).
-                    hasher.update(unsafe { std::slice::from_raw_parts(m.ptr.add(off as usize), take) });
+                    hasher.update(unsafe { m.bytes(off, take) });
                 }
                 (_, _, Some(b)) => {
                     let b = &mut b.as_mut()[..take];
@@ -602,39 +599,12 @@ impl Drop for AlignedBuf {
     }
 }
 
-/// How blocks land: by splice(2) (the default) or, with
-/// `ALPHAQOS_XFER_RECV=pwrite`, through a buffer (for comparison).
+/// How blocks land: through a buffer and pwrite (the default) or, with
+/// `ALPHAQOS_XFER_RECV=splice`, by splice(2) (for comparison: one copy
+/// fewer, but a pipe's and the map's page-table work more; no cheaper on
+/// this machine's tmpfs, see docs/transfer.md).
 fn recv_mode_splice() -> bool {
-    std::env::var("ALPHAQOS_XFER_RECV").map(|v| v != "pwrite").unwrap_or(true)
-}
-
-/// The part file mapped shared, read-only.
-struct Mapping {
-    ptr: *const u8,
-    len: usize,
-}
-
-// SAFETY: read-only; the bytes under it change only by splice (see `data`).
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn new(f: &File, len: u64) -> io::Result<Mapping> {
-        let len = usize::try_from(len).map_err(|_| io::Error::other("file too large to map"))?;
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapping { ptr: p as *const u8, len })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        unsafe {
-            libc::munmap(self.ptr as *mut libc::c_void, self.len);
-        }
-    }
+    std::env::var("ALPHAQOS_XFER_RECV").is_ok_and(|v| v == "splice")
 }
 
 /// A pipe between the socket and the file (splice(2) needs one end a pipe).

@@ -10,6 +10,7 @@
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, ChainingValue, HasherExt, Mode};
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use crate::proto::{block_count, block_span, Check};
@@ -114,6 +115,50 @@ pub fn hash_whole(file: &File, size: u64, block: u64, blocks: bool) -> io::Resul
     Ok((whole.finalize().to_hex().to_string(), checks))
 }
 
+/// A file mapped shared, read-only: hashed in place (no copy out of the
+/// page cache).
+pub struct Mapping {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: read-only; the bytes under it change only by the file's writers.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub fn new(f: &File, len: u64) -> io::Result<Mapping> {
+        let len = usize::try_from(len).map_err(|_| io::Error::other("file too large to map"))?;
+        if len == 0 {
+            return Err(io::Error::other("an empty file is not mapped"));
+        }
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr: p as *const u8, len })
+    }
+
+    /// The bytes `off..off + len`.
+    ///
+    /// # Safety
+    /// Within the file as it was mapped (a shorter file now: SIGBUS); another
+    /// writer may change the bytes under the slice (a hash of them then fails
+    /// its check).
+    pub unsafe fn bytes(&self, off: u64, len: usize) -> &[u8] {
+        assert!(off as usize + len <= self.len, "inside the map");
+        std::slice::from_raw_parts(self.ptr.add(off as usize), len)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
 /// The whole file's BLAKE3 (hex) and every block's check, reading the file
 /// once; per block on `threads` threads when the block size allows.
 pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Result<(String, Vec<Check>)> {
@@ -123,6 +168,9 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
     }
     let threads = threads.clamp(1, n as usize);
     let next = std::sync::atomic::AtomicU64::new(0);
+    // Through a map where the file allows (no copy out of the page cache),
+    // else read into a buffer.
+    let map = Mapping::new(file, size).ok();
     let mut cvs: Vec<ChainingValue> = vec![[0; 32]; n as usize];
     let results: Vec<io::Result<Vec<(u64, ChainingValue)>>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
@@ -135,7 +183,17 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
                         if i >= n {
                             return Ok(mine);
                         }
-                        mine.push((i, hash_block(file, i, size, block, &mut buf)?));
+                        let cv = match &map {
+                            Some(m) => {
+                                let (off, len) = block_span(i, size, block);
+                                let mut h = BlockHasher::new(Some(off));
+                                // SAFETY: inside the file's size as stat(2) gave it.
+                                h.update(unsafe { m.bytes(off, len as usize) });
+                                h.finish()
+                            }
+                            None => hash_block(file, i, size, block, &mut buf)?,
+                        };
+                        mine.push((i, cv));
                     }
                 })
             })
