@@ -34,6 +34,10 @@ pub struct SendOptions {
     pub interval: Duration,
     pub version: u64,
     pub connect_timeout: Duration,
+    /// After hashing, say `hashed` and wait for `{"go_rate_bps": N}` on
+    /// stdin (the front reserves only then: no circuit held while a large
+    /// file is hashed); end of input before it: stop, nothing sent.
+    pub hold: bool,
 }
 
 /// A block whose copy at the receiver fails its check this often ends the transfer.
@@ -73,7 +77,7 @@ struct Conn {
     bytes: AtomicU64,
 }
 
-pub fn send(o: SendOptions) -> Result<(), Fail> {
+pub fn send(mut o: SendOptions) -> Result<(), Fail> {
     let file = File::open(&o.file).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let meta = file.metadata().map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     if !meta.is_file() {
@@ -108,6 +112,14 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let (hash, block_hashes) = tree::hash_file(&file, size, o.block, threads).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let block_hashes = Arc::new(block_hashes);
+    let hash_s = t_hash.elapsed().as_secs_f64();
+    if o.hold {
+        emit(&json!({"event": "hashed", "hash_s": hash_s}));
+        let mut line = String::new();
+        io::stdin().read_line(&mut line).map_err(Fail::io)?;
+        let go: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        o.rate_bps = go["go_rate_bps"].as_u64().ok_or_else(|| Fail::other("stopped before sending: no go on stdin".into()))?;
+    }
     ctl.write_all(proto::MAGIC_CONTROL).map_err(Fail::io)?;
     proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "hash": hash, "block": o.block, "force": o.force}))
         .map_err(Fail::io)?;
@@ -135,7 +147,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
         acked_bytes: AtomicU64::new(held_bytes),
         held_bytes,
     });
-    emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": t_hash.elapsed().as_secs_f64(),
+    emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": hash_s,
                  "blocks": n, "held": held, "block": o.block, "streams": o.streams, "session": session}));
 
     // The data connections.
