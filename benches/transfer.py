@@ -3,7 +3,7 @@ connections, unpaced, cubic) against iperf3 on the same path and cores,
 CPU seconds per GB at each end, system calls per MB, and the deadline
 loop's cost per interval.
 
-    .venv/bin/python benches/transfer.py [--size 512MiB] [--syscalls] [--repeat 3]
+    .venv/bin/python benches/transfer.py [--size 256MiB] [--syscalls] [--repeat 3]
         [--path loopback,veth,veth:5Gbps,veth:1Gbps] [--compare OLD_BINARY] [--no-rt]
 
 Both tools run with the receiver pinned to one core and the sender to the
@@ -274,7 +274,7 @@ def case(net: Net, src: Path, dst: Path, sink: Path, size: int, streams: int, re
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="512MiB")
+    ap.add_argument("--size", default="256MiB")
     ap.add_argument("--syscalls", action="store_true", help="also count system calls (strace -c -f), one more run per case")
     ap.add_argument("--path", default="loopback,veth,veth:5Gbps,veth:1Gbps",
                     help="loopback, veth (two namespaces, root), veth:RATE (HTB at RATE), comma-separated")  # fmt: skip
