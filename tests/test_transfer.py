@@ -162,6 +162,25 @@ def test_block_map_of_another_protocol_version(tmp_path, rx):
     assert (rx.dir / "v.bin").read_bytes() == src.read_bytes()
 
 
+def test_mover_holds_until_go(tmp_path, rx):
+    """``send --hold`` (the front books its circuit only after the hash):
+    the mover hashes, says ``hashed`` and sends nothing until
+    ``{"go_rate_bps": N}`` on stdin; without it, nothing reaches the receiver."""
+    src = make_file(tmp_path / "h.bin", 3 * MiB, seed=8)
+    args = [binary(), "send", str(src), rx.addr, "--hold", "--block", str(MiB), "--cc", "cubic"]
+    done = subprocess.run(args, input="", capture_output=True, text=True, timeout=30)
+    events = [json.loads(x)["event"] for x in done.stdout.splitlines() if x.startswith("{")]
+    assert done.returncode == 1 and "no go" in done.stderr, done.stderr
+    assert "hashed" in events and "start" not in events
+    assert not list(rx.dir.glob("*h.bin*")), "no hello: nothing at the receiver"
+    done = subprocess.run(args, input='{"go_rate_bps": 500000000}\n', capture_output=True, text=True, timeout=30)
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    events = [e["event"] for e in lines]
+    assert done.returncode == 0, done.stderr
+    assert events.index("hashed") < events.index("start")
+    assert (rx.dir / "h.bin").read_bytes() == src.read_bytes()
+
+
 def _closed_port() -> int:
     from _transfer import free_port
 
