@@ -3,11 +3,18 @@ connections, unpaced, cubic) against iperf3 on the same path and cores,
 CPU seconds per GB at each end, system calls per MB, and the deadline
 loop's cost per interval.
 
-    .venv/bin/python benches/transfer.py [--size 512MiB] [--syscalls] [--repeat 1]
+    .venv/bin/python benches/transfer.py [--size 256MiB] [--syscalls] [--repeat 3]
+        [--path loopback,veth,veth:5Gbps,veth:1Gbps] [--compare OLD_BINARY] [--no-rt]
 
 Both tools run with the receiver pinned to one core and the sender to the
-other (``taskset -c 1`` / ``-c 0``), on loopback (127.0.0.1), files in
-/dev/shm. iperf3 runs with the same number of streams (``-P``), as plain
+other (``taskset -c 0`` / ``-c 1``), at real-time priority when root
+(``chrt -f 50``: other work on the machine cannot take the cores from
+them; ``--no-rt`` to leave it), on loopback (127.0.0.1) or a veth pair
+between two namespaces (``veth:RATE`` adds an HTB root at RATE on the
+sender's side: a circuit's rate), files in /dev/shm. Each case runs
+``--repeat`` times, ours and iperf3 alternating; the table shows medians
+and the spread (lowest-highest) of ours. ``--compare BIN`` runs another
+build of ``alphaqos-xfer`` (e.g. main's) alternating with this one. iperf3 runs with the same number of streams (``-P``), as plain
 (``write`` from a buffer, ``read`` and discard), with ``-Z`` (sendfile at
 the sender) and with ``-Z`` and ``-F`` at the receiver (received data
 written to a file, as the data mover does; iperf3 neither hashes nor
@@ -35,7 +42,8 @@ from alphaqos import units  # noqa: E402
 from alphaqos.transfer.mover import xfer_binary  # noqa: E402
 from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 
-RX_CORE, TX_CORE = "1", "0"
+RX_CORE, TX_CORE = "0", "1"
+RT = ["chrt", "-f", "50"]  # cleared by --no-rt (and when not root)
 
 
 class Net:
@@ -45,6 +53,7 @@ class Net:
 
     def __init__(self, kind: str):
         self.kind, self.host, self.ns = kind, "127.0.0.1", None
+        kind, _, shape = kind.partition(":")
         if kind == "veth":
             tag = f"aqxb{os.getpid() % 100000}"
             self.ns = (f"{tag}s", f"{tag}r")
@@ -57,6 +66,14 @@ class Net:
                     _ip("-n", n, "addr", "add", f"{a}/24", "dev", dev)
                     _ip("-n", n, "link", "set", dev, "up")
                     _ip("-n", n, "link", "set", "lo", "up")
+                if shape:
+                    # A circuit's rate: HTB at the sender's egress (burst of
+                    # a few ms at the rate, room for GSO packets).
+                    rate = units.parse_rate(shape)
+                    burst = max(rate // 8 // 500, 256 << 10)
+                    _ip("netns", "exec", self.ns[0], "tc", "qdisc", "add", "dev", f"{tag}a", "root", "handle", "1:", "htb", "default", "1")
+                    _ip("netns", "exec", self.ns[0], "tc", "class", "add", "dev", f"{tag}a", "parent", "1:", "classid", "1:1", "htb",
+                        "rate", f"{rate}bit", "ceil", f"{rate}bit", "burst", str(burst), "cburst", str(burst))  # fmt: skip
             except Exception:
                 self.close()
                 raise
@@ -96,7 +113,7 @@ def reap(proc: subprocess.Popen, timeout: float = 30) -> float:
 
 
 def pinned(core: str, cmd: list[str]) -> list[str]:
-    return ["taskset", "-c", core, *cmd] if shutil.which("taskset") else cmd
+    return [*RT, *(["taskset", "-c", core] if shutil.which("taskset") else []), *cmd]
 
 
 def strace(cmd: list[str], out: Path) -> list[str]:
@@ -133,12 +150,13 @@ def wait_listening(proc: subprocess.Popen, port: int) -> None:
     raise RuntimeError(f"{proc.args}: nothing listens on port {port}")
 
 
-def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None) -> dict:
+def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None, binary: Path | None = None) -> dict:
     """One transfer of ``src``: bit/s over the data phase and including the
     sender's whole-file hash, CPU seconds of each end, its syscall counts."""
     port = free_port()
-    rx_cmd = [str(xfer_binary()), "serve", "--listen", f"{net.host}:{port}", "--dir", str(dst), "--once", "1"]
-    tx_cmd = [str(xfer_binary()), "send", str(src), f"{net.host}:{port}", "--streams", str(streams),
+    binary = binary or xfer_binary()
+    rx_cmd = [str(binary), "serve", "--listen", f"{net.host}:{port}", "--dir", str(dst), "--once", "1"]
+    tx_cmd = [str(binary), "send", str(src), f"{net.host}:{port}", "--streams", str(streams),
               "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"]  # fmt: skip
     if trace:
         rx_cmd, tx_cmd = strace(rx_cmd, trace / "rx"), strace(tx_cmd, trace / "tx")
@@ -235,14 +253,39 @@ def make_file(path: Path, size: int) -> None:
             f.write(chunk)
 
 
+def median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def case(net: Net, src: Path, dst: Path, sink: Path, size: int, streams: int, repeat: int, compare: Path | None) -> dict:
+    """``repeat`` rounds of: ours, (the compared build,) iperf3, iperf3 -Z -F."""
+    runs: dict[str, list[dict]] = {"ours": [], "before": [], "iperf3": [], "iperf3 -Z -F": []}
+    for _ in range(repeat):
+        runs["ours"].append(xfer(net, src, dst, streams))
+        if compare:
+            runs["before"].append(xfer(net, src, dst, streams, binary=compare))
+        for label, zc, f in (("iperf3", False, None), ("iperf3 -Z -F", True, sink)):
+            r = iperf(net, size, streams, zc, f)
+            if r:
+                runs[label].append(r)
+    return {k: v for k, v in runs.items() if v}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="512MiB")
+    ap.add_argument("--size", default="256MiB")
     ap.add_argument("--syscalls", action="store_true", help="also count system calls (strace -c -f), one more run per case")
-    ap.add_argument("--path", default="loopback,veth", help="loopback, veth (two namespaces, root) or both, comma-separated")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
+    ap.add_argument("--path", default="loopback,veth,veth:5Gbps,veth:1Gbps",
+                    help="loopback, veth (two namespaces, root), veth:RATE (HTB at RATE), comma-separated")  # fmt: skip
+    ap.add_argument("--streams", default="1,4", help="connections per case, comma-separated")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per case (median and spread shown)")
+    ap.add_argument("--compare", type=Path, help="another alphaqos-xfer build, run alternating with this one")
+    ap.add_argument("--no-rt", action="store_true", help="no real-time priority (chrt) for the measured processes")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
+    if args.no_rt or os.geteuid() != 0 or not shutil.which("chrt"):
+        RT.clear()
     size = units.parse_size(args.size)
     # /dev/shm when there is room: the path, not the disk, is measured.
     shm = Path("/dev/shm")
@@ -254,39 +297,47 @@ def main() -> None:
         (work / "dst").mkdir()
         sink = work / "iperf.out"
         gb = size / 1e9
+        print(f"{units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}"
+              f"{', ' + ' '.join(RT) if RT else ', no real-time priority'}, load {os.getloadavg()[0]:.1f}, {args.repeat} rounds per case")  # fmt: skip
+        print("ours: alphaqos-xfer's data phase (after the sender's whole-file hash), the receiver hashing every byte into the file;"
+              " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash)")  # fmt: skip
+        print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver")
+        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
+        if args.compare:
+            head += f" {'before Gbit/s':>20} {'ratio':>6}"
+        print(head)
         for kind in args.path.split(","):
-            if kind == "veth" and os.geteuid() != 0:
-                print("veth: skipped (network namespaces need root)")
+            if kind.startswith("veth") and os.geteuid() != 0:
+                print(f"{kind}: skipped (network namespaces need root)")
                 continue
             net = Net(kind)
             try:
-                print(f"{net.kind}, {units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}, "
-                      f"load {os.getloadavg()[0]:.1f}; CPU s/GB per end (user + system, all threads)")  # fmt: skip
-                print("xfer: data phase (after the sender's whole-file hash; 'incl. hash' counts it), receiver hashes every byte and writes the file")
-                print(f"{'streams':>7} {'tool':<22} {'Gbit/s':>7} {'ratio':>6} {'tx CPU/GB':>10} {'rx CPU/GB':>10}")
-                for streams in (1, 4):
-                    best = lambda f: max((f() for _ in range(args.repeat)), key=lambda r: r["bps"] if r else 0)  # noqa: E731
-                    x = best(lambda: xfer(net, src, work / "dst", streams))
-                    rows = [("alphaqos-xfer", x), ("alphaqos-xfer incl. hash", dict(x, bps=x["bps_all"]))]
-                    refs = {}
-                    for label, zc, f in (("iperf3", False, None), ("iperf3 -Z", True, None), ("iperf3 -Z -F (file)", True, sink)):
-                        refs[label] = best(lambda zc=zc, f=f: iperf(net, size, streams, zc, f))
-                    for label, r in rows + list(refs.items()):
-                        if r is None:
-                            print(f"{streams:>7} {label:<22} {'no iperf3':>7}")
-                            continue
-                        ratio = x["bps"] / r["bps"]
-                        print(f"{streams:>7} {label:<22} {r['bps'] / 1e9:>7.2f} {ratio:>6.2f} {r['tx_cpu'] / gb:>10.2f} {r['rx_cpu'] / gb:>10.2f}")
+                for streams in (int(x) for x in args.streams.split(",")):
+                    runs = case(net, src, work / "dst", sink, size, streams, args.repeat, args.compare)
+                    med = {k: median([r["bps"] for r in v]) for k, v in runs.items()}
+                    cpu = lambda k, end: median([r[end] for r in runs[k]]) / gb  # noqa: E731
+                    ours = [r["bps"] / 1e9 for r in runs["ours"]]
+                    spread = f"{med['ours'] / 1e9:.2f} [{min(ours):.2f}-{max(ours):.2f}]"
+                    ref = lambda k: (f"{med[k] / 1e9:>7.2f} {med['ours'] / med[k]:>6.2f}" if k in med else f"{'-':>7} {'-':>6}")  # noqa: E731
+                    icpu = f"{cpu('iperf3', 'tx_cpu'):.2f}/{cpu('iperf3', 'rx_cpu'):.2f}" if "iperf3" in runs else "no iperf3"
+                    ocpu = f"{cpu('ours', 'tx_cpu'):.2f}/{cpu('ours', 'rx_cpu'):.2f}"
+                    line = f"{kind:<12} {streams:>7} {spread:>20} {ref('iperf3')} {ref('iperf3 -Z -F')} {ocpu:>15} {icpu:>17}"
+                    if "before" in runs:
+                        b = [r["bps"] / 1e9 for r in runs["before"]]
+                        before = f"{med['before'] / 1e9:.2f} [{min(b):.2f}-{max(b):.2f}]"
+                        line += f" {before:>20} {med['ours'] / med['before']:>6.2f}"
+                    print(line)
                     if args.syscalls and shutil.which("strace"):
                         mb = size / 1e6
                         with tempfile.TemporaryDirectory() as t:
                             sx = xfer(net, src, work / "dst", streams, trace=Path(t))
                             si = iperf(net, size, streams, True, sink, trace=Path(t))
-                        print(f"{'':>7} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
+                        print(f"{'':>12} syscalls per MB, alphaqos-xfer: sender {per_mb(sx['tx_calls'], mb)}, receiver {per_mb(sx['rx_calls'], mb)}")
                         if si:
-                            print(f"{'':>7} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
+                            print(f"{'':>12} syscalls per MB, iperf3 -Z -F: sender {per_mb(si['tx_calls'], mb)}, receiver {per_mb(si['rx_calls'], mb)}")
             finally:
                 net.close()
+        RT.clear()
         print(f"deadline loop: the rule {decision_cost() * 1e6:.1f} us per interval", end="")
         ic = interval_cost(_small(work), work / "dst")
         print(f"; the front's whole interval (parse, rule, row) {ic['front_us']:.0f} us ({ic['front_cpu_us']:.0f} us CPU),"

@@ -56,26 +56,31 @@ def _held(mapfile) -> int:
     return sum(b - a for a, b in doc["done"])
 
 
-def test_resume_after_kill_sends_only_missing_blocks(tmp_path, rx, capsys):
-    src = make_file(tmp_path / "r.bin", 16 * MiB, seed=2)
-    # One paced connection at 40 Mbit/s: about 3.4 s for the file, killed after 4 blocks.
-    proc = subprocess.Popen([binary(), "send", str(src), rx.addr, "--streams", "1", "--block", str(MiB), "--rate-bps",
-                             "40000000", "--cc", "pacing-only"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    mapfile = rx.dir / ".r.bin.part.map"
+def _send_then_kill(src, addr: str, block: int, rate_bps: int, mapfile, held: int) -> None:
+    """One paced connection, killed once the receiver's map holds ``held`` blocks."""
+    proc = subprocess.Popen([binary(), "send", str(src), addr, "--streams", "1", "--block", str(block), "--rate-bps",
+                             str(rate_bps), "--cc", "pacing-only"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         deadline = time.monotonic() + 30
-        while _held(mapfile) < 4 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+        while _held(mapfile) < held and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait()
+
+
+def test_resume_after_kill_sends_only_missing_blocks(tmp_path, rx, capsys):
+    src = make_file(tmp_path / "r.bin", 16 * MiB, seed=2)
+    # One paced connection at 40 Mbit/s: about 3.4 s for the file, killed after 4 blocks.
+    mapfile = rx.dir / ".r.bin.part.map"
+    _send_then_kill(src, rx.addr, MiB, 40_000_000, mapfile, 4)
     assert not (rx.dir / "r.bin").exists(), "the name appears only when complete"
     assert (rx.dir / ".r.bin.part").exists()
     time.sleep(0.3)  # the receiver notices the sender's end
     held = _held(mapfile)
     assert 4 <= held < 16
     # Corrupt a held block on disk: the whole-file check at the end finds it
-    # (its stored xxh3 differs) and asks for it again.
+    # (its stored check differs) and asks for it again.
     done = json.loads(mapfile.read_text())["done"]
     victim = done[0][0]
     with open(rx.dir / ".r.bin.part", "r+b") as f:
@@ -93,9 +98,12 @@ def test_resume_after_kill_sends_only_missing_blocks(tmp_path, rx, capsys):
     assert any(e.get("event") == "stored-blocks-bad" and e["blocks"] == [victim] for e in rx.events())
 
 
-def test_block_corrupted_on_arrival_is_resent(tmp_path, capsys):
+@pytest.mark.parametrize("mode", ["splice", "pwrite"])
+def test_block_corrupted_on_arrival_is_resent(tmp_path, capsys, mode):
+    # pwrite: the receiver's default (through a buffer); splice: socket to
+    # file, hashed through a map (ALPHAQOS_XFER_RECV=splice).
     src = make_file(tmp_path / "c.bin", 6 * MiB, seed=3)
-    with receiver(tmp_path / "in", env={"ALPHAQOS_XFER_CORRUPT_BLOCK": "2"}) as r:
+    with receiver(tmp_path / "in", env={"ALPHAQOS_XFER_CORRUPT_BLOCK": "2", "ALPHAQOS_XFER_RECV": mode}) as r:
         status, lines, err = send(capsys, str(src), r.addr, "--deadline", "30s", "--rate", "1Gbps", "--block", "1MiB")
         assert status == 0, err
         assert lines[-1]["blocks_resent"] == 1
@@ -125,6 +133,52 @@ def test_bad_input(tmp_path, rx, capsys):
     # A receiver directory that cannot be written.
     done = subprocess.run([binary(), "serve", "--listen", "127.0.0.1:0", "--dir", "/proc/1"], capture_output=True, text=True)
     assert done.returncode == 2 and "not writable" in done.stderr
+
+
+def test_block_map_of_another_protocol_version(tmp_path, rx):
+    """A partial file received under protocol version 1 (per-block xxh3)
+    is not resumed by version 2 (BLAKE3 checks): the sender is refused with
+    the version mismatch, exit 2, the partial file kept; --force starts over."""
+    src = make_file(tmp_path / "v.bin", 2 * MiB, seed=5)
+    # 8 Mbit/s, 256 KiB blocks: about 0.26 s a block; killed after the first.
+    mapfile = rx.dir / ".v.bin.part.map"
+    _send_then_kill(src, rx.addr, 256 << 10, 8_000_000, mapfile, 1)
+    time.sleep(0.3)  # the receiver notices the sender's end
+    doc = json.loads(mapfile.read_text())
+    assert doc["version"] == 2 and all(len(h) == 64 for h in doc["hashes"] if h), "checks stored as 32-byte hex"
+    # As version 1 wrote it: xxh3-64 values as numbers.
+    doc["version"], doc["hashes"] = 1, [12345 if h else None for h in doc["hashes"]]
+    mapfile.write_text(json.dumps(doc))
+    args = [binary(), "send", str(src), rx.addr, "--streams", "1", "--block", str(256 << 10), "--cc", "cubic"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "protocol version mismatch" in done.stderr and "version 1" in done.stderr, done.stderr
+    assert "--force" in done.stderr and ".v.bin.part" in done.stderr
+    assert (rx.dir / ".v.bin.part").exists() and json.loads(mapfile.read_text())["version"] == 1, "kept as it was"
+    done = subprocess.run([*args, "--force"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    final = next(json.loads(x) for x in done.stdout.splitlines() if '"done"' in x)
+    assert final["held"] == 0 and final["blocks_sent"] == 8, "started over"
+    assert (rx.dir / "v.bin").read_bytes() == src.read_bytes()
+
+
+def test_mover_holds_until_go(tmp_path, rx):
+    """``send --hold`` (the front books its circuit only after the hash):
+    the mover hashes, says ``hashed`` and sends nothing until
+    ``{"go_rate_bps": N}`` on stdin; without it, nothing reaches the receiver."""
+    src = make_file(tmp_path / "h.bin", 3 * MiB, seed=8)
+    args = [binary(), "send", str(src), rx.addr, "--hold", "--block", str(MiB), "--cc", "cubic"]
+    done = subprocess.run(args, input="", capture_output=True, text=True, timeout=30)
+    events = [json.loads(x)["event"] for x in done.stdout.splitlines() if x.startswith("{")]
+    assert done.returncode == 1 and "no go" in done.stderr, done.stderr
+    assert "hashed" in events and "start" not in events
+    assert not list(rx.dir.glob("*h.bin*")), "no hello: nothing at the receiver"
+    done = subprocess.run(args, input='{"go_rate_bps": 500000000}\n', capture_output=True, text=True, timeout=30)
+    lines = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    events = [e["event"] for e in lines]
+    assert done.returncode == 0, done.stderr
+    assert events.index("hashed") < events.index("start")
+    assert (rx.dir / "h.bin").read_bytes() == src.read_bytes()
 
 
 def _closed_port() -> int:

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const USAGE: &str = "usage: alphaqos-xfer serve --listen ADDR --dir DIR [--once N]\n       alphaqos-xfer send FILE HOST:PORT [--streams K] [--block BYTES] [--rate-bps N] [--dscp-base NAME] [--dscp-excess NAME] [--cc NAME] [--force] [--interval-ms MS] [--name NAME]";
+const USAGE: &str = "usage: alphaqos-xfer serve --listen ADDR --dir DIR [--once N]\n       alphaqos-xfer send FILE HOST:PORT [--streams K] [--block BYTES] [--rate-bps N] [--dscp-base NAME] [--dscp-excess NAME] [--cc NAME] [--force] [--hold] [--interval-ms MS] [--name NAME]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,6 +70,7 @@ fn run(args: &[String]) -> Result<(), Fail> {
                 interval: Duration::from_secs(1),
                 version: alphaqos_xfer::proto::VERSION,
                 connect_timeout: Duration::from_secs(5),
+                hold: false,
             };
             let mut i = 1;
             while i < args.len() {
@@ -82,6 +83,7 @@ fn run(args: &[String]) -> Result<(), Fail> {
                     "--dscp-excess" => o.dscp_excess = dscp(value(args, &mut i, a)?, a)?,
                     "--cc" => o.cc = value(args, &mut i, a)?.to_string(),
                     "--force" => o.force = true,
+                    "--hold" => o.hold = true,
                     "--interval-ms" => o.interval = Duration::from_millis(number(value(args, &mut i, a)?, a)?.max(10)),
                     "--name" => o.name = Some(value(args, &mut i, a)?.to_string()),
                     "--protocol-version" => o.version = number(value(args, &mut i, a)?, a)?,

@@ -9,19 +9,28 @@
 //! the whole file, hex), block (bytes), force}`, `rate {bps}`, `done`.
 //! Receiver to sender: `welcome {version, session, have: [[from, to), ...]}`
 //! (the blocks it already holds: resume), `ack {block, ok}` (the block's
-//! xxh3 verdict), `resend {blocks}` (blocks whose stored copy failed the
+//! check verdict), `resend {blocks}` (blocks whose stored copy failed the
 //! whole-file check), `finished {path}` and `error {message}`.
 //!
 //! Data: after the magic, the session (u64 BE) and the connection's index
-//! (u8); then blocks, each a 20-byte header (index u64, length u32, xxh3-64
-//! of the payload u64, all BE) and the payload.
+//! (u8); then blocks, each a 44-byte header (index u64 and length u32, BE,
+//! and the block's 32-byte check: its BLAKE3 chaining value as the subtree
+//! at its offset when the whole-file hash is made per block, see
+//! [`crate::tree`], else the BLAKE3 hash of the block alone) and the payload.
+//!
+//! Version 2 replaced version 1's per-block xxh3-64 by the BLAKE3 value the
+//! receiver computes anyway for the whole-file hash: one hash over every
+//! received byte instead of two. A block map written under another version
+//! is not resumed (its checks are of the other kind).
 use serde_json::{json, Value};
 use std::io::{self, Read, Write};
 
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 pub const MAGIC_CONTROL: &[u8; 4] = b"AQXC";
 pub const MAGIC_DATA: &[u8; 4] = b"AQXD";
-pub const BLOCK_HEADER: usize = 20;
+/// A block's check (BLAKE3: chaining value or hash, 32 bytes).
+pub type Check = [u8; 32];
+pub const BLOCK_HEADER: usize = 12 + 32;
 /// The largest control frame accepted (a block map of a huge file stays far below).
 pub const MAX_FRAME: usize = 64 << 20;
 
@@ -82,20 +91,32 @@ pub fn from_ranges(v: &Value, n: u64) -> Result<Vec<bool>, String> {
     Ok(done)
 }
 
-pub fn block_header(index: u64, len: u32, hash: u64) -> [u8; BLOCK_HEADER] {
+pub fn block_header(index: u64, len: u32, check: &Check) -> [u8; BLOCK_HEADER] {
     let mut h = [0u8; BLOCK_HEADER];
     h[..8].copy_from_slice(&index.to_be_bytes());
     h[8..12].copy_from_slice(&len.to_be_bytes());
-    h[12..].copy_from_slice(&hash.to_be_bytes());
+    h[12..].copy_from_slice(check);
     h
 }
 
-pub fn parse_block_header(h: &[u8; BLOCK_HEADER]) -> (u64, u32, u64) {
-    (
-        u64::from_be_bytes(h[..8].try_into().unwrap()),
-        u32::from_be_bytes(h[8..12].try_into().unwrap()),
-        u64::from_be_bytes(h[12..].try_into().unwrap()),
-    )
+pub fn parse_block_header(h: &[u8; BLOCK_HEADER]) -> (u64, u32, Check) {
+    (u64::from_be_bytes(h[..8].try_into().unwrap()), u32::from_be_bytes(h[8..12].try_into().unwrap()), h[12..].try_into().unwrap())
+}
+
+/// A check as lower-case hex (the block map's form).
+pub fn check_hex(c: &Check) -> String {
+    c.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn check_from_hex(s: &str) -> Option<Check> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut c = [0u8; 32];
+    for (i, b) in c.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(c)
 }
 
 /// Number of blocks of a file (a zero-length file has none).
@@ -122,7 +143,10 @@ mod tests {
     }
     #[test]
     fn header_round_trip() {
-        let h = block_header(7, 1 << 20, 0xdead_beef_0123_4567);
-        assert_eq!(parse_block_header(&h), (7, 1 << 20, 0xdead_beef_0123_4567));
+        let c: Check = std::array::from_fn(|i| (i * 37 + 5) as u8);
+        let h = block_header(7, 1 << 20, &c);
+        assert_eq!(parse_block_header(&h), (7, 1 << 20, c));
+        assert_eq!(check_from_hex(&check_hex(&c)), Some(c));
+        assert_eq!(check_from_hex("zz"), None);
     }
 }

@@ -1,35 +1,39 @@
 //! The receiver (`alphaqos-xfer serve`): one listening port, a thread per
-//! connection. Blocks land by `pwrite` in `DIR/.NAME.part`; the verified
-//! ones (xxh3-64 of the payload equal to the sender's) are recorded in the
-//! sidecar block map `DIR/.NAME.part.map` (JSON, replaced atomically), from
-//! which a new `hello` for the same file resumes. When the sender says
-//! `done`, the whole file's BLAKE3 is checked and the part file renamed to
-//! `DIR/NAME` (rename(2): the name appears only complete).
-use crate::proto::{self, block_count, block_span};
+//! connection. Blocks land in `DIR/.NAME.part`: copied from the socket into
+//! a reused buffer, hashed there while cache-hot and written by `pwrite`
+//! (or, with `ALPHAQOS_XFER_RECV=splice`, moved by `splice(2)` from the
+//! socket through a pipe into the file, no copy through user space, and
+//! hashed through a read-only map of the file: measured no cheaper here,
+//! see docs/transfer.md); the verified
+//! ones (the block's BLAKE3 check equal to the sender's, see `proto`) are
+//! recorded in the sidecar block map `DIR/.NAME.part.map` (JSON, replaced
+//! atomically), from which a new `hello` for the same file resumes. When
+//! the sender says `done`, the whole file's BLAKE3 is checked and the part
+//! file renamed to `DIR/NAME` (rename(2): the name appears only complete).
+use crate::proto::{self, block_count, block_span, Check};
 use crate::tree;
-use blake3::hazmat::ChainingValue;
 use crate::{emit, Fail};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The receive buffer: the bytes are hashed while still in the L2 cache
-/// (512 KiB per core here), then written.
+/// The receive step: each piece is hashed right after it arrives, while it
+/// is still in the L2 cache (512 KiB or more per core).
 const CHUNK: usize = 256 << 10;
 
 pub struct ServeOptions {
     pub listen: String,
     pub dir: PathBuf,
     /// Test hook: flip one byte of this block the first time it arrives
-    /// (corruption on the way, caught by the block's xxh3).
+    /// (corruption on the way, caught by the block's check).
     pub corrupt_block: Option<u64>,
     /// Exit after this many transfers (0: serve forever).
     pub once: u64,
@@ -42,6 +46,9 @@ struct Session {
     block: u64,
     hash: String,
     part: File,
+    /// The part file mapped read-only, for hashing what splice(2) wrote
+    /// (None: blocks go through a buffer and pwrite).
+    map: Option<tree::Mapping>,
     state: Mutex<MapState>,
     control: Mutex<TcpStream>,
     closed: AtomicBool,
@@ -52,11 +59,21 @@ struct Session {
 
 struct MapState {
     done: Vec<bool>,
-    hashes: Vec<u64>,
-    /// BLAKE3 chaining values of the blocks verified in this session, taken
-    /// from the received bytes (`tree`); held blocks of an earlier attempt
-    /// have none and are read back for the whole-file check.
-    cvs: Vec<Option<ChainingValue>>,
+    /// The verified blocks' checks (the sender's, equal to the received bytes').
+    hashes: Vec<Check>,
+    /// Copies of each block written in this session. A block written once
+    /// and verified needs no second look: its check is its BLAKE3 chaining
+    /// value (`tree`), part of the whole-file hash. Held blocks of an earlier
+    /// attempt, and blocks written twice (an endgame copy beside the first:
+    /// the later writer's bytes are what is on disk), are read back for the
+    /// whole-file check.
+    writes: Vec<u8>,
+}
+
+impl MapState {
+    fn new(n: u64) -> MapState {
+        MapState { done: vec![false; n as usize], hashes: vec![[0; 32]; n as usize], writes: vec![0; n as usize] }
+    }
 }
 
 struct Shared {
@@ -123,7 +140,7 @@ fn part_path(dir: &Path, name: &str) -> PathBuf {
 fn save_map(s: &Session, st: &MapState) -> io::Result<()> {
     let path = map_path(&s.dir, &s.name);
     let tmp = path.with_extension("map.tmp");
-    let hashes: Vec<Value> = st.done.iter().zip(&st.hashes).map(|(d, h)| if *d { json!(h) } else { Value::Null }).collect();
+    let hashes: Vec<Value> = st.done.iter().zip(&st.hashes).map(|(d, h)| if *d { json!(proto::check_hex(h)) } else { Value::Null }).collect();
     let body = json!({"version": proto::VERSION, "name": s.name, "size": s.size, "block": s.block, "hash": s.hash,
                       "done": proto::to_ranges(&st.done), "hashes": hashes});
     let r = std::fs::write(&tmp, serde_json::to_vec(&body)?).and_then(|_| std::fs::rename(&tmp, &path));
@@ -182,19 +199,32 @@ fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<(), String>
 }
 
 /// The block map of an earlier attempt at the same file (same size, block
-/// size and whole-file hash), or None.
-fn load_map(dir: &Path, name: &str, size: u64, block: u64, hash: &str) -> Option<MapState> {
-    let body: Value = serde_json::from_slice(&std::fs::read(map_path(dir, name)).ok()?).ok()?;
-    if body["size"].as_u64()? != size || body["block"].as_u64()? != block || body["hash"].as_str()? != hash {
-        return None;
+/// size and whole-file hash), or None. Err(message): it is one, but written
+/// under another protocol version (its checks are of another kind).
+fn load_map(dir: &Path, name: &str, size: u64, block: u64, hash: &str) -> Result<Option<MapState>, String> {
+    let Some(body) = std::fs::read(map_path(dir, name)).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()) else {
+        return Ok(None);
+    };
+    if body["size"].as_u64() != Some(size) || body["block"].as_u64() != Some(block) || body["hash"].as_str() != Some(hash) {
+        return Ok(None);
+    }
+    let version = body["version"].as_u64().unwrap_or(0);
+    if version != proto::VERSION {
+        return Err(format!("protocol version mismatch: the partial file {} was received under protocol version {version}, this receiver speaks {}: \
+                            send with --force to start it over", part_path(dir, name).display(), proto::VERSION));
     }
     let n = block_count(size, block);
-    let done = proto::from_ranges(&body["done"], n).ok()?;
-    let hashes: Vec<u64> = body["hashes"].as_array()?.iter().map(|h| h.as_u64().unwrap_or(0)).collect();
-    if hashes.len() as u64 != n {
-        return None;
+    let Ok(done) = proto::from_ranges(&body["done"], n) else { return Ok(None) };
+    let Some(list) = body["hashes"].as_array().filter(|l| l.len() as u64 == n) else { return Ok(None) };
+    let mut st = MapState::new(n);
+    for (i, h) in list.iter().enumerate() {
+        if done[i] {
+            let Some(c) = h.as_str().and_then(proto::check_from_hex) else { return Ok(None) };
+            st.hashes[i] = c;
+        }
     }
-    Some(MapState { done, hashes, cvs: Vec::new() })
+    st.done = done;
+    Ok(Some(st))
 }
 
 fn refuse(conn: &mut TcpStream, message: String) -> io::Result<()> {
@@ -240,18 +270,22 @@ fn control(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let result = run_session(shared, &mut conn, &dir, name, size, block, hash);
+    let result = run_session(shared, &mut conn, &dir, name, size, block, hash, force);
     shared.active.lock().unwrap().remove(name);
     result
 }
 
-fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &str, size: u64, block: u64, hash: &str) -> io::Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &str, size: u64, block: u64, hash: &str, force: bool) -> io::Result<()> {
     let n = block_count(size, block);
     let part_p = part_path(dir, name);
-    let resumed = load_map(dir, name, size, block, hash).filter(|_| part_p.exists());
+    let resumed = match load_map(dir, name, size, block, hash) {
+        Ok(m) => m.filter(|_| part_p.exists()),
+        Err(_) if force => None,
+        Err(m) => return refuse(conn, m),
+    };
     let is_resume = resumed.is_some();
-    let st = resumed.unwrap_or(MapState { done: vec![false; n as usize], hashes: vec![0; n as usize], cvs: Vec::new() });
-    let st = MapState { cvs: vec![None; n as usize], ..st };
+    let st = resumed.unwrap_or_else(|| MapState::new(n));
     let part = match OpenOptions::new().read(true).write(true).create(true).truncate(!is_resume).open(&part_p) {
         Ok(f) => f,
         Err(e) => return refuse(conn, format!("cannot write {}: {e}", part_p.display())),
@@ -268,6 +302,7 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         }
         return refuse(conn, m);
     }
+    let map = if size > 0 && recv_mode_splice() { tree::Mapping::new(&part, size).ok() } else { None };
     let id: u64 = {
         let mut b = [0u8; 8];
         File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).ok();
@@ -282,6 +317,7 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         block,
         hash: hash.to_string(),
         part,
+        map,
         state: Mutex::new(st),
         control: Mutex::new(conn.try_clone()?),
         closed: AtomicBool::new(false),
@@ -349,49 +385,41 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
     }
     s.part.sync_data()?;
     let n = block_count(s.size, s.block);
-    let (hashes, mut cvs) = {
+    let st = {
         let st = s.state.lock().unwrap();
-        (st.hashes.clone(), st.cvs.clone())
+        MapState { done: st.done.clone(), hashes: st.hashes.clone(), writes: st.writes.clone() }
     };
     let mut buf = vec![0u8; 1 << 20];
     let mut bad = Vec::new();
     let got = if tree::per_block(s.size, s.block) {
-        // The blocks of this session were hashed on arrival; only those held
-        // from an earlier attempt are read back (and checked against their
-        // recorded xxh3: a copy changed on disk since is asked again).
+        // A block's check is its chaining value: those written once in this
+        // session and verified are known; the others (held from an earlier
+        // attempt, or written twice) are read back and compared with their
+        // recorded check (a copy changed on disk since is asked again).
+        let mut cvs = st.hashes.clone();
         for i in 0..n {
-            if cvs[i as usize].is_none() {
-                let (x, cv) = tree::hash_block(&s.part, i, s.size, s.block, &mut buf)?;
-                if x != hashes[i as usize] {
+            if st.writes[i as usize] != 1 {
+                let cv = tree::hash_block(&s.part, i, s.size, s.block, &mut buf)?;
+                if cv != st.hashes[i as usize] {
                     bad.push(i);
                 }
                 cvs[i as usize] = cv;
             }
         }
-        let cvs: Vec<ChainingValue> = cvs.into_iter().map(|c| c.expect("every block hashed")).collect();
         tree::root(&cvs).to_hex().to_string()
+    } else if n == 1 && st.writes[0] == 1 {
+        // A file of one block: its check is the file's hash.
+        proto::check_hex(&st.hashes[0])
     } else {
         // One pass over the file (a block size that is not a power of two
-        // times 1 KiB, or a file of one block).
-        let mut hasher = blake3::Hasher::new();
-        let mut off = 0u64;
-        for i in 0..n {
-            let (_, blen) = block_span(i, s.size, s.block);
-            let mut x = xxhash_rust::xxh3::Xxh3::new();
-            let mut left = blen;
-            while left > 0 {
-                let take = (left as usize).min(buf.len());
-                s.part.read_exact_at(&mut buf[..take], off)?;
-                hasher.update(&buf[..take]);
-                x.update(&buf[..take]);
-                off += take as u64;
-                left -= take as u64;
-            }
-            if x.digest() != hashes[i as usize] {
-                bad.push(i);
-            }
+        // times 1 KiB, or a file of one block); when it fails, a second
+        // finds the blocks that differ from their checks.
+        let (whole, _) = tree::hash_whole(&s.part, s.size, s.block, false)?;
+        if whole != s.hash {
+            let (_, checks) = tree::hash_whole(&s.part, s.size, s.block, true)?;
+            bad = (0..n).filter(|&i| checks[i as usize] != st.hashes[i as usize]).collect();
         }
-        hasher.finalize().to_hex().to_string()
+        whole
     };
     if got == s.hash {
         let target = s.dir.join(&s.name);
@@ -406,7 +434,7 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         return Ok(Some(true));
     }
     if bad.is_empty() {
-        let m = format!("whole-file BLAKE3 {got} differs from the sender's {} although every block's xxh3 matched (the file changed while sent?)", s.hash);
+        let m = format!("whole-file BLAKE3 {got} differs from the sender's {} although every block's check matched (the file changed while sent?)", s.hash);
         proto::write_msg(&mut *ctl, &proto::error_msg(&m))?;
         return Err(io::Error::new(io::ErrorKind::InvalidData, m));
     }
@@ -414,7 +442,6 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         let mut st = s.state.lock().unwrap();
         for &i in &bad {
             st.done[i as usize] = false;
-            st.cvs[i as usize] = None;
         }
         save_map(s, &st)?;
     }
@@ -431,13 +458,25 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     let Some(s) = shared.sessions.lock().unwrap().get(&id).cloned() else {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "data connection for an unknown session"));
     };
-    // One copy: the socket's bytes into a reused buffer (recv with
-    // MSG_WAITALL: one call per buffer), hashed there while cache-hot (the
-    // block's xxh3 and its BLAKE3 subtree), then pwrite into the part file.
-    let mut buf = AlignedBuf::new(CHUNK);
+    // recv into a reused buffer (MSG_WAITALL: one call per buffer), hash it
+    // there while cache-hot, pwrite it (a second copy). With a map (splice
+    // mode): splice(2) moves the socket's bytes through a pipe into the part
+    // file's pages, each piece hashed right after from the page cache
+    // through the map, while still in the CPU's cache.
+    let mut buf = if s.map.is_some() { None } else { Some(AlignedBuf::new(CHUNK)) };
+    let pipe = if s.map.is_some() { Some(Pipe::new(CHUNK)?) } else { None };
     let n = block_count(s.size, s.block);
     let per_block = tree::per_block(s.size, s.block);
     let fd = conn.as_raw_fd();
+    let write_error = |e: io::Error, index: u64| {
+        let m = if is_full(&e) {
+            full_message(&s.dir, &s.name, &format!("block {index}"))
+        } else {
+            format!("receiver cannot write {}: {e}", part_path(&s.dir, &s.name).display())
+        };
+        let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
+        e
+    };
     loop {
         let mut h = [0u8; proto::BLOCK_HEADER];
         if let Err(e) = conn.read_exact(&mut h) {
@@ -449,6 +488,10 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
             let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
             return Err(io::Error::new(io::ErrorKind::InvalidData, m));
         }
+        {
+            let mut st = s.state.lock().unwrap();
+            st.writes[index as usize] = st.writes[index as usize].saturating_add(1);
+        }
         let (start, _) = block_span(index, s.size, s.block);
         let mut off = start;
         let mut left = len as usize;
@@ -456,37 +499,51 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
         let mut first = true;
         while left > 0 {
             let take = left.min(CHUNK);
-            let b = &mut buf.as_mut()[..take];
-            recv_all(fd, b)?;
-            if first {
-                first = false;
+            let corrupt = first && {
                 let mut c = s.corrupt.lock().unwrap();
-                if *c == Some(index) {
-                    b[0] ^= 0xff;
-                    *c = None;
+                c.take_if(|c| *c == index).is_some()
+            };
+            first = false;
+            match (&s.map, &pipe, &mut buf) {
+                (Some(m), Some(p), _) => {
+                    match p.splice_to(fd, s.part.as_raw_fd(), off, take) {
+                        Ok(()) => {}
+                        Err((e, true)) => return Err(write_error(e, index)),
+                        Err((e, false)) => return Err(e),
+                    }
+                    if corrupt {
+                        let mut b = [0u8; 1];
+                        s.part.read_exact_at(&mut b, off)?;
+                        s.part.write_all_at(&[b[0] ^ 0xff], off)?;
+                    }
+                    // SAFETY: within the map (off + take <= size, the file's
+                    // length); a concurrent copy of the same block (endgame)
+                    // writes the same bytes, and a torn read of a corrupted
+                    // one fails the check (`writes` has the block read back
+                    // at the end).
+                    hasher.update(unsafe { m.bytes(off, take) });
                 }
-            }
-            hasher.update(b);
-            if let Err(e) = s.part.write_all_at(b, off) {
-                let m = if is_full(&e) {
-                    full_message(&s.dir, &s.name, &format!("block {index}"))
-                } else {
-                    format!("receiver cannot write {}: {e}", part_path(&s.dir, &s.name).display())
-                };
-                let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
-                return Err(e);
+                (_, _, Some(b)) => {
+                    let b = &mut b.as_mut()[..take];
+                    recv_all(fd, b)?;
+                    if corrupt {
+                        b[0] ^= 0xff;
+                    }
+                    hasher.update(b);
+                    s.part.write_all_at(b, off).map_err(|e| write_error(e, index))?;
+                }
+                _ => unreachable!("a map comes with a pipe, else a buffer"),
             }
             off += take as u64;
             left -= take;
         }
-        let (got, cv) = hasher.finish();
+        let got = hasher.finish();
         let ok = got == want;
         s.received.fetch_add(1, Ordering::SeqCst);
         if ok {
             let mut st = s.state.lock().unwrap();
             st.done[index as usize] = true;
             st.hashes[index as usize] = got;
-            st.cvs[index as usize] = cv;
             if let Err(e) = save_map(&s, &st) {
                 // The block stays unrecorded (a resume sends it again).
                 st.done[index as usize] = false;
@@ -542,5 +599,60 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len)) }
+    }
+}
+
+/// How blocks land: through a buffer and pwrite (the default) or, with
+/// `ALPHAQOS_XFER_RECV=splice`, by splice(2) (for comparison: one copy
+/// fewer, but a pipe's and the map's page-table work more; no cheaper on
+/// this machine's tmpfs, see docs/transfer.md).
+fn recv_mode_splice() -> bool {
+    std::env::var("ALPHAQOS_XFER_RECV").is_ok_and(|v| v == "splice")
+}
+
+/// A pipe between the socket and the file (splice(2) needs one end a pipe).
+struct Pipe {
+    r: std::os::fd::OwnedFd,
+    w: std::os::fd::OwnedFd,
+}
+
+impl Pipe {
+    fn new(size: usize) -> io::Result<Pipe> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let p = unsafe { Pipe { r: std::os::fd::OwnedFd::from_raw_fd(fds[0]), w: std::os::fd::OwnedFd::from_raw_fd(fds[1]) } };
+        // One receive step per pipe load where /proc/sys/fs/pipe-max-size allows.
+        unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, size as libc::c_int) };
+        Ok(p)
+    }
+
+    /// Moves `len` bytes from socket `sock` into `file` at `off`. Err((e,
+    /// true)): writing the file failed (a full disk), else reading the socket.
+    fn splice_to(&self, sock: RawFd, file: RawFd, off: u64, len: usize) -> Result<(), (io::Error, bool)> {
+        let (pr, pw) = (self.r.as_raw_fd(), self.w.as_raw_fd());
+        let mut moved = 0;
+        let mut at = off as libc::loff_t;
+        while moved < len {
+            let n = loop {
+                let n = unsafe { libc::splice(sock, std::ptr::null_mut(), pw, std::ptr::null_mut(), len - moved, libc::SPLICE_F_MOVE) };
+                match io::Error::last_os_error() {
+                    e if n < 0 && e.kind() == io::ErrorKind::Interrupted => continue,
+                    e if n < 0 => return Err((e, false)),
+                    _ => break n as usize,
+                }
+            };
+            if n == 0 {
+                return Err((io::Error::new(io::ErrorKind::UnexpectedEof, "the sender closed the data connection inside a block"), false));
+            }
+            crate::net::all_of(n, "splice into the file moved nothing", |done| unsafe {
+                libc::splice(pr, std::ptr::null_mut(), file, &mut at, n - done, libc::SPLICE_F_MOVE)
+            })
+            .map_err(|e| (e, true))?;
+            moved += n;
+        }
+        Ok(())
     }
 }

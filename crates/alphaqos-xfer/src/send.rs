@@ -2,11 +2,11 @@
 //! then K data connections taking the receiver's missing blocks from one
 //! queue (connection 0, the *base*, paced at the reserved rate and marked
 //! with the reservation's DSCP; the others unpaced with the excess DSCP),
-//! each block's xxh3-64 in its header and its payload by `sendfile(2)`.
+//! each block's BLAKE3 check in its header and its payload by `sendfile(2)`.
 //! Per interval it writes a JSON line on stdout; `{"rate_bps": N}` on stdin
 //! re-paces the base connection.
 use crate::net::{self, TcpInfo};
-use crate::proto::{self, block_count, block_span};
+use crate::proto::{self, block_count, block_span, Check};
 use crate::{basecc, emit, tree, Fail};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -34,9 +34,13 @@ pub struct SendOptions {
     pub interval: Duration,
     pub version: u64,
     pub connect_timeout: Duration,
+    /// After hashing, say `hashed` and wait for `{"go_rate_bps": N}` on
+    /// stdin (the front reserves only then: no circuit held while a large
+    /// file is hashed); end of input before it: stop, nothing sent.
+    pub hold: bool,
 }
 
-/// A block whose copy at the receiver fails its xxh3 this often ends the transfer.
+/// A block whose copy at the receiver fails its check this often ends the transfer.
 const MAX_BLOCK_FAILURES: u8 = 4;
 
 struct Queue {
@@ -73,7 +77,7 @@ struct Conn {
     bytes: AtomicU64,
 }
 
-pub fn send(o: SendOptions) -> Result<(), Fail> {
+pub fn send(mut o: SendOptions) -> Result<(), Fail> {
     let file = File::open(&o.file).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let meta = file.metadata().map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     if !meta.is_file() {
@@ -108,6 +112,14 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let (hash, block_hashes) = tree::hash_file(&file, size, o.block, threads).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let block_hashes = Arc::new(block_hashes);
+    let hash_s = t_hash.elapsed().as_secs_f64();
+    if o.hold {
+        emit(&json!({"event": "hashed", "hash_s": hash_s}));
+        let mut line = String::new();
+        io::stdin().read_line(&mut line).map_err(Fail::io)?;
+        let go: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        o.rate_bps = go["go_rate_bps"].as_u64().ok_or_else(|| Fail::other("stopped before sending: no go on stdin".into()))?;
+    }
     ctl.write_all(proto::MAGIC_CONTROL).map_err(Fail::io)?;
     proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "hash": hash, "block": o.block, "force": o.force}))
         .map_err(Fail::io)?;
@@ -135,7 +147,7 @@ pub fn send(o: SendOptions) -> Result<(), Fail> {
         acked_bytes: AtomicU64::new(held_bytes),
         held_bytes,
     });
-    emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": t_hash.elapsed().as_secs_f64(),
+    emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": hash_s,
                  "blocks": n, "held": held, "block": o.block, "streams": o.streams, "session": session}));
 
     // The data connections.
@@ -272,7 +284,7 @@ fn fail(st: &State, e: Fail) {
 /// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
-fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], size: u64, block: u64) {
+fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], size: u64, block: u64) {
     let sock = c.stream.as_raw_fd();
     loop {
         let index = {
@@ -300,7 +312,7 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[u64], siz
         };
         let (off, len) = block_span(index, size, block);
         let r = (|| -> io::Result<()> {
-            (&c.stream).write_all(&proto::block_header(index, len as u32, hashes[index as usize]))?;
+            (&c.stream).write_all(&proto::block_header(index, len as u32, &hashes[index as usize]))?;
             sendfile_all(sock, file.as_raw_fd(), off, len)?;
             Ok(())
         })();

@@ -10,42 +10,43 @@
 use blake3::hazmat::{merge_subtrees_non_root, merge_subtrees_root, ChainingValue, HasherExt, Mode};
 use std::fs::File;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
-use crate::proto::{block_count, block_span};
+use crate::proto::{block_count, block_span, Check};
 
 /// Whether per-block chaining values make up the file's hash.
 pub fn per_block(size: u64, block: u64) -> bool {
     block >= blake3::CHUNK_LEN as u64 && block.is_power_of_two() && block_count(size, block) >= 2
 }
 
-/// One block's xxh3-64 (the per-block check of the protocol) and, when
-/// `offset` is given, its BLAKE3 chaining value as the subtree at that offset:
-/// one pass over the bytes for both.
+/// One block's check (protocol version 2): its BLAKE3 chaining value as
+/// the subtree at `offset` when given (the file's hash is made per block),
+/// else the BLAKE3 hash of the block's bytes alone.
 pub struct BlockHasher {
-    xxh: xxhash_rust::xxh3::Xxh3,
-    tree: Option<blake3::Hasher>,
+    h: blake3::Hasher,
+    subtree: bool,
 }
 
 impl BlockHasher {
     pub fn new(offset: Option<u64>) -> BlockHasher {
-        let tree = offset.map(|off| {
-            let mut h = blake3::Hasher::new();
+        let mut h = blake3::Hasher::new();
+        if let Some(off) = offset {
             h.set_input_offset(off);
-            h
-        });
-        BlockHasher { xxh: xxhash_rust::xxh3::Xxh3::new(), tree }
+        }
+        BlockHasher { h, subtree: offset.is_some() }
     }
 
     pub fn update(&mut self, bytes: &[u8]) {
-        self.xxh.update(bytes);
-        if let Some(t) = &mut self.tree {
-            t.update(bytes);
-        }
+        self.h.update(bytes);
     }
 
-    pub fn finish(&self) -> (u64, Option<ChainingValue>) {
-        (self.xxh.digest(), self.tree.as_ref().map(|t| t.finalize_non_root()))
+    pub fn finish(&self) -> Check {
+        if self.subtree {
+            self.h.finalize_non_root()
+        } else {
+            *self.h.finalize().as_bytes()
+        }
     }
 }
 
@@ -72,9 +73,8 @@ fn merge(cvs: &[ChainingValue]) -> ChainingValue {
     merge_subtrees_non_root(&merge(&cvs[..split]), &merge(&cvs[split..]), Mode::Hash)
 }
 
-/// Reads block `index` of `file` (through `buf`), giving its xxh3 and
-/// chaining value (when the file's hash is made per block).
-pub fn hash_block(file: &File, index: u64, size: u64, block: u64, buf: &mut [u8]) -> io::Result<(u64, Option<ChainingValue>)> {
+/// Reads block `index` of `file` (through `buf`), giving its check.
+pub fn hash_block(file: &File, index: u64, size: u64, block: u64, buf: &mut [u8]) -> io::Result<Check> {
     let (off, len) = block_span(index, size, block);
     let mut h = BlockHasher::new(per_block(size, block).then_some(off));
     let mut done = 0u64;
@@ -87,33 +87,92 @@ pub fn hash_block(file: &File, index: u64, size: u64, block: u64, buf: &mut [u8]
     Ok(h.finish())
 }
 
-/// The whole file's BLAKE3 (hex) and every block's xxh3-64, reading the
-/// file once; per block on `threads` threads when the block size allows.
-pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Result<(String, Vec<u64>)> {
+/// The whole file's BLAKE3 in one pass (hex) and, when `blocks`, every
+/// block's check in the same pass (the fallback for block sizes that are
+/// not subtrees).
+pub fn hash_whole(file: &File, size: u64, block: u64, blocks: bool) -> io::Result<(String, Vec<Check>)> {
+    let n = block_count(size, block);
+    let mut whole = blake3::Hasher::new();
+    let mut checks = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    for i in 0..n {
+        let (off, len) = block_span(i, size, block);
+        let mut b = blake3::Hasher::new();
+        let mut done = 0u64;
+        while done < len {
+            let take = ((len - done) as usize).min(buf.len());
+            file.read_exact_at(&mut buf[..take], off + done)?;
+            whole.update(&buf[..take]);
+            if blocks {
+                b.update(&buf[..take]);
+            }
+            done += take as u64;
+        }
+        if blocks {
+            checks.push(*b.finalize().as_bytes());
+        }
+    }
+    Ok((whole.finalize().to_hex().to_string(), checks))
+}
+
+/// A file mapped shared, read-only: hashed in place (no copy out of the
+/// page cache).
+pub struct Mapping {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: read-only; the bytes under it change only by the file's writers.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub fn new(f: &File, len: u64) -> io::Result<Mapping> {
+        let len = usize::try_from(len).map_err(|_| io::Error::other("file too large to map"))?;
+        if len == 0 {
+            return Err(io::Error::other("an empty file is not mapped"));
+        }
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr: p as *const u8, len })
+    }
+
+    /// The bytes `off..off + len`.
+    ///
+    /// # Safety
+    /// Within the file as it was mapped (a shorter file now: SIGBUS); another
+    /// writer may change the bytes under the slice (a hash of them then fails
+    /// its check).
+    pub unsafe fn bytes(&self, off: u64, len: usize) -> &[u8] {
+        assert!(off as usize + len <= self.len, "inside the map");
+        std::slice::from_raw_parts(self.ptr.add(off as usize), len)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// The whole file's BLAKE3 (hex) and every block's check, reading the file
+/// once; per block on `threads` threads when the block size allows.
+pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Result<(String, Vec<Check>)> {
     let n = block_count(size, block);
     if !per_block(size, block) {
-        let mut whole = blake3::Hasher::new();
-        let mut xs = Vec::with_capacity(n as usize);
-        let mut buf = vec![0u8; 1 << 20];
-        for i in 0..n {
-            let (off, len) = block_span(i, size, block);
-            let mut x = xxhash_rust::xxh3::Xxh3::new();
-            let mut done = 0u64;
-            while done < len {
-                let take = ((len - done) as usize).min(buf.len());
-                file.read_exact_at(&mut buf[..take], off + done)?;
-                whole.update(&buf[..take]);
-                x.update(&buf[..take]);
-                done += take as u64;
-            }
-            xs.push(x.digest());
-        }
-        return Ok((whole.finalize().to_hex().to_string(), xs));
+        return hash_whole(file, size, block, true);
     }
     let threads = threads.clamp(1, n as usize);
     let next = std::sync::atomic::AtomicU64::new(0);
-    let mut out: Vec<(u64, ChainingValue)> = vec![(0, [0; 32]); n as usize];
-    let results: Vec<io::Result<Vec<(u64, u64, ChainingValue)>>> = std::thread::scope(|s| {
+    // Through a map where the file allows (no copy out of the page cache),
+    // else read into a buffer.
+    let map = Mapping::new(file, size).ok();
+    let mut cvs: Vec<ChainingValue> = vec![[0; 32]; n as usize];
+    let results: Vec<io::Result<Vec<(u64, ChainingValue)>>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
@@ -124,8 +183,17 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
                         if i >= n {
                             return Ok(mine);
                         }
-                        let (x, cv) = hash_block(file, i, size, block, &mut buf)?;
-                        mine.push((i, x, cv.expect("per-block hashing")));
+                        let cv = match &map {
+                            Some(m) => {
+                                let (off, len) = block_span(i, size, block);
+                                let mut h = BlockHasher::new(Some(off));
+                                // SAFETY: inside the file's size as stat(2) gave it.
+                                h.update(unsafe { m.bytes(off, len as usize) });
+                                h.finish()
+                            }
+                            None => hash_block(file, i, size, block, &mut buf)?,
+                        };
+                        mine.push((i, cv));
                     }
                 })
             })
@@ -133,12 +201,11 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
         workers.into_iter().map(|w| w.join().expect("hashing thread")).collect()
     });
     for r in results {
-        for (i, x, cv) in r? {
-            out[i as usize] = (x, cv);
+        for (i, cv) in r? {
+            cvs[i as usize] = cv;
         }
     }
-    let cvs: Vec<ChainingValue> = out.iter().map(|e| e.1).collect();
-    Ok((root(&cvs).to_hex().to_string(), out.into_iter().map(|e| e.0).collect()))
+    Ok((root(&cvs).to_hex().to_string(), cvs))
 }
 
 #[cfg(test)]
@@ -160,7 +227,7 @@ mod tests {
                     let (off, len) = block_span(i, size, block);
                     let mut h = BlockHasher::new(Some(off));
                     h.update(&bytes[off as usize..(off + len) as usize]);
-                    h.finish().1.unwrap()
+                    h.finish()
                 })
                 .collect();
             assert_eq!(root(&cvs), blake3::hash(bytes), "size {size}");
@@ -176,12 +243,18 @@ mod tests {
         std::fs::File::create(&path).unwrap().write_all(&data).unwrap();
         let f = File::open(&path).unwrap();
         let want = blake3::hash(&data).to_hex().to_string();
-        let xs: Vec<u64> = data.chunks(8192).map(xxhash_rust::xxh3::xxh3_64).collect();
         for (block, threads) in [(8192, 1), (8192, 3), (8192 + 1, 2), (1 << 20, 2)] {
-            let (h, x) = hash_file(&f, data.len() as u64, block, threads).unwrap();
+            let (h, checks) = hash_file(&f, data.len() as u64, block, threads).unwrap();
             assert_eq!(h, want, "block {block}");
-            if block == 8192 {
-                assert_eq!(x, xs);
+            assert_eq!(checks.len() as u64, block_count(data.len() as u64, block));
+            if block == 8192 + 1 || block == 1 << 20 {
+                // Not subtrees: each block's own hash (one block: the file's).
+                let own: Vec<Check> = data.chunks(block as usize).map(|c| *blake3::hash(c).as_bytes()).collect();
+                assert_eq!(checks, own, "block {block}");
+            } else {
+                // Subtrees: the chaining values, which make up the root.
+                assert_eq!(root(&checks).to_hex().to_string(), want);
+                assert_ne!(checks[0], *blake3::hash(&data[..8192]).as_bytes(), "a chaining value is not the block's own hash");
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();

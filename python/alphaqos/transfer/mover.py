@@ -180,6 +180,9 @@ def _choose_cc(args: SendOptions) -> tuple[str, str | None]:
 
 
 def send(args: SendOptions) -> int:
+    # The mover first: finding it imports alphaqos.emulate (2.4 s of imports
+    # here under load), which is start-up, not time towards the deadline.
+    binary = xfer_binary()
     now = time.time()
     # Everything checkable is checked before anything is reserved or sent.
     try:
@@ -217,27 +220,29 @@ def send(args: SendOptions) -> int:
     cc, note = _choose_cc(args)
 
     circuit = None
-    t0 = time.time()
-    loop = DeadlineLoop(size=size, deadline_s=deadline - t0, margin=args.margin, hysteresis=args.hysteresis, cap_bps=cap,
-                        guard_s=guard)  # fmt: skip
     if args.circuit is not None:
         token = args.token or os.environ.get("ALPHAQOS_CIRCUITS_TOKEN")
         circuit = Circuit(args.circuit, token)
         if circuit.id is None and not (args.src and args.dst):
             raise TransferError("--circuit with the service's URL needs --src and --dst (the circuit's end nodes)")
-        reserved = circuit.reserve(args.src, args.dst, size, t0, deadline, args.margin)
     else:
-        need = math.ceil(size * 8 / (deadline - t0) * args.margin)
-        if need > cap:
-            finish = t0 + size * 8 * args.margin / cap
-            raise TransferError(f"deadline {iso(deadline)} infeasible at --rate {args.rate}: needs "
-                                f"{units.fmt_rate(need)}; the earliest finish is {iso(finish)}")  # fmt: skip
-        reserved = max(need, 1)
-    loop.start(reserved)
+        _plan_rate(args, size, deadline, cap, time.time())  # an infeasible deadline is refused before anything starts
+
+    def reserve(t0: float) -> DeadlineLoop:
+        """The reservation from ``t0`` on: once the mover has hashed the file
+        (no circuit held while a large file is read), before anything is sent."""
+        loop = DeadlineLoop(size=size, deadline_s=deadline - t0, margin=args.margin, hysteresis=args.hysteresis, cap_bps=cap,
+                            guard_s=guard)  # fmt: skip
+        if circuit is not None:
+            loop.start(circuit.reserve(args.src, args.dst, size, t0, deadline, args.margin))
+        else:
+            loop.start(_plan_rate(args, size, deadline, cap, t0))
+        return loop
+
     if note and not args.json:
         print(f"alphaqos: note: {note}", file=sys.stderr)
     try:
-        return _run(args, host, port, size, block, interval, cc, note, loop, circuit, t0, deadline)
+        return _run(args, binary, host, port, size, block, interval, cc, note, reserve, circuit, deadline)
     finally:
         if circuit is not None:
             try:
@@ -246,9 +251,21 @@ def send(args: SendOptions) -> int:
                 print(f"alphaqos: warning: could not terminate the circuit {circuit.id}: {exc}", file=sys.stderr)
 
 
-def _run(args: SendOptions, host, port, size, block, interval, cc, note, loop: DeadlineLoop, circuit, t0, deadline) -> int:
-    cmd = [str(xfer_binary()), "send", str(args.file), f"{host}:{port}", "--streams", str(args.streams),
-           "--block", str(block), "--rate-bps", str(loop.reserved_bps), "--cc", cc, "--dscp-base", args.dscp,
+def _plan_rate(args: SendOptions, size: int, deadline: float, cap: int, t0: float) -> int:
+    """The rate that meets the deadline from ``t0`` at ``--rate``'s cap; refused when infeasible."""
+    need = math.ceil(size * 8 / (deadline - t0) * args.margin) if deadline > t0 else math.inf
+    if need > cap:
+        finish = t0 + size * 8 * args.margin / cap
+        raise TransferError(f"deadline {iso(deadline)} infeasible at --rate {args.rate}: needs "
+                            f"{units.fmt_rate(need) if math.isfinite(need) else 'more than any rate'}; the earliest finish is {iso(finish)}")  # fmt: skip
+    return max(need, 1)
+
+
+def _run(args: SendOptions, binary: Path, host, port, size, block, interval, cc, note, reserve, circuit, deadline) -> int:
+    """The mover hashes the file and waits (``--hold``); then ``reserve(t0)``
+    gives the deadline loop, its rate goes to the mover, and data flows."""
+    cmd = [str(binary), "send", str(args.file), f"{host}:{port}", "--streams", str(args.streams), "--hold",
+           "--block", str(block), "--cc", cc, "--dscp-base", args.dscp,
            "--dscp-excess", args.excess_dscp, "--interval-ms", str(max(10, round(interval * 1000)))]  # fmt: skip
     if args.force:
         cmd.append("--force")
@@ -264,6 +281,8 @@ def _run(args: SendOptions, host, port, size, block, interval, cc, note, loop: D
     bar = None if args.json else _Bar(size, deadline)
     final: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    loop: DeadlineLoop | None = None
+    t0 = time.time()
     loop_cost = [0.0, 0, 0.0, 0.0]  # the front's seconds, intervals, the mover's report microseconds, the front's CPU seconds
     base_samples: list[tuple[float, float, float]] = []
     ended = False
@@ -280,7 +299,12 @@ def _run(args: SendOptions, host, port, size, block, interval, cc, note, loop: D
             kind = e.get("event")
             if kind == "progress" and _newer_progress(lines):
                 continue  # late: act on the newest report only
-            if kind == "progress":
+            if kind == "hashed":
+                t0 = time.time()
+                loop = reserve(t0)  # raises when refused: the mover is stopped below, nothing sent
+                proc.stdin.write(json.dumps({"go_rate_bps": loop.reserved_bps}) + "\n")  # type: ignore[union-attr]
+                proc.stdin.flush()  # type: ignore[union-attr]
+            elif kind == "progress" and loop is not None:
                 t = time.time() - t0
                 proposal = loop.proposal(t, e["bytes_delivered"])
                 changed = None
@@ -332,6 +356,7 @@ def _run(args: SendOptions, host, port, size, block, interval, cc, note, loop: D
         message = error["message"] if error else ((proc.stderr.read() or "").strip() or f"alphaqos-xfer exited {proc.returncode}")  # type: ignore[union-attr]
         bad = bool(error and error.get("bad_input"))
         raise TransferError(message.removeprefix("alphaqos-xfer: error: "), EXIT_USAGE if bad else EXIT_FAILURE)
+    assert loop is not None, "the mover reports done only after its go"
     end = time.time()
     elapsed = end - t0
     report = _report(final, loop, elapsed, deadline - t0, base_samples, loop_cost, cc, note)
