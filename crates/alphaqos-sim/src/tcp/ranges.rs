@@ -174,6 +174,69 @@ impl Cursor {
     }
 }
 
+/// A receiver's out-of-order ranges in the order of their latest change,
+/// newest first: the SACK blocks it reports (RFC 2018, Section 4: the first
+/// block holds the most recently received segment's range, the others the
+/// most recently changed ranges). The ranges are disjoint and never
+/// touching, as the out-of-order [`RangeSet`] keeps them, so they are held
+/// twice, by start and by the time of their change, and an update costs
+/// O(log n) where a list in recency order costs O(n): after a burst of
+/// losses in a large window the receiver holds thousands of ranges and
+/// changes one with every segment (the list took 10 % of the reference
+/// case's instructions).
+#[derive(Clone, Debug, Default)]
+pub struct Recent {
+    /// start -> (end, stamp)
+    by_start: BTreeMap<u64, (u64, u64)>,
+    /// stamp -> (start, end); the highest stamp is the newest.
+    by_stamp: BTreeMap<u64, (u64, u64)>,
+    next_stamp: u64,
+}
+
+impl Recent {
+    /// `r` (a range of the out-of-order set, just made or grown) is the
+    /// newest; the ranges it overlaps or touches (merged into it) go.
+    pub fn touch(&mut self, r: (u64, u64)) {
+        // Disjoint ranges sorted by start: those overlapping or touching
+        // [r.0, r.1] are the one before r.0 if it reaches r.0, and those
+        // starting in [r.0, r.1].
+        if let Some((&s, &(e, _))) = self.by_start.range(..r.0).next_back() {
+            if e >= r.0 {
+                self.remove(s);
+            }
+        }
+        while let Some((&s, _)) = self.by_start.range(r.0..=r.1).next() {
+            self.remove(s);
+        }
+        let stamp = self.next_stamp;
+        self.next_stamp += 1;
+        self.by_start.insert(r.0, (r.1, stamp));
+        self.by_stamp.insert(stamp, r);
+    }
+
+    /// The ranges that end at or below `x` (delivered) go.
+    pub fn drop_below(&mut self, x: u64) {
+        // Disjoint and sorted by start, so sorted by end too.
+        while let Some((&s, &(e, _))) = self.by_start.first_key_value() {
+            if e > x {
+                break;
+            }
+            self.remove(s);
+        }
+    }
+
+    /// The ranges, newest first.
+    pub fn newest(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.by_stamp.values().rev().copied()
+    }
+
+    fn remove(&mut self, start: u64) {
+        if let Some((_, stamp)) = self.by_start.remove(&start) {
+            self.by_stamp.remove(&stamp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +304,44 @@ mod tests {
                 assert_eq!(c.below(), set.covered_in(0, c.pos()), "step {step}");
             }
         }
+    }
+
+    #[test]
+    fn recent_keeps_the_order_a_list_in_recency_order_keeps() {
+        // The receiver's former list (newest first; a change drops the
+        // ranges the new one overlaps or touches, a delivery those ending
+        // at or below rcv_nxt) against Recent, on a random arrival order.
+        let (mut set, mut recent, mut list) = (RangeSet::default(), Recent::default(), Vec::<(u64, u64)>::new());
+        let mut x: u64 = 987654321;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut rcv_nxt, mut most) = (0, 0);
+        for step in 0..20000 {
+            let seq = rcv_nxt + (next() % 200) * 10;
+            let end = seq + 10;
+            if seq > rcv_nxt {
+                let (range, _) = set.insert(seq, end);
+                list.retain(|&(s, e)| e < range.0 || s > range.1);
+                list.insert(0, range);
+                recent.touch(range);
+            } else {
+                rcv_nxt = end;
+                if let Some((s, e)) = set.first() {
+                    if s <= rcv_nxt {
+                        rcv_nxt = rcv_nxt.max(e);
+                    }
+                }
+                set.remove_below(rcv_nxt);
+                list.retain(|&(_, e)| e > rcv_nxt);
+                recent.drop_below(rcv_nxt);
+            }
+            assert!(recent.newest().eq(list.iter().copied()), "step {step}");
+            most = most.max(list.len());
+        }
+        assert!(most > 50, "the walk held many ranges out of order at once ({most})");
     }
 }

@@ -39,7 +39,7 @@
 //! sender with the usual duplicate-ACK threshold to retransmit it.
 
 use super::gro::{Gro, Seg};
-use super::ranges::RangeSet;
+use super::ranges::{RangeSet, Recent};
 use super::{LazyTimer, Wire};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
@@ -65,7 +65,7 @@ pub struct TcpReceiver {
     sack: bool,
     /// Out-of-order ranges in the order of their latest change, newest
     /// first: the SACK blocks to report (RFC 2018, Section 4).
-    recent: Vec<(u64, u64)>,
+    recent: Recent,
     rcvbuf: u64,
     /// Window scale shift (RFC 7323, 2.2); None without window scaling.
     wscale: Option<u32>,
@@ -104,7 +104,7 @@ impl TcpReceiver {
             highest: 0,
             ooo: RangeSet::default(),
             sack: cfg.sack,
-            recent: Vec::new(),
+            recent: Recent::default(),
             rcvbuf: cfg.rwnd_bytes,
             wscale: cfg.window_scaling.then(|| window_scale_for(cfg.rwnd_bytes)),
             delayed_ack: cfg.delayed_ack,
@@ -199,8 +199,7 @@ impl TcpReceiver {
             self.send_ack(w);
         } else if seq > self.rcv_nxt {
             let (range, _) = self.ooo.insert(seq, end);
-            self.recent.retain(|&(s, e)| e < range.0 || s > range.1);
-            self.recent.insert(0, range);
+            self.recent.touch(range);
             self.send_ack(w);
         } else {
             if self.dsack && seq < self.rcv_nxt {
@@ -216,7 +215,7 @@ impl TcpReceiver {
             }
             self.ooo.remove_below(self.rcv_nxt);
             let rcv_nxt = self.rcv_nxt;
-            self.recent.retain(|&(_, e)| e > rcv_nxt);
+            self.recent.drop_below(rcv_nxt);
             self.unacked_segments += segs;
             let quick = self.quick > 0;
             self.quick = self.quick.saturating_sub(1);
@@ -258,7 +257,7 @@ impl TcpReceiver {
             sack.push(self.rcv_nxt, s, e);
         }
         if self.sack {
-            for &(s, e) in self.recent.iter().take(SackBlocks::MAX) {
+            for (s, e) in self.recent.newest().take(SackBlocks::MAX) {
                 sack.push(self.rcv_nxt, s, e);
             }
         }
