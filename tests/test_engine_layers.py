@@ -207,24 +207,10 @@ def knob_name_matches(files: dict[str, str]) -> list[str]:
     return sorted(f for f, text in files.items() if not f.startswith("control/") and match.search(text))
 
 
-# Queues (drop profiles, schedulers, HTB) still answer the string-named
-# knob(class, name, op, ctx) of the Qdisc trait (RIO and colour RED through
-# red.rs's red_curves_knob): not yet moved to typed setters. The list may
-# only shrink.
-QUEUE_KNOBS_NOT_YET_TYPED = [
-    "qos/aqm/red.rs",
-    "qos/htb.rs",
-    "qos/sched/drr.rs",
-    "qos/sched/junos.rs",
-    "qos/sched/mdrr.rs",
-    "qos/sched/wrr.rs",
-]
-
-
 def test_no_component_outside_the_control_plane_matches_knob_names_as_strings():
     files = _engine_files()
     assert len(re.findall(r'\bk\("(\w+)"', files["knob.rs"])) == 18, "the catalogue as knob.rs writes it"
-    assert knob_name_matches(files) == QUEUE_KNOBS_NOT_YET_TYPED
+    assert knob_name_matches(files) == []
 
 
 def test_the_knob_name_check_finds_a_string_match(tmp_path):
@@ -250,3 +236,61 @@ def test_the_simulation_file_keeps_the_event_loop():
     assert re.search(r"pub fn results\b", files["summary.rs"])
     # YAQS's Count-Sketch has a file of its own.
     assert "pub struct CountSketch" in files["qos/sketch.rs"] and "struct CountSketch" not in files["qos/yaqs.rs"]
+
+
+def string_errors(root: Path = SRC) -> list[str]:
+    """Functions of the engine (unit tests left out) whose error is text:
+    `-> Result<_, String>` without a `// why` comment on the line above."""
+    out = []
+    for p in sorted(root.rglob("*.rs")):
+        lines = without_tests(p.read_text()).splitlines()
+        for i, line in enumerate(lines):
+            if re.search(r"->\s*Result<.*,\s*String>\s*(\{|where|$)", line) and not (i and "// why" in lines[i - 1]):
+                out.append(f"{p.relative_to(root)}:{i + 1}")
+    return out
+
+
+def test_the_engines_errors_are_structured():
+    # Configuration problems are ConfigError{loc, msg}, the control plane's
+    # run-time refusals ControlError, a knob's KnobError; text only where a
+    # comment says why (a trace file's reader: its path and byte offset).
+    assert string_errors() == []
+
+
+def test_the_string_error_check_finds_one(tmp_path):
+    (tmp_path / "a.rs").write_text("pub fn f() -> Result<u32, String> {\n    Ok(1)\n}\n")
+    (tmp_path / "b.rs").write_text("// why: a file's problem\npub fn g() -> Result<(u32, u64), String> {\n    Ok((1, 2))\n}\n")
+    (tmp_path / "c.rs").write_text("#[cfg(test)]\nmod tests {\n    fn h() -> Result<(), String> { Ok(()) }\n}\n")
+    assert string_errors(tmp_path) == ["a.rs:1"]
+
+
+def test_the_engines_errors_cross_into_python_with_their_location():
+    """What the engine refuses reaches Python as a location (a tuple of
+    field names and indices) and a message, never as text to split."""
+    import json
+
+    import pytest
+
+    core = pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
+    from alphaqos import load_scenario, resolve
+
+    config = resolve(load_scenario(SRC.parents[2] / "scenarios" / "yan2013" / "exp1-1queue.yaml"))
+    config["links"][0]["impair_ab"] = {"loss": 2.0}
+    router = next(i for i, n in enumerate(config["nodes"]) if n.get("router"))
+    config["nodes"][router]["filter"] = [
+        {"name": "voice", "dscp": [46, 64]},
+        {"name": "cap", "policer": {"trtcm": {"cir_bps": 2_000_000, "cbs_bytes": 3000, "pir_bps": 1_000_000, "pbs_bytes": 3000}}},
+    ]
+    problems, _ = core.check(json.dumps(config))
+    assert problems[0] == (("nodes", router, "filter", 0, "dscp", 1), "64 is not a DiffServ code point (0..63)")
+    config["nodes"][router]["filter"].pop(0)
+    problems, _ = core.check(json.dumps(config))
+    loc, msg = problems[0]
+    assert loc == ("nodes", router, "filter", 0, "policer", "trtcm", "pir_bps") and msg.startswith("must be at least cir"), problems
+    del config["nodes"][router]["filter"]
+    problems, _ = core.check(json.dumps(config))
+    assert problems[0] == (("links", 0, "impair_ab", "loss"), "must be in [0, 1], got 2")
+    # The engine's defaults: a configuration it cannot read is its ConfigError too.
+    with pytest.raises(core.ConfigError) as refused:
+        core.applied_config("{")
+    assert isinstance(refused.value, ValueError) and refused.value.loc == () and "EOF" in refused.value.msg

@@ -84,12 +84,12 @@ impl Simulation {
     }
     /// A measurement or knob of the component `handle` names (base units).
     fn get(&mut self, handle: &str, what: &str) -> PyResult<f64> {
-        self.inner.get_by_name(handle, what).map_err(PyValueError::new_err)
+        self.inner.get_by_name(handle, what).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Change a knob as `agent`; logged in the control table. The old value.
     fn set(&mut self, agent: &str, handle: &str, knob: &str, value: f64) -> PyResult<f64> {
-        self.inner.set_by_name(agent, handle, knob, value).map_err(PyValueError::new_err)
+        self.inner.set_by_name(agent, handle, knob, value).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// The results tables: {table: {column: list}}.
@@ -161,7 +161,7 @@ fn trace_replay<'py>(py: Python<'py>, path: &str, beta: f64, queue_json: &str, i
         .detach(|| {
             let t = trace::read(std::path::Path::new(path))?;
             let rate = alphaqos_sim::DataRate((t.mean_rate_bps() * beta).round() as u64);
-            trace::replay(&t, rate, &queue, interval_ns.max(1), seed)
+            trace::replay(&t, rate, &queue, interval_ns.max(1), seed).map_err(|e| e.to_string())
         })
         .map_err(PyValueError::new_err)?;
     tables_dict(py, tables)
@@ -207,8 +207,8 @@ fn cc_params(py: Python<'_>, name: &str, params_json: &str) -> PyResult<String> 
 /// engine cannot read it. The Python front takes the engine's defaults
 /// from here.
 #[pyfunction]
-fn applied_config(config_json: &str) -> PyResult<String> {
-    alphaqos_sim::check::applied(config_json).map(|v| v.to_string()).map_err(PyValueError::new_err)
+fn applied_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    alphaqos_sim::check::applied(config_json).map(|v| v.to_string()).map_err(|e| config_error(py, e))
 }
 
 /// Every knob: (name, unit, what it does).

@@ -63,13 +63,13 @@ pub fn build_net(cfg: &Config) -> Result<Net, ConfigError> {
             }
             let dirs = [(a, b, &l.queue_ab, "queue_ab", l.impair_ab, l.monitor_ab, &l.tap_ab), (b, a, &l.queue_ba, "queue_ba", l.impair_ba, l.monitor_ba, &l.tap_ba)];
             for (from, to, q, key, imp, monitor, tap) in dirs {
-                imp.validate().map_err(|e| link_err(&format!("impair_{}", &key[6..]), e))?;
+                imp.validate().outer(format!("impair_{}", &key[6..])).outer(i).outer("links")?;
                 let name = format!("{}->{}", nodes[from as usize].name, nodes[to as usize].name);
                 let qdisc = qos::build_on(q, l.mtu_bytes, Some(DataRate(l.rate_bps))).outer(key).outer(i).outer("links")?;
                 let tap = match tap {
                     Some(file) => {
                         let path = cfg.tap_dir.as_deref().map_or_else(|| std::path::PathBuf::from(file), |d| std::path::Path::new(d).join(file));
-                        Some(Box::new(crate::tap::Tap::create(&path).map_err(|e| link_err(&format!("tap_{}", &key[6..]), e))?))
+                        Some(Box::new(crate::tap::Tap::create(&path).outer(format!("tap_{}", &key[6..])).outer(i).outer("links")?))
                     }
                     None => None,
                 };

@@ -90,14 +90,15 @@ fn route(net: &Net, a: &str, b: &str) -> Option<Vec<u32>> {
 /// leaves out given the engine's default) and written back as JSON. The
 /// Python front takes the engine's defaults from here instead of keeping
 /// its own copy, and its tests compare what it sends with them.
-pub fn applied(json: &str) -> Result<serde_json::Value, String> {
-    let mut c: Config = serde_json::from_str(json).map_err(|e| e.to_string())?;
+pub fn applied(json: &str) -> Result<serde_json::Value, ConfigError> {
+    // serde's message names the line and column of the JSON.
+    let mut c: Config = serde_json::from_str(json).map_err(|e| ConfigError::new(e.to_string()))?;
     for l in &mut c.links {
         let rate = Some(crate::units::DataRate(l.rate_bps));
         crate::qos::applied_queue(&mut l.queue_ab, l.mtu_bytes, rate);
         crate::qos::applied_queue(&mut l.queue_ba, l.mtu_bytes, rate);
     }
-    serde_json::to_value(&c).map_err(|e| e.to_string())
+    serde_json::to_value(&c).map_err(|e| ConfigError::new(e.to_string()))
 }
 
 #[cfg(test)]

@@ -277,12 +277,14 @@ pub struct Impairment {
 }
 
 impl Impairment {
-    pub fn validate(&self) -> Result<(), String> {
+    /// A problem is located at its field (`loss`).
+    pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
+        use crate::error::ConfigError;
         if !(0.0..=1.0).contains(&self.loss) {
-            return Err(format!("loss must be in [0, 1], got {}", self.loss));
+            return Err(ConfigError::at("loss", format!("must be in [0, 1], got {}", self.loss)));
         }
         if !(0.0..=1.0).contains(&self.reorder_fraction) {
-            return Err(format!("reorder_fraction must be in [0, 1], got {}", self.reorder_fraction));
+            return Err(ConfigError::at("reorder_fraction", format!("must be in [0, 1], got {}", self.reorder_fraction)));
         }
         Ok(())
     }

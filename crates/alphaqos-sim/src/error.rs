@@ -129,21 +129,13 @@ impl<T> Outer<T> for Result<T, ConfigError> {
     }
 }
 
-/// A component's own check (its parameters' wording, no path of the
-/// configuration) as a problem of the configuration item that gave them.
+/// A problem met outside the configuration (a run-time refusal of the
+/// control plane, `control::ControlError`) as the problem of the
+/// configuration item, or of its field `loc`, that led to it.
 pub trait Whole<T> {
     fn whole(self) -> Result<T, ConfigError>;
     /// ... of the item's field `loc`.
     fn at(self, loc: impl Into<Loc>) -> Result<T, ConfigError>;
-}
-
-impl<T> Whole<T> for Result<T, String> {
-    fn whole(self) -> Result<T, ConfigError> {
-        self.map_err(ConfigError::new)
-    }
-    fn at(self, loc: impl Into<Loc>) -> Result<T, ConfigError> {
-        self.map_err(|m| ConfigError::at(loc, m))
-    }
 }
 
 #[cfg(test)]
@@ -173,8 +165,8 @@ mod tests {
         let e = ConfigError::at_path("pairs.list[2][1]", "x").with_outer("poisson");
         assert_eq!(e.loc, [Loc::Field("poisson".into()), Loc::Field("pairs".into()), Loc::Field("list".into()), Loc::Index(2), Loc::Index(1)]);
         // A message with ": " in it stays the message.
-        let r: Result<(), String> = Err("red: max_p must be in (0, 1]".into());
-        let e = r.at("red").outer("queue_ab").unwrap_err();
+        let r: Result<(), ConfigError> = Err(ConfigError::at("red", "red: max_p must be in (0, 1]"));
+        let e = r.outer("queue_ab").unwrap_err();
         assert_eq!((e.path().as_str(), e.msg.as_str()), ("queue_ab.red", "red: max_p must be in (0, 1]"));
     }
 }

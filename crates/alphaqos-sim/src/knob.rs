@@ -1,14 +1,17 @@
 //! Knobs: the vocabulary every component speaks to the control plane (a
 //! leaf module: components depend on it, it depends on nothing above them).
 //!
-//! A component answers [`KnobOp::Get`] with the knob's value and
-//! [`KnobOp::Set`] with the value it replaced, in the knob's unit (the
+//! A component has a typed getter and setter: it reads a [`KnobName`] and
+//! takes a [`Knob`], a value already checked against its unit (the
 //! catalogue [`KNOBS`]: bit/s, bytes, packets, nanoseconds, a probability
-//! or a switch). A knob it does not have is [`KnobError::Unknown`]; a value
-//! out of range is [`KnobError::Invalid`] with the reason, and the
-//! component is left as it was. Changes apply at `now`: a token bucket is
-//! credited at its old rate up to `now` first, as a router that updates a
-//! profile does.
+//! or a switch) by the registry in `control/knobs.rs`, the only place that
+//! reads knob names. A parameter it does not have is
+//! [`KnobError::Unknown`]; a value out of its range is
+//! [`KnobError::Invalid`] with the reason, and the component is left as it
+//! was. A setter returns the value it replaced. [`KnobOp`] is the
+//! registry's: read a knob by name, or write it. Changes apply at `now`:
+//! a token bucket is credited at its old rate up to `now` first, as a
+//! router that updates a profile does.
 
 use crate::packet::Color;
 use crate::time::SimTime;

@@ -27,6 +27,7 @@
 //! after the transport header. Tested with Debian's tcpdump
 //! (`tests/test_tap.py`); `trace.rs` reads these files back.
 
+use crate::error::ConfigError;
 use crate::packet::{Packet, Payload, PROTO_ICMP, PROTO_TCP, PROTO_UDP};
 use crate::time::SimTime;
 use std::fs::File;
@@ -51,11 +52,14 @@ pub struct Tap {
 }
 
 impl Tap {
-    pub fn create(path: &Path) -> Result<Tap, String> {
+    /// The pcap file at `path` (and its directory); a failure is a problem
+    /// of the field that names the file (the caller locates it: `tap_ab`).
+    pub fn create(path: &Path) -> Result<Tap, ConfigError> {
+        let cannot = |p: &Path, e: std::io::Error| ConfigError::new(format!("cannot create {}: {e}", p.display()));
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| cannot(dir, e))?;
         }
-        let f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let f = File::create(path).map_err(|e| cannot(path, e))?;
         let mut out = BufWriter::with_capacity(1 << 16, f);
         let mut h = Vec::with_capacity(24);
         h.extend_from_slice(&PCAP_MAGIC_NS.to_le_bytes());
@@ -65,7 +69,7 @@ impl Tap {
         h.extend_from_slice(&0u32.to_le_bytes());
         h.extend_from_slice(&SNAPLEN.to_le_bytes());
         h.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-        out.write_all(&h).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        out.write_all(&h).map_err(|e| ConfigError::new(format!("cannot write {}: {e}", path.display())))?;
         Ok(Tap { out, ip_id: 0, pkts: 0, buf: Vec::with_capacity(128) })
     }
 

@@ -25,6 +25,7 @@
 //! (for YAQS, its fast queue; its own counters carry the rest), and a
 //! series every `interval`.
 
+use crate::error::{ConfigError, Outer};
 use crate::qos::Qdisc;
 use crate::metrics::{col, Column, Histogram, Table};
 use crate::packet::{Packet, PROTO_TCP, PROTO_UDP};
@@ -69,6 +70,7 @@ impl Trace {
 }
 
 /// Read a pcap or (by its `.csv` extension) CSV trace.
+// why String: the problem is a file's (its path and byte offset), not a configuration field's.
 pub fn read(path: &Path) -> Result<Trace, String> {
     let data = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     let at = |off: usize, what: String| format!("{}: byte {off}: {what}", path.display());
@@ -207,12 +209,12 @@ pub fn read_csv(d: &[u8]) -> Result<Trace, (usize, String)> {
 /// the measured queue's maximum, mean and 90th percentile in bytes, the
 /// most and mean packets held), `replay_series`, `qlen_hist`, and YAQS's
 /// `yaqs` table when the queue is a YAQS.
-pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig, interval_ns: u64, seed: u64) -> Result<Vec<(&'static str, Table)>, String> {
+pub fn replay(trace: &Trace, rate: DataRate, queue: &crate::config::QueueConfig, interval_ns: u64, seed: u64) -> Result<Vec<(&'static str, Table)>, ConfigError> {
     if rate.as_bps() == 0 {
-        return Err("the downstream rate must be positive".into());
+        return Err(ConfigError::new("the downstream rate must be positive"));
     }
     // No framing overhead: the trace's sizes are what the link carries.
-    let q = qos::build_on(queue, 65535, Some(rate)).map_err(|e| e.with_outer("queue").to_string())?;
+    let q = qos::build_on(queue, 65535, Some(rate)).outer("queue")?;
     let mut port = Egress::new(q, Rng::stream(seed, "queue:replay"), rate, 0);
     let mut measured: Histogram<6> = Histogram::default();
     let (mut s_time, mut s_len, mut s_fast, mut s_slow_flows) = (vec![], vec![], vec![], vec![]);

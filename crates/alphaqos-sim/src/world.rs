@@ -6,14 +6,14 @@
 use crate::error::ConfigError;
 use crate::config::{AgentConfig, Config};
 use crate::conn::ConnId;
-use crate::control::{admission, deadline, knobs, wred_rtt, Agent, Change, Control, Handle, Handles, Reports, Target, World, WorkloadInfo, TRANSFER_KNOBS, TRANSFER_MEASURES};
+use crate::control::{admission, deadline, knobs, wred_rtt, Agent, Change, Control, ControlError, Handle, Handles, Reports, Target, World, WorkloadInfo, TRANSFER_KNOBS, TRANSFER_MEASURES};
 use crate::event::{Event, FlowTimer};
 use crate::apps::App;
 use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobOp, KnobResult, COLORS, KNOBS};
 use crate::metrics::{Column, Table};
 use crate::network::FlowIo;
 use crate::qos::meter::Policer;
-use crate::qos::Qdisc;
+use crate::qos::{LinkQdisc, Qdisc};
 use crate::sim::{Owner, Simulation};
 use crate::time::SimTime;
 use std::collections::BTreeMap;
@@ -25,13 +25,13 @@ impl World for Simulation {
     fn handles(&mut self) -> &mut Handles {
         Simulation::handles(self)
     }
-    fn get(&mut self, h: Handle, what: &str) -> Result<f64, String> {
+    fn get(&mut self, h: Handle, what: &str) -> Result<f64, ControlError> {
         Simulation::get(self, h, what)
     }
-    fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, String> {
+    fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, ControlError> {
         Simulation::set_as(self, agent, h, knob, value)
     }
-    fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), String> {
+    fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), ControlError> {
         Simulation::check_knob(self, h, knob)
     }
     fn path_rates(&self, src: u32, dst: u32) -> Vec<(u32, u64)> {
@@ -64,7 +64,7 @@ impl World for Simulation {
             None => Vec::new(),
         }
     }
-    fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), String> {
+    fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), ConfigError> {
         let f = self.net.filters[node as usize].get_or_insert_with(|| crate::qos::classify::Filter { terms: Vec::new() });
         f.insert_term(0, cfg)?;
         self.handles.add(format!("{}/{}", self.net.nodes[node as usize].name, cfg.name), Target::Term(node, cfg.name.clone()));
@@ -122,25 +122,25 @@ impl Simulation {
     }
 
     /// Read measurement or knob `what` of the component `h` names.
-    pub fn get(&mut self, h: Handle, what: &str) -> Result<f64, String> {
+    pub fn get(&mut self, h: Handle, what: &str) -> Result<f64, ControlError> {
         self.knob(h, what, KnobOp::Get).map_err(|e| self.knob_error(h, what, e))
     }
 
     /// Read by name (the Python API).
-    pub fn get_by_name(&mut self, handle: &str, what: &str) -> Result<f64, String> {
+    pub fn get_by_name(&mut self, handle: &str, what: &str) -> Result<f64, ControlError> {
         let h = self.handles.resolve(handle)?;
         self.get(h, what)
     }
 
     /// Change a knob as `agent` does; logged. Returns the old value.
-    pub fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, String> {
+    pub fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, ControlError> {
         match what_kind(knob) {
             Some(true) => {}
-            Some(false) => return Err(format!("{}: {knob} is a measurement, not a knob", self.handles.name(h))),
+            Some(false) => return Err(self.refused(h, format!("{knob} is a measurement, not a knob"))),
             None => return Err(self.knob_error(h, knob, KnobError::Unknown)),
         }
         if !value.is_finite() {
-            return Err(format!("{}: {knob} = {value}: not a number", self.handles.name(h)));
+            return Err(self.refused(h, format!("{knob} = {value}: not a number")));
         }
         let old = self.knob(h, knob, KnobOp::Set(value)).map_err(|e| self.knob_error(h, knob, e))?;
         self.log.push(Change { time: self.net.now, agent: agent.to_string(), handle: self.handles.name(h).to_string(), knob: knob.to_string(), old, new: value });
@@ -148,14 +148,14 @@ impl Simulation {
     }
 
     /// Change by name (the Python API, agent "python").
-    pub fn set_by_name(&mut self, agent: &str, handle: &str, knob: &str, value: f64) -> Result<f64, String> {
+    pub fn set_by_name(&mut self, agent: &str, handle: &str, knob: &str, value: f64) -> Result<f64, ControlError> {
         let h = self.handles.resolve(handle)?;
         self.set_as(agent, h, knob, value)
     }
 
     /// Does the component have this knob (or measurement)? For checks
     /// before the run; transfers not yet started answer by their kind.
-    pub fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), String> {
+    pub fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), ControlError> {
         if let Target::Transfer(w, _) = *self.handles.target(h) {
             let ok = TRANSFER_KNOBS.contains(&knob) || TRANSFER_MEASURES.contains(&knob);
             if !ok {
@@ -165,30 +165,33 @@ impl Simulation {
             // A transfer's target rate goes to its base_flow streams (a
             // deadline transfer's base connection, not its additional one).
             if knobs::parse(knob) == Some(KnobName::CtrBps) && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
-                return Err(format!("{}: ctr_bps needs the base_flow congestion control on one of its streams (the workload uses {})", self.handles.name(h), wl.tcp.cc));
+                let why = format!("ctr_bps needs the base_flow congestion control on one of its streams (the workload uses {})", wl.tcp.cc);
+                return Err(self.refused(h, why));
             }
             return Ok(());
         }
         self.get(h, knob).map(|_| ())
     }
 
-    fn knob_error(&mut self, h: Handle, what: &str, e: KnobError) -> String {
-        let name = self.handles.name(h).to_string();
+    fn refused(&self, h: Handle, why: String) -> ControlError {
+        ControlError::Refused { handle: self.handles.name(h).to_string(), why }
+    }
+
+    fn knob_error(&mut self, h: Handle, what: &str, e: KnobError) -> ControlError {
         match e {
-            KnobError::Invalid(why) => format!("{name}: {why}"),
+            KnobError::Invalid(why) => self.refused(h, why),
             KnobError::Unknown => {
-                let mut have: Vec<String> = Vec::new();
+                let mut has: Vec<String> = Vec::new();
                 let candidates = KNOBS.iter().map(|k| k.name.to_string()).chain(MEASURES.iter().map(|m| m.to_string()));
                 for c in candidates {
-                    if !have.contains(&c) && self.knob(h, &c, KnobOp::Get).is_ok() {
-                        have.push(c);
+                    if !has.contains(&c) && self.knob(h, &c, KnobOp::Get).is_ok() {
+                        has.push(c);
                     }
                 }
                 if matches!(self.handles.target(h), Target::Transfer(..)) {
-                    have = TRANSFER_KNOBS.iter().chain(TRANSFER_MEASURES).map(|s| s.to_string()).collect();
+                    has = TRANSFER_KNOBS.iter().chain(TRANSFER_MEASURES).map(|s| s.to_string()).collect();
                 }
-                let list = if have.is_empty() { "none".to_string() } else { have.join(", ") };
-                format!("{name} has no knob or measurement '{what}' (it has: {list})")
+                ControlError::UnknownKnob { handle: self.handles.name(h).to_string(), what: what.to_string(), has }
             }
         }
     }
@@ -215,7 +218,7 @@ impl Simulation {
                 };
                 match measured {
                     Some(v) => read_only(what, v, op),
-                    None => ifc.qdisc.knob("", what, op, KnobCtx { now, link_rate: ifc.rate }),
+                    None => queue_knob(&mut ifc.qdisc, "", what, op, KnobCtx { now, link_rate: ifc.rate }),
                 }
             }
             Target::Class(i, class) => {
@@ -238,7 +241,7 @@ impl Simulation {
                 });
                 match found {
                     Some(v) => read_only(what, v as f64, op),
-                    None => ifc.qdisc.knob(&class, what, op, KnobCtx { now, link_rate: ifc.rate }),
+                    None => queue_knob(&mut ifc.qdisc, &class, what, op, KnobCtx { now, link_rate: ifc.rate }),
                 }
             }
             Target::Term(n, name) => {
@@ -504,19 +507,32 @@ fn what_kind(name: &str) -> Option<bool> {
     MEASURES.contains(&name).then_some(false)
 }
 
+/// A queue's knobs, through the registry and the typed `Qdisc::set_knob`
+/// (class "" for the discipline itself); `avg`, its drop profile's average.
+fn queue_knob(q: &mut LinkQdisc, class: &str, what: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+    if what == "avg" {
+        return read_only(what, q.drop_avg(class).ok_or(KnobError::Unknown)?, op);
+    }
+    knobs::apply(q, what, op, |q, n| q.knob_value(class, n, ctx), |q, k| q.set_knob(class, k, ctx))
+}
+
 /// A policer's meter: `tokens` (its first bucket) and its profile's knobs,
 /// through the registry and the typed `Policer::set_profile`.
 fn policer_knob(pol: &mut Policer, what: &str, op: KnobOp, now: SimTime) -> KnobResult {
     if what == "tokens" {
         return read_only(what, pol.bucket_tokens().ok_or(KnobError::Unknown)? as f64, op);
     }
-    let n = knobs::parse(what).ok_or(KnobError::Unknown)?;
-    let p = pol.params().ok_or(KnobError::Unknown)?;
-    let old = p.get(n).ok_or(KnobError::Unknown)? as f64;
-    let KnobOp::Set(v) = op else { return Ok(old) };
-    let new = p.with(knobs::typed(n, v).map_err(KnobError::Invalid)?).ok_or(KnobError::Unknown)?;
-    pol.set_profile(new, now).map_err(|e| KnobError::Invalid(format!("{what} = {v}: {e}")))?;
-    Ok(old)
+    knobs::apply(
+        pol,
+        what,
+        op,
+        |p, n| Some(p.params()?.get(n)? as f64),
+        |p, k| {
+            let new = p.params().and_then(|x| x.with(k)).ok_or(KnobError::Unknown)?;
+            // The field the meter names, when it is not the knob set.
+            p.set_profile(new, now).map_err(|e| KnobError::Invalid(if e.path() == what { e.msg } else { e.to_string() }))
+        },
+    )
 }
 
 fn read_only(what: &str, v: f64, op: KnobOp) -> KnobResult {
@@ -528,7 +544,7 @@ fn read_only(what: &str, v: f64, op: KnobOp) -> KnobResult {
 
 /// `active = v` as on or off, checked by the registry.
 fn switch(v: f64) -> Result<bool, KnobError> {
-    match knobs::typed(KnobName::Active, v).map_err(KnobError::Invalid)? {
+    match knobs::typed(KnobName::Active, v)? {
         Knob::Active(on) => Ok(on),
         k => unreachable!("the registry types active as a switch, not {k:?}"),
     }
@@ -540,11 +556,5 @@ fn app_knob(app: &mut dyn App, what: &str, op: KnobOp) -> KnobResult {
     if let Some(v) = app.measure(what) {
         return read_only(what, v as f64, op);
     }
-    let n = knobs::parse(what).ok_or(KnobError::Unknown)?;
-    let old = app.knob_value(n).ok_or(KnobError::Unknown)?;
-    let KnobOp::Set(v) = op else { return Ok(old) };
-    if !app.set_knob(knobs::typed(n, v).map_err(KnobError::Invalid)?) {
-        return Err(KnobError::Unknown);
-    }
-    Ok(old)
+    knobs::apply(app, what, op, |a, n| a.knob_value(n), |a, k| if a.set_knob(k) { Ok(()) } else { Err(KnobError::Unknown) })
 }

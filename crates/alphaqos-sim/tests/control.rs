@@ -17,6 +17,7 @@
 mod common;
 use common::*;
 use alphaqos_sim::Simulation;
+use alphaqos_sim::control::ControlError;
 use serde_json::{json, Value};
 
 /// H1 -- R -- H2 (and C1 -- R for background): `rate` bottleneck R -> H2.
@@ -378,15 +379,20 @@ fn bad_handles_knobs_and_values_are_refused_with_their_path() {
     // Knob values out of range, through the API: one line naming the knob.
     let mut sim = base().build().unwrap();
     let h = sim.handles().resolve("R->H2/rel").unwrap();
+    // The errors are typed; their text is what Python's ValueError says.
     let e = sim.set_as("t", h, "min_th", 500.0).unwrap_err();
-    assert!(e.contains("min_th") && e.contains("R->H2/rel"), "{e}");
+    assert_eq!(e.to_string(), "R->H2/rel: min_th = 500: max_th: must be greater than min_th (500), got 200");
+    assert!(matches!(&e, ControlError::Refused { handle, .. } if handle == "R->H2/rel"), "{e:?}");
     let e = sim.set_as("t", h, "max_thh", 5.0).unwrap_err();
-    assert!(e.contains("no knob") && e.contains("max_th"), "{e}");
+    let ControlError::UnknownKnob { has, .. } = &e else { panic!("{e:?}") };
+    assert!(has.iter().any(|k| k == "max_th") && e.to_string().starts_with("R->H2/rel has no knob or measurement 'max_thh' (it has: "), "{e}");
     let e = sim.set_as("t", h, "len_pkts", 5.0).unwrap_err();
-    assert!(e.contains("measurement"), "{e}");
+    assert_eq!(e.to_string(), "R->H2/rel: len_pkts is a measurement, not a knob");
     assert_eq!(sim.get(h, "max_th").unwrap(), 200.0, "nothing changed");
     let f = sim.handles().resolve("f").unwrap();
     let e = sim.set_as("t", f, "pacing_rate_bps", -5.0).unwrap_err();
-    assert!(e.contains("pacing_rate_bps"), "{e}");
+    assert_eq!(e.to_string(), "f: pacing_rate_bps = -5: must be a whole, non-negative number");
+    let e = sim.handles().resolve("R->H2/rell").unwrap_err();
+    assert!(matches!(&e, ControlError::UnknownHandle { nearest, .. } if nearest[0] == "R->H2/rel"), "{e:?}");
     assert!(sim.results()["control"].rows() == 0);
 }

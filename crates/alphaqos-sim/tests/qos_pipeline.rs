@@ -151,7 +151,7 @@ fn bad_classful_queues_and_policers_are_rejected_with_their_path() {
     assert!(e.starts_with("links[2].queue_ab.drr.classes[1].weight: not used by the drr scheduler"), "{e}");
     let trtcm = json!({"trtcm": {"cir_bps": 2 * MBPS, "cbs_bytes": 3000, "pir_bps": MBPS, "pbs_bytes": 3000}});
     let e = err(two_classes(classful("wrr", json!({"weight": 1}), json!({"weight": 1})), b_to_class_1(trtcm), 1500, GBPS));
-    assert!(e.contains("filter[0].policer.trtcm: trtcm: pir must be at least cir"), "{e}");
+    assert!(e.contains("filter[0].policer.trtcm.pir_bps: must be at least cir"), "{e}");
     let gred = classful("wrr", json!({"weight": 1, "drop_profile": {"gred": {"red": {"min_th": 5.0, "max_th": 2.0}}}}), json!({"weight": 1}));
     let e = err(two_classes(gred, json!([]), 1500, GBPS));
     assert!(e.starts_with("links[2].queue_ab.wrr.classes[0].drop_profile.gred.red.max_th: must be greater than min_th (5), got 2"), "{e}");

@@ -4,7 +4,7 @@
 //! checks. The only place that matches knob names as strings: components
 //! see [`KnobName`] and [`Knob`] values through their typed setters.
 
-use crate::knob::{Knob, KnobName, COLORS};
+use crate::knob::{Knob, KnobError, KnobName, KnobOp, KnobResult, COLORS};
 use crate::packet::Color;
 use crate::units::DataRate;
 
@@ -74,15 +74,15 @@ pub fn name(n: KnobName) -> String {
 }
 
 /// Value `v` (the knob's unit, as users and agents write it) as a typed
-/// [`Knob`], or why not.
-pub fn typed(n: KnobName, v: f64) -> Result<Knob, String> {
+/// [`Knob`], or why not ([`KnobError::Invalid`]).
+pub fn typed(n: KnobName, v: f64) -> Result<Knob, KnobError> {
     use Knob as K;
     use KnobName as N;
     let whole = || {
         if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
             Ok(v as u64)
         } else {
-            Err(format!("{} = {v}: must be a whole, non-negative number", name(n)))
+            Err(KnobError::Invalid(format!("{} = {v}: must be a whole, non-negative number", name(n))))
         }
     };
     let rate = || whole().map(DataRate);
@@ -104,15 +104,39 @@ pub fn typed(n: KnobName, v: f64) -> Result<Knob, String> {
         // A target rate is truncated to whole bit/s (an agent's share of
         // a reservation need not be whole) and must be at least 1 bit/s.
         N::CtrBps if v >= 1.0 && v <= u64::MAX as f64 => K::CtrBps(DataRate(v as u64)),
-        N::CtrBps => return Err(format!("{} = {v}: must be at least 1 bit/s", name(n))),
+        N::CtrBps => return Err(KnobError::Invalid(format!("{} = {v}: must be at least 1 bit/s", name(n)))),
         N::PacingRateBps => K::PacingRateBps(rate()?),
         N::CwndClampBytes => K::CwndClampBytes(whole()?),
         N::Active => match v {
             0.0 => K::Active(false),
             1.0 => K::Active(true),
-            _ => return Err(format!("{} = {v}: must be 1 (on) or 0 (off)", name(n))),
+            _ => return Err(KnobError::Invalid(format!("{} = {v}: must be 1 (on) or 0 (off)", name(n)))),
         },
     })
+}
+
+/// Knob `what` of component `c` read (`Get`: its value) or written
+/// (`Set(v)`: the value it replaced) through the component's typed getter
+/// and setter. A name the registry does not know, or a parameter `get`
+/// says the component lacks, is [`KnobError::Unknown`] (before the value
+/// is looked at); a value its unit refuses is the registry's `Invalid`; the
+/// setter's refusal is worded `what = v: why`.
+pub fn apply<C: ?Sized, T>(
+    c: &mut C,
+    what: &str,
+    op: KnobOp,
+    get: impl FnOnce(&mut C, KnobName) -> Option<f64>,
+    set: impl FnOnce(&mut C, Knob) -> Result<T, KnobError>,
+) -> KnobResult {
+    let n = parse(what).ok_or(KnobError::Unknown)?;
+    let old = get(c, n).ok_or(KnobError::Unknown)?;
+    let KnobOp::Set(v) = op else { return Ok(old) };
+    let k = typed(n, v)?;
+    set(c, k).map_err(|e| match e {
+        KnobError::Invalid(why) => KnobError::Invalid(format!("{what} = {v}: {why}")),
+        e => e,
+    })?;
+    Ok(old)
 }
 
 #[cfg(test)]
@@ -136,11 +160,15 @@ mod tests {
     #[test]
     fn values_are_checked_against_their_unit() {
         assert_eq!(typed(KnobName::CirBps, 1e6), Ok(Knob::CirBps(DataRate(1_000_000))));
-        assert!(typed(KnobName::BurstBytes, 1.5).unwrap_err().contains("burst_bytes = 1.5: must be a whole"));
+        let why = |n, v| match typed(n, v) {
+            Err(KnobError::Invalid(why)) => why,
+            r => panic!("{r:?}"),
+        };
+        assert_eq!(why(KnobName::BurstBytes, 1.5), "burst_bytes = 1.5: must be a whole, non-negative number");
         assert!(typed(KnobName::RateBps, -1.0).is_err());
         assert_eq!(typed(KnobName::CtrBps, 2.7), Ok(Knob::CtrBps(DataRate(2))));
-        assert!(typed(KnobName::CtrBps, 0.5).unwrap_err().contains("ctr_bps = 0.5: must be at least 1 bit/s"));
+        assert_eq!(why(KnobName::CtrBps, 0.5), "ctr_bps = 0.5: must be at least 1 bit/s");
         assert_eq!(typed(KnobName::Active, 0.0), Ok(Knob::Active(false)));
-        assert!(typed(KnobName::Active, 0.5).unwrap_err().contains("must be 1 (on) or 0 (off)"));
+        assert_eq!(why(KnobName::Active, 0.5), "active = 0.5: must be 1 (on) or 0 (off)");
     }
 }

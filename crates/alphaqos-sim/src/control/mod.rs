@@ -59,8 +59,51 @@ pub mod knobs;
 
 pub mod wred_rtt;
 
+use crate::error::{ConfigError, Loc, Whole};
 use crate::time::SimTime;
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// What the control plane refuses at run time (an agent's or a Python
+/// caller's request, not a field of a configuration): the names it was
+/// given and what is wrong with them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ControlError {
+    /// No component has this name; the nearest known names (by edit distance).
+    UnknownHandle { name: String, nearest: Vec<String> },
+    /// The component has neither a knob nor a measurement `what`; the ones it has.
+    UnknownKnob { handle: String, what: String, has: Vec<String> },
+    /// The component refuses the request: why (a value out of range, a
+    /// measurement written, a transfer not yet started).
+    Refused { handle: String, why: String },
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::UnknownHandle { name, nearest } if nearest.is_empty() => write!(f, "unknown handle '{name}'"),
+            ControlError::UnknownHandle { name, nearest } => write!(f, "unknown handle '{name}'; nearest: {}", nearest.join(", ")),
+            ControlError::UnknownKnob { handle, what, has } => {
+                let list = if has.is_empty() { "none".to_string() } else { has.join(", ") };
+                write!(f, "{handle} has no knob or measurement '{what}' (it has: {list})")
+            }
+            ControlError::Refused { handle, why } => write!(f, "{handle}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// A run-time refusal met while building an agent: the problem of the
+/// configuration field that named the handle or knob.
+impl<T> Whole<T> for Result<T, ControlError> {
+    fn whole(self) -> Result<T, ConfigError> {
+        self.map_err(|e| ConfigError::new(e.to_string()))
+    }
+    fn at(self, loc: impl Into<Loc>) -> Result<T, ConfigError> {
+        self.map_err(|e| ConfigError::at(loc, e.to_string()))
+    }
+}
 
 /// What a handle names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,7 +145,7 @@ impl Handles {
     }
 
     /// The handle of `name`: a known name, or `workload#k`.
-    pub fn resolve(&mut self, name: &str) -> Result<Handle, String> {
+    pub fn resolve(&mut self, name: &str) -> Result<Handle, ControlError> {
         if let Some(&h) = self.by_name.get(name) {
             return Ok(h);
         }
@@ -114,21 +157,17 @@ impl Handles {
                 }
             }
         }
-        Err(format!("unknown handle '{name}'{}", near(name, self.by_name.keys().map(String::as_str))))
+        Err(ControlError::UnknownHandle { name: name.to_string(), nearest: nearest(name, self.by_name.keys().map(String::as_str)) })
     }
 }
 
-/// ", nearest: a, b, c" (by edit distance), or "" if nothing is close.
-pub fn near<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+/// Up to three of `known` nearest to `name` by edit distance, none if
+/// nothing is close.
+pub fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut scored: Vec<(usize, &str)> = known.map(|k| (edit_distance(name, k), k)).collect();
     scored.sort();
     let limit = (name.len() / 2).max(3);
-    let close: Vec<&str> = scored.iter().take_while(|(d, _)| *d <= limit).take(3).map(|(_, k)| *k).collect();
-    if close.is_empty() {
-        String::new()
-    } else {
-        format!("; nearest: {}", close.join(", "))
-    }
+    scored.iter().take_while(|(d, _)| *d <= limit).take(3).map(|(_, k)| k.to_string()).collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -194,12 +233,12 @@ pub trait World {
     /// The handles of the world (resolve a name, a handle's name or target).
     fn handles(&mut self) -> &mut Handles;
     /// Read measurement or knob `what` of the component `h` names.
-    fn get(&mut self, h: Handle, what: &str) -> Result<f64, String>;
+    fn get(&mut self, h: Handle, what: &str) -> Result<f64, ControlError>;
     /// Change a knob as `agent` does; logged. Returns the old value.
-    fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, String>;
+    fn set_as(&mut self, agent: &str, h: Handle, knob: &str, value: f64) -> Result<f64, ControlError>;
     /// Does the component have this knob (or measurement)? Before the run,
     /// transfers not yet started answer by their kind.
-    fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), String>;
+    fn check_knob(&mut self, h: Handle, knob: &str) -> Result<(), ControlError>;
     /// The interfaces from host `src` to host `dst` and their rates, bit/s.
     fn path_rates(&self, src: u32, dst: u32) -> Vec<(u32, u64)>;
     /// A node by name: its index and whether it is a router.
@@ -216,7 +255,7 @@ pub trait World {
     /// The source ports of a transfer's connections.
     fn transfer_ports(&self, h: Handle) -> Vec<u16>;
     /// Add a policing term ahead of router `node`'s filter (run time).
-    fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), String>;
+    fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), ConfigError>;
     fn remove_term(&mut self, node: u32, name: &str);
     /// Start another agent, first woken at `at`.
     fn spawn(&mut self, agent: Box<dyn Agent>, at: SimTime);
@@ -241,17 +280,17 @@ impl Control<'_> {
     pub fn now(&self) -> SimTime {
         self.world.now()
     }
-    pub fn handle(&mut self, name: &str) -> Result<Handle, String> {
+    pub fn handle(&mut self, name: &str) -> Result<Handle, ControlError> {
         self.world.handles().resolve(name)
     }
     pub fn handle_name(&mut self, h: Handle) -> &str {
         self.world.handles().name(h)
     }
-    pub fn get(&mut self, h: Handle, what: &str) -> Result<f64, String> {
+    pub fn get(&mut self, h: Handle, what: &str) -> Result<f64, ControlError> {
         self.world.get(h, what)
     }
     /// Change a knob (logged under this agent's name); the old value.
-    pub fn set(&mut self, h: Handle, knob: &str, value: f64) -> Result<f64, String> {
+    pub fn set(&mut self, h: Handle, knob: &str, value: f64) -> Result<f64, ControlError> {
         self.world.set_as(self.agent, h, knob, value)
     }
     /// The interfaces from host `src` to host `dst` and their rates, bit/s.
@@ -275,7 +314,7 @@ impl Control<'_> {
         self.world.transfer_ports(h)
     }
     /// Add a policing term ahead of router `node`'s filter (run time).
-    pub fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), String> {
+    pub fn add_policer_term(&mut self, node: u32, cfg: &crate::config::FilterTermConfig) -> Result<(), ConfigError> {
         self.world.add_policer_term(node, cfg)
     }
     pub fn remove_term(&mut self, node: u32, name: &str) {

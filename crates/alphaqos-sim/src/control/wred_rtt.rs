@@ -98,7 +98,7 @@ impl WredRtt {
         let mut traffic = Vec::new();
         for (j, t) in c.traffic.iter().enumerate() {
             let traffic_err = |msg: String| ConfigError::at(j, msg).with_outer("traffic");
-            let h = sim.handles().resolve(t).map_err(traffic_err)?;
+            let h = sim.handles().resolve(t).map_err(|e| traffic_err(e.to_string()))?;
             if !matches!(sim.handles().target(h), Target::Flow(_) | Target::Workload(_)) {
                 return Err(traffic_err(format!("'{t}' is not a flow or a workload")));
             }

@@ -29,7 +29,7 @@ use super::sched::mdrr::{quantum_from_weight, Llq, LlqMode, Mdrr};
 use super::sched::{drr::Drr, prio::StrictPriority, wrr::Wrr, BufferSize, ClassSpec, Scheduled, Scheduler};
 use super::{aqm, classify, fifo, fq, htb, sched, yaqs, Child, ChildBuilder, DropProfile, LinkQdisc, Qdisc};
 use crate::config::{ChildConfig, ClassfulConfig, DropProfileConfig, LowLatency, QueueConfig, RedConfig};
-use crate::error::{ConfigError, Outer, Whole};
+use crate::error::{ConfigError, Outer};
 use crate::units::DataRate;
 
 /// Build a discipline from its configuration, for an interface whose MTU
@@ -245,7 +245,7 @@ fn build_htb(c: &crate::config::HtbConfig, mtu: u32) -> Result<htb::Htb, ConfigE
     }
     let mut params = HtbParams::new(classes);
     for (i, f) in c.filters.iter().enumerate() {
-        let prefix = |p: &Option<String>, key: &str| p.as_deref().map(classify::Prefix::parse).transpose().at(key).outer(i).outer("filters");
+        let prefix = |p: &Option<String>, key: &str| p.as_deref().map(classify::Prefix::parse).transpose().outer(key).outer(i).outer("filters");
         params = params.filter(HtbFilter { src: prefix(&f.src, "src")?, dst: prefix(&f.dst, "dst")?, proto: f.proto, class: f.class.clone() });
     }
     if let Some(d) = &c.default_class {

@@ -76,6 +76,7 @@ mod tests {
     use super::super::fifo::Limit;
     use super::super::DropProfile;
     use crate::config::{DropProfileConfig, QueueConfig};
+    use crate::error::ConfigError;
     use crate::packet::{Color, Packet};
     use crate::qos::{Dequeued, Qdisc, QueueCtx};
     use crate::rng::Rng;
@@ -83,9 +84,9 @@ mod tests {
     use crate::units::DataRate;
     use serde_json::json;
 
-    fn queue(v: serde_json::Value) -> Result<Box<dyn Qdisc>, String> {
-        let cfg: QueueConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        crate::qos::build(&cfg, 1500).map(|q| Box::new(q) as Box<dyn Qdisc>).map_err(|e| e.to_string())
+    fn queue(v: serde_json::Value) -> Result<Box<dyn Qdisc>, ConfigError> {
+        let cfg: QueueConfig = serde_json::from_value(v).map_err(|e| ConfigError::new(e.to_string()))?;
+        crate::qos::build(&cfg, 1500).map(|q| Box::new(q) as Box<dyn Qdisc>)
     }
 
     fn drain(q: &mut dyn Qdisc, load: &[(u8, u32)]) -> Vec<u8> {
@@ -135,7 +136,7 @@ mod tests {
 
     #[test]
     fn fields_are_checked_against_the_scheduler() {
-        let err = |v| queue(v).err().expect("rejected");
+        let err = |v| queue(v).err().expect("rejected").to_string();
         let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "priority": 3})));
         assert!(e.contains("wrr.classes[1].priority: not used by the wrr scheduler"), "{e}");
         let e = err(two("drr", json!({"quantum_bytes": 1500}), json!({})));
@@ -154,9 +155,9 @@ mod tests {
         assert!(err(big).contains("more than 100 %"));
     }
 
-    fn profile(v: serde_json::Value) -> Result<Box<dyn DropProfile>, String> {
-        let cfg: DropProfileConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        build_drop_profile(&cfg).map_err(|e| e.to_string())
+    fn profile(v: serde_json::Value) -> Result<Box<dyn DropProfile>, ConfigError> {
+        let cfg: DropProfileConfig = serde_json::from_value(v).map_err(|e| ConfigError::new(e.to_string()))?;
+        build_drop_profile(&cfg)
     }
 
     /// Early drops out of `n` arrivals of `color` at a queue held at `held` packets of 100 B.
@@ -189,7 +190,7 @@ mod tests {
 
     #[test]
     fn bad_drop_profiles_are_rejected_with_a_reason() {
-        let err = |v| profile(v).err().expect("rejected");
+        let err = |v| profile(v).err().expect("rejected").to_string();
         assert!(err(json!({"curves": {}})).contains("at least one colour"));
         assert!(err(json!({"curves": {"red": [[50, 10], [40, 20]]}})).contains("fill levels must increase"));
         let e = err(json!({"cisco_wred": {"per_color": {"green": {"min_th": 40, "max_th": 20, "max_p": 0.1}}}}));
@@ -224,7 +225,7 @@ mod tests {
         // The 51st packet overflows it: the one flow loses half its bytes
         // (26 packets) from its head; 9 more arrive.
         assert_eq!((q.backlog().pkts, ctx.dropped.map_or(0, |d| d.len())), (34, 26));
-        let err = |v| queue(v).err().expect("rejected");
+        let err = |v| queue(v).err().expect("rejected").to_string();
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"target_ns": 200_000_000}}}), json!({"weight": 1})));
         assert!(e.contains("wrr.classes[0].child.fq_codel.target_ns: CoDel's target (200ms) must be below its interval"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fifo": {}}, "drop_profile": {"curves": {"red": [[0, 0], [100, 100]]}}}), json!({"weight": 1})));
@@ -244,7 +245,7 @@ mod tests {
             queue(v)
         };
         assert!(htb("1:10").is_ok());
-        let e = htb("1:1").err().unwrap();
+        let e = htb("1:1").err().unwrap().to_string();
         assert!(e.contains("htb.classes[0].child: '1:1' is an inner class: it holds no packets"), "{e}");
         // Junos: a class's child; curves and a child exclude each other.
         let junos = |extra: serde_json::Value| {
@@ -253,11 +254,11 @@ mod tests {
             queue(json!({"junos": {"buffer_pkts": 100, "classes": [c]}}))
         };
         assert!(junos(json!({"child": {"sfq": {}}})).is_ok());
-        let e = junos(json!({"child": {"sfq": {}}, "drop_red": [[0, 0], [100, 100]]})).err().unwrap();
+        let e = junos(json!({"child": {"sfq": {}}, "drop_red": [[0, 0], [100, 100]]})).err().unwrap().to_string();
         assert!(e.contains("junos.classes[0].child: give a drop profile"), "{e}");
         // Link-level queues.
         assert!(queue(json!({"fq_codel": {"limit_pkts": 100, "target_ns": 1_000_000, "interval_ns": 20_000_000}})).is_ok());
         assert!(queue(json!({"sfq": {"quantum_bytes": 3000}})).is_ok());
-        assert!(queue(json!({"fq_codel": {"buckets": 0}})).err().unwrap().contains("fq_codel.buckets: must be in 1..=65536"));
+        assert!(queue(json!({"fq_codel": {"buckets": 0}})).err().unwrap().to_string().contains("fq_codel.buckets: must be in 1..=65536"));
     }
 }

@@ -30,7 +30,7 @@
 //! `tests/qos_pipeline.rs` and the Python scenario tests.
 
 use crate::config::{ColorAction, FilterTermConfig, LossPriority, PolicerConfig};
-use crate::error::{ConfigError, Outer, Whole};
+use crate::error::{ConfigError, Outer};
 use crate::packet::{Color, Packet};
 use crate::qos::meter::single_rate::{SingleRate, SingleRateParams};
 use crate::qos::meter::srtcm::{Srtcm, SrtcmParams};
@@ -49,10 +49,10 @@ pub struct Prefix {
 
 impl Prefix {
     /// "a.b.c.d/len" (or a bare address, /32).
-    pub fn parse(s: &str) -> Result<Prefix, String> {
+    pub fn parse(s: &str) -> Result<Prefix, ConfigError> {
         let (a, len) = s.split_once('/').unwrap_or((s, "32"));
-        let addr = parse_ipv4(a).ok_or_else(|| format!("'{s}' is not an IPv4 prefix"))?;
-        let len: u32 = len.parse().ok().filter(|&l| l <= 32).ok_or_else(|| format!("'{s}': prefix length must be 0..32"))?;
+        let addr = parse_ipv4(a).ok_or_else(|| ConfigError::new(format!("'{s}' is not an IPv4 prefix")))?;
+        let len: u32 = len.parse().ok().filter(|&l| l <= 32).ok_or_else(|| ConfigError::new(format!("'{s}': prefix length must be 0..32")))?;
         let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
         Ok(Prefix { addr: addr & mask, mask })
     }
@@ -149,8 +149,8 @@ impl Filter {
 /// policers, placed before the configured terms).
 impl Filter {
     /// Insert a term built from `cfg` at position `at`.
-    pub fn insert_term(&mut self, at: usize, cfg: &FilterTermConfig) -> Result<(), String> {
-        let t = Term::new(cfg).map_err(|e| e.to_string())?;
+    pub fn insert_term(&mut self, at: usize, cfg: &FilterTermConfig) -> Result<(), ConfigError> {
+        let t = Term::new(cfg)?;
         self.terms.insert(at.min(self.terms.len()), t);
         Ok(())
     }
@@ -168,16 +168,16 @@ impl Term {
     }
 
     fn new(c: &FilterTermConfig) -> Result<Term, ConfigError> {
-        let prefix = |p: &Option<String>, key: &str| p.as_deref().map(Prefix::parse).transpose().at(key);
+        let prefix = |p: &Option<String>, key: &str| p.as_deref().map(Prefix::parse).transpose().outer(key);
         let policer = c.policer.as_ref().map(build_policer).transpose().outer("policer")?;
         Ok(Term {
             name: c.name.clone(),
             src: prefix(&c.src, "src")?,
             dst: prefix(&c.dst, "dst")?,
             proto: c.proto,
-            src_port: port_range(c.src_port).at("src_port")?,
-            dst_port: port_range(c.dst_port).at("dst_port")?,
-            dscp: c.dscp.as_deref().map(dscp_set).transpose().at("dscp")?,
+            src_port: port_range(c.src_port).outer("src_port")?,
+            dst_port: port_range(c.dst_port).outer("dst_port")?,
+            dscp: c.dscp.as_deref().map(dscp_set).transpose().outer("dscp")?,
             loss_priority: c.loss_priority.map(|l| match l {
                 LossPriority::Low => Color::Green,
                 LossPriority::High => Color::Red,
@@ -205,20 +205,21 @@ impl Term {
     }
 }
 
-fn port_range(r: Option<(u16, u16)>) -> Result<Option<(u16, u16)>, String> {
+fn port_range(r: Option<(u16, u16)>) -> Result<Option<(u16, u16)>, ConfigError> {
     match r {
-        Some((lo, hi)) if lo > hi => Err(format!("range [{lo}, {hi}] is empty")),
+        Some((lo, hi)) if lo > hi => Err(ConfigError::new(format!("range [{lo}, {hi}] is empty"))),
         r => Ok(r),
     }
 }
 
-fn dscp_set(codes: &[u8]) -> Result<u64, String> {
+/// The set of `codes`; a code out of range is located at its index.
+fn dscp_set(codes: &[u8]) -> Result<u64, ConfigError> {
     if codes.is_empty() {
-        return Err("give at least one code point".into());
+        return Err(ConfigError::new("give at least one code point"));
     }
-    codes.iter().try_fold(0u64, |set, &d| {
+    codes.iter().enumerate().try_fold(0u64, |set, (i, &d)| {
         if d > 63 {
-            Err(format!("{d} is not a DiffServ code point (0..63)"))
+            Err(ConfigError::at(i, format!("{d} is not a DiffServ code point (0..63)")))
         } else {
             Ok(set | 1 << d)
         }
@@ -242,18 +243,18 @@ fn build_policer(p: &PolicerConfig) -> Result<Policer, ConfigError> {
         let (Some(rate), Some(burst), Some(oop)) = (p.rate_bps, p.burst_bytes, p.out_of_profile) else {
             return Err(ConfigError::new("the single-rate policer needs rate_bps, burst_bytes and out_of_profile"));
         };
-        let profile = SingleRateParams { rate: DataRate(rate), burst_size: burst }.profile().at("burst_bytes")?;
+        let profile = SingleRateParams { rate: DataRate(rate), burst_size: burst }.profile()?;
         let meter = Box::new(SingleRate::new(profile, ColorMode::Blind));
         return Ok(Policer::new(meter, [PolicerAction::Transmit, PolicerAction::Transmit, action(oop)]));
     }
     let meter: Box<dyn Meter> = match (p.srtcm, p.trtcm) {
         (Some(s), _) => {
             let params = SrtcmParams { cir: DataRate(s.cir_bps), cbs: s.cbs_bytes, ebs: s.ebs_bytes };
-            Box::new(Srtcm::new(params.profile().at("srtcm")?, mode))
+            Box::new(Srtcm::new(params.profile().outer("srtcm")?, mode))
         }
         (_, Some(t)) => {
             let params = TrtcmParams { pir: DataRate(t.pir_bps), pbs: t.pbs_bytes, cir: DataRate(t.cir_bps), cbs: t.cbs_bytes };
-            Box::new(Trtcm::new(params.profile().at("trtcm")?, mode))
+            Box::new(Trtcm::new(params.profile().outer("trtcm")?, mode))
         }
         _ => unreachable!("one form given"),
     };
@@ -338,15 +339,18 @@ mod tests {
             let err = Filter::new(&[t(bad)]).err().unwrap();
             assert!(err.to_string().contains(why), "{err}");
         }
+        // A bad code point is located at its index.
+        let e = Filter::new(&[t(serde_json::json!({"name": "x", "dscp": [10, 64]}))]).err().unwrap();
+        assert_eq!(e.path(), "[0].dscp[1]", "{e}");
         // An unknown loss priority is refused as the term is read, naming the allowed ones.
         let e = serde_json::from_value::<FilterTermConfig>(serde_json::json!({"name": "x", "loss_priority": "medium"})).unwrap_err();
         assert!(e.to_string().contains("unknown variant `medium`, expected `low` or `high`"), "{e}");
     }
 
-    fn policed(policer: serde_json::Value) -> Result<Filter, String> {
+    fn policed(policer: serde_json::Value) -> Result<Filter, ConfigError> {
         let t = serde_json::json!({"name": "p", "policer": policer});
-        let cfg: FilterTermConfig = serde_json::from_value(t).map_err(|e| e.to_string())?;
-        Filter::new(&[cfg]).map_err(|e| e.to_string())
+        let cfg: FilterTermConfig = serde_json::from_value(t).map_err(|e| ConfigError::new(e.to_string()))?;
+        Filter::new(&[cfg])
     }
 
     /// Colours (and classes) of `n` back-to-back 1000 B packets at time 0.
@@ -380,12 +384,14 @@ mod tests {
 
     #[test]
     fn bad_policers_are_rejected_with_a_reason() {
-        let err = |v| policed(v).err().expect("rejected");
+        let err = |v| policed(v).err().expect("rejected").to_string();
         let e = err(serde_json::json!({"trtcm": {"cir_bps": 2_000_000, "cbs_bytes": 1000, "pir_bps": 1_000_000, "pbs_bytes": 3000}}));
-        assert!(e.starts_with("[0].policer.trtcm: trtcm: pir must be at least cir"), "{e}");
-        assert!(err(serde_json::json!({"trtcm": {"cir_bps": 1, "cbs_bytes": 0, "pir_bps": 1, "pbs_bytes": 3000}})).contains("pbs and cbs must be positive"));
+        assert!(e.starts_with("[0].policer.trtcm.pir_bps: must be at least cir"), "{e}");
+        assert!(err(serde_json::json!({"trtcm": {"cir_bps": 1, "cbs_bytes": 0, "pir_bps": 1, "pbs_bytes": 3000}})).contains("policer.trtcm.cbs_bytes: must be positive"));
         assert!(err(serde_json::json!({"srtcm": {"cir_bps": 1, "cbs_bytes": 0, "ebs_bytes": 0}})).contains("at least one of cbs and ebs"));
-        assert!(err(serde_json::json!({"srtcm": {"cir_bps": 0, "cbs_bytes": 1, "ebs_bytes": 0}})).contains("cir must be positive"));
+        assert!(err(serde_json::json!({"srtcm": {"cir_bps": 0, "cbs_bytes": 1, "ebs_bytes": 0}})).contains("policer.srtcm.cir_bps: must be positive"));
+        let e = err(serde_json::json!({"rate_bps": 0, "burst_bytes": 1500, "out_of_profile": "discard"}));
+        assert!(e.starts_with("[0].policer.rate_bps: must be positive"), "{e}");
         let both = serde_json::json!({"rate_bps": 1000, "burst_bytes": 1500, "out_of_profile": "discard",
             "srtcm": {"cir_bps": 1, "cbs_bytes": 1, "ebs_bytes": 0}});
         assert!(err(both).contains("exactly one meter"));

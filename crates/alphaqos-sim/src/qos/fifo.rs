@@ -12,7 +12,7 @@
 //! conservation checks of `tests/engine.rs`.
 
 use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use crate::packet::Packet;
 use crate::time::SimTime;
 use std::collections::VecDeque;
@@ -173,11 +173,18 @@ impl Qdisc for Fifo {
     fn count_policed(&mut self, pkt: &Packet) {
         self.q.counters.on_drop(pkt.size, DropReason::Policer);
     }
-    fn knob(&mut self, class: &str, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+    /// Its drop profile's knobs.
+    fn knob_value(&mut self, class: &str, n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        self.profile.as_ref().filter(|_| class.is_empty())?.knob_value(n)
+    }
+    fn set_knob(&mut self, class: &str, k: Knob, _ctx: KnobCtx) -> KnobResult {
         match &mut self.profile {
-            Some(p) if class.is_empty() => p.knob(name, op),
+            Some(p) if class.is_empty() => p.set_knob(k),
             _ => Err(KnobError::Unknown),
         }
+    }
+    fn drop_avg(&self, class: &str) -> Option<f64> {
+        self.profile.as_ref().filter(|_| class.is_empty())?.avg()
     }
 }
 

@@ -94,7 +94,7 @@ use super::fifo::{Fifo, Limit, PacketQueue};
 use super::meter::{TokenClock, TokenRate};
 use crate::error::ConfigError;
 use super::{Backlog, ChildBuilder, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
@@ -202,11 +202,11 @@ pub struct HtbFilter {
 
 impl HtbFilter {
     /// Match on the source prefix ("10.10.200.20/32").
-    pub fn src(prefix: &str, class: &str) -> Result<Self, String> {
+    pub fn src(prefix: &str, class: &str) -> Result<Self, ConfigError> {
         Ok(HtbFilter { src: Some(Prefix::parse(prefix)?), dst: None, proto: None, class: class.into() })
     }
     /// Match on the destination prefix.
-    pub fn dst(prefix: &str, class: &str) -> Result<Self, String> {
+    pub fn dst(prefix: &str, class: &str) -> Result<Self, ConfigError> {
         Ok(HtbFilter { src: None, dst: Some(Prefix::parse(prefix)?), proto: None, class: class.into() })
     }
     fn matches(&self, p: &Packet) -> bool {
@@ -475,37 +475,33 @@ impl Htb {
         Some(self.classes[self.class_index(name)?].quantum as u64)
     }
 
-    /// `rate_bps` / `ceil_bps` of class `name` (`tc class change ... rate
-    /// R ceil C`): both buckets are credited at the old rates up to `now`
+    /// The rate and the ceil of class `name`.
+    pub fn rates(&self, name: &str) -> Option<(DataRate, DataRate)> {
+        let c = &self.classes[self.class_index(name)?];
+        Some((c.rate.rate(), c.ceil.rate()))
+    }
+
+    /// The rate and the ceil of class `name` (`tc class change ... rate R
+    /// ceil C`): both buckets are credited at the old rates up to `now`
     /// first; the fraction of a byte earned carries over to the new rate's
     /// grid (as a policer's change does, `meter::TokenClock::rebase`); the
-    /// class keeps its burst, cburst and quantum. The rate may not exceed
-    /// the ceil, nor the ceil fall below the rate.
-    pub fn set_rate_knob(&mut self, name: &str, knob: &str, op: KnobOp, now: SimTime) -> KnobResult {
+    /// class keeps its burst, cburst and quantum. Both positive, the rate
+    /// at most the ceil; else the class is left as it was.
+    pub fn set_rates(&mut self, name: &str, rate: DataRate, ceil: DataRate, now: SimTime) -> Result<(), KnobError> {
         let i = self.class_index(name).ok_or(KnobError::Unknown)?;
-        let old = match knob {
-            "rate_bps" => self.classes[i].rate.rate().as_bps(),
-            "ceil_bps" => self.classes[i].ceil.rate().as_bps(),
-            _ => return Err(KnobError::Unknown),
-        } as f64;
-        let KnobOp::Set(v) = op else { return Ok(old) };
-        if !(v >= 1.0 && v <= u64::MAX as f64 && v.fract() == 0.0) {
-            return Err(KnobError::Invalid(format!("{knob} = {v}: must be a whole positive rate in bit/s")));
-        }
-        let new = DataRate(v as u64);
-        let c = &self.classes[i];
-        let (rate, ceil) = if knob == "rate_bps" { (new, c.ceil.rate()) } else { (c.rate.rate(), new) };
+        let (Some(new_rate), Some(new_ceil)) = (TokenRate::new(rate), TokenRate::new(ceil)) else {
+            return Err(KnobError::Invalid("must be a whole positive rate in bit/s".into()));
+        };
         if rate > ceil {
-            return Err(KnobError::Invalid(format!("{knob} = {v}: the rate ({rate}) may not exceed the ceil ({ceil})")));
+            return Err(KnobError::Invalid(format!("the rate ({rate}) may not exceed the ceil ({ceil})")));
         }
         self.sync(now);
         let c = &mut self.classes[i];
-        let (new_rate, new_ceil) = (TokenRate::new(rate).expect("positive"), TokenRate::new(ceil).expect("positive"));
         c.clock.rebase(&c.rate, &new_rate);
         c.cclock.rebase(&c.ceil, &new_ceil);
         c.rate = new_rate;
         c.ceil = new_ceil;
-        Ok(old)
+        Ok(())
     }
 
     /// Credit every bucket up to `now`, exactly, capped at burst/cburst.
@@ -617,21 +613,6 @@ impl Htb {
     }
 }
 
-impl Htb {
-    fn knob_impl(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
-        match name {
-            "rate_bps" | "ceil_bps" => self.set_rate_knob(class, name, op, ctx.now),
-            _ => {
-                let i = self.class_index(class).ok_or(KnobError::Unknown)?;
-                match self.classes[i].leaf.as_mut() {
-                    Some(l) => l.child.knob("", name, op, ctx),
-                    None => Err(KnobError::Unknown),
-                }
-            }
-        }
-    }
-}
-
 impl Qdisc for Htb {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QueueCtx) -> Result<(), (Packet, DropReason)> {
         self.sync(ctx.now);
@@ -733,8 +714,32 @@ impl Qdisc for Htb {
     /// The leaves in declaration order, then the direct queue (named
     /// [`DIRECT`]) when there is no default class. Inner classes hold no
     /// packets: see [`Htb::class_stats`].
-    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
-        self.knob_impl(class, name, op, ctx)
+    /// A class's `rate_bps` and `ceil_bps` ([`Htb::set_rates`]); a leaf's
+    /// other knobs are its child's.
+    fn knob_value(&mut self, class: &str, n: KnobName, ctx: KnobCtx) -> Option<f64> {
+        let i = self.class_index(class)?;
+        let c = &mut self.classes[i];
+        match n {
+            KnobName::RateBps => Some(c.rate.rate().as_bps() as f64),
+            KnobName::CeilBps => Some(c.ceil.rate().as_bps() as f64),
+            n => c.leaf.as_mut()?.child.knob_value("", n, ctx),
+        }
+    }
+    fn set_knob(&mut self, class: &str, k: Knob, ctx: KnobCtx) -> KnobResult {
+        let (rate, ceil) = self.rates(class).ok_or(KnobError::Unknown)?;
+        let (old, rate, ceil) = match k {
+            Knob::RateBps(r) => (rate, r, ceil),
+            Knob::CeilBps(c) => (ceil, rate, c),
+            k => {
+                let i = self.class_index(class).ok_or(KnobError::Unknown)?;
+                return self.classes[i].leaf.as_mut().ok_or(KnobError::Unknown)?.child.set_knob("", k, ctx);
+            }
+        };
+        self.set_rates(class, rate, ceil, ctx.now)?;
+        Ok(old.as_bps() as f64)
+    }
+    fn drop_avg(&self, class: &str) -> Option<f64> {
+        self.classes[self.class_index(class)?].leaf.as_ref()?.child.drop_avg("")
     }
     fn count_policed(&mut self, pkt: &Packet) {
         match self.classify(pkt) {
@@ -785,16 +790,22 @@ mod tests {
         }
         assert_eq!(q.tokens("1:1").unwrap().0, 100_000 - 60_000);
         let ctx = KnobCtx { now: SimTime(10_000_000), link_rate: DataRate::gbps(10) };
-        assert_eq!(q.knob("1:1", "rate_bps", KnobOp::Set(16e6), ctx), Ok(8e6));
+        assert_eq!(q.set_knob("1:1", Knob::RateBps(DataRate::mbps(16)), ctx), Ok(8e6));
         assert_eq!(q.tokens("1:1").unwrap().0, 40_000 + 10_000);
-        assert_eq!(q.knob("1:1", "rate_bps", KnobOp::Get, ctx), Ok(16e6));
+        assert_eq!(q.knob_value("1:1", KnobName::RateBps, ctx), Some(16e6));
         q.sync(SimTime(20_000_000));
         assert_eq!(q.tokens("1:1").unwrap().0, 50_000 + 20_000);
-        // The rate may not pass the ceil, nor the ceil fall under the rate.
-        assert!(matches!(q.knob("1:1", "rate_bps", KnobOp::Set(2e8), ctx), Err(KnobError::Invalid(_))));
-        assert!(matches!(q.knob("1:1", "ceil_bps", KnobOp::Set(1e6), ctx), Err(KnobError::Invalid(_))));
-        assert_eq!(q.knob("1:1", "ceil_bps", KnobOp::Set(5e7), ctx), Ok(1e8));
-        assert_eq!(q.knob("1:9", "rate_bps", KnobOp::Get, ctx), Err(KnobError::Unknown));
+        // The rate may not pass the ceil, nor the ceil fall under the rate,
+        // nor either be zero; a refusal changes nothing.
+        let refused = |e| matches!(e, Err(KnobError::Invalid(_)));
+        assert!(refused(q.set_knob("1:1", Knob::RateBps(DataRate::mbps(200)), ctx)));
+        assert!(refused(q.set_knob("1:1", Knob::CeilBps(DataRate::mbps(1)), ctx)));
+        assert!(refused(q.set_knob("1:1", Knob::RateBps(DataRate(0)), ctx)));
+        assert_eq!(q.rates("1:1"), Some((DataRate::mbps(16), DataRate::mbps(100))));
+        assert_eq!(q.set_knob("1:1", Knob::CeilBps(DataRate::mbps(50)), ctx), Ok(1e8));
+        assert_eq!(q.knob_value("1:9", KnobName::RateBps, ctx), None);
+        assert_eq!(q.set_knob("1:9", Knob::RateBps(DataRate::mbps(1)), ctx), Err(KnobError::Unknown));
+        assert_eq!(q.set_knob("1:1", Knob::Weight(1), ctx), Err(KnobError::Unknown), "a FIFO leaf has no weight");
     }
 
     #[test]

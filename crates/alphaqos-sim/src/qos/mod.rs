@@ -59,7 +59,7 @@ pub mod yaqs;
 pub use build::{applied_queue, build, build_child, build_on};
 
 use crate::error::ConfigError;
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -209,10 +209,21 @@ pub trait Qdisc: Send {
     /// interface statistics show policed packets of the egress class. It
     /// was never offered: nothing else changes.
     fn count_policed(&mut self, pkt: &Packet);
-    /// Read or change knob `name` of class `class` ("" for the discipline
-    /// itself), see `knob.rs`. Default: no knobs.
-    fn knob(&mut self, _class: &str, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+    /// The value of knob `n` of class `class` ("" for the discipline
+    /// itself) in its unit (`knob.rs`), None if it has no such knob.
+    /// Default: no knobs.
+    fn knob_value(&mut self, _class: &str, _n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        None
+    }
+    /// Set knob `k` of class `class` at `ctx.now`: the value replaced;
+    /// `Invalid` (the value out of range) leaves everything as it was.
+    fn set_knob(&mut self, _class: &str, _k: Knob, _ctx: KnobCtx) -> KnobResult {
         Err(KnobError::Unknown)
+    }
+    /// The average queue of class `class`'s drop profile, in its
+    /// thresholds' unit (the `avg` measurement); None without one.
+    fn drop_avg(&self, _class: &str) -> Option<f64> {
+        None
     }
     /// Visit every YAQS inside (itself, or a class's child), with the class
     /// name ("" for the discipline itself): its own counters.
@@ -240,10 +251,18 @@ pub trait DropProfile: Send {
     /// `pkt` left at `now`; the queue now holds `held` (empty: an idle
     /// period starts, for the idle-time correction of an average).
     fn on_dequeue(&mut self, _pkt: &Packet, _held: Backlog, _now: SimTime) {}
-    /// Read or change a knob (thresholds, `max_p`) or read a measurement
-    /// (`avg`), see `knob.rs`. Default: none.
-    fn knob(&mut self, _name: &str, _op: KnobOp) -> KnobResult {
+    /// The value of knob `n` (thresholds, `max_p`), None if it has no
+    /// such knob (`knob.rs`). Default: none.
+    fn knob_value(&self, _n: KnobName) -> Option<f64> {
+        None
+    }
+    /// Set knob `k`: the value replaced; `Invalid` leaves it as it was.
+    fn set_knob(&mut self, _k: Knob) -> KnobResult {
         Err(KnobError::Unknown)
+    }
+    /// The average queue it decides on (the `avg` measurement), if any.
+    fn avg(&self) -> Option<f64> {
+        None
     }
 }
 
@@ -328,11 +347,20 @@ impl Qdisc for LinkQdisc {
             LinkQdisc::Dyn(q) => q.count_policed(pkt),
         }
     }
-    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+    fn knob_value(&mut self, class: &str, n: KnobName, ctx: KnobCtx) -> Option<f64> {
         match self {
-            LinkQdisc::Fifo(q) => q.knob(class, name, op, ctx),
-            LinkQdisc::Dyn(q) => q.knob(class, name, op, ctx),
+            LinkQdisc::Fifo(q) => q.knob_value(class, n, ctx),
+            LinkQdisc::Dyn(q) => q.knob_value(class, n, ctx),
         }
+    }
+    fn set_knob(&mut self, class: &str, k: Knob, ctx: KnobCtx) -> KnobResult {
+        match self {
+            LinkQdisc::Fifo(q) => q.set_knob(class, k, ctx),
+            LinkQdisc::Dyn(q) => q.set_knob(class, k, ctx),
+        }
+    }
+    fn drop_avg(&self, class: &str) -> Option<f64> {
+        self.as_dyn().drop_avg(class)
     }
     fn for_each_yaqs(&self, f: &mut dyn FnMut(&str, &yaqs::Yaqs)) {
         self.as_dyn().for_each_yaqs(f)

@@ -12,6 +12,7 @@
 //! Tests: below (the error within Charikar et al.'s bound on Zipf streams;
 //! decrements leaving the sketch of what is queued; parameters checked).
 
+use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use std::collections::HashMap;
@@ -73,12 +74,13 @@ pub struct CountSketch {
 
 impl CountSketch {
     /// `rows` × `buckets` counters with hash seeds drawn from `rng`.
-    pub fn new(rows: usize, buckets: usize, rng: &mut Rng) -> Result<Self, String> {
+    /// A problem is located at YAQS's field (`sketch_rows`, `sketch_buckets`).
+    pub fn new(rows: usize, buckets: usize, rng: &mut Rng) -> Result<Self, ConfigError> {
         if rows == 0 || rows > MAX_ROWS {
-            return Err(format!("sketch_rows must be in 1..={MAX_ROWS}, got {rows}"));
+            return Err(ConfigError::at("sketch_rows", format!("must be in 1..={MAX_ROWS}, got {rows}")));
         }
         if buckets == 0 {
-            return Err("sketch_buckets must be positive, got 0".into());
+            return Err(ConfigError::at("sketch_buckets", "must be positive, got 0"));
         }
         let seeds = (0..rows).map(|_| rng.next_u64()).collect();
         Ok(CountSketch { rows, buckets, seeds, table: vec![0; rows * buckets] })
@@ -223,8 +225,8 @@ mod tests {
     #[test]
     fn sketch_parameters_are_checked() {
         let mut rng = Rng::stream(1, "t");
-        assert!(CountSketch::new(0, 32, &mut rng).unwrap_err().contains("sketch_rows"));
-        assert!(CountSketch::new(3, 0, &mut rng).unwrap_err().contains("sketch_buckets"));
+        assert_eq!(CountSketch::new(0, 32, &mut rng).unwrap_err().path(), "sketch_rows");
+        assert_eq!(CountSketch::new(3, 0, &mut rng).unwrap_err().path(), "sketch_buckets");
         let mut even = CountSketch::new(4, 64, &mut rng).unwrap();
         even.add(5, 1000);
         assert_eq!(even.estimate(5), 1000);

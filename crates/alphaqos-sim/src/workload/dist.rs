@@ -183,9 +183,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn sizes(v: serde_json::Value) -> Result<Sizes, String> {
-        let c: SizeDistConfig = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Sizes::from_config(&c).map_err(|e| e.to_string())
+    fn sizes(v: serde_json::Value) -> Result<Sizes, ConfigError> {
+        let c: SizeDistConfig = serde_json::from_value(v).map_err(|e| ConfigError::new(e.to_string()))?;
+        Sizes::from_config(&c)
     }
 
     fn sample_mean(s: &Sizes, n: usize) -> f64 {
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn impossible_parameters_are_rejected_by_name() {
-        let err = |v| sizes(v).err().expect("rejected");
+        let err = |v| sizes(v).err().expect("rejected").to_string();
         assert!(err(json!({"pareto": {"shape": 1.0, "mean_bytes": 8000}})).contains("pareto.shape: must be above 1"));
         assert!(err(json!({"pareto": {"shape": 0.8, "mean_bytes": 8000}})).contains("pareto.shape"));
         assert!(err(json!({"exponential": {"mean_bytes": -5}})).contains("exponential.mean_bytes: must be positive"));

@@ -32,10 +32,9 @@
 //! settings; GRED's shared average; colour-blind RED against RIO in
 //! `rio.rs`.
 
-use super::red::red_curves_knob;
-use crate::knob::{KnobOp, KnobResult};
+use crate::knob::{Knob, KnobError, KnobName, KnobResult};
 use super::ewma::{Ewma, FillUnit};
-use super::red::{red_drop, unit_of, RedParams};
+use super::red::{curves_value, red_drop, set_curves, unit_of, CurveKnob, RedParams};
 use crate::error::{ConfigError, Outer};
 use crate::packet::Packet;
 use crate::qos::fifo::Limit;
@@ -174,12 +173,17 @@ impl DropProfile for ColorRed {
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
         self.avg.on_departure(held, now);
     }
-    fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        if let Some(r) = self.avg.avg_knob(name, op) {
-            return r;
-        }
+    fn knob_value(&self, n: KnobName) -> Option<f64> {
+        let [g, y, r] = &self.curves;
+        curves_value([g.as_ref(), y.as_ref(), r.as_ref()], CurveKnob::of(n)?)
+    }
+    fn set_knob(&mut self, k: Knob) -> KnobResult {
+        let (k, v) = CurveKnob::of_knob(k).ok_or(KnobError::Unknown)?;
         let [g, y, r] = &mut self.curves;
-        red_curves_knob(&mut [g.as_mut(), y.as_mut(), r.as_mut()], name, op)
+        set_curves(&mut [g.as_mut(), y.as_mut(), r.as_mut()], k, v)
+    }
+    fn avg(&self) -> Option<f64> {
+        Some(self.avg.avg)
     }
 }
 

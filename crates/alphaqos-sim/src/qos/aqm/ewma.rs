@@ -17,7 +17,6 @@
 //! decay in `red.rs`, `piecewise.rs` and `tests/aqm.rs`.
 
 use crate::qos::fifo::Limit;
-use crate::knob::{KnobError, KnobOp, KnobResult};
 use crate::qos::Backlog;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -89,15 +88,6 @@ impl Ewma {
     pub(crate) fn on_departure(&mut self, held: Backlog, now: SimTime) {
         if held.pkts == 0 {
             self.idle(now);
-        }
-    }
-    /// The `avg` measurement of a profile on this average (None: the knob
-    /// is another one, for the profile to answer).
-    pub(crate) fn avg_knob(&self, name: &str, op: KnobOp) -> Option<KnobResult> {
-        match (name, op) {
-            ("avg", KnobOp::Get) => Some(Ok(self.avg)),
-            ("avg", KnobOp::Set(_)) => Some(Err(KnobError::Invalid("avg is a measurement, not a knob".into()))),
-            _ => None,
         }
     }
     pub(crate) fn is_idle(&self) -> bool {

@@ -25,11 +25,11 @@
 //! idle decay and the no-drop rule at a near-empty queue; `tests/aqm.rs`:
 //! two TCP flows never stall over 20 seeds (issue 9, defect 0).
 
-use crate::knob::{KnobError, KnobOp, KnobResult, COLORS};
+use crate::knob::{Knob, KnobError, KnobName, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use crate::error::ConfigError;
 use crate::config::RedConfig;
-use crate::packet::Packet;
+use crate::packet::{Color, Packet};
 use crate::qos::fifo::{Fifo, Limit};
 use crate::qos::{Backlog, DropProfile, QueueCtx};
 use crate::rng::Rng;
@@ -87,12 +87,6 @@ impl RedParams {
             return Err(ConfigError::at("mean_pkt_bytes", "must be positive"));
         }
         Ok(())
-    }
-
-    /// [`RedParams::check`] in words: `"red: max_p: must be in (0, 1], got 2"`.
-    /// Text, not a located error: a run-time knob's refusal ([`red_curves_knob`]) is text.
-    pub fn validate(&self) -> Result<(), String> {
-        self.check().map_err(|e| format!("red: {e}"))
     }
 
     /// `p_b` for an average queue `avg` (before byte-mode scaling), in [0, 1].
@@ -186,8 +180,15 @@ impl DropProfile for RedProfile {
     fn on_dequeue(&mut self, _pkt: &Packet, held: Backlog, now: SimTime) {
         self.avg.on_departure(held, now);
     }
-    fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        self.avg.avg_knob(name, op).unwrap_or_else(|| red_curves_knob(&mut [Some(&mut self.params), None, None], name.trim_end_matches(".green"), op))
+    fn knob_value(&self, n: KnobName) -> Option<f64> {
+        curves_value([Some(&self.params), None, None], CurveKnob::of(n)?)
+    }
+    fn set_knob(&mut self, k: Knob) -> KnobResult {
+        let (k, v) = CurveKnob::of_knob(k).ok_or(KnobError::Unknown)?;
+        set_curves(&mut [Some(&mut self.params), None, None], k, v)
+    }
+    fn avg(&self) -> Option<f64> {
+        Some(self.avg.avg)
     }
 }
 
@@ -196,41 +197,87 @@ pub fn queue(params: RedParams) -> Fifo {
     Fifo::with_profile(params.limit, Box::new(RedProfile::new(params)))
 }
 
-/// The drop-profile knobs (`min_th`, `max_th`, `max_p`, each also with a
-/// colour suffix) on a profile's RED curves, indexed by colour. A `Set`
-/// that leaves any curve invalid (min_th above max_th, max_p out of (0, 1])
-/// changes nothing.
-pub fn red_curves_knob(curves: &mut [Option<&mut RedParams>; 3], name: &str, op: KnobOp) -> KnobResult {
-    let (base, color) = match name.split_once('.') {
-        Some((b, c)) => (b, Some(COLORS.iter().position(|&x| x == c).ok_or(KnobError::Unknown)?)),
-        None => (name, None),
-    };
-    let read = |p: &RedParams| match base {
-        "min_th" => Some(p.min_th),
-        "max_th" => Some(p.max_th),
-        "max_p" => Some(p.max_p),
-        _ => None,
-    };
-    let chosen: Vec<usize> = (0..3).filter(|&i| curves[i].is_some() && color.is_none_or(|c| c == i)).collect();
-    let first = *chosen.first().ok_or(KnobError::Unknown)?;
-    let old = read(curves[first].as_deref().expect("chosen")).ok_or(KnobError::Unknown)?;
-    let KnobOp::Set(v) = op else { return Ok(old) };
-    let saved: Vec<RedParams> = chosen.iter().map(|&i| curves[i].as_deref().expect("chosen").clone()).collect();
-    for &i in &chosen {
-        let p = curves[i].as_deref_mut().expect("chosen");
-        match base {
-            "min_th" => p.min_th = v,
-            "max_th" => p.max_th = v,
-            _ => p.max_p = v,
+/// A parameter of a RED curve that is a knob (`min_th`, `max_th`, `max_p`)
+/// and the colour whose curve it addresses (None: every curve the profile
+/// has; a profile with one curve has it as green's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CurveKnob {
+    field: CurveField,
+    pub colour: Option<Color>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CurveField {
+    MinTh,
+    MaxTh,
+    MaxP,
+}
+
+impl CurveKnob {
+    /// The curve parameter `n` names, if it is one.
+    pub fn of(n: KnobName) -> Option<CurveKnob> {
+        let (field, colour) = match n {
+            KnobName::MinTh(c) => (CurveField::MinTh, c),
+            KnobName::MaxTh(c) => (CurveField::MaxTh, c),
+            KnobName::MaxP(c) => (CurveField::MaxP, c),
+            _ => return None,
+        };
+        Some(CurveKnob { field, colour })
+    }
+    /// The curve parameter `k` sets, and its value.
+    pub fn of_knob(k: Knob) -> Option<(CurveKnob, f64)> {
+        let v = match k {
+            Knob::MinTh(_, v) | Knob::MaxTh(_, v) | Knob::MaxP(_, v) => v,
+            _ => return None,
+        };
+        Some((CurveKnob::of(k.name())?, v))
+    }
+    fn read(self, p: &RedParams) -> f64 {
+        match self.field {
+            CurveField::MinTh => p.min_th,
+            CurveField::MaxTh => p.max_th,
+            CurveField::MaxP => p.max_p,
         }
     }
-    for &i in &chosen {
-        if let Err(e) = curves[i].as_deref().expect("chosen").validate() {
-            for (&j, s) in chosen.iter().zip(&saved) {
-                *curves[j].as_deref_mut().expect("chosen") = s.clone();
-            }
-            return Err(KnobError::Invalid(format!("{name} = {v}: {}", e.trim_start_matches("red: "))));
+    fn write(self, p: &mut RedParams, v: f64) {
+        match self.field {
+            CurveField::MinTh => p.min_th = v,
+            CurveField::MaxTh => p.max_th = v,
+            CurveField::MaxP => p.max_p = v,
         }
+    }
+    /// The curves, of those present, that `self` addresses.
+    fn chosen<T>(self, curves: &[Option<T>; 3]) -> impl Iterator<Item = usize> + '_ {
+        (0..3).filter(move |&i| curves[i].is_some() && self.colour.is_none_or(|c| c as usize == i))
+    }
+}
+
+/// Parameter `k` of a profile's RED curves (indexed by colour): of the
+/// colour's curve, or without a colour of the first curve the profile
+/// has; None if there is no such curve.
+pub fn curves_value(curves: [Option<&RedParams>; 3], k: CurveKnob) -> Option<f64> {
+    let first = k.chosen(&curves).next()?;
+    Some(k.read(curves[first].expect("chosen")))
+}
+
+/// Set parameter `k` to `v` on a profile's RED curves (indexed by colour):
+/// the colour's curve, or without a colour every curve the profile has.
+/// A value that leaves any of them invalid (min_th above max_th, max_p out
+/// of (0, 1]: [`RedParams::check`]) changes none. The value replaced (of
+/// the first curve).
+pub fn set_curves(curves: &mut [Option<&mut RedParams>; 3], k: CurveKnob, v: f64) -> KnobResult {
+    let chosen: Vec<usize> = k.chosen(curves).collect();
+    let first = *chosen.first().ok_or(KnobError::Unknown)?;
+    let old = k.read(curves[first].as_deref().expect("chosen"));
+    let mut changed = Vec::with_capacity(chosen.len());
+    for &i in &chosen {
+        let mut p = curves[i].as_deref().expect("chosen").clone();
+        k.write(&mut p, v);
+        p.check().map_err(|e| KnobError::Invalid(e.to_string()))?;
+        changed.push(p);
+    }
+    for (i, p) in chosen.into_iter().zip(changed) {
+        *curves[i].as_deref_mut().expect("chosen") = p;
     }
     Ok(old)
 }
@@ -264,6 +311,32 @@ mod tests {
         Backlog { pkts: n, bytes: n * 1000 }
     }
 
+
+    #[test]
+    fn the_curve_knobs_are_typed_and_change_all_curves_or_none() {
+        let mut p = RedProfile::new(params());
+        assert_eq!(p.knob_value(KnobName::MaxTh(None)), Some(15.0));
+        assert_eq!(p.knob_value(KnobName::MaxTh(Some(Color::Green))), Some(15.0), "a single curve is green's");
+        assert_eq!(p.knob_value(KnobName::MaxTh(Some(Color::Yellow))), None);
+        assert_eq!(p.knob_value(KnobName::Weight), None);
+        assert_eq!(p.set_knob(Knob::MinTh(None, 8.0)), Ok(5.0), "the value replaced");
+        let e = p.set_knob(Knob::MinTh(Some(Color::Green), 20.0)).unwrap_err();
+        assert_eq!(e, KnobError::Invalid("max_th: must be greater than min_th (20), got 15".into()));
+        assert_eq!(p.knob_value(KnobName::MinTh(None)), Some(8.0), "a refused value changes nothing");
+        assert_eq!(p.set_knob(Knob::MaxP(Some(Color::Red), 0.5)), Err(KnobError::Unknown));
+        assert_eq!(p.set_knob(Knob::Weight(2)), Err(KnobError::Unknown));
+        // Two curves: without a colour both change, or neither if one refuses.
+        let (mut g, mut y) = (params(), RedParams { max_th: 10.0, ..params() });
+        let all = CurveKnob::of(KnobName::MinTh(None)).unwrap();
+        assert!(set_curves(&mut [Some(&mut g), Some(&mut y), None], all, 12.0).is_err());
+        assert_eq!((g.min_th, y.min_th), (5.0, 5.0));
+        assert_eq!(set_curves(&mut [Some(&mut g), Some(&mut y), None], all, 7.0), Ok(5.0));
+        assert_eq!((g.min_th, y.min_th), (7.0, 7.0));
+        let yellow = CurveKnob::of(KnobName::MinTh(Some(Color::Yellow))).unwrap();
+        assert_eq!(set_curves(&mut [Some(&mut g), Some(&mut y), None], yellow, 9.0), Ok(7.0));
+        assert_eq!((g.min_th, y.min_th), (7.0, 9.0));
+        assert_eq!(curves_value([Some(&g), Some(&y), None], yellow), Some(9.0));
+    }
     #[test]
     fn probability_function_matches_the_formula() {
         let p = params();
@@ -282,9 +355,9 @@ mod tests {
 
     #[test]
     fn parameters_are_validated() {
-        assert!(RedParams { min_th: 20.0, ..params() }.validate().is_err());
-        assert!(RedParams { max_p: 0.0, ..params() }.validate().is_err());
-        assert!(RedParams { w_q: 1.5, ..params() }.validate().is_err());
+        assert!(RedParams { min_th: 20.0, ..params() }.check().is_err());
+        assert!(RedParams { max_p: 0.0, ..params() }.check().is_err());
+        assert!(RedParams { w_q: 1.5, ..params() }.check().is_err());
     }
 
     #[test]

@@ -22,10 +22,9 @@
 //! RIO against colour-blind RED on an overloaded queue: Out packets are
 //! dropped and In packets are not.
 
-use super::red::red_curves_knob;
-use crate::knob::{KnobOp, KnobResult};
+use crate::knob::{Knob, KnobError, KnobName, KnobResult};
 use super::ewma::{Ewma, FillUnit};
-use super::red::{red_drop, unit_of, RedParams};
+use super::red::{curves_value, red_drop, set_curves, unit_of, CurveKnob, RedParams};
 use crate::error::{ConfigError, Outer};
 use crate::packet::{Color, Packet};
 use crate::qos::fifo::Limit;
@@ -124,13 +123,24 @@ impl DropProfile for Rio {
     }
     /// Knobs: `min_th.green` etc. change the In curve, `.yellow` or `.red`
     /// the Out curve, no suffix both; `avg` reads the total average.
-    fn knob(&mut self, name: &str, op: KnobOp) -> KnobResult {
-        if let Some(r) = self.avg_total.avg_knob(name, op) {
-            return r;
-        }
-        let name = name.replace(".red", ".yellow");
-        red_curves_knob(&mut [Some(&mut self.p.in_profile), Some(&mut self.p.out_profile), None], &name, op)
+    fn knob_value(&self, n: KnobName) -> Option<f64> {
+        curves_value([Some(&self.p.in_profile), Some(&self.p.out_profile), None], out_for_red(CurveKnob::of(n)?))
     }
+    fn set_knob(&mut self, k: Knob) -> KnobResult {
+        let (k, v) = CurveKnob::of_knob(k).ok_or(KnobError::Unknown)?;
+        set_curves(&mut [Some(&mut self.p.in_profile), Some(&mut self.p.out_profile), None], out_for_red(k), v)
+    }
+    fn avg(&self) -> Option<f64> {
+        Some(self.avg_total.avg)
+    }
+}
+
+/// RIO's Out curve is both yellow's and red's.
+fn out_for_red(mut k: CurveKnob) -> CurveKnob {
+    if k.colour == Some(Color::Red) {
+        k.colour = Some(Color::Yellow);
+    }
+    k
 }
 
 #[cfg(test)]
@@ -143,6 +153,17 @@ mod tests {
     use crate::rng::Rng;
     use crate::units::DataRate;
     use Color::{Green as G, Red as R, Yellow as Y};
+
+    #[test]
+    fn red_addresses_the_out_curve_and_no_colour_both() {
+        let mut rio = Rio::new(RioParams { in_profile: red(40.0, 70.0, 0.02), out_profile: red(10.0, 30.0, 0.5) }).unwrap();
+        assert_eq!(rio.knob_value(KnobName::MaxP(Some(Color::Red))), Some(0.5));
+        assert_eq!(rio.set_knob(Knob::MaxP(Some(Color::Red), 0.2)), Ok(0.5));
+        assert_eq!(rio.knob_value(KnobName::MaxP(Some(Color::Yellow))), Some(0.2));
+        assert_eq!(rio.set_knob(Knob::MaxTh(None, 80.0)), Ok(70.0), "the In curve's, the first");
+        assert_eq!((rio.p.in_profile.max_th, rio.p.out_profile.max_th), (80.0, 80.0));
+        assert_eq!(rio.avg(), Some(0.0));
+    }
 
     #[test]
     fn rio_counts_the_in_packets_held() {

@@ -59,6 +59,7 @@ pub mod single_rate;
 pub mod srtcm;
 pub mod trtcm;
 
+use crate::error::ConfigError;
 use crate::knob::{Knob, KnobName};
 use crate::packet::{Color, Packet};
 use crate::time::SimTime;
@@ -84,8 +85,8 @@ pub trait Meter: Send {
     /// the last whole byte carries over to the new rate's grid, rounded
     /// down; a smaller bucket drops the tokens above its new size. An
     /// invalid profile is refused and the meter left as it was.
-    fn set_profile(&mut self, _p: MeterParams, _now: SimTime) -> Result<(), String> {
-        Err("this meter has no profile to change".into())
+    fn set_profile(&mut self, _p: MeterParams, _now: SimTime) -> Result<(), ConfigError> {
+        Err(ConfigError::new("this meter has no profile to change"))
     }
     /// The tokens of its (first) bucket, bytes.
     fn bucket_tokens(&self) -> Option<u64> {
@@ -369,7 +370,7 @@ impl Policer {
         self.meter.params()
     }
     /// Change the meter's profile at `now` (see [`Meter::set_profile`]).
-    pub fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
+    pub fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), ConfigError> {
         self.meter.set_profile(p, now)
     }
     /// The tokens of the meter's (first) bucket, bytes.

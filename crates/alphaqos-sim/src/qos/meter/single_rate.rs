@@ -38,6 +38,7 @@
 //! exceed `burst_size + rate t / 8`.
 
 use super::{ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
+use crate::error::ConfigError;
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -55,11 +56,12 @@ impl SingleRateParams {
     /// The document's policer: 1 Gbps, 31 KB (Section III-C).
     pub const PAPER: SingleRateParams = SingleRateParams { rate: DataRate::gbps(1), burst_size: 31_000 };
 
-    /// Validate and precompute.
-    pub fn profile(&self) -> Result<SingleRateProfile, String> {
-        let rate = TokenRate::new(self.rate).ok_or("single-rate policer: rate must be positive, got 0 bit/s")?;
+    /// Validate and precompute; a problem is located at the policer's
+    /// field (`rate_bps`, `burst_bytes`).
+    pub fn profile(&self) -> Result<SingleRateProfile, ConfigError> {
+        let rate = TokenRate::new(self.rate).ok_or_else(|| ConfigError::at("rate_bps", "must be positive, got 0 bit/s"))?;
         if self.burst_size == 0 {
-            return Err("single-rate policer: burst_size must be positive, got 0 bytes".into());
+            return Err(ConfigError::at("burst_bytes", "must be positive, got 0 bytes"));
         }
         Ok(SingleRateProfile { rate, burst_size: self.burst_size })
     }
@@ -122,8 +124,8 @@ impl Meter for SingleRate {
     fn params(&self) -> Option<MeterParams> {
         Some(MeterParams::SingleRate(SingleRateParams { rate: self.profile.rate.rate(), burst_size: self.profile.burst_size }))
     }
-    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
-        let MeterParams::SingleRate(p) = p else { return Err("a single-rate meter takes a single-rate profile".into()) };
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), ConfigError> {
+        let MeterParams::SingleRate(p) = p else { return Err(ConfigError::new("a single-rate meter takes a single-rate profile")) };
         let new = p.profile()?;
         self.bucket.change((&self.profile.rate, self.profile.burst_size), (&new.rate, new.burst_size), now);
         self.profile = new;
@@ -243,9 +245,9 @@ mod tests {
     #[test]
     fn parameters_are_validated() {
         let e = SingleRateParams { rate: DataRate(0), burst_size: 1 }.profile().unwrap_err();
-        assert!(e.contains("rate"), "{e}");
+        assert_eq!(e.to_string(), "rate_bps: must be positive, got 0 bit/s");
         let e = SingleRateParams { rate: DataRate(1), burst_size: 0 }.profile().unwrap_err();
-        assert!(e.contains("burst_size"), "{e}");
+        assert_eq!(e.to_string(), "burst_bytes: must be positive, got 0 bytes");
     }
 
     #[test]

@@ -41,6 +41,7 @@
 //! `<= CBS + EBS + CIR t / 8`, and a colour-aware meter never promotes.
 
 use super::{fill, ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
+use crate::error::ConfigError;
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -57,11 +58,12 @@ pub struct SrtcmParams {
 }
 
 impl SrtcmParams {
-    /// Validate and precompute.
-    pub fn profile(&self) -> Result<SrtcmProfile, String> {
-        let cir = TokenRate::new(self.cir).ok_or("srtcm: cir must be positive, got 0 bit/s")?;
+    /// Validate and precompute; a problem is located at the meter's field
+    /// (`cir_bps`, `cbs_bytes`).
+    pub fn profile(&self) -> Result<SrtcmProfile, ConfigError> {
+        let cir = TokenRate::new(self.cir).ok_or_else(|| ConfigError::at("cir_bps", "must be positive, got 0 bit/s"))?;
         if self.cbs == 0 && self.ebs == 0 {
-            return Err("srtcm: at least one of cbs and ebs must be positive (RFC 2697 Section 2), got 0 and 0 bytes".into());
+            return Err(ConfigError::at("cbs_bytes", "at least one of cbs and ebs must be positive (RFC 2697 Section 2), got 0 and 0 bytes"));
         }
         Ok(SrtcmProfile { cir, cbs: self.cbs, ebs: self.ebs })
     }
@@ -144,8 +146,8 @@ impl Meter for Srtcm {
         let pr = &self.profile;
         Some(MeterParams::Srtcm(SrtcmParams { cir: pr.cir.rate(), cbs: pr.cbs, ebs: pr.ebs }))
     }
-    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
-        let MeterParams::Srtcm(p) = p else { return Err("an srTCM meter takes an srTCM profile".into()) };
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), ConfigError> {
+        let MeterParams::Srtcm(p) = p else { return Err(ConfigError::new("an srTCM meter takes an srTCM profile")) };
         let new = p.profile()?;
         let overflow = self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
         fill(&mut self.te, self.profile.ebs, overflow);
@@ -237,9 +239,9 @@ mod tests {
     #[test]
     fn parameters_are_validated() {
         let e = SrtcmParams { cir: DataRate(0), cbs: 1, ebs: 1 }.profile().unwrap_err();
-        assert!(e.contains("cir"), "{e}");
+        assert_eq!(e.to_string(), "cir_bps: must be positive, got 0 bit/s");
         let e = SrtcmParams { cir: DataRate(1), cbs: 0, ebs: 0 }.profile().unwrap_err();
-        assert!(e.contains("cbs") && e.contains("ebs"), "{e}");
+        assert!(e.path() == "cbs_bytes" && e.msg.contains("cbs and ebs"), "{e}");
         // One zero bucket is allowed: with CBS = 0 everything goes to E.
         let mut m = Srtcm::new(SrtcmParams { cir: DataRate::mbps(1), cbs: 0, ebs: 1500 }.profile().unwrap(), ColorMode::Blind);
         assert_eq!(m.meter(SimTime(0), 1500, G), Y);

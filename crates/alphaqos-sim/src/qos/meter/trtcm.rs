@@ -35,6 +35,7 @@
 //! `<= PBS + PIR t / 8`, and a colour-aware meter never promotes.
 
 use super::{ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
+use crate::error::ConfigError;
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -53,21 +54,18 @@ pub struct TrtcmParams {
 }
 
 impl TrtcmParams {
-    /// Validate and precompute.
-    pub fn profile(&self) -> Result<TrtcmProfile, String> {
-        let pir = TokenRate::new(self.pir).ok_or("trtcm: pir must be positive, got 0 bit/s")?;
-        let cir = TokenRate::new(self.cir).ok_or("trtcm: cir must be positive, got 0 bit/s")?;
+    /// Validate and precompute; a problem is located at the meter's field
+    /// (`pir_bps`, `cir_bps`, `pbs_bytes`, `cbs_bytes`).
+    pub fn profile(&self) -> Result<TrtcmProfile, ConfigError> {
+        let pir = TokenRate::new(self.pir).ok_or_else(|| ConfigError::at("pir_bps", "must be positive, got 0 bit/s"))?;
+        let cir = TokenRate::new(self.cir).ok_or_else(|| ConfigError::at("cir_bps", "must be positive, got 0 bit/s"))?;
         if self.pir < self.cir {
-            return Err(format!(
-                "trtcm: pir must be at least cir (RFC 2698 Section 2), got pir {} < cir {}",
-                self.pir, self.cir
-            ));
+            return Err(ConfigError::at("pir_bps", format!("must be at least cir (RFC 2698 Section 2), got pir {} < cir {}", self.pir, self.cir)));
         }
-        if self.pbs == 0 || self.cbs == 0 {
-            return Err(format!(
-                "trtcm: pbs and cbs must be positive (RFC 2698 Section 2), got pbs {} and cbs {} bytes",
-                self.pbs, self.cbs
-            ));
+        for (key, b) in [("pbs_bytes", self.pbs), ("cbs_bytes", self.cbs)] {
+            if b == 0 {
+                return Err(ConfigError::at(key, "must be positive (RFC 2698 Section 2), got 0 bytes"));
+            }
         }
         Ok(TrtcmProfile { pir, pbs: self.pbs, cir, cbs: self.cbs })
     }
@@ -157,8 +155,8 @@ impl Meter for Trtcm {
         let pr = &self.profile;
         Some(MeterParams::Trtcm(TrtcmParams { pir: pr.pir.rate(), pbs: pr.pbs, cir: pr.cir.rate(), cbs: pr.cbs }))
     }
-    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
-        let MeterParams::Trtcm(p) = p else { return Err("a trTCM meter takes a trTCM profile".into()) };
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), ConfigError> {
+        let MeterParams::Trtcm(p) = p else { return Err(ConfigError::new("a trTCM meter takes a trTCM profile")) };
         let new = p.profile()?;
         self.p.change((&self.profile.pir, self.profile.pbs), (&new.pir, new.pbs), now);
         self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
@@ -246,12 +244,13 @@ mod tests {
     fn parameters_are_validated() {
         let ok = TrtcmParams { pir: DataRate::mbps(2), pbs: 3000, cir: DataRate::mbps(1), cbs: 2000 };
         assert!(ok.profile().is_ok());
-        assert!(TrtcmParams { cir: DataRate(0), ..ok }.profile().unwrap_err().contains("cir"));
-        assert!(TrtcmParams { pir: DataRate(0), ..ok }.profile().unwrap_err().contains("pir"));
+        let at = |p: TrtcmParams| p.profile().unwrap_err().path();
+        assert_eq!(at(TrtcmParams { cir: DataRate(0), ..ok }), "cir_bps");
+        assert_eq!(at(TrtcmParams { pir: DataRate(0), ..ok }), "pir_bps");
         let e = TrtcmParams { pir: DataRate::mbps(1), cir: DataRate::mbps(2), ..ok }.profile().unwrap_err();
-        assert!(e.contains("pir must be at least cir"), "{e}");
-        assert!(TrtcmParams { pbs: 0, ..ok }.profile().unwrap_err().contains("pbs"));
-        assert!(TrtcmParams { cbs: 0, ..ok }.profile().unwrap_err().contains("cbs"));
+        assert!(e.to_string().starts_with("pir_bps: must be at least cir"), "{e}");
+        assert_eq!(at(TrtcmParams { pbs: 0, ..ok }), "pbs_bytes");
+        assert_eq!(at(TrtcmParams { cbs: 0, ..ok }), "cbs_bytes");
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //! `tests/sched.rs`: long-run byte shares equal `Q_i / sum(Q)` within 2%
 //! with random packet sizes, and work conservation.
 
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -95,6 +95,13 @@ impl DeficitRing {
 
     pub(crate) fn deficit(&self, class: usize) -> i64 {
         self.deficit[class]
+    }
+
+    /// Class `class`'s quantum `q` from its next turn on; the quantum
+    /// replaced.
+    pub(crate) fn set_quantum(&mut self, class: usize, q: u64) -> Result<u64, KnobError> {
+        let q = checked_quantum(q)?;
+        Ok(std::mem::replace(&mut self.quanta[class], q) as u64)
     }
 
     fn may_send(&self, i: usize, classes: &[ClassQueue]) -> bool {
@@ -185,6 +192,29 @@ impl DeficitRing {
     }
 }
 
+/// A quantum the `quantum_bytes` knob sets: bytes in 1..=4294967295.
+pub(crate) fn checked_quantum(q: u64) -> Result<i64, KnobError> {
+    if (1..=u32::MAX as u64).contains(&q) {
+        Ok(q as i64)
+    } else {
+        Err(KnobError::Invalid("must be a whole number of bytes in 1..=4294967295".into()))
+    }
+}
+
+/// The `quantum_bytes` knob of a deficit round robin (DRR, MDRR): its
+/// value, from the class's `quantum`...
+pub(crate) fn quantum_value(n: KnobName, quantum: impl FnOnce() -> u64) -> Option<f64> {
+    (n == KnobName::QuantumBytes).then(|| quantum() as f64)
+}
+
+/// ... and a change through `set_quantum` (which answers the quantum replaced).
+pub(crate) fn set_quantum_knob(k: Knob, set_quantum: impl FnOnce(u64) -> Result<u64, KnobError>) -> KnobResult {
+    match k {
+        Knob::QuantumBytes(q) => set_quantum(q).map(|old| old as f64),
+        _ => Err(KnobError::Unknown),
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Drr {
     ring: DeficitRing,
@@ -204,6 +234,17 @@ impl Drr {
     pub fn deficit(&self, class: usize) -> u64 {
         self.ring.deficit(class) as u64
     }
+
+    /// `Quantum_i` in bytes.
+    pub fn quantum(&self, class: usize) -> u64 {
+        self.ring.quanta[class] as u64
+    }
+
+    /// Class `class`'s quantum `q` (bytes, 1..=4294967295) from its next
+    /// turn on; the quantum replaced.
+    pub fn set_quantum(&mut self, class: usize, q: u64) -> Result<u64, KnobError> {
+        self.ring.set_quantum(class, q)
+    }
 }
 
 impl Scheduler for Drr {
@@ -222,19 +263,12 @@ impl Scheduler for Drr {
     fn on_empty(&mut self, class: usize, _now: SimTime) {
         self.ring.on_empty(class);
     }
-    /// `quantum_bytes`: the class's quantum from its next turn on.
-    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
-        if name != "quantum_bytes" {
-            return Err(KnobError::Unknown);
-        }
-        let old = self.ring.quanta[class] as f64;
-        if let KnobOp::Set(v) = op {
-            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
-                return Err(KnobError::Invalid(format!("quantum_bytes = {v}: must be a whole number of bytes in 1..=4294967295")));
-            }
-            self.ring.quanta[class] = v as _;
-        }
-        Ok(old)
+    /// `quantum_bytes`: [`Drr::set_quantum`].
+    fn knob_value(&mut self, class: usize, n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        quantum_value(n, || self.quantum(class))
+    }
+    fn set_knob(&mut self, class: usize, k: Knob, _ctx: KnobCtx) -> KnobResult {
+        set_quantum_knob(k, |q| self.set_quantum(class, q))
     }
 }
 
@@ -266,6 +300,24 @@ mod tests {
     #[test]
     fn zero_quantum_is_rejected() {
         assert!(Drr::new(vec![1500, 0]).is_err());
+    }
+
+    #[test]
+    fn the_quantum_knob_is_typed_and_checked() {
+        // Through the classful discipline, as the control plane reaches it.
+        let specs = ["a", "b"].iter().map(|n| ClassSpec::new(*n, Limit::UNLIMITED)).collect();
+        let mut q = Scheduled::new(specs, Drr::new(vec![500, 1500]).unwrap()).unwrap();
+        let kctx = KnobCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1) };
+        assert_eq!(q.knob_value("b", KnobName::QuantumBytes, kctx), Some(1500.0));
+        assert_eq!(q.set_knob("b", Knob::QuantumBytes(3000), kctx), Ok(1500.0), "the quantum replaced");
+        assert_eq!(q.scheduler().quantum(1), 3000);
+        for bad in [0, u32::MAX as u64 + 1] {
+            assert!(matches!(q.set_knob("b", Knob::QuantumBytes(bad), kctx), Err(KnobError::Invalid(_))), "{bad}");
+        }
+        assert_eq!(q.scheduler().quantum(1), 3000, "a refused value changes nothing");
+        assert_eq!(q.knob_value("b", KnobName::Weight, kctx), None);
+        assert_eq!(q.set_knob("b", Knob::Weight(2), kctx), Err(KnobError::Unknown));
+        assert_eq!(q.set_knob("c", Knob::QuantumBytes(2), kctx), Err(KnobError::Unknown), "no such class");
     }
 
     #[test]

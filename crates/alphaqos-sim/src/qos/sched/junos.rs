@@ -159,7 +159,7 @@
 //! `excess-priority` levels and `none`; a meter window's depth; a temporal
 //! buffer's limit.
 
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use super::{next_cyclic, BufferSize, ClassQueue, ClassSpec, Pick, Scheduled, Scheduler};
 use crate::qos::fifo::Limit;
 use crate::qos::Child;
@@ -457,6 +457,30 @@ impl Junos {
         self.depth[i] as f64 / UNITS_PER_BYTE as f64
     }
 
+    /// Queue `class`'s transmit rate on a link of `link_rate`, its meters
+    /// credited up to `now`.
+    pub fn transmit_rate(&mut self, class: usize, now: SimTime, link_rate: DataRate) -> DataRate {
+        self.update(now, link_rate);
+        DataRate(self.rates[class] as u64)
+    }
+
+    /// Queue `class`'s transmit rate `r` (at most the link's), an absolute
+    /// rate from `now` on: its meter is credited at the old rate up to
+    /// `now`; the rate replaced.
+    pub fn set_transmit_rate(&mut self, class: usize, r: DataRate, now: SimTime, link_rate: DataRate) -> Result<DataRate, KnobError> {
+        let old = self.transmit_rate(class, now, link_rate);
+        if r > link_rate {
+            return Err(KnobError::Invalid(format!("must be in [0, the link rate {link_rate}]")));
+        }
+        if self.params[class].exact && r.as_bps() == 0 {
+            return Err(KnobError::Invalid("an exact queue with a zero rate never sends".into()));
+        }
+        self.params[class].transmit_rate = TransmitRate::Rate(r);
+        self.resolved_for = None;
+        self.update(now, link_rate);
+        Ok(old)
+    }
+
     fn resolve(&mut self, link_rate: DataRate) {
         let rates = resolve_rates(&self.params, link_rate);
         // An exact queue whose percent rounds to 0 bit/s still creeps
@@ -582,25 +606,15 @@ impl Scheduler for Junos {
             self.tags[class] = start + bytes as f64 / self.weights[class];
         }
     }
-    /// `transmit_rate_bps`: the queue's transmit rate, as an absolute rate
-    /// from now on (its meter is credited at the old rate up to now).
-    fn knob(&mut self, class: usize, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
-        if name != "transmit_rate_bps" {
-            return Err(KnobError::Unknown);
+    /// `transmit_rate_bps`: [`Junos::set_transmit_rate`].
+    fn knob_value(&mut self, class: usize, n: KnobName, ctx: KnobCtx) -> Option<f64> {
+        (n == KnobName::TransmitRateBps).then(|| self.transmit_rate(class, ctx.now, ctx.link_rate).as_bps() as f64)
+    }
+    fn set_knob(&mut self, class: usize, k: Knob, ctx: KnobCtx) -> KnobResult {
+        match k {
+            Knob::TransmitRateBps(r) => self.set_transmit_rate(class, r, ctx.now, ctx.link_rate).map(|old| old.as_bps() as f64),
+            _ => Err(KnobError::Unknown),
         }
-        self.update(ctx.now, ctx.link_rate);
-        let old = self.rates[class] as f64;
-        let KnobOp::Set(v) = op else { return Ok(old) };
-        if !(v >= 0.0 && v <= ctx.link_rate.as_bps() as f64) {
-            return Err(KnobError::Invalid(format!("transmit_rate_bps = {v}: must be in [0, the link rate {}]", ctx.link_rate)));
-        }
-        if self.params[class].exact && v < 1.0 {
-            return Err(KnobError::Invalid("transmit_rate_bps = 0: an exact queue with a zero rate never sends".into()));
-        }
-        self.params[class].transmit_rate = TransmitRate::Rate(DataRate(v as u64));
-        self.resolved_for = None;
-        self.update(ctx.now, ctx.link_rate);
-        Ok(old)
     }
 }
 
@@ -732,8 +746,14 @@ mod tests {
         // The rate knob doubles the rate and so the depth.
         let mut j = Junos::new(vec![QueueParams::new(TransmitRate::Percent(10.0), Priority::High).meter_window(Duration::from_millis(1))]).unwrap();
         let kctx = KnobCtx { now: SimTime(1_000_000), link_rate: DataRate::gbps(1) };
-        assert_eq!(j.knob(0, "transmit_rate_bps", KnobOp::Set(200e6), kctx).unwrap(), 100e6);
+        assert_eq!(j.set_knob(0, Knob::TransmitRateBps(DataRate::mbps(200)), kctx), Ok(100e6));
         assert_eq!(j.depth_bytes(0), 25_000.0);
+        assert!(matches!(j.set_knob(0, Knob::TransmitRateBps(DataRate::mbps(1001)), kctx), Err(KnobError::Invalid(_))), "above the link");
+        assert_eq!(j.knob_value(0, KnobName::TransmitRateBps, kctx), Some(200e6), "a refused value changes nothing");
+        assert_eq!(j.set_knob(0, Knob::Weight(2), kctx), Err(KnobError::Unknown));
+        let mut x = Junos::new(vec![QueueParams::new(TransmitRate::Percent(10.0), Priority::High).exact()]).unwrap();
+        let e = x.set_knob(0, Knob::TransmitRateBps(DataRate(0)), kctx).unwrap_err();
+        assert_eq!(e, KnobError::Invalid("an exact queue with a zero rate never sends".into()));
         assert!(Junos::new(vec![QueueParams::new(TransmitRate::Percent(10.0), Priority::High).meter_window(Duration::ZERO)]).is_err());
     }
 

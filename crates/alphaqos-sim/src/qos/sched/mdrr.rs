@@ -58,8 +58,8 @@
 //! alternate mode interleaving turn by turn
 //! with a 50/50 split at equal quanta, and work conservation.
 
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
-use super::drr::{DeficitRing, Step};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
+use super::drr::{checked_quantum, quantum_value, set_quantum_knob, DeficitRing, Step};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -144,6 +144,27 @@ impl Mdrr {
         match self.llq {
             Some(l) if l.class == class => self.llq_deficit,
             _ => self.ring.deficit(class),
+        }
+    }
+
+    /// The quantum of `class` in bytes (the LLQ's: in alternate mode).
+    pub fn quantum(&self, class: usize) -> u64 {
+        if self.is_llq(class) {
+            self.llq_quantum as u64
+        } else {
+            self.ring.quanta[class] as u64
+        }
+    }
+
+    /// The quantum `q` (bytes, 1..=4294967295) of a normal class from its
+    /// next turn on (Cisco's weight w is the quantum MTU + (w - 1) 512
+    /// bytes), or of the low-latency queue in alternate mode; the quantum
+    /// replaced.
+    pub fn set_quantum(&mut self, class: usize, q: u64) -> Result<u64, KnobError> {
+        if self.is_llq(class) {
+            Ok(std::mem::replace(&mut self.llq_quantum, checked_quantum(q)?) as u64)
+        } else {
+            self.ring.set_quantum(class, q)
         }
     }
 
@@ -239,26 +260,12 @@ impl Scheduler for Mdrr {
             self.phase = Phase::Llq;
         }
     }
-    /// `quantum_bytes`: a normal class's quantum from its next turn on
-    /// (Cisco's weight w is the quantum MTU + (w - 1) 512 bytes); the
-    /// low-latency queue's in alternate mode.
-    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
-        if name != "quantum_bytes" {
-            return Err(KnobError::Unknown);
-        }
-        let is_llq = self.llq.is_some_and(|l| l.class == class);
-        let old = if is_llq { self.llq_quantum as f64 } else { self.ring.quanta[class] as f64 };
-        if let KnobOp::Set(v) = op {
-            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
-                return Err(KnobError::Invalid(format!("quantum_bytes = {v}: must be a whole number of bytes in 1..=4294967295")));
-            }
-            if is_llq {
-                self.llq_quantum = v as i64;
-            } else {
-                self.ring.quanta[class] = v as _;
-            }
-        }
-        Ok(old)
+    /// `quantum_bytes`: [`Mdrr::set_quantum`] (as DRR's, `drr::set_quantum_knob`).
+    fn knob_value(&mut self, class: usize, n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        quantum_value(n, || self.quantum(class))
+    }
+    fn set_knob(&mut self, class: usize, k: Knob, _ctx: KnobCtx) -> KnobResult {
+        set_quantum_knob(k, |q| self.set_quantum(class, q))
     }
 }
 
@@ -299,8 +306,13 @@ mod tests {
         let mut rng = Rng::stream(1, "mdrr-knob");
         let mut ctx = QueueCtx::new(SimTime::ZERO, DataRate::gbps(1), &mut rng);
         let kctx = KnobCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1) };
-        assert_eq!(q.knob("q0", "quantum_bytes", KnobOp::Set(4500.0), kctx), Ok(1500.0));
-        assert!(matches!(q.knob("q0", "quantum_bytes", KnobOp::Set(0.0), kctx), Err(KnobError::Invalid(_))));
+        assert_eq!(q.set_knob("q0", Knob::QuantumBytes(4500), kctx), Ok(1500.0));
+        assert!(matches!(q.set_knob("q0", Knob::QuantumBytes(0), kctx), Err(KnobError::Invalid(_))));
+        assert_eq!(q.knob_value("q0", KnobName::QuantumBytes, kctx), Some(4500.0), "a refused value changes nothing");
+        // The low-latency queue's own quantum (alternate mode); it never joins the ring.
+        let mut m = Mdrr::new(vec![1500, 1500], Some(Llq { class: 1, mode: LlqMode::Alternate })).unwrap();
+        assert_eq!(m.set_quantum(1, 3000), Ok(1500));
+        assert_eq!((m.quantum(1), m.ring.quanta[1]), (3000, 0));
         load(&mut q, &mut ctx, 0, &[1500; 9]);
         load(&mut q, &mut ctx, 1, &[1500; 3]);
         let order = drain(&mut q, &mut ctx);

@@ -76,7 +76,7 @@ pub mod prio;
 pub mod wrr;
 
 use super::fifo::Limit;
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use super::{Backlog, Child, Dequeued, DropProfile, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
@@ -212,9 +212,14 @@ pub trait Scheduler: Send {
     fn on_arrival(&mut self, _class: usize, _now: SimTime) {}
     /// `class` has just sent its last packet.
     fn on_empty(&mut self, _class: usize, _now: SimTime) {}
-    /// Read or change a knob of `class` (its rate, weight, quantum), see
-    /// `knob.rs`. Default: none.
-    fn knob(&mut self, _class: usize, _name: &str, _op: KnobOp, _ctx: KnobCtx) -> KnobResult {
+    /// The value of knob `n` of `class` (its rate, weight, quantum), None
+    /// if the scheduler has no such knob (`knob.rs`). Default: none.
+    fn knob_value(&mut self, _class: usize, _n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        None
+    }
+    /// Set knob `k` of `class` at `ctx.now`: the value replaced; `Invalid`
+    /// leaves the scheduler as it was. Default: none.
+    fn set_knob(&mut self, _class: usize, _k: Knob, _ctx: KnobCtx) -> KnobResult {
         Err(KnobError::Unknown)
     }
 }
@@ -235,8 +240,11 @@ impl<S: Scheduler + ?Sized> Scheduler for Box<S> {
     fn on_empty(&mut self, class: usize, now: SimTime) {
         (**self).on_empty(class, now)
     }
-    fn knob(&mut self, class: usize, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
-        (**self).knob(class, name, op, ctx)
+    fn knob_value(&mut self, class: usize, n: KnobName, ctx: KnobCtx) -> Option<f64> {
+        (**self).knob_value(class, n, ctx)
+    }
+    fn set_knob(&mut self, class: usize, k: Knob, ctx: KnobCtx) -> KnobResult {
+        (**self).set_knob(class, k, ctx)
     }
 }
 
@@ -392,12 +400,20 @@ impl<S: Scheduler> Qdisc for Scheduled<S> {
         self.classes.iter().find(|c| !c.is_empty()).and_then(|c| c.head_size())
     }
 
-    fn knob(&mut self, class: &str, name: &str, op: KnobOp, ctx: KnobCtx) -> KnobResult {
+    /// A class's knobs: the scheduler's for it, else its child's.
+    fn knob_value(&mut self, class: &str, n: KnobName, ctx: KnobCtx) -> Option<f64> {
+        let i = self.class_index(class)?;
+        self.sched.knob_value(i, n, ctx).or_else(|| self.classes[i].child.knob_value("", n, ctx))
+    }
+    fn set_knob(&mut self, class: &str, k: Knob, ctx: KnobCtx) -> KnobResult {
         let i = self.class_index(class).ok_or(KnobError::Unknown)?;
-        match self.sched.knob(i, name, op, ctx) {
-            Err(KnobError::Unknown) => self.classes[i].child.knob("", name, op, ctx),
+        match self.sched.set_knob(i, k, ctx) {
+            Err(KnobError::Unknown) => self.classes[i].child.set_knob("", k, ctx),
             r => r,
         }
+    }
+    fn drop_avg(&self, class: &str) -> Option<f64> {
+        self.classes[self.class_index(class)?].child.drop_avg("")
     }
 
     fn for_each_yaqs(&self, f: &mut dyn FnMut(&str, &super::yaqs::Yaqs)) {

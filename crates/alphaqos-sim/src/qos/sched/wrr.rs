@@ -20,7 +20,7 @@
 //! equal `w_i / sum(w)` within 2% with every class backlogged, and work
 //! conservation under random arrivals.
 
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
 use super::{next_cyclic, ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -44,6 +44,18 @@ impl Wrr {
         // Start "after" the last class so that the first turn is class 0's.
         let cur = weights.len().saturating_sub(1);
         Ok(Wrr { weights, cur, left: 0 })
+    }
+
+    /// Class `class`'s weight, packets per round.
+    pub fn weight(&self, class: usize) -> u32 {
+        self.weights[class]
+    }
+
+    /// Class `class`'s weight `w` (packets per round, at least 1) from its
+    /// next turn on; the weight replaced.
+    pub fn set_weight(&mut self, class: usize, w: u64) -> Result<u32, KnobError> {
+        let w = u32::try_from(w).ok().filter(|&w| w >= 1).ok_or_else(|| KnobError::Invalid("must be a whole number of packets, at least 1".into()))?;
+        Ok(std::mem::replace(&mut self.weights[class], w))
     }
 }
 
@@ -71,19 +83,15 @@ impl Scheduler for Wrr {
             self.left = 0;
         }
     }
-    /// `weight`: packets per round, from the class's next turn on.
-    fn knob(&mut self, class: usize, name: &str, op: KnobOp, _ctx: KnobCtx) -> KnobResult {
-        if name != "weight" {
-            return Err(KnobError::Unknown);
+    /// `weight`: [`Wrr::set_weight`].
+    fn knob_value(&mut self, class: usize, n: KnobName, _ctx: KnobCtx) -> Option<f64> {
+        (n == KnobName::Weight).then(|| self.weight(class) as f64)
+    }
+    fn set_knob(&mut self, class: usize, k: Knob, _ctx: KnobCtx) -> KnobResult {
+        match k {
+            Knob::Weight(w) => self.set_weight(class, w).map(f64::from),
+            _ => Err(KnobError::Unknown),
         }
-        let old = self.weights[class] as f64;
-        if let KnobOp::Set(v) = op {
-            if !(1.0..=u32::MAX as f64).contains(&v) || v.fract() != 0.0 {
-                return Err(KnobError::Invalid(format!("weight = {v}: must be a whole number of packets, at least 1")));
-            }
-            self.weights[class] = v as u32;
-        }
-        Ok(old)
     }
 }
 
@@ -99,6 +107,21 @@ mod tests {
     #[test]
     fn zero_weight_is_rejected() {
         assert!(Wrr::new(vec![1, 0]).is_err());
+    }
+
+    #[test]
+    fn the_weight_knob_is_typed_and_checked() {
+        let ctx = KnobCtx { now: SimTime::ZERO, link_rate: DataRate::gbps(1) };
+        let mut w = Wrr::new(vec![3, 1]).unwrap();
+        assert_eq!(w.knob_value(1, KnobName::Weight, ctx), Some(1.0));
+        assert_eq!(w.knob_value(1, KnobName::QuantumBytes, ctx), None);
+        assert_eq!(w.set_knob(1, Knob::Weight(4), ctx), Ok(1.0), "the weight replaced");
+        assert_eq!(w.weight(1), 4);
+        for bad in [0, u32::MAX as u64 + 1] {
+            assert!(matches!(w.set_knob(1, Knob::Weight(bad), ctx), Err(KnobError::Invalid(_))), "{bad}");
+        }
+        assert_eq!(w.weight(1), 4, "a refused value changes nothing");
+        assert_eq!(w.set_knob(0, Knob::QuantumBytes(1500), ctx), Err(KnobError::Unknown));
     }
 
     #[test]
