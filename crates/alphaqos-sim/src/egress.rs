@@ -28,6 +28,29 @@ use crate::units::DataRate;
 /// Packets dropped from inside a discipline, with the reason it counted.
 pub type Dropped = Vec<(Packet, DropReason)>;
 
+/// What watches a port's departures from outside the generic path (the
+/// simulator's monitors and link taps): called at one point, once per
+/// packet put on the wire, with the band the discipline took it from
+/// ([`Qdisc::last_band`]: YAQS's fast queue is 1, everything else 0).
+pub trait TxWatch {
+    /// Whether anything watches (if not, the band is not asked for).
+    fn active(&self) -> bool;
+    /// `pkt` went on the wire at `now`, from the discipline's `band`.
+    fn on_tx(&mut self, now: SimTime, pkt: &Packet, band: u8);
+}
+
+/// Nobody watches (trace replay, the emulator).
+pub struct NoWatch;
+
+impl TxWatch for NoWatch {
+    #[inline(always)]
+    fn active(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn on_tx(&mut self, _: SimTime, _: &Packet, _: u8) {}
+}
+
 pub struct Egress {
     pub qdisc: LinkQdisc,
     /// The discipline's random stream (RED's and the like's draws).
@@ -56,6 +79,12 @@ impl Egress {
         self.rate.tx_time(size as u64 + self.overhead as u64)
     }
 
+    /// The transmitter is busy until this time.
+    #[inline]
+    pub fn busy_until(&self) -> SimTime {
+        self.busy_until
+    }
+
     /// The time the transmitter next takes a packet, if the discipline
     /// holds one it may give (None: empty, or waiting for an arrival).
     #[inline]
@@ -77,24 +106,33 @@ impl Egress {
     /// the packet it puts on the wire and the time its last bit leaves, if
     /// the discipline gives one. Packets dropped at dequeue go to `dropped`.
     pub fn transmit(&mut self, now: SimTime, dropped: &mut Dropped) -> Option<(Packet, SimTime)> {
+        match self.transmit_watched(now, dropped, &mut NoWatch) {
+            Dequeued::Packet(p) => Some((p, self.busy_until)),
+            _ => None,
+        }
+    }
+
+    /// [`Egress::transmit`] with `watch` told of the packet sent, and the
+    /// discipline's answer as it gave it: a packet sent is on the wire until
+    /// [`Egress::busy_until`]; `NotBefore` and `Empty` hold the port as
+    /// [`Egress::next_tx`] says.
+    #[inline]
+    pub fn transmit_watched(&mut self, now: SimTime, dropped: &mut Dropped, watch: &mut impl TxWatch) -> Dequeued {
         let mut ctx = QueueCtx::with_drops(now, self.rate, &mut self.rng, dropped);
-        match self.qdisc.dequeue(&mut ctx) {
+        let next = self.qdisc.dequeue(&mut ctx);
+        match &next {
             Dequeued::Packet(p) => {
-                let end = now + self.wire_time(p.size);
-                self.busy_until = end;
+                self.busy_until = now + self.wire_time(p.size);
                 self.tx_pkts += 1;
                 self.tx_bytes += p.size as u64;
-                Some((p, end))
+                if watch.active() {
+                    watch.on_tx(now, p, self.qdisc.last_band());
+                }
             }
-            Dequeued::NotBefore(t) => {
-                self.hold = t.max(now + Duration(1));
-                None
-            }
-            Dequeued::Empty => {
-                self.hold = SimTime::MAX;
-                None
-            }
+            &Dequeued::NotBefore(t) => self.hold = t.max(now + Duration(1)),
+            Dequeued::Empty => self.hold = SimTime::MAX,
         }
+        next
     }
 }
 
