@@ -1,9 +1,12 @@
-//! One egress port driven from outside the event loop: a discipline
-//! feeding a transmitter at the link's rate. Trace replay (`trace.rs`) and
-//! the circuit emulator (`crates/alphaqos-emu`) run it; the simulator's own
-//! interfaces (`network.rs`) follow the same rules through its events.
+//! One egress port: a discipline feeding a transmitter at the link's rate,
+//! the queue-plus-transmitter of all three users. Trace replay (`trace.rs`)
+//! and the circuit emulator (`crates/alphaqos-emu`) drive it from outside
+//! the event loop; the simulator's interfaces (`topology.rs`'s `Iface`)
+//! hold one and drive it from their events (`Net::enqueue`/`Net::start_tx`),
+//! with what only the simulator has around it: the pipe, impairments and
+//! TSQ after a departure, and the monitor and tap as a [`TxWatch`].
 //!
-//! The rules (as `Net::enqueue`/`Net::start_tx`):
+//! The rules:
 //! - an arriving packet goes through the discipline at its arrival time;
 //!   an idle transmitter is free from then on, and a discipline that had
 //!   asked to be woken later (a shaped class: `Dequeued::NotBefore`) is
