@@ -157,7 +157,14 @@ def test_resolved_keys_and_defaults_match_the_engine(cc):
 
 
 def test_the_engine_refuses_what_the_schema_refuses():
-    with pytest.raises(ValueError, match="cc_params for cubic"):
+    with pytest.raises(ValueError, match="invalid parameters for cubic: unknown field `bogus`"):
         _engine().cc_params("cubic", json.dumps({"bogus": 1}))
     with pytest.raises(ValueError, match="unknown congestion control"):
         _engine().cc_params("vegas", "{}")
+
+
+def test_the_engines_refusal_names_the_parameter():
+    """The engine's check of a value arrives located at the parameter."""
+    with pytest.raises(ValueError) as refused:
+        _engine().cc_params("cubic", json.dumps({"beta": 1.5}))
+    assert (refused.value.loc, refused.value.msg) == (("beta",), "must be between 0 and 1 (exclusive) for cubic, got 1.5")

@@ -227,7 +227,7 @@ def test_a_bad_configuration_is_one_line_naming_the_field(tmp_path, scenario, em
         (lambda c: c["directions"][0]["hops"][0].update(rate_bps="fast"), "directions[0].hops[0].rate_bps: invalid type: string \"fast\""),
         (lambda c: c["directions"][1]["hops"][0].update(dealy_ns=1), "directions[1].hops[0].dealy_ns: unknown field `dealy_ns`"),
         (lambda c: c["directions"][0]["hops"][0]["queue"].update(fifo={"limit_pkts": -1}), "directions[0].hops[0].queue"),
-        (lambda c: c["filters"][0]["terms"][0].update(policer={"rate_bps": 1}), "filters[0] (rtr): filter[0] (circuit): policer: "),
+        (lambda c: c["filters"][0]["terms"][0].update(policer={"rate_bps": 1}), "filters[0] (rtr): [0].policer: "),
         (lambda c: c["directions"][0].update(exit_filter=7), "directions[0].exit_filter: 7 is not a filter index (there are 1)"),
     ]:
         bad = json.loads(json.dumps(config))

@@ -196,6 +196,47 @@ def test_the_reach_check_finds_a_downcast(tmp_path):
     assert downcasts(_engine_files(tmp_path)) == ["sim.rs"]
 
 
+def knob_name_matches(files: dict[str, str]) -> list[str]:
+    """Files outside `control/` that match a knob name (`knob.rs`'s
+    catalogue, colour suffix allowed) as a string: a match arm or a
+    comparison. The registry in `control/knobs.rs` is the one place that
+    turns names into typed `Knob`s; components see only those."""
+    names = re.findall(r'\bk\("(\w+)"', files["knob.rs"])
+    lit = rf'"(?:{"|".join(names)})(?:\.\w+)?"'
+    match = re.compile(rf"{lit}\s*(?:=>|\||[!=]=)|(?:\||[!=]=)\s*{lit}")
+    return sorted(f for f, text in files.items() if not f.startswith("control/") and match.search(text))
+
+
+# Queues (drop profiles, schedulers, HTB) still answer the string-named
+# knob(class, name, op, ctx) of the Qdisc trait (RIO and colour RED through
+# red.rs's red_curves_knob): not yet moved to typed setters. The list may
+# only shrink.
+QUEUE_KNOBS_NOT_YET_TYPED = [
+    "qos/aqm/red.rs",
+    "qos/htb.rs",
+    "qos/sched/drr.rs",
+    "qos/sched/junos.rs",
+    "qos/sched/mdrr.rs",
+    "qos/sched/wrr.rs",
+]
+
+
+def test_no_component_outside_the_control_plane_matches_knob_names_as_strings():
+    files = _engine_files()
+    assert len(re.findall(r'\bk\("(\w+)"', files["knob.rs"])) == 18, "the catalogue as knob.rs writes it"
+    assert knob_name_matches(files) == QUEUE_KNOBS_NOT_YET_TYPED
+
+
+def test_the_knob_name_check_finds_a_string_match(tmp_path):
+    (tmp_path / "control").mkdir()
+    (tmp_path / "knob.rs").write_text('const KNOBS: &[KnobSpec] = &[k("rate_bps", Unit::Rate, ""), k("max_th", Unit::Packets, "")];\n')
+    (tmp_path / "control" / "knobs.rs").write_text('fn parse(s: &str) { match s { "rate_bps" => 1, _ => 0 }; }\n')
+    (tmp_path / "meter.rs").write_text('fn knob(name: &str) { match name { "rate_bps" => 1, _ => 0 }; }\n')
+    (tmp_path / "red.rs").write_text('fn f(name: &str) -> bool { name == "max_th.green" }\n')
+    (tmp_path / "world.rs").write_text('// "rate_bps" => in a comment\nfn g(m: &str) -> bool { m == "tokens" }\n')
+    assert knob_name_matches(_engine_files(tmp_path)) == ["meter.rs", "red.rs"]
+
+
 def test_the_simulation_file_keeps_the_event_loop():
     # Transfers and streams live in workload/, the samples and result
     # tables in summary.rs; sim.rs builds the world and runs the loop,

@@ -142,7 +142,7 @@ def test_htb_shapes_a_host_to_its_circuit_rate():
         ({"classes": {"1:10": {"parent": "1:1", "rate": "1Gbps"}, "1:1": {"rate": "1Gbps"}}}, "classes.1:10.parent", "declared before"),
         ({"filters": [{"src": "10.10.200.20/32", "class": "1:1"}]}, "filters[0].class", "not a leaf"),
         ({"default": "9:9"}, "default", "not a leaf"),
-        ({"classes": {"1:1": {"rate": "1Gbps", "ceil": "500Mbps"}}}, "classes.1:1.ceil", "below rate"),
+        ({"classes": {"1:1": {"rate": "1Gbps", "ceil": "500Mbps"}}}, "classes.1:1.ceil", "must be >= rate"),
     ],
 )
 def test_bad_htb_names_the_field(change, where, message):

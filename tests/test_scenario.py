@@ -517,7 +517,7 @@ BAD_INPUT = [
     ("host-without-address", [("B: {address: 10.0.0.2}", "B: {}")], "B: {}", "nodes.B", "a host needs an IPv4 address"),
     ("duplicate-address", [("10.0.0.2", "10.0.0.1")], "B: {address", "nodes.B.address", "address 10.0.0.1 is already used by node 'A'"),
     ("invalid-address", [("10.0.0.2", "10.0.0.300")], "B: {address", "nodes.B.address", "expected a dotted IPv4 address"),
-    ("duplicate-flow-name", [("name: probe", "name: bulk")], "  - name: bulk\n    ping", "flows[1].name", "duplicate flow name 'bulk'"),
+    ("duplicate-flow-name", [("name: probe", "name: bulk")], "  - name: bulk\n    ping", "flows[1].name", "duplicate flow 'bulk'"),
     ("duplicate-link", [("[R, B]", "[R, A]")], "[R, A]", "links[1].between", "duplicate link: links[0] already joins"),
     ("link-to-itself", [("[R, B]", "[R, R]")], "[R, R]", "links[1].between", "two different nodes"),
     (
@@ -550,6 +550,19 @@ BAD_INPUT = [
     ("red-thresholds-reversed", [("{fifo: {limit: 100p}}", "{red: {min_th: 30, max_th: 10}}")], "queues:", "links[1].queues.R.red.max_th", "must be greater than min_th (30), got 10"),
     ("red-max-p-above-one", [("{fifo: {limit: 100p}}", "{red: {min_th: 5, max_th: 15, max_p: 1.5}}")], "queues:", "links[1].queues.R.red.max_p", "less than or equal to 1"),
     ("red-mixed-thresholds", [("{fifo: {limit: 100p}}", "{red: {min_th: 5, max_th: 30KB}}")], "queues:", "links[1].queues.R.red.max_th", "both be packet counts or both be sizes"),
+    # The engine's own checks of a mechanism's parameters arrive at the parameter.
+    ("htb-class-zero-rate", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:1': {rate: 1Gbps}, '1:10': {parent: '1:1', rate: 0bps}}}}")], "queues:", "links[1].queues.R.htb.classes.1:10.rate", "must be greater than 0bps"),
+    ("htb-ceil-below-rate", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:1': {rate: 1Gbps}, '1:10': {parent: '1:1', rate: 100Mbps, ceil: 50Mbps}}}}")], "queues:", "links[1].queues.R.htb.classes.1:10.ceil", 'must be >= rate (100Mbps) (class "1:10")'),
+    ("htb-parent-declared-after", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:10': {parent: '1:1', rate: 100Mbps}, '1:1': {rate: 1Gbps}}}}")], "queues:", "links[1].queues.R.htb.classes.1:10.parent", 'parent "1:1" is not declared before it'),
+    ("htb-child-of-inner-class", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:1': {rate: 1Gbps, child: {sfq: {}}}, '1:10': {parent: '1:1', rate: 100Mbps}}}}")], "queues:", "links[1].queues.R.htb.classes.1:1.child", "'1:1' is an inner class"),
+    ("htb-filter-to-inner-class", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:1': {rate: 1Gbps}, '1:10': {parent: '1:1', rate: 100Mbps}}, filters: [{dst: 10.0.0.2/32, class: '1:1'}]}}")], "queues:", "links[1].queues.R.htb.filters[0].class", 'class "1:1" is not a leaf'),
+    ("red-curve-reversed-in-htb-class", [("{fifo: {limit: 100p}}", "{htb: {classes: {'1:1': {rate: 1Gbps, child: {red: {min_th: 30, max_th: 10}}}}}}")], "queues:", "links[1].queues.R.htb.classes.1:1.child.red", "min_th (30) must be below max_th (10)"),
+    (
+        "wrr-zero-weight",
+        [("queues: {R: {fifo: {limit: 100p}}}", "queues: {R: {policy: p}}"), ("flows:\n", "policies:\n  p:\n    scheduler: wrr\n    buffer: 100p\n    classes:\n      be: {weight: 0, buffer_size: 100%}\nflows:\n")],
+        "be: {weight: 0", "policies.p.classes.be.weight", "greater than or equal to 1",
+    ),
+    ("cubic-beta-above-one", [("udp: {from: A, to: B, rate: 500Mbps}", "tcp: {from: A, to: B, cc: cubic, cc_params: {beta: 1.5}}")], "beta: 1.5", "flows[0].tcp.cc_params", "invalid 'beta' for cubic"),
     ("zero-queue-limit", [("limit: 100p", "limit: 0p")], "queues:", "links[1].queues.R.fifo.limit", "must be positive"),
     ("packet-over-mtu", [("rate: 500Mbps}", "rate: 500Mbps, size: 9000B}")], "size: 9000B", "flows[0].udp.size", "9000B packets do not fit the 1500B MTU of links[0] (A-R)"),
     ("tiny-packet", [("rate: 500Mbps}", "rate: 500Mbps, size: 20B}")], "size: 20B", "flows[0].udp.size", "between 28B"),

@@ -196,9 +196,9 @@ fn cc_names() -> Vec<&'static str> {
 /// A controller's parameters (JSON text, base units) as the engine takes
 /// them, every default filled in (JSON text); ValueError if it refuses them.
 #[pyfunction]
-fn cc_params(name: &str, params_json: &str) -> PyResult<String> {
+fn cc_params(py: Python<'_>, name: &str, params_json: &str) -> PyResult<String> {
     let v: serde_json::Value = serde_json::from_str(params_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let out = alphaqos_sim::tcp::cc::resolved_params(name, &v).map_err(PyValueError::new_err)?;
+    let out = alphaqos_sim::tcp::cc::resolved_params(name, &v).map_err(|e| config_error(py, e))?;
     Ok(out.to_string())
 }
 

@@ -10,6 +10,7 @@
 //! credited at its old rate up to `now` first, as a router that updates a
 //! profile does.
 
+use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
 
@@ -117,3 +118,81 @@ pub fn spec(name: &str) -> Option<&'static KnobSpec> {
 
 /// Names of the three colours, indexed by `Color as usize`.
 pub const COLORS: [&str; 3] = ["green", "yellow", "red"];
+
+/// A settable parameter, without its value: what a `Get` reads. The
+/// colour of a drop-profile knob is `None` for every colour the profile has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobName {
+    RateBps,
+    BurstBytes,
+    CirBps,
+    CbsBytes,
+    EbsBytes,
+    PirBps,
+    PbsBytes,
+    MinTh(Option<Color>),
+    MaxTh(Option<Color>),
+    MaxP(Option<Color>),
+    TransmitRateBps,
+    Weight,
+    QuantumBytes,
+    CeilBps,
+    CtrBps,
+    PacingRateBps,
+    CwndClampBytes,
+    Active,
+}
+
+/// A settable parameter with its typed value, checked against its unit
+/// (whole bit/s and bytes, a probability in [0, 1], a switch) by the
+/// registry in `control/knobs.rs` before any component sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Knob {
+    RateBps(DataRate),
+    BurstBytes(u64),
+    CirBps(DataRate),
+    CbsBytes(u64),
+    EbsBytes(u64),
+    PirBps(DataRate),
+    PbsBytes(u64),
+    /// Average-queue thresholds, in the profile's unit (packets or bytes).
+    MinTh(Option<Color>, f64),
+    MaxTh(Option<Color>, f64),
+    MaxP(Option<Color>, f64),
+    TransmitRateBps(DataRate),
+    Weight(u64),
+    QuantumBytes(u64),
+    CeilBps(DataRate),
+    CtrBps(DataRate),
+    PacingRateBps(DataRate),
+    CwndClampBytes(u64),
+    Active(bool),
+}
+
+impl Knob {
+    /// The parameter this value is for.
+    pub fn name(&self) -> KnobName {
+        use Knob as K;
+        use KnobName as N;
+        match *self {
+            K::RateBps(_) => N::RateBps,
+            K::BurstBytes(_) => N::BurstBytes,
+            K::CirBps(_) => N::CirBps,
+            K::CbsBytes(_) => N::CbsBytes,
+            K::EbsBytes(_) => N::EbsBytes,
+            K::PirBps(_) => N::PirBps,
+            K::PbsBytes(_) => N::PbsBytes,
+            K::MinTh(c, _) => N::MinTh(c),
+            K::MaxTh(c, _) => N::MaxTh(c),
+            K::MaxP(c, _) => N::MaxP(c),
+            K::TransmitRateBps(_) => N::TransmitRateBps,
+            K::Weight(_) => N::Weight,
+            K::QuantumBytes(_) => N::QuantumBytes,
+            K::CeilBps(_) => N::CeilBps,
+            K::CtrBps(_) => N::CtrBps,
+            K::PacingRateBps(_) => N::PacingRateBps,
+            K::CwndClampBytes(_) => N::CwndClampBytes,
+            K::Active(_) => N::Active,
+        }
+    }
+}

@@ -6,11 +6,13 @@
 use crate::error::ConfigError;
 use crate::config::{AgentConfig, Config};
 use crate::conn::ConnId;
-use crate::control::{admission, deadline, wred_rtt, Agent, Change, Control, Handle, Handles, Reports, Target, World, WorkloadInfo, TRANSFER_KNOBS, TRANSFER_MEASURES};
+use crate::control::{admission, deadline, knobs, wred_rtt, Agent, Change, Control, Handle, Handles, Reports, Target, World, WorkloadInfo, TRANSFER_KNOBS, TRANSFER_MEASURES};
 use crate::event::{Event, FlowTimer};
-use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult, COLORS, KNOBS};
+use crate::apps::App;
+use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobOp, KnobResult, COLORS, KNOBS};
 use crate::metrics::{Column, Table};
 use crate::network::FlowIo;
+use crate::qos::meter::Policer;
 use crate::qos::Qdisc;
 use crate::sim::{Owner, Simulation};
 use crate::time::SimTime;
@@ -162,7 +164,7 @@ impl Simulation {
             let wl = &self.workloads[w as usize];
             // A transfer's target rate goes to its base_flow streams (a
             // deadline transfer's base connection, not its additional one).
-            if knob == "ctr_bps" && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
+            if knobs::parse(knob) == Some(KnobName::CtrBps) && !(0..wl.streams).any(|s| wl.stream(s).0.cc == "base_flow") {
                 return Err(format!("{}: ctr_bps needs the base_flow congestion control on one of its streams (the workload uses {})", self.handles.name(h), wl.tcp.cc));
             }
             return Ok(());
@@ -202,7 +204,8 @@ impl Simulation {
                     "len_bytes" => Some(b.bytes as f64),
                     "tx_pkts" => Some(ifc.tx_pkts as f64),
                     "tx_bytes" => Some(ifc.tx_bytes as f64),
-                    "rate_bps" => Some(ifc.rate.as_bps() as f64),
+                    // The link's rate, read only (a class's rate_bps is a knob).
+                    _ if knobs::parse(what) == Some(KnobName::RateBps) => Some(ifc.rate.as_bps() as f64),
                     "drop_pkts" => {
                         let mut d = 0;
                         ifc.qdisc.for_each_queue(&mut |_, c, _| d += c.drop_pkts);
@@ -251,7 +254,7 @@ impl Simulation {
                 };
                 match measured {
                     Some(v) => read_only(what, v as f64, op),
-                    None => t.policer_mut().ok_or(KnobError::Unknown)?.knob(what, op, now),
+                    None => policer_knob(t.policer_mut().ok_or(KnobError::Unknown)?, what, op, now),
                 }
             }
             Target::Flow(i) => self.flow_knob(i, what, op),
@@ -271,11 +274,11 @@ impl Simulation {
         match what {
             "tx_bytes" => return read_only(what, st.tx_bytes as f64, op),
             "rx_bytes" => return read_only(what, st.rx_bytes as f64, op),
-            "active" => {
+            _ if knobs::parse(what) == Some(KnobName::Active) => {
                 let f = &self.flow_active[i as usize];
                 let old = *f as u8 as f64;
                 let KnobOp::Set(v) = op else { return Ok(old) };
-                let on = switch(what, v)?;
+                let on = switch(v)?;
                 if on != *f {
                     self.flow_active[i as usize] = on;
                     let timer = if on { FlowTimer::Start } else { FlowTimer::Stop };
@@ -288,7 +291,7 @@ impl Simulation {
             _ => {}
         }
         let c = self.conns.get_mut(id).expect("a scenario flow lives the whole run");
-        c.app.knob(what, op)
+        app_knob(c.app.as_mut(), what, op)
     }
 
     fn workload_knob(&mut self, w: u32, what: &str, op: KnobOp) -> KnobResult {
@@ -314,10 +317,10 @@ impl Simulation {
                     sum
                 }
             }
-            "active" => {
+            _ if knobs::parse(what) == Some(KnobName::Active) => {
                 let old = (now < wl.stop) as u8 as f64;
                 let KnobOp::Set(v) = op else { return Ok(old) };
-                let on = switch(what, v)?;
+                let on = switch(v)?;
                 if !on && now < wl.stop {
                     wl.stop = now;
                 } else if on && now >= wl.stop {
@@ -354,18 +357,18 @@ impl Simulation {
                 // target rate: over the streams that have one (base_flow).
                 let rows = self.transfers[t as usize].stream_rows();
                 let mut live: Vec<ConnId> = self.streams[rows].iter().map(|r| r.id).filter(|&id| self.conns.get(id).is_some()).collect();
-                if what == "ctr_bps" {
-                    live.retain(|&id| self.conns.get_mut(id).is_some_and(|c| c.app.knob(what, KnobOp::Get).is_ok()));
+                if knobs::parse(what) == Some(KnobName::CtrBps) {
+                    live.retain(|&id| self.conns.get(id).is_some_and(|c| c.app.knob_value(KnobName::CtrBps).is_some()));
                 }
                 let k = live.len().max(1) as f64;
                 let op = match op {
-                    KnobOp::Set(v) if what == "cwnd_clamp_bytes" || what == "pacing_rate_bps" || what == "ctr_bps" => KnobOp::Set((v / k).floor().max(if v > 0.0 { 1.0 } else { 0.0 })),
+                    KnobOp::Set(v) => KnobOp::Set((v / k).floor().max(if v > 0.0 { 1.0 } else { 0.0 })),
                     o => o,
                 };
                 let mut sum = 0.0;
                 for id in live {
                     let c = self.conns.get_mut(id).ok_or(KnobError::Unknown)?;
-                    sum += c.app.knob(what, op)?;
+                    sum += app_knob(c.app.as_mut(), what, op)?;
                 }
                 return Ok(sum);
             }
@@ -501,6 +504,21 @@ fn what_kind(name: &str) -> Option<bool> {
     MEASURES.contains(&name).then_some(false)
 }
 
+/// A policer's meter: `tokens` (its first bucket) and its profile's knobs,
+/// through the registry and the typed `Policer::set_profile`.
+fn policer_knob(pol: &mut Policer, what: &str, op: KnobOp, now: SimTime) -> KnobResult {
+    if what == "tokens" {
+        return read_only(what, pol.bucket_tokens().ok_or(KnobError::Unknown)? as f64, op);
+    }
+    let n = knobs::parse(what).ok_or(KnobError::Unknown)?;
+    let p = pol.params().ok_or(KnobError::Unknown)?;
+    let old = p.get(n).ok_or(KnobError::Unknown)? as f64;
+    let KnobOp::Set(v) = op else { return Ok(old) };
+    let new = p.with(knobs::typed(n, v).map_err(KnobError::Invalid)?).ok_or(KnobError::Unknown)?;
+    pol.set_profile(new, now).map_err(|e| KnobError::Invalid(format!("{what} = {v}: {e}")))?;
+    Ok(old)
+}
+
 fn read_only(what: &str, v: f64, op: KnobOp) -> KnobResult {
     match op {
         KnobOp::Get => Ok(v),
@@ -508,10 +526,25 @@ fn read_only(what: &str, v: f64, op: KnobOp) -> KnobResult {
     }
 }
 
-fn switch(what: &str, v: f64) -> Result<bool, KnobError> {
-    match v {
-        0.0 => Ok(false),
-        1.0 => Ok(true),
-        _ => Err(KnobError::Invalid(format!("{what} = {v}: must be 1 (on) or 0 (off)"))),
+/// `active = v` as on or off, checked by the registry.
+fn switch(v: f64) -> Result<bool, KnobError> {
+    match knobs::typed(KnobName::Active, v).map_err(KnobError::Invalid)? {
+        Knob::Active(on) => Ok(on),
+        k => unreachable!("the registry types active as a switch, not {k:?}"),
     }
+}
+
+/// An application's measurements and knobs (TCP connections have them),
+/// through the registry and the typed `App::set_knob`.
+fn app_knob(app: &mut dyn App, what: &str, op: KnobOp) -> KnobResult {
+    if let Some(v) = app.measure(what) {
+        return read_only(what, v as f64, op);
+    }
+    let n = knobs::parse(what).ok_or(KnobError::Unknown)?;
+    let old = app.knob_value(n).ok_or(KnobError::Unknown)?;
+    let KnobOp::Set(v) = op else { return Ok(old) };
+    if !app.set_knob(knobs::typed(n, v).map_err(KnobError::Invalid)?) {
+        return Err(KnobError::Unknown);
+    }
+    Ok(old)
 }

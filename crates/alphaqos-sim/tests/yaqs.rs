@@ -104,11 +104,11 @@ fn yaqs_as_a_class_child_and_bad_parameters() {
     while let Dequeued::Packet(_) = q.dequeue(&mut ctx) {}
     // Each bad value is named.
     for (bad, says) in [
-        (json!({"r": 1.5}), "yaqs: r must be in [0, 1]"),
+        (json!({"r": 1.5}), "yaqs.r: must be in [0, 1]"),
         (json!({"c_f_bytes": -1}), "yaqs.c_f_bytes: must not be negative"),
         (json!({"c_s_bytes": -5}), "yaqs.c_s_bytes: must not be negative"),
-        (json!({"sketch_rows": 0}), "sketch_rows"),
-        (json!({"sketch_buckets": 0}), "sketch_buckets"),
+        (json!({"sketch_rows": 0}), "yaqs.sketch_rows: must be in 1..="),
+        (json!({"sketch_buckets": 0}), "yaqs.sketch_buckets: must be positive"),
     ] {
         let c = Cfg::new(S, 100 * MS).host("A").host("B").link_q("A", "B", GBPS, MS, 0, json!({ "yaqs": bad }), unlimited());
         let err = c.build().err().expect("refused");

@@ -23,9 +23,8 @@
 //!   wait for the delayed-ACK timer.
 
 use super::{App, End, Report, TcpCounters};
-use crate::error::{ConfigError, Whole};
-use crate::knob::{KnobError, KnobOp, KnobResult};
-use crate::units::DataRate;
+use crate::error::{ConfigError, Outer};
+use crate::knob::{Knob, KnobName};
 use crate::config::TcpConfig;
 use crate::event::FlowTimer;
 use crate::metrics::col;
@@ -103,7 +102,7 @@ impl BulkTcp {
             receiver.set_gro(Duration(host.napi_interval_ns), host.ts_tick_ns);
         }
         Ok(BulkTcp {
-            sender: TcpSender::new(cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).at("cc_params")?),
+            sender: TcpSender::new(cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).outer("cc_params")?),
             receiver,
             handshake: None,
             writer: None,
@@ -358,42 +357,47 @@ impl App for BulkTcp {
         Some(self.series_row(prev, s))
     }
 
-    /// The knobs and measurements of a TCP connection.
-    fn knob(&mut self, what: &str, op: KnobOp) -> KnobResult {
+    /// A TCP connection's knobs: its controller's target rate (base_flow),
+    /// its maximum pacing rate and its window clamp (0: none).
+    fn knob_value(&self, n: KnobName) -> Option<f64> {
+        let s = &self.sender;
+        Some(match n {
+            KnobName::CtrBps => s.target_rate()?.as_bps() as f64,
+            KnobName::PacingRateBps => s.max_pacing_rate().map_or(0.0, |r| r.as_bps() as f64),
+            KnobName::CwndClampBytes => match s.cwnd_clamp() {
+                u64::MAX => 0.0,
+                c => c as f64,
+            },
+            _ => return None,
+        })
+    }
+
+    fn set_knob(&mut self, k: Knob) -> bool {
         let s = &mut self.sender;
-        let ro = |v: u64| match op {
-            KnobOp::Get => Ok(v as f64),
-            KnobOp::Set(_) => Err(KnobError::Invalid(format!("{what} is a measurement, not a knob"))),
-        };
-        match what {
-            "srtt_ns" => ro(s.srtt().map_or(0, |d| d.as_nanos())),
-            "cwnd_bytes" => ro(s.cwnd()),
-            "bytes_acked" => ro(s.bytes_acked()),
-            "retransmits" => ro(s.stats.retransmits),
-            "rtt_samples" => ro(s.rtt_totals().0),
-            "rtt_sum_ns" => ro(s.rtt_totals().1),
-            "ctr_bps" => s.controller_mut().target_rate(op),
-            "pacing_rate_bps" => {
-                let old = s.max_pacing_rate().map_or(0.0, |r| r.as_bps() as f64);
-                if let KnobOp::Set(v) = op {
-                    let v = crate::qos::meter::whole(what, v)?;
-                    s.set_max_pacing_rate((v > 0).then_some(DataRate(v)));
-                }
-                Ok(old)
+        match k {
+            Knob::CtrBps(r) if s.target_rate().is_some() => s.controller_mut().set_target_rate(r),
+            Knob::PacingRateBps(r) => {
+                s.set_max_pacing_rate((r.as_bps() > 0).then_some(r));
             }
-            "cwnd_clamp_bytes" => {
-                let old = match s.cwnd_clamp() {
-                    u64::MAX => 0.0,
-                    c => c as f64,
-                };
-                if let KnobOp::Set(v) = op {
-                    let v = crate::qos::meter::whole(what, v)?;
-                    s.set_cwnd_clamp(if v == 0 { u64::MAX } else { v });
-                }
-                Ok(old)
+            Knob::CwndClampBytes(b) => {
+                s.set_cwnd_clamp(if b == 0 { u64::MAX } else { b });
             }
-            _ => Err(KnobError::Unknown),
+            _ => return false,
         }
+        true
+    }
+
+    fn measure(&self, what: &str) -> Option<u64> {
+        let s = &self.sender;
+        Some(match what {
+            "srtt_ns" => s.srtt().map_or(0, |d| d.as_nanos()),
+            "cwnd_bytes" => s.cwnd(),
+            "bytes_acked" => s.bytes_acked(),
+            "retransmits" => s.stats.retransmits,
+            "rtt_samples" => s.rtt_totals().0,
+            "rtt_sum_ns" => s.rtt_totals().1,
+            _ => return None,
+        })
     }
 
     fn delivered(&self, _st: &ConnStats) -> u64 {

@@ -22,7 +22,7 @@ pub mod poisson;
 pub mod video;
 
 use crate::event::FlowTimer;
-use crate::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobName};
 use crate::time::{Duration, SimTime};
 use crate::network::{ConnStats, FlowIo};
 use crate::packet::Packet;
@@ -98,10 +98,19 @@ pub trait App: Send {
     fn tcp_row(&self, _prev: &mut u64, _s: Sampling) -> Option<[u64; 16]> {
         None
     }
-    /// Read or change one of its knobs (`knob.rs`): TCP connections have
-    /// some; others none.
-    fn knob(&mut self, _what: &str, _op: KnobOp) -> KnobResult {
-        Err(KnobError::Unknown)
+    /// The value of knob `n` (`knob.rs`, in its unit), if it has it: TCP
+    /// connections have some; others none.
+    fn knob_value(&self, _n: KnobName) -> Option<f64> {
+        None
+    }
+    /// Change knob `k` (typed and checked by the registry in `control/`);
+    /// false if it has no such knob.
+    fn set_knob(&mut self, _k: Knob) -> bool {
+        false
+    }
+    /// One of its measurements (`srtt_ns`, `cwnd_bytes`, ...), if it has it.
+    fn measure(&self, _what: &str) -> Option<u64> {
+        None
     }
     /// Payload bytes delivered to the receiving application.
     fn delivered(&self, st: &ConnStats) -> u64 {

@@ -55,6 +55,7 @@
 
 pub mod admission;
 pub mod deadline;
+pub mod knobs;
 
 pub mod wred_rtt;
 

@@ -19,7 +19,7 @@
 //! Tests: `classful.rs` (schedulers, drop profiles, children, by path),
 //! `config.rs` (the applied parameters), `tests/qos_pipeline.rs`.
 
-use super::aqm::color_red::{CiscoThresholds, CiscoWredParams, ColorRed};
+use super::aqm::color_red::{CiscoThresholds, CiscoWredParams, ColorRed, COLOR_KEYS};
 use super::aqm::piecewise::{DropCurve, FillMeasure, PiecewiseWred, PiecewiseWredParams};
 use super::aqm::red::RedParams;
 use super::aqm::rio::{Rio, RioParams};
@@ -51,9 +51,9 @@ pub fn build_on(cfg: &QueueConfig, mtu: u32, rate: Option<DataRate>) -> Result<L
         Wrr(c) => Box::new(build_classful(c, Kind::Wrr, mtu).outer("wrr")?),
         Drr(c) => Box::new(build_classful(c, Kind::Drr, mtu).outer("drr")?),
         Mdrr(c) => Box::new(build_classful(c, Kind::Mdrr, mtu).outer("mdrr")?),
-        FqCodel(c) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(c, None, mtu)).at("fq_codel")?),
-        Sfq(c) => Box::new(fq::sfq::Sfq::new(sfq_params(c, None, mtu)).at("sfq")?),
-        Yaqs(c) => Box::new(yaqs::Yaqs::new(yaqs::params_from_config(c, fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)).outer("yaqs")?).at("yaqs")?),
+        FqCodel(c) => Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(c, None, mtu)).outer("fq_codel")?),
+        Sfq(c) => Box::new(fq::sfq::Sfq::new(sfq_params(c, None, mtu)).outer("sfq")?),
+        Yaqs(c) => Box::new(yaqs::Yaqs::new(yaqs::params_from_config(c, fifo::Limit::from_opts(c.limit_pkts, c.limit_bytes)).outer("yaqs")?).outer("yaqs")?),
     }))
 }
 
@@ -192,14 +192,14 @@ fn child_maker(c: &ChildConfig, mtu: u32) -> Result<ChildBuilder, ConfigError> {
         }
         ChildConfig::FqCodel(f) => {
             // Any buffer given, the parameters of the class's are these.
-            fq_codel_params(f, Some(fifo::Limit::UNLIMITED), mtu).validate().at("fq_codel")?;
+            fq_codel_params(f, Some(fifo::Limit::UNLIMITED), mtu).validate().outer("fq_codel")?;
             let f = f.clone();
-            ChildBuilder::new(move |limit| Ok(Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(&f, Some(limit), mtu))?) as Box<dyn Qdisc>))
+            ChildBuilder::new(move |limit| Ok(Box::new(fq::fq_codel::FqCodel::new(fq_codel_params(&f, Some(limit), mtu)).outer("fq_codel")?) as Box<dyn Qdisc>))
         }
         ChildConfig::Sfq(f) => {
-            sfq_params(f, Some(fifo::Limit::UNLIMITED), mtu).validate().at("sfq")?;
+            sfq_params(f, Some(fifo::Limit::UNLIMITED), mtu).validate().outer("sfq")?;
             let f = f.clone();
-            ChildBuilder::new(move |limit| Ok(Box::new(fq::sfq::Sfq::new(sfq_params(&f, Some(limit), mtu))?) as Box<dyn Qdisc>))
+            ChildBuilder::new(move |limit| Ok(Box::new(fq::sfq::Sfq::new(sfq_params(&f, Some(limit), mtu)).outer("sfq")?) as Box<dyn Qdisc>))
         }
         ChildConfig::Yaqs(y) => {
             no_own_limit(y.limit_pkts, y.limit_bytes).outer("yaqs")?;
@@ -251,7 +251,7 @@ fn build_htb(c: &crate::config::HtbConfig, mtu: u32) -> Result<htb::Htb, ConfigE
     if let Some(d) = &c.default_class {
         params = params.default_class(d);
     }
-    htb::Htb::new(params).whole()
+    htb::Htb::new(params)
 }
 
 /// A Junos `priority` keyword of the configuration as the scheduler's level.
@@ -314,14 +314,14 @@ fn build_junos(c: &crate::config::JunosConfig, mtu: u32, link_rate: Option<DataR
             (None, Some(t)) => sched::BufferSize::Temporal(crate::time::Duration(t)),
             _ => return Err(class(ConfigError::new("give exactly one buffer size: buffer_percent or buffer_temporal_ns"))),
         };
-        let curve = |pts: &Option<Vec<(f64, f64)>>| pts.as_deref().map(DropCurve::junos).transpose();
-        let curves = [curve(&k.drop_green).map_err(|e| at("drop_green", e))?, None, curve(&k.drop_red).map_err(|e| at("drop_red", e))?];
+        let curve = |pts: &Option<Vec<(f64, f64)>>, key: &str| pts.as_deref().map(DropCurve::junos).transpose().outer(key).map_err(class);
+        let curves = [curve(&k.drop_green, "drop_green")?, None, curve(&k.drop_red, "drop_red")?];
         let drop_profile: Option<Box<dyn DropProfile>> = match (&k.drop_profile, curves.iter().any(Option::is_some)) {
             (Some(_), true) => return Err(at("drop_profile", "give drop_green/drop_red or drop_profile, not both".into())),
             (Some(d), false) => Some(build_drop_profile(d).outer("drop_profile").map_err(class)?),
             (None, true) => {
                 let p = PiecewiseWredParams { measure: FillMeasure::JUNOS, curves };
-                Some(Box::new(PiecewiseWred::new(p).whole().map_err(class)?))
+                Some(Box::new(PiecewiseWred::new(p).map_err(class)?))
             }
             (None, false) => None,
         };
@@ -336,7 +336,7 @@ fn build_junos(c: &crate::config::JunosConfig, mtu: u32, link_rate: Option<DataR
         crate::config::ExcessSharing::Priority => ExcessSharing::Priority,
         crate::config::ExcessSharing::Proportional => ExcessSharing::Proportional,
     };
-    sched::junos::scheduled_on(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes), link_rate, sharing).whole()
+    sched::junos::scheduled_on(classes, fifo::Limit::from_opts(c.buffer_pkts, c.buffer_bytes), link_rate, sharing)
 }
 
 /// The queue of `c` behind a `kind` scheduler on an interface of MTU `mtu`.
@@ -366,7 +366,7 @@ pub fn build_classful(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Schedu
             };
             llq = Some(Llq { class: i, mode });
         }
-        let limit = BufferSize::Percent(k.buffer_percent).resolve(buffer).at("buffer_percent").map_err(class)?;
+        let limit = BufferSize::Percent(k.buffer_percent).resolve(buffer).outer("buffer_percent").map_err(class)?;
         let profile = k.drop_profile.as_ref().map(build_drop_profile).transpose().outer("drop_profile").map_err(class)?;
         let child = class_child(profile, k.child.as_ref(), mtu).map_err(class)?;
         specs.push(ClassSpec::new(k.name.clone(), limit).with_child(child));
@@ -378,22 +378,19 @@ pub fn build_classful(c: &ClassfulConfig, kind: Kind, mtu: u32) -> Result<Schedu
     let classes = &c.classes;
     let sched: Box<dyn Scheduler> = match kind {
         Kind::StrictPriority => Box::new(StrictPriority::new(classes.iter().map(|k| k.priority.unwrap()).collect())),
-        Kind::Wrr => Box::new(Wrr::new(classes.iter().map(|k| k.weight.unwrap()).collect()).at("classes")?),
-        Kind::Drr => Box::new(Drr::new(classes.iter().map(|k| k.quantum_bytes.unwrap()).collect()).at("classes")?),
+        Kind::Wrr => Box::new(Wrr::new(classes.iter().map(|k| k.weight.unwrap()).collect())?),
+        Kind::Drr => Box::new(Drr::new(classes.iter().map(|k| k.quantum_bytes.unwrap()).collect())?),
         Kind::Mdrr => {
             let quanta = classes
                 .iter()
                 .enumerate()
-                .map(|(i, k)| quantum_from_weight(k.weight.unwrap(), mtu).at("weight").outer(i).outer("classes"))
+                .map(|(i, k)| quantum_from_weight(k.weight.unwrap(), mtu).outer("weight").outer(i).outer("classes"))
                 .collect::<Result<_, _>>()?;
-            Box::new(Mdrr::new(quanta, llq).at("classes")?)
+            Box::new(Mdrr::new(quanta, llq)?)
         }
     };
-    Scheduled::new(specs, sched).at("classes")
+    Scheduled::new(specs, sched)
 }
-
-/// The colours' keys of a per-colour configuration, in colour order.
-const COLOR_KEYS: [&str; 3] = ["green", "yellow", "red"];
 
 /// A class's early-drop profile; an error is located below the profile
 /// (`rio.in_profile.max_th`).
@@ -402,30 +399,30 @@ pub fn build_drop_profile(d: &DropProfileConfig) -> Result<Box<dyn DropProfile>,
         DropProfileConfig::Curves(per) => {
             let mut curves = [None, None, None];
             for (i, c) in per.as_array().into_iter().enumerate() {
-                curves[i] = c.map(|p| DropCurve::junos(p)).transpose().at(COLOR_KEYS[i]).outer("curves")?;
+                curves[i] = c.map(|p| DropCurve::junos(p)).transpose().outer(COLOR_KEYS[i]).outer("curves")?;
             }
             if curves.iter().all(Option::is_none) {
                 return Err(ConfigError::at("curves", "give a curve for at least one colour"));
             }
-            Box::new(PiecewiseWred::new(PiecewiseWredParams { measure: FillMeasure::JUNOS, curves }).at("curves")?)
+            Box::new(PiecewiseWred::new(PiecewiseWredParams { measure: FillMeasure::JUNOS, curves }).outer("curves")?)
         }
         DropProfileConfig::CiscoWred(c) => {
             let t = |x: Option<&crate::config::CiscoThresholdConfig>| x.map(|t| CiscoThresholds { min_th: t.min_th, max_th: t.max_th, max_p: t.max_p });
             let [g, y, r] = c.per_color.as_array();
             let p = CiscoWredParams { per_color: [t(g), t(y), t(r)], exp_weight: c.exp_weight, mean_pkt_bytes: c.mean_pkt_bytes };
-            Box::new(ColorRed::cisco(&p).at("cisco_wred")?)
+            Box::new(ColorRed::cisco(&p).outer("cisco_wred")?)
         }
         DropProfileConfig::Rio(c) => {
             let in_profile = red_curve(&c.in_profile).outer("in_profile").outer("rio")?;
             let out_profile = red_curve(&c.out_profile).outer("out_profile").outer("rio")?;
-            Box::new(Rio::new(RioParams { in_profile, out_profile }).at("rio")?)
+            Box::new(Rio::new(RioParams { in_profile, out_profile }).outer("rio")?)
         }
         DropProfileConfig::Gred(per) => {
             let mut curves: [Option<RedParams>; 3] = [None, None, None];
             for (i, c) in per.as_array().into_iter().enumerate() {
                 curves[i] = c.map(red_curve).transpose().outer(COLOR_KEYS[i]).outer("gred")?;
             }
-            Box::new(ColorRed::gred(curves).at("gred")?)
+            Box::new(ColorRed::gred(curves).outer("gred")?)
         }
     })
 }

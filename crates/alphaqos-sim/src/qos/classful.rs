@@ -145,9 +145,9 @@ mod tests {
         let e = err(two("mdrr", json!({"weight": 1, "low_latency": "strict"}), json!({"weight": 2, "low_latency": "alternate"})));
         assert!(e.contains("only one low-latency queue"), "{e}");
         let e = err(two("mdrr", json!({"weight": 0}), json!({"weight": 2})));
-        assert!(e.contains("mdrr.classes[0].weight: mdrr: weight must be in 1..=2048"), "{e}");
-        assert!(err(two("wrr", json!({"weight": 0}), json!({"weight": 1}))).contains("at least 1 packet"));
-        assert!(err(two("drr", json!({"quantum_bytes": 0}), json!({"quantum_bytes": 1}))).contains("quanta[0]"));
+        assert!(e.contains("mdrr.classes[0].weight: an MDRR weight must be in 1..=2048"), "{e}");
+        assert!(err(two("wrr", json!({"weight": 0}), json!({"weight": 1}))).contains("wrr.classes[0].weight: must be at least 1 packet"));
+        assert!(err(two("drr", json!({"quantum_bytes": 0}), json!({"quantum_bytes": 1}))).contains("drr.classes[0].quantum_bytes: must be in 1..="));
         assert!(err(two("wrr", json!({"weight": 1, "bogus": 1}), json!({"weight": 1}))).contains("bogus"));
         let mut big = two("wrr", json!({"weight": 1}), json!({"weight": 1}));
         big["wrr"]["classes"][0]["buffer_percent"] = json!(70.0);
@@ -226,13 +226,13 @@ mod tests {
         assert_eq!((q.backlog().pkts, ctx.dropped.map_or(0, |d| d.len())), (34, 26));
         let err = |v| queue(v).err().expect("rejected");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"target_ns": 200_000_000}}}), json!({"weight": 1})));
-        assert!(e.contains("wrr.classes[0].child.fq_codel: fq_codel: codel: target"), "{e}");
+        assert!(e.contains("wrr.classes[0].child.fq_codel.target_ns: CoDel's target (200ms) must be below its interval"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fifo": {}}, "drop_profile": {"curves": {"red": [[0, 0], [100, 100]]}}}), json!({"weight": 1})));
         assert!(e.contains("wrr.classes[0].child: give a drop profile"), "{e}");
         let e = err(two("wrr", json!({"weight": 1}), json!({"weight": 1, "child": {"red": {"min_th": 5, "max_th": 15, "limit_pkts": 9}}})));
         assert!(e.contains("wrr.classes[1].child.red.limit_pkts: not used here"), "{e}");
         let e = err(two("wrr", json!({"weight": 1, "child": {"fq_codel": {"quantum_bytes": 0}}}), json!({"weight": 1})));
-        assert!(e.contains("wrr.classes[0].child.fq_codel: fq_codel: quantum"), "{e}");
+        assert!(e.contains("wrr.classes[0].child.fq_codel.quantum_bytes: must be at least 1 byte"), "{e}");
         assert!(err(two("wrr", json!({"weight": 1, "child": {"codel": {}}}), json!({"weight": 1}))).contains("codel"));
         // HTB: a leaf holds a child, an inner class cannot.
         let htb = |child_of: &str| {
@@ -245,7 +245,7 @@ mod tests {
         };
         assert!(htb("1:10").is_ok());
         let e = htb("1:1").err().unwrap();
-        assert!(e.contains("htb: htb: classes[0] (\"1:1\"): an inner class holds no packets"), "{e}");
+        assert!(e.contains("htb.classes[0].child: '1:1' is an inner class: it holds no packets"), "{e}");
         // Junos: a class's child; curves and a child exclude each other.
         let junos = |extra: serde_json::Value| {
             let mut c = json!({"name": "be", "transmit_rate_remainder": true, "priority": "low", "buffer_percent": 100.0});
@@ -258,6 +258,6 @@ mod tests {
         // Link-level queues.
         assert!(queue(json!({"fq_codel": {"limit_pkts": 100, "target_ns": 1_000_000, "interval_ns": 20_000_000}})).is_ok());
         assert!(queue(json!({"sfq": {"quantum_bytes": 3000}})).is_ok());
-        assert!(queue(json!({"fq_codel": {"buckets": 0}})).err().unwrap().contains("fq_codel: buckets"));
+        assert!(queue(json!({"fq_codel": {"buckets": 0}})).err().unwrap().contains("fq_codel.buckets: must be in 1..=65536"));
     }
 }

@@ -92,6 +92,7 @@
 use super::classify::Prefix;
 use super::fifo::{Fifo, Limit, PacketQueue};
 use super::meter::{TokenClock, TokenRate};
+use crate::error::ConfigError;
 use super::{Backlog, ChildBuilder, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
 use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::packet::Packet;
@@ -335,52 +336,56 @@ fn to_i64(b: u64) -> i64 {
 }
 
 impl Htb {
-    pub fn new(p: HtbParams) -> Result<Htb, String> {
+    /// An error is located at the parameter at fault (`classes[2].rate`,
+    /// `filters[0].class`, `default_class`); a class's own problem names
+    /// the class in its message.
+    pub fn new(p: HtbParams) -> Result<Htb, ConfigError> {
         if p.classes.is_empty() {
-            return Err("htb: need at least one class".into());
+            return Err(ConfigError::at("classes", "need at least one class"));
         }
         if p.r2q == 0 {
-            return Err("htb: r2q must be > 0".into());
+            return Err(ConfigError::at("r2q", "must be > 0"));
         }
         let mut classes: Vec<Class> = Vec::with_capacity(p.classes.len());
         let mut depth = Vec::with_capacity(p.classes.len());
         for (i, s) in p.classes.iter().enumerate() {
-            let at = |e: &str| format!("htb: classes[{i}] ({:?}): {e}", s.name);
+            // A problem of class i's `key`, the class named in the message.
+            let at = |key: &str, e: &str| ConfigError::at(key, format!("{e} (class {:?})", s.name)).with_outer(i).with_outer("classes");
             if s.name.is_empty() {
-                return Err(at("empty name"));
+                return Err(ConfigError::at("name", "empty name").with_outer(i).with_outer("classes"));
             }
             if classes.iter().any(|c| c.name == s.name) {
-                return Err(at("name used twice"));
+                return Err(at("name", "name used twice"));
             }
             if p.default_class.is_none() && s.name == DIRECT {
-                return Err(at("the name \"direct\" is the direct queue's when there is no default class"));
+                return Err(at("name", "the name \"direct\" is the direct queue's when there is no default class"));
             }
             let parent = match &s.parent {
                 None => None,
-                Some(n) => Some(classes.iter().position(|c| &c.name == n).ok_or_else(|| at(&format!("parent {n:?} is not declared before it")))?),
+                Some(n) => Some(classes.iter().position(|c| &c.name == n).ok_or_else(|| at("parent", &format!("parent {n:?} is not declared before it")))?),
             };
             let d = parent.map_or(0, |q| depth[q] + 1);
             if d >= MAX_DEPTH - 1 {
-                return Err(at("too deep: at most 8 levels including leaves (TC_HTB_MAXDEPTH)"));
+                return Err(at("parent", "too deep: at most 8 levels including leaves (TC_HTB_MAXDEPTH)"));
             }
             depth.push(d);
-            let rate = TokenRate::new(s.rate).ok_or_else(|| at("rate must be > 0"))?;
+            let rate = TokenRate::new(s.rate).ok_or_else(|| at("rate", "must be > 0"))?;
             let ceil_r = s.ceil.unwrap_or(s.rate);
             if ceil_r < s.rate {
-                return Err(at("ceil must be >= rate"));
+                return Err(at("ceil", &format!("must be >= rate ({})", s.rate)));
             }
             let ceil = TokenRate::new(ceil_r).expect("ceil >= rate > 0");
             if s.prio as usize >= NUM_PRIO {
-                return Err(at("prio must be 0..=7"));
+                return Err(at("prio", "must be 0..=7"));
             }
             let quantum = match s.quantum {
-                Some(0) => return Err(at("quantum must be > 0")),
+                Some(0) => return Err(at("quantum", "must be > 0")),
                 Some(q) => q,
                 None => default_quantum(s.rate, p.r2q),
             };
             let child = match &s.child {
                 None => Box::new(Fifo::new(s.limit)) as Box<dyn Qdisc>,
-                Some(b) => b.build(s.limit).map_err(|e| at(&e))?,
+                Some(b) => b.build(s.limit).map_err(|e| e.with_outer("child").with_outer(i).with_outer("classes"))?,
             };
             let burst = to_i64(s.burst.unwrap_or_else(|| default_burst(s.rate)));
             let cburst = to_i64(s.cburst.unwrap_or_else(|| default_burst(ceil_r)));
@@ -409,26 +414,28 @@ impl Htb {
         let has_child: Vec<bool> = (0..classes.len()).map(|i| classes.iter().any(|c| c.parent == Some(i))).collect();
         for i in 0..classes.len() {
             if has_child[i] && p.classes[i].child.is_some() {
-                return Err(format!("htb: classes[{i}] ({:?}): an inner class holds no packets, so it takes no child discipline (only leaves do)", p.classes[i].name));
+                let msg = format!("'{}' is an inner class: it holds no packets, so it takes no child discipline (only leaves do)", p.classes[i].name);
+                return Err(ConfigError::at("child", msg).with_outer(i).with_outer("classes"));
             }
             if has_child[i] {
                 classes[i].leaf = None;
                 classes[i].level = MAX_DEPTH - 1 - depth[i];
             }
         }
-        let leaf_index = |name: &str, what: &str| -> Result<usize, String> {
-            let i = classes.iter().position(|c| c.name == name).ok_or_else(|| format!("htb: {what}: no class {name:?}"))?;
+        // The leaf `name` that the item at `at` (`default_class`, `filters[k].class`) names.
+        let leaf_index = |name: &str, at: ConfigError| -> Result<usize, ConfigError> {
+            let i = classes.iter().position(|c| c.name == name).ok_or_else(|| ConfigError { msg: format!("no class {name:?}"), ..at.clone() })?;
             if classes[i].leaf.is_none() {
-                return Err(format!("htb: {what}: class {name:?} is not a leaf"));
+                return Err(ConfigError { msg: format!("class {name:?} is not a leaf"), ..at });
             }
             Ok(i)
         };
-        let default_class = p.default_class.as_deref().map(|n| leaf_index(n, "default")).transpose()?;
+        let default_class = p.default_class.as_deref().map(|n| leaf_index(n, ConfigError::at("default_class", ""))).transpose()?;
         let filters = p
             .filters
             .iter()
             .enumerate()
-            .map(|(k, f)| leaf_index(&f.class, &format!("filters[{k}]")).map(|i| (f.clone(), i)))
+            .map(|(k, f)| leaf_index(&f.class, ConfigError::at("class", "").with_outer(k).with_outer("filters")).map(|i| (f.clone(), i)))
             .collect::<Result<Vec<_>, _>>()?;
         let leaves = (0..classes.len()).filter(|&i| classes[i].leaf.is_some()).collect();
         Ok(Htb {

@@ -58,6 +58,7 @@ pub mod yaqs;
 
 pub use build::{applied_queue, build, build_child, build_on};
 
+use crate::error::ConfigError;
 use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use crate::metrics::SojournHistogram;
 use crate::packet::Packet;
@@ -246,15 +247,16 @@ pub trait DropProfile: Send {
     }
 }
 
-/// Makes a class's child discipline for the class's buffer (its limit).
+/// Makes a class's child discipline for the class's buffer (its limit);
+/// an error is located below the child's configuration (`fq_codel.quantum_bytes`).
 #[derive(Clone)]
-pub struct ChildBuilder(pub Arc<dyn Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, String> + Send + Sync>);
+pub struct ChildBuilder(pub Arc<dyn Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, ConfigError> + Send + Sync>);
 
 impl ChildBuilder {
-    pub fn new(f: impl Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, String> + Send + Sync + 'static) -> Self {
+    pub fn new(f: impl Fn(fifo::Limit) -> Result<Box<dyn Qdisc>, ConfigError> + Send + Sync + 'static) -> Self {
         ChildBuilder(Arc::new(f))
     }
-    pub fn build(&self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, String> {
+    pub fn build(&self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, ConfigError> {
         (self.0)(limit)
     }
 }
@@ -274,7 +276,7 @@ pub enum Child {
 }
 
 impl Child {
-    pub fn build(self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, String> {
+    pub fn build(self, limit: fifo::Limit) -> Result<Box<dyn Qdisc>, ConfigError> {
         match self {
             Child::Fifo(None) => Ok(Box::new(fifo::Fifo::new(limit))),
             Child::Fifo(Some(p)) => Ok(Box::new(fifo::Fifo::with_profile(limit, p))),

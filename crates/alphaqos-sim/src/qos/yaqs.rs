@@ -80,7 +80,7 @@
 
 use super::fifo::{Limit, PacketQueue};
 use super::{Backlog, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
-use crate::error::{ConfigError, Whole};
+use crate::error::ConfigError;
 use crate::metrics::Histogram;
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -148,19 +148,20 @@ impl Default for YaqsParams {
 }
 
 impl YaqsParams {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Each parameter in its range, a problem located at its configuration key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(0.0..=1.0).contains(&self.r) {
-            return Err(format!("r must be in [0, 1], got {}", self.r));
+            return Err(ConfigError::at("r", format!("must be in [0, 1], got {}", self.r)));
         }
         if self.rows == 0 || self.rows > MAX_ROWS {
-            return Err(format!("sketch_rows must be in 1..={MAX_ROWS}, got {}", self.rows));
+            return Err(ConfigError::at("sketch_rows", format!("must be in 1..={MAX_ROWS}, got {}", self.rows)));
         }
         if self.buckets == 0 {
-            return Err("sketch_buckets must be positive, got 0".into());
+            return Err(ConfigError::at("sketch_buckets", "must be positive, got 0"));
         }
         if let Some(e) = self.epsilon {
             if !(0.0..=1.0).contains(&e) {
-                return Err(format!("epsilon must be in [0, 1], got {e}"));
+                return Err(ConfigError::at("epsilon", format!("must be in [0, 1], got {e}")));
             }
         }
         Ok(())
@@ -234,7 +235,7 @@ pub struct Yaqs {
 }
 
 impl Yaqs {
-    pub fn new(p: YaqsParams) -> Result<Self, String> {
+    pub fn new(p: YaqsParams) -> Result<Self, ConfigError> {
         p.validate()?;
         let r_fp = (p.r * FP as f64).round() as i64;
         let stats = YaqsStats { epsilon: p.epsilon, ..Default::default() };
@@ -525,7 +526,7 @@ pub fn params_from_config(c: &crate::config::YaqsConfig, limit: Limit) -> Result
         slow_counts,
         epsilon: c.epsilon,
     };
-    p.validate().whole()?;
+    p.validate()?;
     Ok(p)
 }
 
@@ -535,8 +536,7 @@ pub fn child(c: &crate::config::YaqsConfig) -> Result<super::ChildBuilder, Confi
     params_from_config(c, Limit::UNLIMITED)?;
     let c = c.clone();
     Ok(super::ChildBuilder::new(move |limit| {
-        let p = params_from_config(&c, limit).map_err(|e| e.to_string())?;
-        Ok(Box::new(Yaqs::new(p)?) as Box<dyn Qdisc>)
+        Ok(Box::new(Yaqs::new(params_from_config(&c, limit)?)?) as Box<dyn Qdisc>)
     }))
 }
 
@@ -563,7 +563,7 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
-        assert!(Yaqs::new(YaqsParams { r: 1.5, ..Default::default() }).err().unwrap().contains("r must be in [0, 1]"));
+        assert!(Yaqs::new(YaqsParams { r: 1.5, ..Default::default() }).err().unwrap().to_string().contains("r: must be in [0, 1]"));
         assert!(Yaqs::new(YaqsParams { r: -0.1, ..Default::default() }).is_err());
         assert!(Yaqs::new(YaqsParams { epsilon: Some(2.0), ..Default::default() }).is_err());
     }

@@ -331,6 +331,10 @@ impl TcpSender {
         self.recovery
     }
 
+    /// The controller's committed target rate, if it has one (base_flow).
+    pub fn target_rate(&self) -> Option<DataRate> {
+        self.cc.target_rate()
+    }
     /// The congestion controller, for its knobs (`ctr_bps`).
     pub fn controller_mut(&mut self) -> &mut dyn Controller {
         self.cc.as_mut()

@@ -54,6 +54,7 @@
 
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
+use crate::error::ConfigError;
 
 /// CoDel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,12 +75,17 @@ impl Default for CodelParams {
 }
 
 impl CodelParams {
-    pub fn validate(&self) -> Result<(), String> {
-        if self.target.as_nanos() == 0 || self.interval.as_nanos() == 0 {
-            return Err(format!("codel: target and interval must be positive, got {} ns and {} ns", self.target.as_nanos(), self.interval.as_nanos()));
+    /// Target and interval positive, target below interval; a problem
+    /// located at the configuration's key (`target_ns`, `interval_ns`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.target.as_nanos() == 0 {
+            return Err(ConfigError::at("target_ns", "must be positive"));
+        }
+        if self.interval.as_nanos() == 0 {
+            return Err(ConfigError::at("interval_ns", "must be positive"));
         }
         if self.target >= self.interval {
-            return Err(format!("codel: target ({} ns) must be below interval ({} ns)", self.target.as_nanos(), self.interval.as_nanos()));
+            return Err(ConfigError::at("target_ns", format!("CoDel's target ({}) must be below its interval ({})", self.target, self.interval)));
         }
         Ok(())
     }

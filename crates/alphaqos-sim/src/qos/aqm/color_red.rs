@@ -36,6 +36,7 @@ use super::red::red_curves_knob;
 use crate::knob::{KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
+use crate::error::{ConfigError, Outer};
 use crate::packet::Packet;
 use crate::qos::fifo::Limit;
 use crate::qos::{Backlog, DropProfile, QueueCtx};
@@ -94,35 +95,42 @@ pub struct ColorRed {
     avg: Ewma,
 }
 
+/// The colours' keys of a per-colour configuration, in colour order
+/// (green 0, yellow 1, red 2).
+pub const COLOR_KEYS: [&str; 3] = ["green", "yellow", "red"];
+
 impl ColorRed {
     /// Linux `sch_gred` in WRED mode: RED parameters per colour (drop
     /// precedence), one average of the whole queue. The colours given must
     /// agree on `thresholds_in_bytes`, `w_q` and `mean_pkt_bytes`; their
     /// `limit` is unused.
-    pub fn gred(curves: [Option<RedParams>; 3]) -> Result<ColorRed, String> {
+    ///
+    /// A problem is located at the colour's parameter (`yellow.max_th`).
+    pub fn gred(curves: [Option<RedParams>; 3]) -> Result<ColorRed, ConfigError> {
         let mut first: Option<&RedParams> = None;
         for (i, p) in curves.iter().enumerate() {
             let Some(p) = p else { continue };
-            p.validate().map_err(|e| format!("gred: colour {i}: {e}"))?;
+            p.check().outer(COLOR_KEYS[i])?;
             if let Some(f) = first {
                 if f.thresholds_in_bytes != p.thresholds_in_bytes || f.w_q != p.w_q || f.mean_pkt_bytes != p.mean_pkt_bytes {
-                    return Err(format!(
-                        "gred: the colours share one average, so thresholds_in_bytes, w_q and mean_pkt_bytes must agree; colour {i} has ({}, {}, {}), an earlier one ({}, {}, {})",
+                    return Err(ConfigError::at(COLOR_KEYS[i], format!(
+                        "the colours share one average, so thresholds_in_bytes, w_q and mean_pkt_bytes must agree; this colour has ({}, {}, {}), an earlier one ({}, {}, {})",
                         p.thresholds_in_bytes, p.w_q, p.mean_pkt_bytes, f.thresholds_in_bytes, f.w_q, f.mean_pkt_bytes
-                    ));
+                    )));
                 }
             } else {
                 first = Some(p);
             }
         }
-        let f = first.ok_or("gred: at least one colour needs RED parameters")?;
+        let f = first.ok_or_else(|| ConfigError::new("at least one colour needs RED parameters"))?;
         Ok(ColorRed { unit: unit_of(f), avg: Ewma::new(f.w_q, f.mean_pkt_bytes), curves, count: [-1; 3] })
     }
 
     /// Cisco WRED: thresholds in packets, `w_q = 2^-n`, no gentle region.
-    pub fn cisco(p: &CiscoWredParams) -> Result<ColorRed, String> {
+    /// A problem is located at its parameter (`per_color.red.max_p`).
+    pub fn cisco(p: &CiscoWredParams) -> Result<ColorRed, ConfigError> {
         if p.exp_weight > 30 {
-            return Err(format!("cisco wred: exp_weight must be at most 30, got {}", p.exp_weight));
+            return Err(ConfigError::at("exp_weight", format!("must be at most 30, got {}", p.exp_weight)));
         }
         let w_q = 0.5f64.powi(p.exp_weight as i32);
         let mut curves: [Option<RedParams>; 3] = [None, None, None];
@@ -141,7 +149,7 @@ impl ColorRed {
                 });
             }
         }
-        ColorRed::gred(curves).map_err(|e| e.replacen("gred", "cisco wred", 1))
+        ColorRed::gred(curves).outer("per_color")
     }
 
     /// The shared average, in the thresholds' unit.
@@ -211,7 +219,7 @@ mod tests {
         }
         assert!(ColorRed::cisco(&CiscoWredParams { exp_weight: 40, ..b1.clone() }).is_err());
         let bad = CiscoWredParams::new([Some(CiscoThresholds { min_th: 50.0, max_th: 40.0, max_p: 0.1 }), None, None]);
-        assert!(ColorRed::cisco(&bad).unwrap_err().starts_with("cisco wred: colour 0"));
+        assert_eq!(ColorRed::cisco(&bad).unwrap_err().path(), "per_color.green.max_th");
     }
 
 
@@ -237,7 +245,7 @@ mod tests {
         }
         // One average needs one weight.
         let e = ColorRed::gred([Some(green), Some(RedParams { w_q: 0.01, ..yellow }), None]).unwrap_err();
-        assert!(e.contains("share one average"), "{e}");
+        assert!(e.msg.contains("share one average") && e.path() == "yellow", "{e}");
         assert!(ColorRed::gred([None, None, None]).is_err());
     }
 

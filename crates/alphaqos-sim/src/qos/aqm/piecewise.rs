@@ -41,6 +41,7 @@
 //! as `aqm`, full-queue drops as `tail`); the averaged fill and its decay.
 
 use super::ewma::{Ewma, FillUnit};
+use crate::error::ConfigError;
 use crate::packet::Packet;
 use crate::qos::fifo::Limit;
 use crate::qos::{Backlog, DropProfile, QueueCtx};
@@ -63,13 +64,13 @@ impl Averaging {
     pub fn cisco(n: u32) -> Averaging {
         Averaging::Ewma { w_q: 0.5f64.powi(n as i32), mean_pkt_bytes: 1000 }
     }
-    fn validate(&self, who: &str) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ConfigError> {
         if let Averaging::Ewma { w_q, mean_pkt_bytes } = *self {
             if !(w_q > 0.0 && w_q <= 1.0) {
-                return Err(format!("{who}: w_q must be in (0, 1], got {w_q}"));
+                return Err(ConfigError::at("w_q", format!("must be in (0, 1], got {w_q}")));
             }
             if mean_pkt_bytes == 0 {
-                return Err(format!("{who}: mean_pkt_bytes must be positive"));
+                return Err(ConfigError::at("mean_pkt_bytes", "must be positive"));
             }
         }
         Ok(())
@@ -116,7 +117,7 @@ impl DropCurve {
     /// Junos `interpolate { fill-level [..]; drop-probability [..]; }`:
     /// `points` are `(fill %, probability %)`; the line starts at (0, 0)
     /// and ends at (100, 100) unless points at fill 0 or 100 are given.
-    pub fn interpolated(points: &[(f64, f64)]) -> Result<DropCurve, String> {
+    pub fn interpolated(points: &[(f64, f64)]) -> Result<DropCurve, ConfigError> {
         let mut pts = Self::checked(points)?;
         if pts.first().is_none_or(|p| p.0 > 0.0) {
             pts.insert(0, (0.0, 0.0));
@@ -129,16 +130,16 @@ impl DropCurve {
     /// A Junos interpolated profile as the router applies it: the line of
     /// [`DropCurve::interpolated`] held as a table of
     /// [`JUNOS_PROFILE_POINTS`] pairs ([`DropCurve::tabulated`]).
-    pub fn junos(points: &[(f64, f64)]) -> Result<DropCurve, String> {
+    pub fn junos(points: &[(f64, f64)]) -> Result<DropCurve, ConfigError> {
         Ok(Self::interpolated(points)?.tabulated(JUNOS_PROFILE_POINTS))
     }
     /// Junos segmented `fill-level F drop-probability P` pairs (percent):
     /// probability 0 below the first fill level, then each point's
     /// probability from its fill level up to the next one's.
-    pub fn segmented(points: &[(f64, f64)]) -> Result<DropCurve, String> {
+    pub fn segmented(points: &[(f64, f64)]) -> Result<DropCurve, ConfigError> {
         let pts = Self::checked(points)?;
         if pts.is_empty() {
-            return Err("drop curve: a segmented curve needs at least one point".into());
+            return Err(ConfigError::new("a segmented drop curve needs at least one point"));
         }
         Ok(DropCurve { style: CurveStyle::Segmented, points: pts })
     }
@@ -164,18 +165,19 @@ impl DropCurve {
         DropCurve { style: CurveStyle::Interpolated, points: vec![(0.0, 0.0), (1.0, 1.0)] }
     }
 
-    fn checked(points: &[(f64, f64)]) -> Result<Vec<(f64, f64)>, String> {
+    /// The points as fractions; a problem is located at the point (`[2]`).
+    fn checked(points: &[(f64, f64)]) -> Result<Vec<(f64, f64)>, ConfigError> {
         for (i, &(f, p)) in points.iter().enumerate() {
             if !(0.0..=100.0).contains(&f) || !(0.0..=100.0).contains(&p) {
-                return Err(format!("drop curve: point {i} ({f} %, {p} %) is outside [0, 100]"));
+                return Err(ConfigError::at(i, format!("the point ({f} %, {p} %) is outside [0, 100]")));
             }
             if i > 0 {
                 let (f0, p0) = points[i - 1];
                 if f <= f0 {
-                    return Err(format!("drop curve: fill levels must increase, got {f0} % then {f} % (point {i})"));
+                    return Err(ConfigError::at(i, format!("fill levels must increase, got {f0} % then {f} %")));
                 }
                 if p < p0 {
-                    return Err(format!("drop curve: drop probabilities must not decrease, got {p0} % then {p} % (point {i})"));
+                    return Err(ConfigError::at(i, format!("drop probabilities must not decrease, got {p0} % then {p} %")));
                 }
             }
         }
@@ -244,8 +246,8 @@ pub struct PiecewiseWred {
 }
 
 impl PiecewiseWred {
-    pub fn new(p: PiecewiseWredParams) -> Result<PiecewiseWred, String> {
-        p.measure.averaging.validate("wred")?;
+    pub fn new(p: PiecewiseWredParams) -> Result<PiecewiseWred, ConfigError> {
+        p.measure.averaging.validate()?;
         let avg = match p.measure.averaging {
             Averaging::Instantaneous => None,
             Averaging::Ewma { w_q, mean_pkt_bytes } => Some(Ewma::new(w_q, mean_pkt_bytes)),
@@ -333,9 +335,9 @@ mod tests {
         assert!((flat.probability(0.9) - 0.2).abs() < 1e-12);
         assert!((DropCurve::linear().probability(0.37) - 0.37).abs() < 1e-12);
         // Validation.
-        assert!(DropCurve::interpolated(&[(50.0, 10.0), (50.0, 20.0)]).unwrap_err().contains("increase"));
-        assert!(DropCurve::interpolated(&[(10.0, 30.0), (50.0, 20.0)]).unwrap_err().contains("decrease"));
-        assert!(DropCurve::interpolated(&[(101.0, 30.0)]).unwrap_err().contains("outside"));
+        assert!(DropCurve::interpolated(&[(50.0, 10.0), (50.0, 20.0)]).unwrap_err().msg.contains("increase"));
+        assert!(DropCurve::interpolated(&[(10.0, 30.0), (50.0, 20.0)]).unwrap_err().msg.contains("decrease"));
+        assert!(DropCurve::interpolated(&[(101.0, 30.0)]).unwrap_err().msg.contains("outside"));
         assert!(DropCurve::segmented(&[]).is_err());
     }
 

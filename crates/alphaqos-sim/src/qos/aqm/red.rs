@@ -90,6 +90,7 @@ impl RedParams {
     }
 
     /// [`RedParams::check`] in words: `"red: max_p: must be in (0, 1], got 2"`.
+    /// Text, not a located error: a run-time knob's refusal ([`red_curves_knob`]) is text.
     pub fn validate(&self) -> Result<(), String> {
         self.check().map_err(|e| format!("red: {e}"))
     }

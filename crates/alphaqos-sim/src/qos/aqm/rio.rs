@@ -26,6 +26,7 @@ use super::red::red_curves_knob;
 use crate::knob::{KnobOp, KnobResult};
 use super::ewma::{Ewma, FillUnit};
 use super::red::{red_drop, unit_of, RedParams};
+use crate::error::{ConfigError, Outer};
 use crate::packet::{Color, Packet};
 use crate::qos::fifo::Limit;
 use crate::qos::{Backlog, DropProfile, QueueCtx};
@@ -58,9 +59,10 @@ pub struct Rio {
 }
 
 impl Rio {
-    pub fn new(p: RioParams) -> Result<Rio, String> {
-        p.in_profile.validate().map_err(|e| format!("rio: in_profile: {e}"))?;
-        p.out_profile.validate().map_err(|e| format!("rio: out_profile: {e}"))?;
+    /// A problem is located at the curve's parameter (`in_profile.max_p`).
+    pub fn new(p: RioParams) -> Result<Rio, ConfigError> {
+        p.in_profile.check().outer("in_profile")?;
+        p.out_profile.check().outer("out_profile")?;
         Ok(Rio {
             in_unit: unit_of(&p.in_profile),
             total_unit: unit_of(&p.out_profile),

@@ -55,6 +55,7 @@ use crate::qos::aqm::codel::{CodelParams, CodelQueue};
 use crate::qos::fifo::Limit;
 use crate::qos::{Backlog, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
 use std::collections::VecDeque;
+use crate::error::ConfigError;
 
 /// Linux's default `limit`, packets.
 pub const DEFAULT_LIMIT_PKTS: u64 = 10_240;
@@ -84,20 +85,21 @@ impl Default for FqCodelParams {
 }
 
 impl FqCodelParams {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Each parameter in its range, a problem located at its configuration key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.buckets == 0 || self.buckets > 65_536 {
-            return Err(format!("fq_codel: buckets must be in 1..=65536, got {}", self.buckets));
+            return Err(ConfigError::at("buckets", format!("must be in 1..=65536, got {}", self.buckets)));
         }
         if self.quantum == 0 {
-            return Err("fq_codel: quantum must be at least 1 byte".into());
+            return Err(ConfigError::at("quantum_bytes", "must be at least 1 byte"));
         }
         if self.limit.pkts == 0 || self.limit.bytes == 0 {
-            return Err("fq_codel: limit must be at least one packet".into());
+            return Err(ConfigError::at(if self.limit.pkts == 0 { "limit_pkts" } else { "limit_bytes" }, "must be at least one packet"));
         }
         if self.drop_batch == 0 {
-            return Err("fq_codel: drop_batch must be at least 1".into());
+            return Err(ConfigError::at("drop_batch", "must be at least 1"));
         }
-        self.codel.validate().map_err(|e| format!("fq_codel: {e}"))
+        self.codel.validate()
     }
 }
 
@@ -137,7 +139,7 @@ impl CodelQueue for FlowView<'_, '_> {
 }
 
 impl FqCodel {
-    pub fn new(p: FqCodelParams) -> Result<Self, String> {
+    pub fn new(p: FqCodelParams) -> Result<Self, ConfigError> {
         p.validate()?;
         Ok(FqCodel { t: FlowTable::new(p.buckets), new_flows: VecDeque::new(), old_flows: VecDeque::new(), p })
     }

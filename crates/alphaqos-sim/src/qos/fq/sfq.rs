@@ -34,6 +34,7 @@ use crate::packet::Packet;
 use crate::qos::fifo::Limit;
 use crate::qos::{Backlog, Dequeued, DropReason, Qdisc, QueueCounters, QueueCtx};
 use std::collections::VecDeque;
+use crate::error::ConfigError;
 
 /// Linux sfq's default `limit`, packets.
 pub const DEFAULT_LIMIT_PKTS: u64 = 127;
@@ -52,15 +53,16 @@ impl Default for SfqParams {
 }
 
 impl SfqParams {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Each parameter in its range, a problem located at its configuration key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.buckets == 0 || self.buckets > 65_536 {
-            return Err(format!("sfq: buckets must be in 1..=65536, got {}", self.buckets));
+            return Err(ConfigError::at("buckets", format!("must be in 1..=65536, got {}", self.buckets)));
         }
         if self.quantum == 0 {
-            return Err("sfq: quantum must be at least 1 byte".into());
+            return Err(ConfigError::at("quantum_bytes", "must be at least 1 byte"));
         }
         if self.limit.pkts == 0 || self.limit.bytes == 0 {
-            return Err("sfq: limit must be at least one packet".into());
+            return Err(ConfigError::at(if self.limit.pkts == 0 { "limit_pkts" } else { "limit_bytes" }, "must be at least one packet"));
         }
         Ok(())
     }
@@ -73,7 +75,7 @@ pub struct Sfq {
 }
 
 impl Sfq {
-    pub fn new(p: SfqParams) -> Result<Self, String> {
+    pub fn new(p: SfqParams) -> Result<Self, ConfigError> {
         p.validate()?;
         Ok(Sfq { t: FlowTable::new(p.buckets), active: VecDeque::new(), p })
     }

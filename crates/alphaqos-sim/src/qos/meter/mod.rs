@@ -59,10 +59,13 @@ pub mod single_rate;
 pub mod srtcm;
 pub mod trtcm;
 
-use crate::knob::{KnobError, KnobOp, KnobResult};
+use crate::knob::{Knob, KnobName};
 use crate::packet::{Color, Packet};
 use crate::time::SimTime;
 use crate::units::DataRate;
+pub use single_rate::SingleRateParams;
+pub use srtcm::SrtcmParams;
+pub use trtcm::TrtcmParams;
 
 /// A meter: colours each packet of the stream it measures.
 pub trait Meter: Send {
@@ -72,23 +75,64 @@ pub trait Meter: Send {
     fn meter(&mut self, now: SimTime, bytes: u32, pre: Color) -> Color;
     /// Packets and bytes marked with each colour so far.
     fn counters(&self) -> &MeterCounters;
-    /// Read or change a rate or bucket size at `now` (see
-    /// `knob.rs`); `tokens` reads the (first) bucket. A change
-    /// credits the tokens earned at the old rate up to `now` first; the
-    /// fraction of a byte earned since the last whole byte carries over
-    /// to the new rate's grid, rounded down; a smaller bucket drops the
-    /// tokens above its new size. Default: none.
-    fn knob(&mut self, _name: &str, _op: KnobOp, _now: SimTime) -> KnobResult {
-        Err(KnobError::Unknown)
+    /// The parameters of its profile (None: a meter without any).
+    fn params(&self) -> Option<MeterParams> {
+        None
+    }
+    /// Change the profile at `now`: the tokens earned at the old rate up
+    /// to `now` are credited first; the fraction of a byte earned since
+    /// the last whole byte carries over to the new rate's grid, rounded
+    /// down; a smaller bucket drops the tokens above its new size. An
+    /// invalid profile is refused and the meter left as it was.
+    fn set_profile(&mut self, _p: MeterParams, _now: SimTime) -> Result<(), String> {
+        Err("this meter has no profile to change".into())
+    }
+    /// The tokens of its (first) bucket, bytes.
+    fn bucket_tokens(&self) -> Option<u64> {
+        None
     }
 }
 
-/// A knob value as a whole number of bit/s or bytes, or why not.
-pub(crate) fn whole(name: &str, v: f64) -> Result<u64, KnobError> {
-    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
-        Ok(v as u64)
-    } else {
-        Err(KnobError::Invalid(format!("{name} = {v}: must be a whole, non-negative number")))
+/// A meter's parameters, of any of the three kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeterParams {
+    SingleRate(SingleRateParams),
+    Srtcm(SrtcmParams),
+    Trtcm(TrtcmParams),
+}
+
+impl MeterParams {
+    /// The value of parameter `n` (bit/s or bytes), if this kind has it.
+    pub fn get(&self, n: KnobName) -> Option<u64> {
+        use KnobName as N;
+        Some(match (self, n) {
+            (MeterParams::SingleRate(p), N::RateBps) => p.rate.as_bps(),
+            (MeterParams::SingleRate(p), N::BurstBytes) => p.burst_size,
+            (MeterParams::Srtcm(p), N::CirBps) => p.cir.as_bps(),
+            (MeterParams::Srtcm(p), N::CbsBytes) => p.cbs,
+            (MeterParams::Srtcm(p), N::EbsBytes) => p.ebs,
+            (MeterParams::Trtcm(p), N::PirBps) => p.pir.as_bps(),
+            (MeterParams::Trtcm(p), N::PbsBytes) => p.pbs,
+            (MeterParams::Trtcm(p), N::CirBps) => p.cir.as_bps(),
+            (MeterParams::Trtcm(p), N::CbsBytes) => p.cbs,
+            _ => return None,
+        })
+    }
+    /// The parameters with `k` applied; None if this kind has no such one.
+    pub fn with(mut self, k: Knob) -> Option<MeterParams> {
+        match (&mut self, k) {
+            (MeterParams::SingleRate(p), Knob::RateBps(r)) => p.rate = r,
+            (MeterParams::SingleRate(p), Knob::BurstBytes(b)) => p.burst_size = b,
+            (MeterParams::Srtcm(p), Knob::CirBps(r)) => p.cir = r,
+            (MeterParams::Srtcm(p), Knob::CbsBytes(b)) => p.cbs = b,
+            (MeterParams::Srtcm(p), Knob::EbsBytes(b)) => p.ebs = b,
+            (MeterParams::Trtcm(p), Knob::PirBps(r)) => p.pir = r,
+            (MeterParams::Trtcm(p), Knob::PbsBytes(b)) => p.pbs = b,
+            (MeterParams::Trtcm(p), Knob::CirBps(r)) => p.cir = r,
+            (MeterParams::Trtcm(p), Knob::CbsBytes(b)) => p.cbs = b,
+            _ => return None,
+        }
+        Some(self)
     }
 }
 
@@ -320,9 +364,17 @@ impl Policer {
     pub fn counters(&self) -> &MeterCounters {
         self.meter.counters()
     }
-    /// The meter's knobs (see [`Meter::knob`]).
-    pub fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
-        self.meter.knob(name, op, now)
+    /// The meter's parameters (see [`Meter::params`]).
+    pub fn params(&self) -> Option<MeterParams> {
+        self.meter.params()
+    }
+    /// Change the meter's profile at `now` (see [`Meter::set_profile`]).
+    pub fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
+        self.meter.set_profile(p, now)
+    }
+    /// The tokens of the meter's (first) bucket, bytes.
+    pub fn bucket_tokens(&self) -> Option<u64> {
+        self.meter.bucket_tokens()
     }
     /// Packets and bytes discarded by the policer.
     pub fn discarded(&self) -> (u64, u64) {

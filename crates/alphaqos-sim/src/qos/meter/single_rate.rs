@@ -37,8 +37,7 @@
 //! gap; random trains: tokens never exceed the bucket and green bytes never
 //! exceed `burst_size + rate t / 8`.
 
-use super::{whole, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
-use crate::knob::{KnobError, KnobOp, KnobResult};
+use super::{ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -120,25 +119,18 @@ impl Meter for SingleRate {
     fn counters(&self) -> &MeterCounters {
         &self.counters
     }
-    /// `rate_bps`, `burst_bytes`; `tokens` (read only).
-    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
-        let old = match name {
-            "rate_bps" => self.profile.rate.rate().as_bps(),
-            "burst_bytes" => self.profile.burst_size,
-            "tokens" => self.bucket.tokens(),
-            _ => return Err(KnobError::Unknown),
-        } as f64;
-        let KnobOp::Set(v) = op else { return Ok(old) };
-        let mut p = SingleRateParams { rate: self.profile.rate.rate(), burst_size: self.profile.burst_size };
-        match name {
-            "rate_bps" => p.rate = DataRate(whole(name, v)?),
-            "burst_bytes" => p.burst_size = whole(name, v)?,
-            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
-        }
-        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+    fn params(&self) -> Option<MeterParams> {
+        Some(MeterParams::SingleRate(SingleRateParams { rate: self.profile.rate.rate(), burst_size: self.profile.burst_size }))
+    }
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
+        let MeterParams::SingleRate(p) = p else { return Err("a single-rate meter takes a single-rate profile".into()) };
+        let new = p.profile()?;
         self.bucket.change((&self.profile.rate, self.profile.burst_size), (&new.rate, new.burst_size), now);
         self.profile = new;
-        Ok(old)
+        Ok(())
+    }
+    fn bucket_tokens(&self) -> Option<u64> {
+        Some(self.bucket.tokens())
     }
 }
 
@@ -200,15 +192,17 @@ mod tests {
 
     #[test]
     fn a_rate_change_credits_the_old_rate_up_to_the_moment_of_change() {
-        use crate::knob::{KnobError, KnobOp};
+        use crate::knob::{Knob, KnobName};
+        let set = |m: &mut SingleRate, k: Knob, now| m.set_profile(m.params().unwrap().with(k).unwrap(), now);
+        let get = |m: &SingleRate, n| m.params().unwrap().get(n);
         // 1 Mbit/s: a byte every 8 us; bucket 3000 B, emptied at t = 0.
         let mut m = meter(DataRate::mbps(1), 3000, ColorMode::Blind);
         assert_eq!(m.meter(SimTime(0), 3000, Color::Green), Color::Green);
-        assert_eq!(m.knob("rate_bps", KnobOp::Get, SimTime(0)), Ok(1e6));
+        assert_eq!(get(&m, KnobName::RateBps), Some(1_000_000));
         // Change to 2 Mbit/s at 4.003 ms: 4_003_000 / 8000 = 500 bytes earned
         // at the old rate, 3000/8000 of a byte carried, which on the new grid
         // (a byte every 4 us) is 1500/4000.
-        assert_eq!(m.knob("rate_bps", KnobOp::Set(2e6), SimTime(4_003_000)), Ok(1e6));
+        assert_eq!(set(&mut m, Knob::RateBps(DataRate::mbps(2)), SimTime(4_003_000)), Ok(()));
         assert_eq!(m.tokens(), 500);
         // 2.5 us later the carried 1500 + 2500 ns make the next byte.
         assert_eq!(m.meter(SimTime(4_005_499), 501, Color::Green), Color::Red);
@@ -218,15 +212,20 @@ mod tests {
         assert_eq!(m.meter(SimTime(4_405_500), 100, Color::Green), Color::Green);
         assert_eq!(m.tokens(), 0);
         // A smaller bucket drops what no longer fits, after crediting.
-        assert_eq!(m.knob("burst_bytes", KnobOp::Set(100.0), SimTime(5_405_500)), Ok(3000.0));
+        assert_eq!(get(&m, KnobName::BurstBytes), Some(3000));
+        assert_eq!(set(&mut m, Knob::BurstBytes(100), SimTime(5_405_500)), Ok(()));
         assert_eq!(m.tokens(), 100, "250 earned, 100 kept");
-        // Out of range: nothing changes, the error names the knob.
-        for (knob, v) in [("rate_bps", -1.0), ("rate_bps", 0.0), ("burst_bytes", 0.0), ("rate_bps", 1.5)] {
-            let Err(KnobError::Invalid(e)) = m.knob(knob, KnobOp::Set(v), SimTime(6_000_000)) else { panic!("{knob} = {v} accepted") };
-            assert!(e.contains(knob), "{e}");
+        // Out of range: refused, nothing changes (negative and fractional
+        // values are refused by the registry, control/knobs.rs).
+        for k in [Knob::RateBps(DataRate(0)), Knob::BurstBytes(0)] {
+            assert!(set(&mut m, k, SimTime(6_000_000)).is_err(), "{k:?} accepted");
         }
-        assert_eq!(m.knob("rate_bps", KnobOp::Get, SimTime(6_000_000)), Ok(2e6));
-        assert_eq!(m.knob("cir_bps", KnobOp::Get, SimTime(6_000_000)), Err(KnobError::Unknown));
+        assert_eq!(m.tokens(), 100);
+        assert_eq!(get(&m, KnobName::RateBps), Some(2_000_000));
+        assert_eq!(get(&m, KnobName::CirBps), None);
+        assert_eq!(m.params().unwrap().with(Knob::CirBps(DataRate::mbps(1))), None, "a single-rate meter has no CIR");
+        let srtcm = MeterParams::Srtcm(crate::qos::meter::SrtcmParams { cir: DataRate::mbps(1), cbs: 1, ebs: 1 });
+        assert!(m.set_profile(srtcm, SimTime(6_000_000)).is_err(), "a profile of another kind");
     }
 
     #[test]

@@ -40,8 +40,7 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= CBS + EBS + CIR t / 8`, and a colour-aware meter never promotes.
 
-use crate::knob::{KnobError, KnobOp, KnobResult};
-use super::{whole, fill, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
+use super::{fill, ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -141,30 +140,22 @@ impl Meter for Srtcm {
     fn counters(&self) -> &MeterCounters {
         &self.counters
     }
-    /// `cir_bps`, `cbs_bytes`, `ebs_bytes`; `tokens` (Tc, read only).
-    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+    fn params(&self) -> Option<MeterParams> {
         let pr = &self.profile;
-        let old = match name {
-            "cir_bps" => pr.cir.rate().as_bps(),
-            "cbs_bytes" => pr.cbs,
-            "ebs_bytes" => pr.ebs,
-            "tokens" => self.c.tokens(),
-            _ => return Err(KnobError::Unknown),
-        } as f64;
-        let KnobOp::Set(v) = op else { return Ok(old) };
-        let mut p = SrtcmParams { cir: pr.cir.rate(), cbs: pr.cbs, ebs: pr.ebs };
-        match name {
-            "cir_bps" => p.cir = DataRate(whole(name, v)?),
-            "cbs_bytes" => p.cbs = whole(name, v)?,
-            "ebs_bytes" => p.ebs = whole(name, v)?,
-            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
-        }
-        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        Some(MeterParams::Srtcm(SrtcmParams { cir: pr.cir.rate(), cbs: pr.cbs, ebs: pr.ebs }))
+    }
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
+        let MeterParams::Srtcm(p) = p else { return Err("an srTCM meter takes an srTCM profile".into()) };
+        let new = p.profile()?;
         let overflow = self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
         fill(&mut self.te, self.profile.ebs, overflow);
         self.profile = new;
         self.te = self.te.min(new.ebs);
-        Ok(old)
+        Ok(())
+    }
+    /// Tc.
+    fn bucket_tokens(&self) -> Option<u64> {
+        Some(self.c.tokens())
     }
 }
 

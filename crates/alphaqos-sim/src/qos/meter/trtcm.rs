@@ -34,8 +34,7 @@
 //! green bytes `<= CBS + CIR t / 8`, green and yellow bytes
 //! `<= PBS + PIR t / 8`, and a colour-aware meter never promotes.
 
-use crate::knob::{KnobError, KnobOp, KnobResult};
-use super::{whole, ColorMode, Meter, MeterCounters, TokenBucket, TokenRate};
+use super::{ColorMode, MeterParams, Meter, MeterCounters, TokenBucket, TokenRate};
 use crate::packet::Color;
 use crate::time::SimTime;
 use crate::units::DataRate;
@@ -154,31 +153,21 @@ impl Meter for Trtcm {
     fn counters(&self) -> &MeterCounters {
         &self.counters
     }
-    /// `pir_bps`, `pbs_bytes`, `cir_bps`, `cbs_bytes`; `tokens` (Tc, read only).
-    fn knob(&mut self, name: &str, op: KnobOp, now: SimTime) -> KnobResult {
+    fn params(&self) -> Option<MeterParams> {
         let pr = &self.profile;
-        let old = match name {
-            "pir_bps" => pr.pir.rate().as_bps(),
-            "pbs_bytes" => pr.pbs,
-            "cir_bps" => pr.cir.rate().as_bps(),
-            "cbs_bytes" => pr.cbs,
-            "tokens" => self.c.tokens(),
-            _ => return Err(KnobError::Unknown),
-        } as f64;
-        let KnobOp::Set(v) = op else { return Ok(old) };
-        let mut p = TrtcmParams { pir: pr.pir.rate(), pbs: pr.pbs, cir: pr.cir.rate(), cbs: pr.cbs };
-        match name {
-            "pir_bps" => p.pir = DataRate(whole(name, v)?),
-            "pbs_bytes" => p.pbs = whole(name, v)?,
-            "cir_bps" => p.cir = DataRate(whole(name, v)?),
-            "cbs_bytes" => p.cbs = whole(name, v)?,
-            _ => return Err(KnobError::Invalid("tokens is a measurement, not a knob".into())),
-        }
-        let new = p.profile().map_err(|e| KnobError::Invalid(format!("{name} = {v}: {e}")))?;
+        Some(MeterParams::Trtcm(TrtcmParams { pir: pr.pir.rate(), pbs: pr.pbs, cir: pr.cir.rate(), cbs: pr.cbs }))
+    }
+    fn set_profile(&mut self, p: MeterParams, now: SimTime) -> Result<(), String> {
+        let MeterParams::Trtcm(p) = p else { return Err("a trTCM meter takes a trTCM profile".into()) };
+        let new = p.profile()?;
         self.p.change((&self.profile.pir, self.profile.pbs), (&new.pir, new.pbs), now);
         self.c.change((&self.profile.cir, self.profile.cbs), (&new.cir, new.cbs), now);
         self.profile = new;
-        Ok(old)
+        Ok(())
+    }
+    /// Tc.
+    fn bucket_tokens(&self) -> Option<u64> {
+        Some(self.c.tokens())
     }
 }
 

@@ -38,6 +38,7 @@ use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
 use std::collections::VecDeque;
+use crate::error::ConfigError;
 
 /// The active list and deficit counters of a deficit round robin, shared by
 /// [`Drr`] and Cisco's MDRR ([`super::mdrr`]). Two rules for when the head
@@ -191,9 +192,10 @@ pub struct Drr {
 
 impl Drr {
     /// `quanta[i]`: bytes class `i` may send per round (>= 1).
-    pub fn new(quanta: Vec<u64>) -> Result<Self, String> {
+    /// A problem is located at the class's key (`classes[1].quantum_bytes`).
+    pub fn new(quanta: Vec<u64>) -> Result<Self, ConfigError> {
         if let Some(i) = quanta.iter().position(|&q| q == 0 || q > u32::MAX as u64) {
-            return Err(format!("drr: quanta[{i}] must be in 1..=4294967295 bytes, got {}", quanta[i]));
+            return Err(ConfigError::at("quantum_bytes", format!("must be in 1..=4294967295 bytes, got {}", quanta[i])).with_outer(i).with_outer("classes"));
         }
         Ok(Drr { ring: DeficitRing::new(quanta, false) })
     }

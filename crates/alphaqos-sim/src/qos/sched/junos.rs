@@ -165,6 +165,7 @@ use crate::qos::fifo::Limit;
 use crate::qos::Child;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
+use crate::error::{ConfigError, Outer};
 
 /// Meter depth by default: one Ethernet MTU (see the module doc).
 pub const DEFAULT_BURST_BYTES: u64 = 1500;
@@ -365,38 +366,39 @@ pub struct Junos {
 const MIN_WEIGHT: f64 = 1e-9;
 
 impl Junos {
-    pub fn new(params: Vec<QueueParams>) -> Result<Self, String> {
+    /// `params[i]`: queue `i`'s; a problem is located at the queue's
+    /// configuration key (`classes[2].excess_rate_percent`).
+    pub fn new(params: Vec<QueueParams>) -> Result<Self, ConfigError> {
         let mut pct = 0.0;
         for (i, q) in params.iter().enumerate() {
+            let at = |key: &str, msg: &str| ConfigError::at(key, msg).with_outer(i).with_outer("classes");
             match q.transmit_rate {
-                TransmitRate::Percent(p) if !(0.0..=100.0).contains(&p) => {
-                    return Err(format!("junos: queue {i}: transmit-rate percent must be in [0, 100], got {p}"))
-                }
+                TransmitRate::Percent(p) if !(0.0..=100.0).contains(&p) => return Err(at("transmit_rate_percent", &format!("must be in [0, 100], got {p}"))),
                 TransmitRate::Percent(p) => pct += p,
                 _ => {}
             }
             if q.exact {
                 match q.transmit_rate {
-                    TransmitRate::Remainder => return Err(format!("junos: queue {i}: exact needs an explicit transmit-rate, not remainder")),
-                    TransmitRate::Percent(p) if p <= 0.0 => return Err(format!("junos: queue {i}: exact with a zero transmit-rate never sends")),
-                    TransmitRate::Rate(r) if r.as_bps() == 0 => return Err(format!("junos: queue {i}: exact with a zero transmit-rate never sends")),
+                    TransmitRate::Remainder => return Err(at("exact", "exact needs an explicit transmit rate, not the remainder")),
+                    TransmitRate::Percent(p) if p <= 0.0 => return Err(at("exact", "exact with a zero transmit rate never sends")),
+                    TransmitRate::Rate(r) if r.as_bps() == 0 => return Err(at("exact", "exact with a zero transmit rate never sends")),
                     _ => {}
                 }
             }
             if q.burst_bytes == 0 {
-                return Err(format!("junos: queue {i}: burst_bytes must be at least 1"));
+                return Err(at("burst_bytes", "must be at least 1"));
             }
             if q.meter_window == Some(Duration::ZERO) {
-                return Err(format!("junos: queue {i}: meter_window must be greater than 0"));
+                return Err(at("meter_window_ns", "must be greater than 0"));
             }
             if let Some(x) = q.excess_rate {
                 if !(0.0..=100.0).contains(&x) {
-                    return Err(format!("junos: queue {i}: excess-rate percent must be in [0, 100], got {x}"));
+                    return Err(at("excess_rate_percent", &format!("must be in [0, 100], got {x}")));
                 }
             }
         }
         if pct > 100.0 + 1e-9 {
-            return Err(format!("junos: transmit-rate percents add up to {pct} > 100"));
+            return Err(ConfigError::at("classes", format!("transmit_rate_percent adds up to {pct} %, more than 100 %")));
         }
         let n = params.len();
         Ok(Junos {
@@ -416,10 +418,11 @@ impl Junos {
 
     /// How the excess bandwidth is shared ([`ExcessSharing::Priority`] by
     /// default). `excess_rate` needs [`ExcessSharing::Proportional`].
-    pub fn excess(mut self, sharing: ExcessSharing) -> Result<Self, String> {
+    pub fn excess(mut self, sharing: ExcessSharing) -> Result<Self, ConfigError> {
         if sharing == ExcessSharing::Priority {
             if let Some(i) = self.params.iter().position(|q| q.excess_rate.is_some()) {
-                return Err(format!("junos: queue {i}: excess-rate is a weight of the proportional excess sharing (excess: proportional)"));
+                let msg = "a weight of the proportional excess sharing (give the scheduler excess: proportional)";
+                return Err(ConfigError::at("excess_rate_percent", msg).with_outer(i).with_outer("classes"));
             }
         }
         self.sharing = sharing;
@@ -615,18 +618,23 @@ pub struct JunosClass {
 
 /// A Junos egress: classes in queue-number order (`fclass` = queue
 /// number), buffers carved out of `interface_buffer`.
-pub fn scheduled(classes: Vec<JunosClass>, interface_buffer: Limit) -> Result<Scheduled<Junos>, String> {
+pub fn scheduled(classes: Vec<JunosClass>, interface_buffer: Limit) -> Result<Scheduled<Junos>, ConfigError> {
     scheduled_on(classes, interface_buffer, None, ExcessSharing::Priority)
 }
 
 /// As [`scheduled`], on a link of `link_rate` (temporal buffers need it),
-/// with the excess shared as `sharing` says.
-pub fn scheduled_on(classes: Vec<JunosClass>, interface_buffer: Limit, link_rate: Option<DataRate>, sharing: ExcessSharing) -> Result<Scheduled<Junos>, String> {
+/// with the excess shared as `sharing` says. A problem is located at the
+/// class's configuration key (`classes[1].buffer_temporal_ns`).
+pub fn scheduled_on(classes: Vec<JunosClass>, interface_buffer: Limit, link_rate: Option<DataRate>, sharing: ExcessSharing) -> Result<Scheduled<Junos>, ConfigError> {
     let params: Vec<QueueParams> = classes.iter().map(|c| c.scheduler).collect();
     let rates = link_rate.map(|l| resolve_rates(&params, l));
     let mut specs = Vec::with_capacity(classes.len());
     for (i, c) in classes.into_iter().enumerate() {
-        let limit = c.buffer_size.resolve_at(interface_buffer, rates.as_ref().map(|r| r[i])).map_err(|e| format!("{}: {e}", c.name))?;
+        let key = match c.buffer_size {
+            BufferSize::Temporal(_) => "buffer_temporal_ns",
+            _ => "buffer_percent",
+        };
+        let limit = c.buffer_size.resolve_at(interface_buffer, rates.as_ref().map(|r| r[i])).outer(key).outer(i).outer("classes")?;
         specs.push(ClassSpec { name: c.name, limit, child: c.child });
     }
     Scheduled::new(specs, Junos::new(params)?.excess(sharing)?)

@@ -63,6 +63,7 @@ use super::drr::{DeficitRing, Step};
 use super::{ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
+use crate::error::ConfigError;
 
 /// How the low-latency queue shares the link with the normal queues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,9 +84,9 @@ pub struct Llq {
 /// Cisco 12000's quantum of a queue of weight `weight` (1..=2048) on an
 /// interface of MTU `mtu` bytes: `MTU + (weight - 1) * 512` bytes
 /// (Cisco 18841, "MDRR Overview").
-pub fn quantum_from_weight(weight: u32, mtu: u32) -> Result<u64, String> {
+pub fn quantum_from_weight(weight: u32, mtu: u32) -> Result<u64, ConfigError> {
     if !(1..=2048).contains(&weight) {
-        return Err(format!("mdrr: weight must be in 1..=2048, got {weight}"));
+        return Err(ConfigError::new(format!("an MDRR weight must be in 1..=2048, got {weight}")));
     }
     Ok(mtu as u64 + (weight as u64 - 1) * 512)
 }
@@ -111,14 +112,15 @@ pub struct Mdrr {
 impl Mdrr {
     /// `quanta[i]`: bytes per turn of class `i` (>= 1; for the LLQ used in
     /// alternate mode only). `llq`: the low-latency queue, if any.
-    pub fn new(quanta: Vec<u64>, llq: Option<Llq>) -> Result<Self, String> {
+    /// A problem is located at the class (`classes[1]`).
+    pub fn new(quanta: Vec<u64>, llq: Option<Llq>) -> Result<Self, ConfigError> {
         let n = quanta.len();
         if let Some(i) = quanta.iter().position(|&q| q == 0 || q > u32::MAX as u64) {
-            return Err(format!("mdrr: quanta[{i}] must be in 1..=4294967295 bytes, got {}", quanta[i]));
+            return Err(ConfigError::at(i, format!("the quantum must be in 1..=4294967295 bytes, got {}", quanta[i])).with_outer("classes"));
         }
         if let Some(l) = llq {
             if l.class >= n {
-                return Err(format!("mdrr: low-latency queue {} out of range (0..{n})", l.class));
+                return Err(ConfigError::at("classes", format!("low-latency queue {} out of range (0..{n})", l.class)));
             }
         }
         let llq_quantum = llq.map_or(0, |l| quanta[l.class] as i64);

@@ -81,6 +81,7 @@ use super::{Backlog, Child, Dequeued, DropProfile, DropReason, Qdisc, QueueCount
 use crate::packet::Packet;
 use crate::time::{Duration, SimTime};
 use crate::units::DataRate;
+use crate::error::{ConfigError, Outer};
 
 /// A class's share of the interface buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,23 +100,23 @@ pub enum BufferSize {
 impl BufferSize {
     /// The class limit this share gives on an interface whose whole buffer
     /// is `interface` (a temporal size needs [`BufferSize::resolve_at`]).
-    pub fn resolve(&self, interface: Limit) -> Result<Limit, String> {
+    pub fn resolve(&self, interface: Limit) -> Result<Limit, ConfigError> {
         self.resolve_at(interface, None)
     }
 
     /// As [`BufferSize::resolve`], for a class served at `rate` (needed by
     /// a temporal size): `floor(rate * t / 8)` bytes.
-    pub fn resolve_at(&self, interface: Limit, rate: Option<DataRate>) -> Result<Limit, String> {
+    pub fn resolve_at(&self, interface: Limit, rate: Option<DataRate>) -> Result<Limit, ConfigError> {
         match *self {
             BufferSize::Absolute(l) => Ok(l),
             BufferSize::Temporal(t) => {
-                let rate = rate.ok_or("buffer-size temporal: needs the queue's transmit rate (the link rate is not known here)")?;
+                let rate = rate.ok_or_else(|| ConfigError::new("a temporal buffer size needs the queue's transmit rate (the link rate is not known here)"))?;
                 let bytes = rate.as_bps() as u128 * t.as_nanos() as u128 / 8_000_000_000;
                 Ok(Limit { pkts: u64::MAX, bytes: bytes.min(u64::MAX as u128) as u64 })
             }
             BufferSize::Percent(p) => {
                 if !(0.0..=100.0).contains(&p) {
-                    return Err(format!("buffer-size: percent must be in [0, 100], got {p}"));
+                    return Err(ConfigError::new(format!("a buffer percent must be in [0, 100], got {p}")));
                 }
                 let part = |x: u64| if x == u64::MAX { u64::MAX } else { (x as f64 * p / 100.0).floor() as u64 };
                 Ok(Limit { pkts: part(interface.pkts), bytes: part(interface.bytes) })
@@ -162,8 +163,9 @@ pub struct ClassQueue {
 }
 
 impl ClassQueue {
-    fn new(spec: ClassSpec) -> Result<Self, String> {
-        let child = spec.child.build(spec.limit).map_err(|e| format!("class {:?}: {e}", spec.name))?;
+    /// A problem of the child is located below it (`child.fq_codel.buckets`).
+    fn new(spec: ClassSpec) -> Result<Self, ConfigError> {
+        let child = spec.child.build(spec.limit).outer("child")?;
         Ok(ClassQueue { name: spec.name, limit: spec.limit, held: child.backlog(), child })
     }
     pub fn name(&self) -> &str {
@@ -253,36 +255,38 @@ impl<S: Scheduler> Scheduled<S> {
     /// is 0. Rejects an empty list, more than 256 classes (`fclass` is a
     /// byte), empty or repeated names, and a scheduler built for another
     /// number of classes.
-    pub fn new(classes: Vec<ClassSpec>, sched: S) -> Result<Self, String> {
+    ///
+    /// A problem is located at `classes` or below (`classes[2].name`).
+    pub fn new(classes: Vec<ClassSpec>, sched: S) -> Result<Self, ConfigError> {
         if classes.is_empty() {
-            return Err("scheduled: need at least one class".into());
+            return Err(ConfigError::at("classes", "need at least one class"));
         }
         if classes.len() > 256 {
-            return Err(format!("scheduled: at most 256 classes (fclass is a byte), got {}", classes.len()));
+            return Err(ConfigError::at("classes", format!("at most 256 classes (fclass is a byte), got {}", classes.len())));
         }
         for (i, c) in classes.iter().enumerate() {
+            let at = |msg: String| ConfigError::at("name", msg).with_outer(i).with_outer("classes");
             if c.name.is_empty() {
-                return Err(format!("scheduled: classes[{i}] has an empty name"));
+                return Err(at("empty name".into()));
             }
             if classes[..i].iter().any(|d| d.name == c.name) {
-                return Err(format!("scheduled: classes[{i}]: name {:?} is used twice", c.name));
+                return Err(at(format!("name {:?} is used twice", c.name)));
             }
         }
         if sched.num_classes() != classes.len() {
-            return Err(format!(
-                "scheduled: the scheduler is configured for {} classes, the queue has {}",
-                sched.num_classes(),
-                classes.len()
+            return Err(ConfigError::at(
+                "classes",
+                format!("the scheduler is configured for {} classes, the queue has {}", sched.num_classes(), classes.len()),
             ));
         }
-        let classes = classes.into_iter().map(ClassQueue::new).collect::<Result<Vec<_>, _>>()?;
+        let classes = classes.into_iter().enumerate().map(|(i, c)| ClassQueue::new(c).outer(i).outer("classes")).collect::<Result<Vec<_>, _>>()?;
         Ok(Scheduled { classes, sched, default_class: 0, total: Backlog::default(), last: 0 })
     }
 
     /// Packets whose `fclass` is out of range go to class `i` instead of 0.
-    pub fn with_default_class(mut self, i: usize) -> Result<Self, String> {
+    pub fn with_default_class(mut self, i: usize) -> Result<Self, ConfigError> {
         if i >= self.classes.len() {
-            return Err(format!("scheduled: default class {i} out of range (0..{})", self.classes.len()));
+            return Err(ConfigError::at("default_class", format!("class {i} out of range (0..{})", self.classes.len())));
         }
         self.default_class = i;
         Ok(self)

@@ -24,6 +24,7 @@ use crate::knob::{KnobCtx, KnobError, KnobOp, KnobResult};
 use super::{next_cyclic, ClassQueue, Pick, Scheduler};
 use crate::time::SimTime;
 use crate::units::DataRate;
+use crate::error::ConfigError;
 
 #[derive(Clone, Debug)]
 pub struct Wrr {
@@ -35,9 +36,10 @@ pub struct Wrr {
 
 impl Wrr {
     /// `weights[i]`: packets class `i` may send per round (>= 1).
-    pub fn new(weights: Vec<u32>) -> Result<Self, String> {
+    /// A problem is located at the class's key (`classes[1].weight`).
+    pub fn new(weights: Vec<u32>) -> Result<Self, ConfigError> {
         if let Some(i) = weights.iter().position(|&w| w == 0) {
-            return Err(format!("wrr: weights[{i}] must be at least 1 packet"));
+            return Err(ConfigError::at("weight", "must be at least 1 packet").with_outer(i).with_outer("classes"));
         }
         // Start "after" the last class so that the first turn is class 0's.
         let cur = weights.len().saturating_sub(1);

@@ -64,13 +64,14 @@
 //! CTR x RTT; a fall drops cwnd at once; the min filter ignores a single
 //! high sample; losses keep the reserved window; pathological inputs.
 
-use crate::knob::{KnobError, KnobOp, KnobResult};
+use crate::units::DataRate;
 use std::collections::VecDeque;
 
 use serde::Deserialize;
 
 use super::common::{check_at_least, slow_start};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::{Duration, SimTime};
 
 const MAX_RTT_SAMPLES: u64 = 65536;
@@ -132,20 +133,17 @@ impl Params {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_at_least("base_flow", "ctr_bps", self.ctr_bps, 1)?;
         check_at_least("base_flow", "rtt_samples", self.rtt_samples, 1)?;
         if self.rtt_samples > MAX_RTT_SAMPLES {
-            return Err(format!(
-                "cc_params for base_flow: rtt_samples must be at most {MAX_RTT_SAMPLES}, got {}",
-                self.rtt_samples
-            ));
+            return Err(ConfigError::at("rtt_samples", format!("must be at most {MAX_RTT_SAMPLES} for base_flow, got {}", self.rtt_samples)));
         }
         check_at_least("base_flow", "min_increment_segments", self.min_increment_segments, 1)?;
         if self.max_increment_segments < self.min_increment_segments {
-            return Err(format!(
-                "cc_params for base_flow: max_increment_segments ({}) must be at least min_increment_segments ({})",
-                self.max_increment_segments, self.min_increment_segments
+            return Err(ConfigError::at(
+                "max_increment_segments",
+                format!("must be at least min_increment_segments ({}) for base_flow, got {}", self.min_increment_segments, self.max_increment_segments),
             ));
         }
         Ok(())
@@ -232,16 +230,14 @@ impl Controller for BaseFlow {
 
     /// `ctr_bps`: the new CTR applies from the next ACK (cwnd_max = CTR x
     /// RTT; a window above it falls back at once, one below grows towards it).
-    fn target_rate(&mut self, op: KnobOp) -> KnobResult {
-        let old = self.ctr_bps as f64;
-        if let KnobOp::Set(v) = op {
-            if !(v >= 1.0 && v <= u64::MAX as f64) {
-                return Err(KnobError::Invalid(format!("ctr_bps = {v}: must be at least 1 bit/s")));
-            }
-            self.ctr_bps = v as u64;
-            self.round_end = None;
-        }
-        Ok(old)
+    fn target_rate(&self) -> Option<DataRate> {
+        Some(DataRate(self.ctr_bps))
+    }
+
+    fn set_target_rate(&mut self, rate: DataRate) {
+        debug_assert!(rate.as_bps() >= 1, "the registry refuses a target rate below 1 bit/s");
+        self.ctr_bps = rate.as_bps();
+        self.round_end = None;
     }
 
     fn on_measure(&mut self, _s: &CcState, ack: &Ack) {
@@ -457,9 +453,10 @@ mod tests {
 
     #[test]
     fn parameters_are_checked() {
+        // The error as text: its path and message.
         let parse = |v: serde_json::Value| -> Result<Params, String> {
-            let p: Params = super::super::parse_params("base_flow", &v)?;
-            p.validate().map(|_| p)
+            let p: Params = super::super::parse_params("base_flow", &v).map_err(|e| e.to_string())?;
+            p.validate().map(|_| p).map_err(|e| e.to_string())
         };
         let p = parse(serde_json::json!({"ctr_bps": 250_000_000u64, "rtt_filter": "min"})).unwrap();
         assert_eq!((p.rtt_filter, p.rtt_samples, p.max_increment_segments), (RttFilter::Min, 8, 64));

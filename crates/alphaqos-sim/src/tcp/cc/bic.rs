@@ -51,6 +51,7 @@ use serde::Deserialize;
 
 use super::common::{check_at_least, check_fraction, fixed, segments, slow_start, AiCounter};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::SimTime;
 
 /// beta as parts of 1024 (Linux BICTCP_BETA_SCALE).
@@ -104,12 +105,12 @@ impl Default for Params {
 }
 
 impl Params {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_at_least("bic", "max_increment", self.max_increment, 1)?;
         check_at_least("bic", "smooth_part", self.smooth_part, 1)?;
         check_fraction("bic", "beta", self.beta)?;
         if fixed(self.beta, BETA_SCALE) == 0 || fixed(self.beta, BETA_SCALE) >= BETA_SCALE {
-            return Err(format!("cc_params for bic: beta must be between 1/1024 and 1023/1024, got {}", self.beta));
+            return Err(ConfigError::at("beta", format!("must be between 1/1024 and 1023/1024 for bic, got {}", self.beta)));
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 //! [`segments`] at the point of use and grows the window by whole SMSS.
 
 use super::CcState;
+use crate::error::ConfigError;
 
 /// The window in whole segments (at least 1, so that divisions are safe).
 pub fn segments(bytes: u64, mss: u64) -> u64 {
@@ -78,28 +79,29 @@ pub fn fixed(x: f64, scale: u64) -> u64 {
     (x * scale as f64).round() as u64
 }
 
-/// Checks shared by the `validate` functions of the controllers' `Params`.
-pub fn check_fraction(name: &str, param: &str, x: f64) -> Result<(), String> {
+/// Checks shared by the `validate` functions of the controllers' `Params`:
+/// a problem of controller `name`'s parameter `param`, located at it.
+pub fn check_fraction(name: &str, param: &str, x: f64) -> Result<(), ConfigError> {
     if x.is_finite() && x > 0.0 && x < 1.0 {
         Ok(())
     } else {
-        Err(format!("cc_params for {name}: {param} must be between 0 and 1 (exclusive), got {x}"))
+        Err(ConfigError::at(param, format!("must be between 0 and 1 (exclusive) for {name}, got {x}")))
     }
 }
 
-pub fn check_positive(name: &str, param: &str, x: f64) -> Result<(), String> {
+pub fn check_positive(name: &str, param: &str, x: f64) -> Result<(), ConfigError> {
     if x.is_finite() && x > 0.0 {
         Ok(())
     } else {
-        Err(format!("cc_params for {name}: {param} must be a positive number, got {x}"))
+        Err(ConfigError::at(param, format!("must be a positive number for {name}, got {x}")))
     }
 }
 
-pub fn check_at_least(name: &str, param: &str, x: u64, min: u64) -> Result<(), String> {
+pub fn check_at_least(name: &str, param: &str, x: u64, min: u64) -> Result<(), ConfigError> {
     if x >= min {
         Ok(())
     } else {
-        Err(format!("cc_params for {name}: {param} must be at least {min}, got {x}"))
+        Err(ConfigError::at(param, format!("must be at least {min} for {name}, got {x}")))
     }
 }
 
@@ -253,16 +255,16 @@ mod tests {
             assert_eq!(cc.name(), want);
             if name != "newreno" && name != "reno" {
                 let err = build(name, &json!({"c_f": 1}), 1448).err().unwrap();
-                assert!(err.starts_with(&format!("cc_params for {name}: ")) && err.contains("c_f"), "{err}");
+                assert!(err.loc.is_empty() && err.msg.contains(name) && err.msg.contains("c_f"), "{err}");
             }
         }
         let err = build("cubic", &json!({"beta": 1.5}), 1448).err().unwrap();
-        assert!(err.contains("cubic") && err.contains("beta"), "{err}");
+        assert!(err.path() == "beta" && err.msg.contains("cubic"), "{err}");
         let err = build("base_flow", &json!({}), 1448).err().unwrap();
-        assert!(err.contains("base_flow") && err.contains("ctr_bps"), "{err}");
+        assert!(err.msg.contains("base_flow") && err.msg.contains("ctr_bps"), "{err}");
         let err = build("htcp", &json!({"use_rtt_scaling": 1}), 1448).err().unwrap();
-        assert!(err.contains("htcp") && err.contains("boolean"), "{err}");
-        assert!(build("vegas", &json!({}), 1448).err().unwrap().contains("base_flow"));
+        assert!(err.msg.contains("htcp") && err.msg.contains("boolean"), "{err}");
+        assert!(build("vegas", &json!({}), 1448).err().unwrap().msg.contains("base_flow"));
     }
 
     #[test]

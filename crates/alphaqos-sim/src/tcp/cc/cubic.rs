@@ -62,6 +62,7 @@ use serde::Deserialize;
 
 use super::common::{check_fraction, check_positive, fixed, icbrt, segments, slow_start, AiCounter};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::{Duration, SimTime};
 
 /// beta as parts of 1024 (Linux's BICTCP_BETA_SCALE).
@@ -113,11 +114,11 @@ impl Default for Params {
 }
 
 impl Params {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_fraction("cubic", "beta", self.beta)?;
         check_positive("cubic", "c", self.c)?;
         if fixed(self.beta, BETA_SCALE) == 0 || fixed(self.beta, BETA_SCALE) >= BETA_SCALE {
-            return Err(format!("cc_params for cubic: beta must be between 1/1024 and 1023/1024, got {}", self.beta));
+            return Err(ConfigError::at("beta", format!("must be between 1/1024 and 1023/1024 for cubic, got {}", self.beta)));
         }
         Ok(())
     }

@@ -43,6 +43,7 @@ use serde::Deserialize;
 
 use super::common::{check_at_least, segments, slow_start};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::SimTime;
 
 /// High_P: the loss rate at High_Window (RFC 3649, Section 5).
@@ -80,24 +81,27 @@ impl Default for Params {
 }
 
 impl Params {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_at_least("highspeed", "low_window", self.low_window, 1)?;
         if self.low_window > MAX_LOW_WINDOW {
-            return Err(format!(
-                "cc_params for highspeed: low_window must be at most {MAX_LOW_WINDOW} segments \
-                 (Standard TCP's loss rate there is High_P = 1e-7), got {}",
-                self.low_window
+            return Err(ConfigError::at(
+                "low_window",
+                format!(
+                    "must be at most {MAX_LOW_WINDOW} segments for highspeed \
+                     (Standard TCP's loss rate there is High_P = 1e-7), got {}",
+                    self.low_window
+                ),
             ));
         }
         if self.high_window <= self.low_window {
-            return Err(format!(
-                "cc_params for highspeed: high_window ({}) must be larger than low_window ({})",
-                self.high_window, self.low_window
+            return Err(ConfigError::at(
+                "high_window",
+                format!("must be larger than low_window ({}) for highspeed, got {}", self.low_window, self.high_window),
             ));
         }
         let d = self.high_decrease;
         if !(d.is_finite() && d > 0.0 && d <= 0.5) {
-            return Err(format!("cc_params for highspeed: high_decrease must be in (0, 0.5], got {d}"));
+            return Err(ConfigError::at("high_decrease", format!("must be in (0, 0.5] for highspeed, got {d}")));
         }
         Ok(())
     }

@@ -57,6 +57,7 @@ use serde::Deserialize;
 
 use super::common::{segments, slow_start};
 use super::{Ack, CcState, Controller};
+use crate::error::ConfigError;
 use crate::time::{Duration, SimTime};
 
 /// Fixed point for alpha (segments per RTT) and beta: 1.0 = 2^16.
@@ -98,7 +99,7 @@ impl Default for Params {
 }
 
 impl Params {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ pub mod htcp;
 pub mod newreno;
 
 use crate::time::{Duration, SimTime};
+use crate::error::ConfigError;
 
 /// The window state a controller shapes, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,11 +61,14 @@ pub trait Controller: Send {
     }
     /// Loss recovery ended (the recovery point was acknowledged).
     fn on_recovery_exit(&mut self, _s: &mut CcState, _now: SimTime) {}
-    /// Read or change the committed target rate, bit/s (`base_flow`'s
-    /// CTR; the knob `ctr_bps`). Default: the controller has none.
-    fn target_rate(&mut self, _op: crate::knob::KnobOp) -> crate::knob::KnobResult {
-        Err(crate::knob::KnobError::Unknown)
+    /// The committed target rate (`base_flow`'s CTR). Default: the
+    /// controller has none.
+    fn target_rate(&self) -> Option<crate::units::DataRate> {
+        None
     }
+    /// Change the committed target rate (at least 1 bit/s, checked by the
+    /// knob registry); ignored by a controller without one.
+    fn set_target_rate(&mut self, _rate: crate::units::DataRate) {}
     /// The last window reduction was undone as spurious (Linux's
     /// `undo_cwnd` hook): restore what the reduction reset.
     fn on_undo(&mut self, _now: SimTime) {}
@@ -74,8 +78,9 @@ pub trait Controller: Send {
 pub const NAMES: &[&str] = crate::config::Cc::ALL;
 
 /// Build the controller `name` from its parameters (a JSON object, base
-/// units) for a connection with segments of `mss` bytes.
-pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn Controller>, String> {
+/// units) for a connection with segments of `mss` bytes. A problem is
+/// located below the parameters (`beta`), or is theirs as a whole.
+pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn Controller>, ConfigError> {
     match name {
         // Reno and NewReno grow and cut the window alike; they differ in
         // loss recovery, which the sender implements.
@@ -108,7 +113,7 @@ pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn
             p.validate()?;
             Ok(Box::new(base_flow::BaseFlow::new(&p, mss)))
         }
-        other => Err(format!("unknown congestion control '{other}' (expected one of: {})", NAMES.join(", "))),
+        other => Err(unknown(other)),
     }
 }
 
@@ -116,11 +121,15 @@ pub fn build(name: &str, params: &serde_json::Value, mss: u64) -> Result<Box<dyn
 /// (base units) with every default the engine applies filled in, after the
 /// controller's own checks. The Python front asks this instead of keeping
 /// its own copy of the defaults.
-pub fn resolved_params(name: &str, params: &serde_json::Value) -> Result<serde_json::Value, String> {
-    fn resolve<T: serde::de::DeserializeOwned + serde::Serialize>(name: &str, params: &serde_json::Value, check: impl Fn(&T) -> Result<(), String>) -> Result<serde_json::Value, String> {
+pub fn resolved_params(name: &str, params: &serde_json::Value) -> Result<serde_json::Value, ConfigError> {
+    fn resolve<T: serde::de::DeserializeOwned + serde::Serialize>(
+        name: &str,
+        params: &serde_json::Value,
+        check: impl Fn(&T) -> Result<(), ConfigError>,
+    ) -> Result<serde_json::Value, ConfigError> {
         let p: T = parse_params(name, params)?;
         check(&p)?;
-        serde_json::to_value(&p).map_err(|e| e.to_string())
+        serde_json::to_value(&p).map_err(|e| ConfigError::new(e.to_string()))
     }
     match name {
         "newreno" | "reno" => no_params(name, params).map(|_| serde_json::json!({})),
@@ -129,23 +138,25 @@ pub fn resolved_params(name: &str, params: &serde_json::Value) -> Result<serde_j
         "bic" => resolve(name, params, bic::Params::validate),
         "highspeed" => resolve(name, params, highspeed::Params::validate),
         "base_flow" => resolve(name, params, base_flow::Params::validate),
-        other => Err(format!("unknown congestion control '{other}' (expected one of: {})", NAMES.join(", "))),
+        other => Err(unknown(other)),
     }
 }
 
 /// Parse a controller's parameters into its `Params` type (serde, with
 /// `deny_unknown_fields` and defaults); errors name the controller.
-pub fn parse_params<T: serde::de::DeserializeOwned>(name: &str, params: &serde_json::Value) -> Result<T, String> {
-    serde_json::from_value(params.clone()).map_err(|e| format!("cc_params for {name}: {e}"))
+pub fn parse_params<T: serde::de::DeserializeOwned>(name: &str, params: &serde_json::Value) -> Result<T, ConfigError> {
+    serde_json::from_value(params.clone()).map_err(|e| ConfigError::new(format!("invalid parameters for {name}: {e}")))
 }
 
-fn no_params(name: &str, params: &serde_json::Value) -> Result<(), String> {
+/// The error of a controller not known by name.
+fn unknown(name: &str) -> ConfigError {
+    ConfigError::new(format!("unknown congestion control '{name}' (expected one of: {})", NAMES.join(", ")))
+}
+
+fn no_params(name: &str, params: &serde_json::Value) -> Result<(), ConfigError> {
     match params.as_object() {
         Some(m) if m.is_empty() => Ok(()),
-        Some(m) => Err(format!(
-            "cc_params for {name}: {name} takes no parameters, got {}",
-            m.keys().cloned().collect::<Vec<_>>().join(", ")
-        )),
-        None => Err(format!("cc_params for {name}: expected an object")),
+        Some(m) => Err(ConfigError::new(format!("{name} takes no parameters, got {}", m.keys().cloned().collect::<Vec<_>>().join(", ")))),
+        None => Err(ConfigError::new(format!("expected an object of {name}'s parameters"))),
     }
 }
