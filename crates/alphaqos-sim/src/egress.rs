@@ -98,6 +98,7 @@ impl Egress {
     /// `pkt` arrives at `now`: through the discipline. A refused packet is
     /// given back with the reason; packets the discipline drops from inside
     /// its queues go to `dropped`.
+    #[inline]
     pub fn enqueue(&mut self, now: SimTime, pkt: Packet, dropped: &mut Dropped) -> Result<(), (Packet, DropReason)> {
         self.busy_until = self.busy_until.max(now);
         self.hold = SimTime::ZERO;
@@ -118,24 +119,56 @@ impl Egress {
     /// [`Egress::transmit`] with `watch` told of the packet sent, and the
     /// discipline's answer as it gave it: a packet sent is on the wire until
     /// [`Egress::busy_until`]; `NotBefore` and `Empty` hold the port as
-    /// [`Egress::next_tx`] says.
+    /// [`Egress::next_tx`] says. The three steps, for a caller that
+    /// matches the answer itself (the simulator's `Net::start_tx`):
+    /// [`Egress::dequeue`], then [`Egress::sent`] or [`Egress::held`].
     #[inline]
     pub fn transmit_watched(&mut self, now: SimTime, dropped: &mut Dropped, watch: &mut impl TxWatch) -> Dequeued {
-        let mut ctx = QueueCtx::with_drops(now, self.rate, &mut self.rng, dropped);
-        let next = self.qdisc.dequeue(&mut ctx);
+        let next = self.dequeue(now, dropped);
         match &next {
             Dequeued::Packet(p) => {
-                self.busy_until = now + self.wire_time(p.size);
-                self.tx_pkts += 1;
-                self.tx_bytes += p.size as u64;
-                if watch.active() {
-                    watch.on_tx(now, p, self.qdisc.last_band());
-                }
+                self.sent(now, p, watch);
             }
-            &Dequeued::NotBefore(t) => self.hold = t.max(now + Duration(1)),
-            Dequeued::Empty => self.hold = SimTime::MAX,
+            &Dequeued::NotBefore(t) => self.held(now, Some(t)),
+            Dequeued::Empty => self.held(now, None),
         }
         next
+    }
+
+    /// The discipline's answer to a transmitter free at `now`; packets it
+    /// drops at dequeue go to `dropped`. Follow it with [`Egress::sent`]
+    /// or [`Egress::held`]. (The simulator matches the answer itself, by
+    /// value: handing it back through [`Egress::transmit_watched`] copies
+    /// the packet once more, 3.5 % of the reference case's instructions.)
+    #[inline(always)]
+    pub fn dequeue(&mut self, now: SimTime, dropped: &mut Dropped) -> Dequeued {
+        let mut ctx = QueueCtx::with_drops(now, self.rate, &mut self.rng, dropped);
+        self.qdisc.dequeue(&mut ctx)
+    }
+
+    /// `pkt`, just dequeued, goes on the wire at `now`: counted, `watch`
+    /// told (with the band the discipline took it from), and the time its
+    /// last bit leaves returned (the transmitter is busy until then).
+    #[inline(always)]
+    pub fn sent(&mut self, now: SimTime, pkt: &Packet, watch: &mut impl TxWatch) -> SimTime {
+        self.busy_until = now + self.wire_time(pkt.size);
+        self.tx_pkts += 1;
+        self.tx_bytes += pkt.size as u64;
+        if watch.active() {
+            watch.on_tx(now, pkt, self.qdisc.last_band());
+        }
+        self.busy_until
+    }
+
+    /// The discipline gave no packet: the port waits until the time it
+    /// named (`NotBefore(t)`: `Some(t)`), or for the next arrival (`Empty`:
+    /// None).
+    #[inline]
+    pub fn held(&mut self, now: SimTime, until: Option<SimTime>) {
+        self.hold = match until {
+            Some(t) => t.max(now + Duration(1)),
+            None => SimTime::MAX,
+        };
     }
 }
 

@@ -267,7 +267,7 @@ impl Net {
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     pub fn start_tx(&mut self, i: u32) {
         let now = self.now;
-        let next = self.ifaces[i as usize].transmit(now, &mut self.dropped);
+        let next = self.ifaces[i as usize].egress.dequeue(now, &mut self.dropped);
         // Packets dropped at dequeue (CoDel).
         if !self.dropped.is_empty() {
             let node = self.ifaces[i as usize].node;
@@ -276,7 +276,7 @@ impl Net {
         let ifc = &mut self.ifaces[i as usize];
         match next {
             Dequeued::Packet(p) => {
-                let end = ifc.egress.busy_until();
+                let end = ifc.sent(now, &p);
                 let wire = end.since(now);
                 let mut arrive = end + ifc.delay;
                 let imp = ifc.impair;
@@ -305,8 +305,9 @@ impl Net {
                 }
                 self.tsq(share, false);
             }
-            Dequeued::Empty => {}
+            Dequeued::Empty => ifc.egress.held(now, None),
             Dequeued::NotBefore(t) => {
+                ifc.egress.held(now, Some(t));
                 ifc.tx_event = t;
                 self.events.schedule(t, Event::TxDone(i));
             }

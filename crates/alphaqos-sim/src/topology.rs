@@ -8,8 +8,7 @@
 
 use crate::config::Impairment;
 use crate::packet::Packet;
-use crate::egress::{Dropped, Egress, TxWatch};
-use crate::qos::Dequeued;
+use crate::egress::{Egress, TxWatch};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
 use std::collections::VecDeque;
@@ -97,12 +96,12 @@ impl TxWatch for IfaceWatch<'_> {
 }
 
 impl Iface {
-    /// The transmitter is free at `now`: the next frame on the wire (its
-    /// monitor and tap told), or the discipline's reason for none.
-    #[inline]
-    pub fn transmit(&mut self, now: SimTime, dropped: &mut Dropped) -> Dequeued {
+    /// `pkt`, just dequeued, goes on the wire at `now` ([`Egress::sent`],
+    /// its monitor and tap told): the time its last bit leaves.
+    #[inline(always)]
+    pub fn sent(&mut self, now: SimTime, pkt: &Packet) -> SimTime {
         let mut watch = IfaceWatch { node: self.node, peer: self.peer, monitor: &mut self.monitor, tap: &mut self.tap };
-        self.egress.transmit_watched(now, dropped, &mut watch)
+        self.egress.sent(now, pkt, &mut watch)
     }
 }
 
