@@ -76,24 +76,18 @@ pub fn build_net(cfg: &Config) -> Result<Net, ConfigError> {
                 let id = ifaces.len() as u32;
                 nodes[from as usize].ifaces.push(id);
                 ifaces.push(Iface {
-                    rng: Rng::stream(cfg.seed, &format!("queue:{name}")),
+                    egress: crate::egress::Egress::new(qdisc, Rng::stream(cfg.seed, &format!("queue:{name}")), DataRate(l.rate_bps), l.overhead_bytes),
                     impair_rng: Rng::stream(cfg.seed, &format!("impair:{name}")),
                     name,
                     node: from,
                     peer: to,
-                    rate: DataRate(l.rate_bps),
                     delay: Duration(l.delay_ns),
                     mtu: l.mtu_bytes,
-                    overhead: l.overhead_bytes,
-                    qdisc,
-                    busy_until: SimTime::ZERO,
                     tx_event: SimTime::MAX,
                     pipe: VecDeque::new(),
                     next_deliver: SimTime::MAX,
                     impair: imp,
                     lost_pkts: 0,
-                    tx_pkts: 0,
-                    tx_bytes: 0,
                     monitor: monitor.then(Box::default),
                     tap,
                 });

@@ -25,7 +25,7 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::DelayStats;
 use crate::packet::{Color, Packet, Payload};
 use crate::qos::classify::{Discarded, Filter};
-use crate::qos::{Dequeued, QueueCtx};
+use crate::qos::Dequeued;
 use crate::tcp::Wire;
 use crate::time::{Duration, SimTime};
 use crate::topology::{Iface, Node, NO_ROUTE};
@@ -204,12 +204,11 @@ impl Net {
     fn enqueue(&mut self, i: u32, pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
         let share = TsqShare::of(ifc.node, &pkt);
         if let Some(m) = &mut ifc.monitor {
-            m.on_arrival(ifc.qdisc.backlog().bytes);
+            m.on_arrival(ifc.egress.qdisc.backlog().bytes);
         }
-        let refused = ifc.qdisc.enqueue(pkt, &mut ctx).err();
+        let refused = ifc.egress.enqueue(now, pkt, &mut self.dropped).err();
         if !self.dropped.is_empty() {
             let node = ifc.node;
             self.release_dropped(node);
@@ -220,14 +219,15 @@ impl Net {
         }
         self.tsq(share, true);
         let ifc = &mut self.ifaces[i as usize];
+        let busy_until = ifc.egress.busy_until();
         if ifc.tx_event == SimTime::MAX {
-            if now >= ifc.busy_until {
+            if now >= busy_until {
                 self.start_tx(i);
             } else {
-                ifc.tx_event = ifc.busy_until;
-                self.events.schedule(ifc.busy_until, Event::TxDone(i));
+                ifc.tx_event = busy_until;
+                self.events.schedule(busy_until, Event::TxDone(i));
             }
-        } else if now >= ifc.busy_until {
+        } else if now >= busy_until {
             // The link is idle and the discipline asked to be woken later
             // (a shaped class): the new packet may be sendable now.
             ifc.tx_event = SimTime::MAX;
@@ -267,28 +267,17 @@ impl Net {
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     pub fn start_tx(&mut self, i: u32) {
         let now = self.now;
-        let ifc = &mut self.ifaces[i as usize];
-        let mut ctx = QueueCtx::with_drops(now, ifc.rate, &mut ifc.rng, &mut self.dropped);
-        let next = ifc.qdisc.dequeue(&mut ctx);
+        let next = self.ifaces[i as usize].egress.dequeue(now, &mut self.dropped);
         // Packets dropped at dequeue (CoDel).
         if !self.dropped.is_empty() {
-            let node = ifc.node;
+            let node = self.ifaces[i as usize].node;
             self.release_dropped(node);
         }
         let ifc = &mut self.ifaces[i as usize];
         match next {
             Dequeued::Packet(p) => {
-                let wire = ifc.wire_time(&p);
-                let end = now + wire;
-                ifc.busy_until = end;
-                ifc.tx_pkts += 1;
-                ifc.tx_bytes += p.size as u64;
-                if let Some(m) = &mut ifc.monitor {
-                    m.on_send(&p, ifc.qdisc.last_band());
-                }
-                if let Some(t) = &mut ifc.tap {
-                    t.write(now, ifc.node, ifc.peer, &p);
-                }
+                let end = ifc.sent(now, &p);
+                let wire = end.since(now);
                 let mut arrive = end + ifc.delay;
                 let imp = ifc.impair;
                 // Impairments draw from their own stream, so that enabling
@@ -307,7 +296,7 @@ impl Net {
                     }
                 }
                 let ifc = &mut self.ifaces[i as usize];
-                if ifc.qdisc.backlog().pkts > 0 {
+                if ifc.egress.qdisc.backlog().pkts > 0 {
                     ifc.tx_event = end;
                     self.events.schedule(end, Event::TxDone(i));
                 }
@@ -316,8 +305,9 @@ impl Net {
                 }
                 self.tsq(share, false);
             }
-            Dequeued::Empty => {}
+            Dequeued::Empty => ifc.egress.held(now, None),
             Dequeued::NotBefore(t) => {
+                ifc.egress.held(now, Some(t));
                 ifc.tx_event = t;
                 self.events.schedule(t, Event::TxDone(i));
             }

@@ -8,9 +8,9 @@
 
 use crate::config::Impairment;
 use crate::packet::Packet;
+use crate::egress::{Egress, TxWatch};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
-use crate::units::DataRate;
 use std::collections::VecDeque;
 
 pub const NO_ROUTE: u32 = u32::MAX;
@@ -28,18 +28,15 @@ pub struct Iface {
     pub name: String,
     pub node: u32,
     pub peer: u32,
-    pub rate: DataRate,
     pub delay: Duration,
     pub mtu: u32,
-    /// Bytes added to every packet on the wire (framing, preamble, gap).
-    pub overhead: u32,
-    pub qdisc: crate::qos::LinkQdisc,
-    /// The discipline's random stream ("queue:<name>").
-    pub rng: Rng,
+    /// The queue-plus-transmitter (discipline, its random stream
+    /// "queue:<name>", rate, overhead, busy time, counters), the one trace
+    /// replay and the emulator run too; what only the simulator has (pipe,
+    /// impairments, monitor, tap, TSQ in `Net`) stays around it as hooks.
+    pub egress: Egress,
     /// The wire impairments' own stream ("impair:<name>").
     pub impair_rng: Rng,
-    /// The transmitter is serializing a frame until this time.
-    pub busy_until: SimTime,
     /// When the live `TxDone` event fires (SimTime::MAX: none): the end of
     /// the frame on the wire, or when a shaping discipline can send again.
     pub tx_event: SimTime,
@@ -50,18 +47,61 @@ pub struct Iface {
     pub impair: Impairment,
     /// Frames lost on the wire (impairment).
     pub lost_pkts: u64,
-    /// Frames and IP bytes put on the wire.
-    pub tx_pkts: u64,
-    pub tx_bytes: u64,
     /// Reorder and arrival-length counters (opt-in: `monitor_*`).
     pub monitor: Option<Box<crate::monitor::Monitor>>,
     /// A pcap of what the interface sends (opt-in: `tap_*`).
     pub tap: Option<Box<crate::tap::Tap>>,
 }
 
+/// An interface reads as its egress port (`ifc.qdisc`, `ifc.rate`,
+/// `ifc.tx_pkts`, ...): the readers of results and knobs need not know the
+/// port is a part of it.
+impl std::ops::Deref for Iface {
+    type Target = Egress;
+    #[inline]
+    fn deref(&self) -> &Egress {
+        &self.egress
+    }
+}
+
+impl std::ops::DerefMut for Iface {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Egress {
+        &mut self.egress
+    }
+}
+
+/// The simulator's observers of an interface's departures, called by the
+/// generic transmit path at one point ([`Egress::transmit_watched`]).
+pub struct IfaceWatch<'a> {
+    pub node: u32,
+    pub peer: u32,
+    pub monitor: &'a mut Option<Box<crate::monitor::Monitor>>,
+    pub tap: &'a mut Option<Box<crate::tap::Tap>>,
+}
+
+impl TxWatch for IfaceWatch<'_> {
+    #[inline(always)]
+    fn active(&self) -> bool {
+        self.monitor.is_some() || self.tap.is_some()
+    }
+    fn on_tx(&mut self, now: SimTime, pkt: &Packet, band: u8) {
+        if let Some(m) = self.monitor {
+            m.on_send(pkt, band);
+        }
+        if let Some(t) = self.tap {
+            t.write(now, self.node, self.peer, pkt);
+        }
+    }
+}
+
 impl Iface {
-    pub fn wire_time(&self, pkt: &Packet) -> Duration {
-        self.rate.tx_time(pkt.size as u64 + self.overhead as u64)
+    /// `pkt`, just dequeued, goes on the wire at `now` ([`Egress::sent`],
+    /// its monitor and tap told): the time its last bit leaves.
+    #[inline(always)]
+    pub fn sent(&mut self, now: SimTime, pkt: &Packet) -> SimTime {
+        let mut watch = IfaceWatch { node: self.node, peer: self.peer, monitor: &mut self.monitor, tap: &mut self.tap };
+        self.egress.sent(now, pkt, &mut watch)
     }
 }
 

@@ -200,7 +200,7 @@ impl Simulation {
         let now = self.net.now;
         match self.handles.target(h).clone() {
             Target::Iface(i) => {
-                let ifc = &mut self.net.ifaces[i as usize];
+                let ifc = &mut self.net.ifaces[i as usize].egress;
                 let b = ifc.qdisc.backlog();
                 let measured = match what {
                     "len_pkts" => Some(b.pkts as f64),
@@ -222,7 +222,7 @@ impl Simulation {
                 }
             }
             Target::Class(i, class) => {
-                let ifc = &mut self.net.ifaces[i as usize];
+                let ifc = &mut self.net.ifaces[i as usize].egress;
                 let mut found = None;
                 ifc.qdisc.for_each_queue(&mut |c, q, b| {
                     if c == class {
