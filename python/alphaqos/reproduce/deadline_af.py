@@ -583,6 +583,12 @@ def two_connections_section(measured: dict[str, dict[str, Any]]) -> str:
         "already takes nearly all of the path and a second has nothing to add. The completion times, and with them the "
         "reservations, come out nearly equal."
     )
+    md += ["", (
+        "Of the three suspects: the reservation rule is the same for both (each holds size × 8 / deadline × "
+        f"{MARGIN:g} from admission to completion), so it can only pass on a difference of completion time; pacing plays "
+        f"no part (study 3 paces no connection: only {' and '.join(LABELS[m] for m in PACED)} of studies 1 and 2 are "
+        "paced); what decides is the window of one connection against the empty path, which the check below caps."
+    )]  # fmt: skip
     checks = {m: measured.get(f"check/{m}/rwnd") for m in pair}
     if all(checks.values()):
         a, b = (checks[m] for m in pair)
