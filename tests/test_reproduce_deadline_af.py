@@ -203,7 +203,7 @@ def test_the_report_weighs_reservation_rule_pacing_and_window(quick):
     report = " ".join((out / "report.md").read_text().split())
     section = report.split("## Why two connections without dynamic control reserve", 1)[1].split(" ## ", 1)[0]
     assert "Of the three suspects: the reservation rule is the same for both" in section
-    assert "pacing plays no part (study 3 paces no connection" in section
+    assert "pacing plays no part (the call-admission study paces no connection" in section
     assert "what decides is the window of one connection against the empty path" in section
     study3 = [yaml.safe_load(p.read_text()) for p in (out / "scenarios").glob("*.yaml") if p.name.startswith(("admission", "check"))]
     assert len(study3) == len([k for k in deadline_af.plan(quick=True) if k.key.startswith(("admission/", "check/"))])

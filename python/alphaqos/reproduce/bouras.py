@@ -74,7 +74,11 @@ What the document leaves open, and the choices made (also in the report):
   offered total is not fixed at 9 Mb/s;
 - the max RTT is that of a ping from each customer to its sink every
   100 ms, classified into the Relative queue (green): it crosses the
-  customer's access link and the Relative queue as the Relative packets do.
+  customer's access link and the Relative queue as the Relative packets do;
+- simulator: ns-2, with no version named (its reference [5] is the
+  simulator's web page); no ns-2 default enters here, as WRED's thresholds,
+  max_p and weighting constant are the document's own
+  (``docs/ns2-crosscheck.md``, "The ns-2 documents' set-ups").
 """
 
 from __future__ import annotations

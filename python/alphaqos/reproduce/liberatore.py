@@ -102,9 +102,13 @@ def _ns2_automatic_red(rate_bps: float, delay_s: float) -> tuple[float, float, f
     return min_th, 3 * min_th, 1 - math.exp(-1 / (10 * rtt * ptc))
 
 
+#: The document's bottleneck (Fig. 2): rate (b/s) and one-way delay (s).
+BOTTLENECK_BPS, BOTTLENECK_DELAY_S = 45e6, 0.001
 #: The document's RED: "the default ns-2.1b9a parameters" (Section V-C),
-#: automatic since 29 Dec 2001, on its 45 Mb/s, 1 ms bottleneck.
-NS2_AUTO_RED = _ns2_automatic_red(45e6, 0.001)
+#: automatic since 29 Dec 2001, on its bottleneck.
+NS2_AUTO_RED = _ns2_automatic_red(BOTTLENECK_BPS, BOTTLENECK_DELAY_S)
+#: ns-2's fixed RED defaults before 29 Dec 2001: min_th, max_th (packets), w_q.
+NS2_FIXED_RED = (5, 15, 0.002)
 
 
 def bottleneck_queue(kind: str) -> dict[str, Any]:
@@ -128,7 +132,8 @@ def dumbbell(kind: str, n: int, *, duration: str, routers: int = 14, per_router:
     """The document's Fig. 2 with ``kind`` at both ends of the bottleneck."""
     nodes: dict[str, Any] = {"L": {"router": True}, "R": {"router": True}}
     links: list[dict[str, Any]] = [
-        {"between": ["L", "R"], "rate": "45Mbps", "delay": "1ms", "queue": bottleneck_queue(kind), "monitors": {"L": True}}
+        {"between": ["L", "R"], "rate": f"{BOTTLENECK_BPS / 1e6:g}Mbps", "delay": f"{BOTTLENECK_DELAY_S * 1e3:g}ms", "queue": bottleneck_queue(kind),
+         "monitors": {"L": True}}
     ]
     sides: dict[str, list[str]] = {"l": [], "r": []}
     for side, core in (("l", "L"), ("r", "R")):
@@ -668,15 +673,15 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
 - Reorderings are counted by the bottleneck interface from the TCP
   sequence numbers it sends, not by YAQS.
 - RED: thresholds {_RED["min_th"]:g} and {_RED["max_th"]:g} packets, w_q {_RED["w_q"]:.4g}, max_p {_RED["max_p"]},
-  gentle, in packets: what the document's "default ns-2.1b9a parameters"
-  (Section V-C) give on its 45 Mb/s, 1 ms bottleneck. ns-2.1b9a (released
-  `2002-07-03`) has ns-2's automatic RED (`thresh_ 0`, `maxthresh_ 0`,
-  `q_weight_ -1`, the defaults since `12/29/01` by the comments of
-  `ns-default.tcl`), which derives them from the link's rate and delay
-  (`red.cc`, `initialize_params`; ns-2.35 derives these same values for
-  this link; the code of `2.1b9a` itself was not read). ns-2's fixed
-  defaults before that date (thresholds 5 and 15 packets, w_q 0.002) are
-  {_RED["min_th"] / 5:.1f} times lower. Not modelled: ns-2's `wait_`
+  gentle, in packets: what the document's "default `ns-2.1b9a`
+  parameters" (Section V-C) give on its {BOTTLENECK_BPS / 1e6:g} Mb/s, {BOTTLENECK_DELAY_S * 1e3:g} ms bottleneck.
+  `ns-2.1b9a` (released `2002-07-03`) has ns-2's automatic RED (`thresh_
+  0`, `maxthresh_ 0`, `q_weight_ -1`, the defaults since `12/29/01` by
+  the comments of `ns-default.tcl`), which derives them from the link's
+  rate and delay (`red.cc`, `initialize_params`; `ns-2.35` derives these
+  same values for this link; the code of `2.1b9a` itself was not read).
+  ns-2's fixed defaults before that date (thresholds {NS2_FIXED_RED[0]} and {NS2_FIXED_RED[1]} packets,
+  w_q {NS2_FIXED_RED[2]}) are {_RED["min_th"] / NS2_FIXED_RED[0]:.1f} times lower. Not modelled: ns-2's `wait_`
   (on by default; it spaces drops), which the engine does not have."""
 
 
