@@ -34,16 +34,16 @@ def finding(results: dict, start: str) -> dict:
 def regraded(found: dict) -> str:
     """The grade the rule gives, worked out here from the finding's own
     direction and numbers: fails without the direction; holds if every
-    counted cell (a paper value, not fitted) is within the factor either
-    way; direction only otherwise; not graded whatever its numbers when it
-    gives a reason not to be."""
+    counted cell (a paper value, not fitted, not counted by another
+    finding) is within the factor either way; direction only otherwise; not
+    graded whatever its numbers when it gives a reason not to be."""
     if found.get("not_graded"):
         return "not graded"
     if not found["direction"]:
         return "fails"
     factor = found["factor"]
     for cell in found["cells"]:
-        if cell["paper"] is None or cell["fitted"]:
+        if cell["paper"] is None or cell["fitted"] or cell.get("elsewhere"):
             continue
         if cell["paper"] == 0:
             if cell["model"] != 0:
@@ -360,6 +360,25 @@ def test_grading_by_direction_and_size():
     assert exit_status([Finding("x", True, "", [near]), Finding("y", True, "", [far])]) == 1
 
 
+def test_a_number_counted_by_another_finding_is_shown_not_counted_again():
+    """One set of numbers supports one finding: a cell whose model number
+    another finding counts already is shown, says where it counts, and
+    leaves the grade to the cells of its own."""
+    from alphaqos.reproduce.grading import Cell, Finding
+
+    near, far = Cell("a", 6.5, 6.0), Cell("b", 3.2, 0.34)
+    again = Cell("b", 3.2, 0.34, elsewhere="the finding on b")
+    assert Finding("x", True, "", [near, far]).grade == "direction only"
+    assert Finding("x", True, "", [near, again]).grade == "holds"  # b's size is graded where b counts
+    assert Finding("x", True, "", [near, again]).counted == [near]
+    sizes = Finding("x", True, "", [near, again]).sizes()
+    assert "sizes: 1 of 1 within" in sizes and "b not counted again (counted by: the finding on b)" in sizes
+    alone = Finding("x", True, "", [again])
+    assert alone.grade == "holds" and alone.sizes().startswith("its numbers are counted by other findings: graded on its direction")
+    assert Finding("x", False, "", [again]).grade == "fails"  # the direction is still this finding's own
+    assert Finding("x", True, "", [near, again]).to_json()["cells"][1]["elsewhere"] == "the finding on b"
+
+
 def test_a_finding_not_graded_is_neither_holding_nor_failing_and_counted_apart():
     from alphaqos.reproduce.grading import Cell, Finding, exit_status, findings_markdown, summary_table
 
@@ -453,6 +472,37 @@ def test_table3_start_up_loss_of_two_queues_is_a_graded_finding(quick):
     assert cells == {"2queues lost": (m["egress_lost"], 5050), "2queues out of sequence": (m["ooo_arrivals"], 4076)}
     assert found["direction"] == (m["egress_lost"] > 0 and m["ooo_arrivals"] > 0)
     assert found["grade"] == regraded(found)
+
+
+def test_table3_throughputs_are_each_counted_by_one_finding(quick):
+    """Table III's four throughputs were counted by two findings each (no
+    policing highest; WRED between): each is counted once now, no
+    policing's by the first, WRED's and the scavenger queue's by the second,
+    and shown, not counted, in the other."""
+    _, _, results = quick
+    best = finding(results, "Experiment 3: no policing gives the highest")
+    between = finding(results, "Experiment 3: WRED on out-of-profile packets sits between")
+    counted = [c["label"] for f in results["findings"] for c in f["cells"]
+               if c["label"].endswith("throughput (Gbps)") and c["paper"] is not None and not c["fitted"] and not c["elsewhere"]]
+    assert sorted(counted) == sorted(f"{c} throughput (Gbps)" for c in yan2013.EXP3_CONFIGS)  # each once
+    assert [c["label"] for c in best["cells"] if not c["elsewhere"]] == ["2queues throughput (Gbps)"]
+    assert {c["elsewhere"] for c in best["cells"] if c["elsewhere"]} == {between["claim"]}
+    assert [c["label"] for c in between["cells"] if c["elsewhere"]] == ["2queues throughput (Gbps)"]
+    for found in (best, between):
+        assert found["grade"] == regraded(found)
+    # The start-up loss (2queues lost, out of sequence) is counted once too.
+    startup = [c["label"] for f in results["findings"] for c in f["cells"] if c["label"].startswith("2queues ") and "throughput" not in c["label"]]
+    assert sorted(startup) == ["2queues lost", "2queues out of sequence"]
+
+
+def test_experiment1_table_marks_the_idle_ping_as_fitted(quick):
+    """The idle ping rests on the WR-ER delay chosen to give 2.28 ms: the
+    table marks it fitted, as the 60.6 ms beside it, not graded by a †."""
+    _, out, results = quick
+    (row,) = [line for line in (out / "report.md").read_text().splitlines() if line.startswith("| 1-queue |")]
+    idle, active = [c.strip() for c in row.strip("|").split("|")][1:3]
+    assert idle.endswith(", fitted)") and " vs 2.28" in idle, idle
+    assert active.endswith(", fitted)") and " vs 60.6" in active, active
 
 
 def test_the_discussion_states_the_model_numbers_of_its_runs(quick):

@@ -192,3 +192,31 @@ def test_dynamic_wred_from_identical_runs_is_shown_not_counted(quick):
     as_run = finding(results, claim)
     identical = len({(measured[k]["queue"]["mean"], measured[k]["http_bps"]) for k in dynamic}) == 1
     assert (as_run["grade"] == "not graded") == identical
+
+
+def test_table3s_drop_column_and_table4s_green_means_are_counted_once(quick):
+    """Table 3's "drop" column is Table 2's weight_REL = 20 run, counted by
+    the weight-20 finding: case A shows it, does not count it again, and its
+    Relative gain says what Table 2's 384 would make of it. Table 4's green
+    means of B1-B3 count in the WRED finding, not again in B2's."""
+    _, out, results = quick
+    w20 = finding(results, "weight_REL = 20 (r ≥ Σ r_i")
+    case_a = finding(results, "Case A (yellow to best effort)")
+    drop = [c for c in case_a["cells"] if c["label"].startswith("drop ")]
+    assert len(drop) == 4 and all(c["elsewhere"] == w20["claim"] for c in drop)
+    assert [c for c in case_a["cells"] if c["label"].startswith("A ") and c["elsewhere"]] == []
+    (gain,) = [c for c in case_a["cells"] if c["label"].startswith("A: Relative gain")]
+    assert gain["paper"] == bouras.relative_gain_paper() == 372 and not gain["elsewhere"]
+    assert "Table 3's C2 284" in gain["label"] and f"Table 2's 384: {bouras.relative_gain_paper(384):g}" in gain["label"]
+    assert bouras.relative_gain_paper(384) == 272
+    b2 = finding(results, "B2 gives the lowest mean Relative queue")
+    cut = finding(results, "WRED cuts the Relative queue's mean")
+    assert b2["cells"] and all(c["elsewhere"] == cut["claim"] for c in b2["cells"])
+    for found in (case_a, b2):
+        assert found["grade"] == regraded(found)
+    # Each run's throughput (kb/s) against the document counts once over all findings.
+    counted = [c["model"] for f in results["findings"] for c in f["cells"]
+               if "(kb/s)" in c["label"] and "A: " not in c["label"] and c["paper"] is not None and not c["fitted"] and not c["elsewhere"]]
+    assert len(counted) == len(set(counted)), sorted(counted)
+    report = " ".join((out / "report.md").read_text().split())
+    assert "not counted again (counted by: weight_REL = 20" in report

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
@@ -192,3 +193,20 @@ def test_the_report_says_why_two_connections_reserve_as_much_as_one(quick):
         assert f"{fct:.2f} s" in section
         little = lam * deadline_af.FILE_3 * 8 / deadline_af.DEADLINE_3 * deadline_af.MARGIN * fct / deadline_af.WIRE_BPS
         assert f"{100 * little:.1f} %" in section
+
+
+def test_the_report_weighs_reservation_rule_pacing_and_window(quick):
+    """Why two connections reserve as much as one: the report names the
+    three suspects (the reservation rule, pacing, the window), and what it
+    says of pacing is what the runs did: no study-3 run paces a connection."""
+    _, out, _ = quick
+    report = " ".join((out / "report.md").read_text().split())
+    section = report.split("## Why two connections without dynamic control reserve", 1)[1].split(" ## ", 1)[0]
+    assert "Of the three suspects: the reservation rule is the same for both" in section
+    assert "pacing plays no part (the call-admission study paces no connection" in section
+    assert "what decides is the window of one connection against the empty path" in section
+    study3 = [yaml.safe_load(p.read_text()) for p in (out / "scenarios").glob("*.yaml") if p.name.startswith(("admission", "check"))]
+    assert len(study3) == len([k for k in deadline_af.plan(quick=True) if k.key.startswith(("admission/", "check/"))])
+    options = [o for s in study3 for w in s["workloads"] for o in [w.get("tcp") or {}, *(w.get("stream_options") or [])]]
+    assert options and not any(o.get("max_pacing_rate") for o in options)
+    assert not any(s.get("deadline_transfers") for s in study3)

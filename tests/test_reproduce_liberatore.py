@@ -15,7 +15,8 @@ import yaml
 alphaqos = pytest.importorskip("alphaqos")
 pytest.importorskip("alphaqos._core", reason="the engine is not built (make build)")
 
-from alphaqos import cli, units  # noqa: E402
+from alphaqos import cli, load_scenario, units  # noqa: E402
+from alphaqos.reproduce import liberatore  # noqa: E402
 from test_reproduce import regraded  # noqa: E402
 
 
@@ -155,3 +156,49 @@ def test_the_discussion_states_the_slow_flows_its_run_measured(quick):
     graded = max(t["yaqs_cs0"]["slow_flows_max"] for k, t in measured.items() if k.startswith("trace/") and t.get("trace") != "ns" and "fifo" in t)
     assert f"{graded} on the simulated traces" in few["evidence"]
     assert "a dozen" not in report
+
+
+#: What ns-2.35 derives for the document's bottleneck (45 Mb/s, 1 ms) with
+#: its automatic RED defaults, read back from the queue after start-up.
+NS2_35_AUTO_RED = (28.125, 84.375, 8.8884938388655854e-05)
+
+NS2_RED_SCRIPT = """set ns [new Simulator]
+set n0 [$ns node]; set n1 [$ns node]
+$ns duplex-link $n0 $n1 45Mb 1ms RED
+set q [[$ns link $n0 $n1] queue]
+proc show {} { global q; puts "[$q set thresh_] [$q set maxthresh_] [$q set q_weight_] [$q set cur_max_p_]"; exit 0 }
+$ns at 0.01 "show"
+$ns run
+"""
+
+
+def test_red_is_the_documents_ns2_defaults_derived_from_its_link():
+    """Section V-C ran RED with "the default ns-2.1b9a parameters", which
+    (since 29 Dec 2001) ns-2 derives from the link: about 28 and 84
+    packets and w_q 8.9e-05 on the 45 Mb/s, 1 ms bottleneck, not the fixed
+    5 / 15 / 0.002 of earlier versions the reproduction once called ns-2's
+    defaults."""
+    red = liberatore.bottleneck_queue("red")["red"]
+    assert (red["min_th"], red["max_th"], red["max_p"], red["gentle"]) == (28.125, 84.375, 0.1, True)
+    assert red["w_q"] == pytest.approx(NS2_35_AUTO_RED[2], rel=1e-3)
+    assert liberatore.NS2_AUTO_RED == pytest.approx(NS2_35_AUTO_RED, rel=1e-9)
+    assert load_scenario(liberatore.dumbbell("red", 1, duration="2s"))  # the engine takes them
+    discussion = " ".join(liberatore.DISCUSSION.split())
+    assert "thresholds 28.125 and 84.375 packets, w_q 8.888e-05, max_p 0.1" in discussion
+    assert "ns-2.1b9a" in discussion and "wait_" in discussion
+
+
+def test_the_automatic_red_rule_is_what_ns2_derives(tmp_path):
+    """The rule of :func:`_ns2_automatic_red` against ns-2 itself (Debian's
+    ns2 2.35, where installed), on the document's link."""
+    import shutil
+    import subprocess
+
+    ns = shutil.which("ns")
+    if ns is None:
+        pytest.skip("ns-2 is not installed (apt-get install ns2)")
+    (tmp_path / "red.tcl").write_text(NS2_RED_SCRIPT)
+    out = subprocess.run([ns, "red.tcl"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True).stdout
+    min_th, max_th, w_q, max_p = (float(x) for x in out.split())
+    assert (min_th, max_th, w_q) == pytest.approx(liberatore._ns2_automatic_red(45e6, 0.001), rel=1e-9)
+    assert (min_th, max_th, w_q) == pytest.approx(NS2_35_AUTO_RED, rel=1e-9) and max_p == 0.1

@@ -74,7 +74,11 @@ What the document leaves open, and the choices made (also in the report):
   offered total is not fixed at 9 Mb/s;
 - the max RTT is that of a ping from each customer to its sink every
   100 ms, classified into the Relative queue (green): it crosses the
-  customer's access link and the Relative queue as the Relative packets do.
+  customer's access link and the Relative queue as the Relative packets do;
+- simulator: ns-2, with no version named (its reference [5] is the
+  simulator's web page); no ns-2 default enters here, as WRED's thresholds,
+  max_p and weighting constant are the document's own
+  (``docs/ns2-crosscheck.md``, "The ns-2 documents' set-ups").
 """
 
 from __future__ import annotations
@@ -118,10 +122,21 @@ PAPER_TABLE4 = {
 }
 #: Section 5.2.1: the high-priority load the document measured, kb/s.
 PAPER_HP_KBPS = 1100
+
+
+def relative_gain_paper(c2_dropped: float = PAPER_TABLE3["drop"][2]) -> float:
+    """Table 3's Relative gain of case A (kb/s): its three customers' sum
+    against the sum with yellow dropped, C2 dropped taken as ``c2_dropped``
+    (Table 3's 284 by default; Table 2 prints 384)."""
+    dropped = PAPER_TABLE3["drop"][1:]
+    return sum(PAPER_TABLE3["A"][1:]) - (dropped[0] + c2_dropped + dropped[2])
+
+
 TABLE3_C2_CONFLICT = (
     f"Table 3 prints C2's throughput with yellow dropped as {PAPER_TABLE3['drop'][2]} kb/s, Table 2 as "
     f"{PAPER_TABLE2[20][2]} for the same configuration (weight_REL 20, its other numbers equal or near Table 3's): one "
-    f"of them is a misprint; the cell uses Table 3's {PAPER_TABLE3['drop'][2]}"
+    f"of them is a misprint; the cells use Table 3's {PAPER_TABLE3['drop'][2]}, and with it case A's Relative gain is "
+    f"{relative_gain_paper():g} kb/s ({relative_gain_paper(PAPER_TABLE2[20][2]):g} with Table 2's {PAPER_TABLE2[20][2]})"
 )
 #: Section 5.2.1: the Relative queue with weight_REL 30 or 20 stays at or
 #: below this many packets ("does not exceed ... 10 packets", Fig. 6): a maximum.
@@ -523,12 +538,16 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
     out = []
     rates = {c: CUSTOMERS[c]["profile"][0] for c in CUSTOMERS}
     sum_r = sum(rates.values())
+
+    def contracted_claim(w: int) -> str:
+        return (f"weight_REL = {w} (r ≥ Σ r_i, equation 1): every customer gets 90-95 % or more of its contracted rate, "
+                f"and the Relative queue never exceeds {PAPER_RELATIVE_QUEUE_MAX} packets (its maximum, Fig. 6)")
+
     for w in (30, 20):
         m = m52(measured, f"w{w}")
         shares = {c: m["customers"][c] / rates[c] for c in CUSTOMERS}
         out.append(Finding(
-            f"weight_REL = {w} (r ≥ Σ r_i, equation 1): every customer gets 90-95 % or more of its contracted rate, "
-            f"and the Relative queue never exceeds {PAPER_RELATIVE_QUEUE_MAX} packets (its maximum, Fig. 6)",
+            contracted_claim(w),
             all(s >= 0.9 for s in shares.values()) and m["queue"]["max"] <= PAPER_RELATIVE_QUEUE_MAX,
             ", ".join(f"{c} {shares[c]:.0%} of r_i" for c in CUSTOMERS)
             + f"; Relative queue mean {m['queue']['mean']:.1f}, max {m['queue']['max']:.0f} packets",
@@ -554,13 +573,18 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         rel_a > rel_d and ma["background_bps"] < m20["background_bps"],
         f"Relative {_kb(rel_d):.0f} -> {_kb(rel_a):.0f} kb/s, background {_kb(m20['background_bps']):.0f} -> "
         f"{_kb(ma['background_bps']):.0f} kb/s",
+        # Table 3's "drop" column is Table 2's weight_REL = 20 run, whose
+        # levels the weight-20 finding counts: shown here, not counted again.
         [Cell(f"{label} {c} (kb/s)" + (" [Table 3's 284; Table 2: 384]" if (key, c) == ("drop", "C2") else ""),
-              _kb(m["customers"][c]), PAPER_TABLE3[key][i + 1])
+              _kb(m["customers"][c]), PAPER_TABLE3[key][i + 1], elsewhere=contracted_claim(20) if key == "drop" else "")
          for label, key, m in (("drop", "drop", m20), ("A", "A", ma)) for i, c in enumerate(CUSTOMERS)]
-        + [Cell(f"{label} background (kb/s)", _kb(m["background_bps"]), PAPER_TABLE3[key][0])
+        + [Cell(f"{label} background (kb/s)", _kb(m["background_bps"]), PAPER_TABLE3[key][0],
+                elsewhere=contracted_claim(20) if key == "drop" else "")
            for label, key, m in (("drop", "drop", m20), ("A", "A", ma))]
-        # The finding is a change: its sizes too, not only the levels.
-        + [Cell("A: Relative gain (kb/s)", _kb(rel_a - rel_d), sum(PAPER_TABLE3["A"][1:]) - sum(PAPER_TABLE3["drop"][1:])),
+        # The finding is a change: its sizes too, not only the levels. The
+        # gain rests on Table 3's C2 of 284 (TABLE3_C2_CONFLICT).
+        + [Cell(f"A: Relative gain (kb/s) [from Table 3's C2 284; with Table 2's 384: {relative_gain_paper(PAPER_TABLE2[20][2]):g}]",
+                _kb(rel_a - rel_d), relative_gain_paper()),
            Cell("A: background loss (kb/s)", _kb(m20["background_bps"] - ma["background_bps"]),
                 PAPER_TABLE3["drop"][0] - PAPER_TABLE3["A"][0])],
     ))  # fmt: skip
@@ -574,8 +598,9 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         [Cell(f"{b} {c} (kb/s)", _kb(m["customers"][c]), PAPER_TABLE4[b][i + 1])
          for b, m in (*cases.items(), ("none", none)) for i, c in enumerate(CUSTOMERS)],
     ))  # fmt: skip
+    cut_claim = "WRED cuts the Relative queue's mean and maximum (green and yellow) against no WRED"
     out.append(Finding(
-        "WRED cuts the Relative queue's mean and maximum (green and yellow) against no WRED",
+        cut_claim,
         all(m["queue"][k]["mean"] < none["queue"][k]["mean"] and m["queue"][k]["max"] < none["queue"][k]["max"]
             for m in cases.values() for k in ("green", "yellow")),
         "; ".join(f"{b} green {m['queue']['green']['mean']:.1f} ({m['queue']['green']['max']:.0f})"
@@ -589,7 +614,8 @@ def findings(measured: dict[str, dict[str, Any]]) -> list[Finding]:
         "B2 gives the lowest mean Relative queue of B1-B3",
         means["B2"] <= min(means.values()),
         ", ".join(f"{b} {v:.1f}" for b, v in means.items()) + " packets (green and yellow)",
-        [Cell(f"{b} green mean", cases[b]["queue"]["green"]["mean"], PAPER_TABLE4[b][4]) for b in cases],
+        # Table 4's green means of B1-B3 are counted by the finding above.
+        [Cell(f"{b} green mean", cases[b]["queue"]["green"]["mean"], PAPER_TABLE4[b][4], elsewhere=cut_claim) for b in cases],
     ))  # fmt: skip
     mc = m52(measured, "C")
     out.append(Finding(

@@ -98,6 +98,11 @@ What the slides leave open, and the choices made (also in the report):
   admission until the transfer completes (the admission agent releases
   it), a dynamic one is what the agent reserves at each moment. A call is
   lost if the bottleneck's bookings plus its request exceed 1 Gbps.
+- simulator: "NS2", with no version and no RIO parameters named. ns-2's
+  own RIO defaults (``Queue/RED/RIO``: IN 15-30, OUT 5-15 packets, not
+  gentle) are sized for queues of tens of packets; the max_p (0.02 IN, 0.2
+  OUT) and w_q (0.002) above are also theirs (``docs/ns2-crosscheck.md``,
+  "The ns-2 documents' set-ups").
 """
 
 from __future__ import annotations
@@ -583,6 +588,13 @@ def two_connections_section(measured: dict[str, dict[str, Any]]) -> str:
         "already takes nearly all of the path and a second has nothing to add. The completion times, and with them the "
         "reservations, come out nearly equal."
     )
+    md += ["", (
+        f"Of the three suspects: the reservation rule is the same for both (each holds {request / MBPS:.0f} Mbps, the "
+        "request, from admission to completion), so it can only pass on a difference of completion time; pacing plays "
+        f"no part (the call-admission study paces no connection: only {' and '.join(LABELS[m] for m in PACED)} of the "
+        "throughput and queue studies are paced); what decides is the window of one connection against the empty path, "
+        "which the check below caps."
+    )]  # fmt: skip
     checks = {m: measured.get(f"check/{m}/rwnd") for m in pair}
     if all(checks.values()):
         a, b = (checks[m] for m in pair)

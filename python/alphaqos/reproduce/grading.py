@@ -25,8 +25,10 @@ and is graded (:func:`grade`):
 
 A cell whose model value comes from a parameter fitted to that very number
 (``fitted=True``) is shown, with the fit said, but never counted as
-evidence: it agrees by construction. A finding for which the document gives
-no number is graded on its direction, and says so.
+evidence: it agrees by construction. A cell whose model number is already
+counted by another finding (``elsewhere``: that finding) is shown but not
+counted again: one set of numbers supports one finding. A finding for which
+the document gives no number is graded on its direction, and says so.
 
 A reproduction's exit status follows: 0 if every finding holds, 1 otherwise
 (:func:`exit_status`; a finding not graded does not hold).
@@ -69,7 +71,10 @@ class Cell:
     ``fitted``: the model's value rests on a parameter fitted to this very
     number; shown, not counted. ``why`` says what was fitted to it.
     ``bound``: the document's number is an upper bound ("at most", "below"),
-    met by any model value up to it times the tolerance, zero included."""
+    met by any model value up to it times the tolerance, zero included.
+    ``elsewhere``: the finding that counts this model number already (the
+    same run's number against the same, or the same table's, document
+    value); shown here, not counted twice."""
 
     label: str
     model: float
@@ -77,6 +82,7 @@ class Cell:
     fitted: bool = False
     why: str = ""
     bound: bool = False
+    elsewhere: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -113,8 +119,9 @@ class Finding:
 
     @property
     def counted(self) -> list[Cell]:
-        """The cells that count as evidence: a paper value, not fitted."""
-        return [c for c in self.cells if c.paper is not None and not c.fitted]
+        """The cells that count as evidence: a paper value, not fitted, not
+        counted by another finding."""
+        return [c for c in self.cells if c.paper is not None and not c.fitted and not c.elsewhere]
 
     @property
     def grade(self) -> str:
@@ -142,11 +149,17 @@ class Finding:
             parts.append(f"sizes: {within} of {len(self.counted)} within a factor of {self.factor:g} of the document")
             if self.outside:
                 parts.append("outside: " + ", ".join(f"{c.label} {fmt_ratio(c.ratio)}" for c in self.outside))
+        elif any(c.elsewhere for c in self.cells):
+            parts.append("its numbers are counted by other findings: graded on its direction")
         else:
             parts.append("the document gives no number for this finding: graded on its direction")
         for c in self.cells:
             if c.fitted:
                 parts.append(f"{c.label} not counted: {c.why or 'a parameter was fitted to it'}")
+        elsewhere = [c for c in self.cells if c.elsewhere and not c.fitted]
+        for where in dict.fromkeys(c.elsewhere for c in elsewhere):
+            labels = ", ".join(c.label for c in elsewhere if c.elsewhere == where)
+            parts.append(f"{labels} not counted again (counted by: {where})")
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -160,7 +173,8 @@ class Finding:
             "evidence": self.evidence,
             "cells": [
                 {"label": c.label, "model": c.model, "paper": c.paper, "ratio": _json_ratio(c.ratio),
-                 "within": c.within(self.factor), "fitted": c.fitted, "bound": c.bound}
+                 "within": c.within(self.factor), "fitted": c.fitted, "bound": c.bound,
+                 "elsewhere": c.elsewhere}
                 for c in self.cells
             ],
         }  # fmt: skip

@@ -9,12 +9,15 @@ Two studies, as in the document's Sections IV and V:
   segments, initial window 2, advertised window 1024 packets) at 14 Mbps
   per direction; ``n`` aggressive senders on 100 Mbps, 0.4 ms links each
   send 4 MB from 1 + i/10 s. The bottleneck runs YAQS (c_f = 16 500 B,
-  c_s = 0, r = 0.5), DropTail, RED (thresholds 5 and 15 packets, w_q
-  0.002, max_p 0.1, gentle: ns-2's defaults until 29 Dec 2001; the
-  document ran ns-2.1b9a's defaults, which (3 July 2002) derive them from
-  the link instead: see the report's discussion) and, when the engine has
-  it, FQ-CoDel. Measured: the (fast) queue's length over time and its
-  CCDF, the aggressive flows' goodput, the flows in the slow queue, reorderings
+  c_s = 0, r = 0.5), DropTail, RED (the document's "default ns-2.1b9a
+  parameters": ns-2.1b9a, of 3 July 2002, configures RED from the link
+  since 29 Dec 2001, which on this bottleneck gives thresholds of 28.1 and
+  84.4 packets, w_q 8.9e-05, max_p 0.1, gentle, in packets; before that
+  date ns-2's fixed defaults were 5 and 15 packets and w_q 0.002, which
+  earlier versions of this reproduction used: :func:`_ns2_automatic_red`,
+  the report's discussion) and, when the engine has it, FQ-CoDel.
+  Measured: the (fast) queue's length over time and its CCDF, the
+  aggressive flows' goodput, the flows in the slow queue, reorderings
   counted by the interface, web completion times.
 - **Trace study** (Sections IV, V-A, V-B): the NLANR traces are not
   available; the project's own are captured with the link tap from a
@@ -83,13 +86,40 @@ BOTTLENECK = "L->R"
 C_F = "16500B"
 
 
+def _ns2_automatic_red(rate_bps: float, delay_s: float) -> tuple[float, float, float]:
+    """min_th, max_th (packets) and w_q that ns-2's automatic RED
+    (``thresh_ 0``, ``maxthresh_ 0``, ``q_weight_ -1``, the defaults since
+    29 Dec 2001; ``queue/red.cc``, ``initialize_params``) derives for a
+    link, with the defaults ``mean_pktsize_ 500`` and ``targetdelay_
+    0.005``: min_th = max(5, targetdelay x C / 2), max_th = 3 min_th, w_q =
+    1 - exp(-1 / (10 RTT C)) with RTT = max(0.1 s, 3 (delay + 1 / C)), C the
+    link's rate in mean-size packets a second. ns-2.35 derives 28.125,
+    84.375 and 8.888e-05 for the document's 45 Mb/s, 1 ms bottleneck
+    (``docs/ns2-crosscheck.md``, "The ns-2 documents' set-ups")."""
+    ptc = rate_bps / (8 * 500)  # packets a second
+    min_th = max(5.0, 0.005 * ptc / 2)
+    rtt = max(0.1, 3 * (delay_s + 1 / ptc))
+    return min_th, 3 * min_th, 1 - math.exp(-1 / (10 * rtt * ptc))
+
+
+#: The document's bottleneck (Fig. 2): rate (b/s) and one-way delay (s).
+BOTTLENECK_BPS, BOTTLENECK_DELAY_S = 45e6, 0.001
+#: The document's RED: "the default ns-2.1b9a parameters" (Section V-C),
+#: automatic since 29 Dec 2001, on its bottleneck.
+NS2_AUTO_RED = _ns2_automatic_red(BOTTLENECK_BPS, BOTTLENECK_DELAY_S)
+#: ns-2's fixed RED defaults before 29 Dec 2001: min_th, max_th (packets), w_q.
+NS2_FIXED_RED = (5, 15, 0.002)
+
+
 def bottleneck_queue(kind: str) -> dict[str, Any]:
     if kind == "yaqs":
         return {"yaqs": {"c_f": C_F, "c_s": "0B", "r": 0.5, "limit": "512p", "epsilon": 0.5}}
     if kind == "fifo":
         return {"fifo": {"limit": "512p"}}
     if kind == "red":
-        return {"red": {"limit": "512p", "min_th": 5, "max_th": 15, "w_q": 0.002, "max_p": 0.1, "gentle": True}}
+        min_th, max_th, w_q = NS2_AUTO_RED
+        return {"red": {"limit": "512p", "min_th": round(min_th, 3), "max_th": round(max_th, 3), "w_q": float(f"{w_q:.4g}"),
+                        "max_p": 0.1, "gentle": True}}  # fmt: skip
     return {"fq_codel": {}}
 
 
@@ -102,7 +132,8 @@ def dumbbell(kind: str, n: int, *, duration: str, routers: int = 14, per_router:
     """The document's Fig. 2 with ``kind`` at both ends of the bottleneck."""
     nodes: dict[str, Any] = {"L": {"router": True}, "R": {"router": True}}
     links: list[dict[str, Any]] = [
-        {"between": ["L", "R"], "rate": "45Mbps", "delay": "1ms", "queue": bottleneck_queue(kind), "monitors": {"L": True}}
+        {"between": ["L", "R"], "rate": f"{BOTTLENECK_BPS / 1e6:g}Mbps", "delay": f"{BOTTLENECK_DELAY_S * 1e3:g}ms", "queue": bottleneck_queue(kind),
+         "monitors": {"L": True}}
     ]
     sides: dict[str, list[str]] = {"l": [], "r": []}
     for side, core in (("l", "L"), ("r", "R")):
@@ -620,18 +651,6 @@ def report(measured: dict[str, dict[str, Any]], scenarios: dict[str, dict[str, A
 _RED = bottleneck_queue("red")["red"]
 
 
-def _ns2_automatic_red(rate_bps: float, delay_s: float) -> tuple[float, float, float]:
-    """min_th, max_th (packets) and w_q that ns-2's automatic RED
-    (``thresh_ 0``, ``maxthresh_ 0``, ``q_weight_ -1``; ns-2.35
-    ``queue/red.cc``, ``initialize_params``) derives for a link, with the
-    defaults ``mean_pktsize_ 500`` and ``targetdelay_ 0.005``."""
-    ptc = rate_bps / (8 * 500)  # packets a second
-    min_th = max(5.0, 0.005 * ptc / 2)
-    rtt = max(0.1, 3 * (delay_s + 1 / ptc))
-    return min_th, 3 * min_th, 1 - math.exp(-1 / (10 * rtt * ptc))
-
-
-_NS2_AUTO_RED = _ns2_automatic_red(45e6, 0.001)  # the document's bottleneck
 DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not available):
   web-like ON/OFF sources over a simulated OC-3 at Table I's mean rates,
   captured with the link tap and replayed, and one of real TCP traffic
@@ -653,15 +672,17 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
   YAQS, the whole queue otherwise), the same measure for every discipline.
 - Reorderings are counted by the bottleneck interface from the TCP
   sequence numbers it sends, not by YAQS.
-- RED: thresholds {_RED["min_th"]} and {_RED["max_th"]} packets, w_q {_RED["w_q"]}, max_p {_RED["max_p"]},
-  gentle: ns-2's fixed defaults before its automatic RED (`thresh_ 0`,
-  `maxthresh_ 0`, `q_weight_ -1`, dated `12/29/01` in the comments of
-  `ns-2.35`'s `ns-default.tcl`). The document ran the defaults of
-  `ns-2.1b9a` (released `2002-07-03`), which derive them from the link:
-  about {_NS2_AUTO_RED[0]:.0f} and {_NS2_AUTO_RED[1]:.0f} packets and w_q {_NS2_AUTO_RED[2]:.1g} on its bottleneck (by
-  `ns-2.35`'s `red.cc`; the code of `2.1b9a` itself not checked), with
-  `wait_` and gentle on. The reproduction keeps the fixed values: the
-  project's choice, not the document's."""
+- RED: thresholds {_RED["min_th"]:g} and {_RED["max_th"]:g} packets, w_q {_RED["w_q"]:.4g}, max_p {_RED["max_p"]},
+  gentle, in packets: what the document's "default `ns-2.1b9a`
+  parameters" (Section V-C) give on its {BOTTLENECK_BPS / 1e6:g} Mb/s, {BOTTLENECK_DELAY_S * 1e3:g} ms bottleneck.
+  `ns-2.1b9a` (released `2002-07-03`) has ns-2's automatic RED (`thresh_
+  0`, `maxthresh_ 0`, `q_weight_ -1`, the defaults since `12/29/01` by
+  the comments of `ns-default.tcl`), which derives them from the link's
+  rate and delay (`red.cc`, `initialize_params`; `ns-2.35` derives these
+  same values for this link; the code of `2.1b9a` itself was not read).
+  ns-2's fixed defaults before that date (thresholds {NS2_FIXED_RED[0]} and {NS2_FIXED_RED[1]} packets,
+  w_q {NS2_FIXED_RED[2]}) are {_RED["min_th"] / NS2_FIXED_RED[0]:.1f} times lower. Not modelled: ns-2's `wait_`
+  (on by default; it spaces drops), which the engine does not have."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
