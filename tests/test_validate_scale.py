@@ -1,7 +1,7 @@
 """Validation of many items (issue 20: "validation of 10^4 items stays under
 a second"). The wall time itself is ``make bench``'s (``benches/validate_many.py``);
 here, how it grows: ten times the items may cost at most about ten times
-the time (15x allowed for noise), which a check quadratic in the items (the
+the time (20x allowed for noise and cache effects), which a check quadratic in the items (the
 engine's duplicate-name scan was) breaks. And what the speed-ups rest on:
 shared defaults are frozen, parsed units and controller parameters are
 remembered without changing any answer or error.
@@ -24,8 +24,11 @@ from alphaqos.scenario import DEFAULT_WORKLOAD_TCP, load_scenario, resolve
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from validate_many import flows_scenario, scenario  # noqa: E402
 
-#: Ten times the items may take this many times as long (linear: ~10).
-GROWTH = 15
+#: Ten times the items may take this many times as long (linear: ~10;
+#: 10-14x measured alone on an idle machine, 19.8x once under two pytest
+#: workers: the larger text's parse leaves the cache). A quadratic step
+#: makes it ~100x.
+GROWTH = 20
 #: The same for the whole of ``load_scenario``, whose CPU time also carries
 #: the allocator and cache effects of a ten times larger heap (16x seen
 #: under two pytest workers); a quadratic step makes it ~100x.
