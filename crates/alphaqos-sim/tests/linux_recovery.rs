@@ -3,10 +3,11 @@
 //! `tcp_output.c` function does. Segments of 1000 bytes; segment k is
 //! [1000 k, 1000 (k + 1)).
 
+mod common;
+
 use alphaqos_sim::config::TcpConfig;
 use alphaqos_sim::event::FlowTimer;
 use alphaqos_sim::packet::{Payload, SackBlocks};
-use alphaqos_sim::tcp::cc;
 use alphaqos_sim::tcp::receiver::TcpReceiver;
 use alphaqos_sim::tcp::sender::TcpSender;
 use alphaqos_sim::tcp::Wire;
@@ -47,11 +48,7 @@ fn config(extra: &str) -> TcpConfig {
 
 /// A sender with segments 0..19 in flight (20 of them, all the data when `size`).
 fn sender(extra: &str) -> (TcpSender, W) {
-    let cfg = config(extra);
-    let mut s = TcpSender::new(&cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, MSS).unwrap());
-    let mut w = W::default();
-    s.start(&mut w);
-    (s, w)
+    common::started_sender(&config(extra), MSS)
 }
 
 fn sack(ack: u64, blocks: &[(u64, u64)]) -> SackBlocks {
