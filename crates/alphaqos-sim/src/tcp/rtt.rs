@@ -61,6 +61,7 @@ impl RttEstimator {
     pub fn set_tick(&mut self, tick: Duration) {
         self.tick = tick.0;
     }
+    #[inline]
     pub fn sample(&mut self, r: Duration) {
         let r = r.0;
         if self.tick > 0 {
@@ -87,7 +88,10 @@ impl RttEstimator {
         .min(self.max_rto);
         self.backoff = 0;
     }
-    /// `TcpAgent::rtt_update` and `rtt_timeout` (ns-2.35 `tcp/tcp.cc`).
+    /// `TcpAgent::rtt_update` and `rtt_timeout` (ns-2.35 `tcp/tcp.cc`);
+    /// out of line, so that the default path stays as small as before.
+    #[cold]
+    #[inline(never)]
     fn sample_ticks(&mut self, r: u64) {
         let tick = self.tick;
         self.samples += 1;
