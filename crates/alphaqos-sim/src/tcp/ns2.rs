@@ -16,7 +16,10 @@
 //!   segment slow start grows the window 1.5x per round trip (W/2 ACKs
 //!   add W/2) and congestion avoidance 0.5 packet per round trip; nor any
 //!   check that the window limits sending (`control_increase_ 0`). The
-//!   fraction is kept exactly (a remainder in byte-squared units).
+//!   fraction is kept exactly (a remainder in byte-squared units). For
+//!   `newreno` and `reno` only (ns-2's `Agent/TCP` window rule); another
+//!   controller keeps its own growth, and Sack1 then cuts the window by
+//!   the controller's rule too.
 //! - `sack1` (`Sack1TcpAgent`, the 1996 Fall & Floyd recovery, "Simulation-
 //!   based comparisons of Tahoe, Reno and SACK TCP", CCR 26(3)):
 //!   - a duplicate ACK counts only if its SACK blocks changed the
@@ -105,10 +108,13 @@ pub struct Ns2Stats {
 }
 
 impl Ns2 {
-    /// Some if any sender-side ns-2 behaviour is on.
-    pub fn new(opts: &HostBehaviour, sack: bool) -> Option<Ns2> {
+    /// Some if any sender-side ns-2 behaviour is on. `opencwnd` is Reno's
+    /// window rule: it replaces the controller's growth only for NewReno
+    /// and Reno (`reno`); another controller keeps its own.
+    pub fn new(opts: &HostBehaviour, sack: bool, reno: bool) -> Option<Ns2> {
         let sack1 = opts.sack1 && sack;
-        (opts.per_ack_growth || sack1).then(|| Ns2 { per_ack_growth: opts.per_ack_growth, sack1, ..Ns2::default() })
+        let per_ack_growth = opts.per_ack_growth && reno;
+        (per_ack_growth || sack1).then(|| Ns2 { per_ack_growth, sack1, ..Ns2::default() })
     }
 
     /// `TcpAgent::opencwnd` with `wnd_option_` 1 and `increase_num_` 1:

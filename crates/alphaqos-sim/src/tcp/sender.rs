@@ -290,7 +290,7 @@ impl TcpSender {
             pace: LazyTimer::default(),
             active: false,
             linux: Linux::new(host, cfg.dupthresh),
-            ns2: Ns2::new(&host, cfg.sack),
+            ns2: Ns2::new(&host, cfg.sack, cfg.cc == "newreno" || cfg.cc == "reno"),
             stats: SenderStats::default(),
         }
     }
