@@ -76,6 +76,19 @@
 //! `rto: rfc6298` (`rtt_timeout` with `rfc2988_ true`: max(minrto_, SRTT +
 //! 4 RTTVAR)), and no quick ACKs at a connection's start.
 //!
+//! The defaults, with their lines in ns-2.35's `tcl/lib/ns-default.tcl`
+//! (the release tree, `$Header: ... ns-default.tcl,v 1.388 2010/07/03`): `Queue/RED
+//! set wait_ true` (139), `Agent/TCP set aggressive_maxburst_ 1` (906),
+//! `numdupacks_ 3` (909), `windowInit_ 2` (920), `windowOption_ 1` (925),
+//! `increase_num_ 1.0` (929), `bugFix_ true` (939), `tcpTick_ 0.01` (952),
+//! `minrto_ 0.2` (956), `rtxcur_init_ 3.0` (961), `T_SRTT_BITS 3`,
+//! `T_RTTVAR_BITS 2`, `rttvar_exp_ 2` (962-964), `rfc2988_ true` (969),
+//! `partial_ack_ false` (974), `singledup_ 1` (987), `precisionReduce_
+//! true` (989), `control_increase_ 0` (1025), `Agent/TCPSink set
+//! RFC2581_immediate_ack_ true` (1061), `Agent/TCPSink/Sack1/DelAck set
+//! interval_ 100ms` (1071); `wnd_restart_ = 1.` in `TcpAgent::TcpAgent`
+//! (`tcp/tcp.cc`).
+//!
 //! Not modelled: ns-2's `window_` (the receiver's window, 20 packets by
 //! default; set `rwnd`), `maxburst_` (0: none), ECN, F-RTO (off by default).
 //!

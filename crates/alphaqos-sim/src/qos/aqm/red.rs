@@ -307,7 +307,7 @@ mod tests {
     /// ns-2's `wait_` (`modify_p`): at p_b 0.05 no drop before the 20th
     /// packet after the previous one, a certain one by the 39th: gaps
     /// uniform on 20..=39 (mean 29.5), where the paper's rule spreads them
-    /// on 1..=20 (mean 10.5).
+    /// on 1..=19 (mean 10; `count` counts the packet being decided).
     #[test]
     fn wait_spaces_drops_between_one_and_two_over_p_b() {
         for wait in [true, false] {
@@ -325,7 +325,7 @@ mod tests {
             let gaps = &gaps[1..];
             let (min, max) = (*gaps.iter().min().unwrap(), *gaps.iter().max().unwrap());
             let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64;
-            let (want_min, want_max, want_mean) = if wait { (20, 39, 29.5) } else { (1, 20, 10.5) };
+            let (want_min, want_max, want_mean) = if wait { (20, 39, 29.5) } else { (1, 19, 10.0) };
             assert_eq!((min, max), (want_min, want_max), "wait {wait}");
             assert!((mean - want_mean).abs() < 0.3, "wait {wait}: mean gap {mean}");
         }
