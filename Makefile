@@ -60,8 +60,9 @@ pytest: build test-deps
 # API suite (a throw-away cluster per test session); tcpdump, iperf3 and
 # iputils-ping for the emulator, tap and kernel cross-check tests; iproute2
 # and softflowd for the flow exporter test; nftables for the provisioned
-# rule sets. PyPI: pyspark (not a dependency of alphaqos) for flows.spark.
-DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql tcpdump iperf3 iputils-ping iproute2 softflowd nftables
+# rule sets; ns2 (ns-2.35, a 2.5 MB package) for the ns-2 cross-check's
+# small case. PyPI: pyspark (not a dependency of alphaqos) for flows.spark.
+DEBIAN_TEST_PACKAGES := chromium chromium-driver postgresql tcpdump iperf3 iputils-ping iproute2 softflowd nftables ns2
 test-deps: setup
 	@missing=$$(for p in $(DEBIAN_TEST_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -20,8 +20,14 @@ The dumbbell::
   in packets: min_th 5, max_th 15, max_p 0.1 (ns-2's ``linterm_ 10``),
   w_q 0.002, gentle, hard limit 50 packets, mean packet 1500 B for the
   idle-time decay. ns-2's ``wait_`` (on by default: it spaces drops
-  further than the RED paper's count rule) is turned off, since alphaqos's
-  RED follows the paper; ``queue_in_bytes_`` (ns-2's default) too.
+  further than the RED paper's count rule) is turned off for the rows
+  against alphaqos's default hosts, whose RED follows the paper, and left
+  on for the rows against ``host_profile: ns2``, with alphaqos's RED
+  ``wait: true``; ``queue_in_bytes_`` (ns-2's default) is off.
+- Three columns of results: ns-2 with ``wait_`` off against alphaqos's
+  default hosts (the RFC TCP above), and ns-2 as it comes (``wait_`` on)
+  against alphaqos with ``host_profile: ns2`` (ns-2's Sack1 sender and
+  DelAck sink, ``tcp/ns2.rs``; ``tcp_tick`` 1 ms as ``tcpTick_`` here).
 - Sizes: ns-2's ``packetSize_`` is payload; it adds ``tcpip_base_hdr_size_``
   (40 B) and, with timestamps, ``ts_option_size_``, set to 12 B so that a
   data packet is 1448 + 52 = 1500 B as alphaqos's (MSS 1448 with RFC 7323
@@ -128,7 +134,7 @@ def ns2_binary() -> str:
     return path
 
 
-def ns2_script(c: Case) -> str:
+def ns2_script(c: Case, wait: bool = False) -> str:
     """The case as an ns-2 Tcl script; it prints `key value...` lines."""
     queue = "RED" if c.queue == "red" else "DropTail"
     sink = "Agent/TCPSink/Sack1/DelAck" if c.delack else "Agent/TCPSink/Sack1"
@@ -148,7 +154,7 @@ def ns2_script(c: Case) -> str:
         "Queue/RED set q_weight_ 0.002",
         "Queue/RED set linterm_ 10",
         "Queue/RED set gentle_ true",
-        "Queue/RED set wait_ false",
+        f"Queue/RED set wait_ {'true' if wait else 'false'}",
         "Queue/RED set queue_in_bytes_ false",
         "Queue/RED set mean_pktsize_ 1500",
         "set R1 [$ns node]", "set R2 [$ns node]",
@@ -196,17 +202,17 @@ def ns2_script(c: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_ns2(ns: str, c: Case, save: Path | None, name: str) -> dict:
+def run_ns2(ns: str, c: Case, save: Path | None, name: str, wait: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / f"{name}.tcl"
-        script.write_text(ns2_script(c))
+        script = Path(tmp) / f"{name}{'-wait' if wait else ''}.tcl"
+        script.write_text(ns2_script(c, wait))
         start = time.perf_counter()
         out = subprocess.run([ns, str(script)], capture_output=True, text=True, cwd=tmp)
         wall = time.perf_counter() - start
         if save:
             save.mkdir(parents=True, exist_ok=True)
             shutil.copy(script, save / script.name)
-            (save / f"{name}.ns2.out").write_text(out.stdout + out.stderr)
+            (save / f"{script.stem}.ns2.out").write_text(out.stdout + out.stderr)
     if out.returncode != 0:
         raise RuntimeError(f"ns-2 failed on {name} ({out.returncode}):\n{out.stderr[-3000:]}")
     r: dict = {"acked_from": {}, "agents": {}, "done": {}, "wall_s": wall}
@@ -245,16 +251,19 @@ def measures_ns2(r: dict, c: Case) -> dict:
 # --- alphaqos ------------------------------------------------------------------
 
 
-def alphaqos_scenario(c: Case) -> dict:
+def alphaqos_scenario(c: Case, ns2: bool = False) -> dict:
+    """The case as an alphaqos scenario: default hosts, or (``ns2``) the
+    ``ns2`` host profile with RED's ``wait`` as ns-2's default."""
     link = {"mtu": "1500B", "overhead": "0B"}
-    queue = ({"red": {"limit": QUEUE_LIMIT, "min_th": 5, "max_th": 15, "max_p": 0.1, "w_q": 0.002,
-                      "gentle": True, "mean_pkt_size": "1500B"}}
-             if c.queue == "red" else {"fifo": {"limit": QUEUE_LIMIT}})
+    red = {"limit": QUEUE_LIMIT, "min_th": 5, "max_th": 15, "max_p": 0.1, "w_q": 0.002, "gentle": True,
+           "mean_pkt_size": "1500B", **({"wait": True} if ns2 else {})}
+    queue = {"red": red} if c.queue == "red" else {"fifo": {"limit": QUEUE_LIMIT}}
     nodes: dict = {"R1": {"router": True}, "R2": {"router": True}}
     links: list = [{"between": ["R1", "R2"], "rate": f"{BOTTLENECK_BPS}bps", "delay": f"{BOTTLENECK_DELAY_MS}ms",
                     "queues": {"R1": queue}, **link}]
     tcp = {"cc": "newreno", "sack": True, "mss": f"{MSS}B", "init_cwnd": c.init_cwnd, "min_rto": "200ms",
-           "delayed_ack": c.delack, "ack_every": 2, "delack_timeout": "100ms", "rto": "rfc6298"}
+           "delayed_ack": c.delack, "ack_every": 2, "delack_timeout": "100ms", "rto": "rfc6298",
+           **({"host_profile": "ns2", "tcp_tick": "1ms"} if ns2 else {})}
     pairs = [d for d, _ in c.bulk] or [1]
     for i, delay in enumerate(pairs):
         nodes[f"S{i}"] = {"address": f"10.1.{i}.1"}
@@ -275,12 +284,12 @@ def alphaqos_scenario(c: Case) -> dict:
             "flows": flows, "workloads": workloads}
 
 
-def run_alphaqos(c: Case) -> dict:
+def run_alphaqos(c: Case, ns2: bool = False) -> dict:
     import alphaqos
     import polars as pl
 
     start = time.perf_counter()
-    res = alphaqos.run(alphaqos_scenario(c))
+    res = alphaqos.run(alphaqos_scenario(c, ns2))
     wall = time.perf_counter() - start
     span = c.duration_s - c.measure_from_s
     goodput, retx, timeouts = [], 0, 0
@@ -354,13 +363,18 @@ def rows(c: Case, n2: dict, aq: dict) -> list[tuple[str, float | None, float | N
     return out
 
 
-def report(name: str, c: Case, n2: dict, aq: dict) -> str:
-    lines = [f"### {name}", "", "| measure | ns-2 | alphaqos | ratio | unit |", "|---|---:|---:|---:|---|"]
-    for label, a, b, unit in rows(c, n2, aq):
-        show = lambda v: "-" if v is None else (f"{v:,.0f}" if isinstance(v, int) else f"{v:,.3g}")  # noqa: E731
-        ratio = f"{b / a:.2f}" if a and b is not None else "-"
-        lines.append(f"| {label} | {show(a)} | {show(b)} | {ratio} | {unit} |")
-    lines.append(f"\nwall time: ns-2 {n2['wall_s']:.1f} s, alphaqos {aq['wall_s']:.1f} s\n")
+def report(name: str, c: Case, n2: dict, aq: dict, n2w: dict, aqn: dict) -> str:
+    """One case's table: ns-2 (``wait_`` off) against alphaqos's default
+    hosts, and ns-2 as it comes against ``host_profile: ns2``."""
+    show = lambda v: "-" if v is None else (f"{v:,.0f}" if isinstance(v, int) else f"{v:,.3g}")  # noqa: E731
+    ratio = lambda a, b: f"{b / a:.2f}" if a and b is not None else "-"  # noqa: E731
+    lines = [f"### {name}", "",
+             "| measure | ns-2 | alphaqos default | ratio | ns-2, wait_ on | alphaqos ns2 | ratio | unit |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for (label, a, b, unit), (_, a2, b2, _) in zip(rows(c, n2, aq), rows(c, n2w, aqn)):
+        lines.append(f"| {label} | {show(a)} | {show(b)} | {ratio(a, b)} | {show(a2)} | {show(b2)} | {ratio(a2, b2)} | {unit} |")
+    lines.append(f"\nwall time: ns-2 {n2['wall_s']:.1f} + {n2w['wall_s']:.1f} s, "
+                 f"alphaqos {aq['wall_s']:.1f} + {aqn['wall_s']:.1f} s\n")
     return "\n".join(lines)
 
 
@@ -377,9 +391,11 @@ def main(argv: list[str]) -> int:
     for name in a.cases or list(CASES):
         c = CASES[name]
         n2, aq = run_ns2(ns, c, a.save, name), run_alphaqos(c)
-        print(report(name, c, n2, aq), flush=True)
+        n2w, aqn = run_ns2(ns, c, a.save, name, wait=True), run_alphaqos(c, ns2=True)
+        print(report(name, c, n2, aq, n2w, aqn), flush=True)
         if a.save:
-            (a.save / f"{name}.json").write_text(json.dumps({"ns2": n2, "alphaqos": aq}))
+            (a.save / f"{name}.json").write_text(json.dumps({"ns2": n2, "alphaqos": aq, "ns2_wait": n2w,
+                                                             "alphaqos_ns2": aqn}))
     return 0
 
 

@@ -257,7 +257,7 @@ def test_every_option_resolves():
         "red": {
             "limit_pkts": None, "limit_bytes": 300_000, "min_th": 30_000.0, "max_th": 90_000.0,
             "thresholds_in_bytes": True, "max_p": 0.2, "w_q": 0.002, "gentle": True, "byte_mode": False,
-            "mean_pkt_bytes": 1000,
+            "mean_pkt_bytes": 1000, "wait": False,
         }
     }  # fmt: skip
     assert link["queue_ba"] == {"fifo": {"limit_pkts": None, "limit_bytes": None}}
@@ -779,3 +779,19 @@ def test_a_failed_run_leaves_no_directory(tmp_path, capsys, monkeypatch, failure
             cli.main(["run", str(scenario), "--out", str(out)])
     assert len(staged) == 1 and staged[0].name.startswith(".run.partial-")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scenario.yaml"]
+
+
+def test_the_ns2_profile_gives_unset_keys_ns2s_values():
+    """``host_profile: ns2``: ns-2.35's windowInit_ 2, DelAck interval_ 100
+    ms, rtxcur_init_ 3 s, RFC 2988 timeouts and no quick ACKs, where the
+    scenario leaves them unset; a key it sets stays."""
+    scenario = _tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno", "host_profile": "ns2", "init_cwnd": 4}}])
+    scenario["workloads"] = [{"name": "w", "transfer": {"from": "A", "to": "B", "size": "1MB"}, "tcp": {"host_profile": "ns2"}}]
+    config = resolve(load_scenario(scenario))
+    tcp = config["flows"][0]["tcp"]
+    assert (tcp["host_profile"], tcp["init_cwnd_pkts"], tcp["delack_timeout_ns"]) == ("ns2", 4, 100_000_000)
+    assert (tcp["initial_rto_ns"], tcp["rto_style"], tcp["min_rto_ns"]) == (3_000_000_000, "rfc6298", 200_000_000)
+    wl = config["workloads"][0]["tcp"]
+    assert (wl["init_cwnd_pkts"], wl["quickack_segments"]) == (2, 0)
+    plain = resolve(load_scenario(_tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno"}}])))
+    assert (plain["flows"][0]["tcp"]["init_cwnd_pkts"], plain["flows"][0]["tcp"]["delack_timeout_ns"]) == (10, 40_000_000)

@@ -56,8 +56,8 @@ choice! {
 }
 
 choice! {
-    /// A bundle of host behaviours (`tcp/linux.rs`).
-    HostProfile default Default { Default = "default", Linux2633 = "linux-2.6.33" }
+    /// A bundle of host behaviours (`tcp/linux.rs`, `tcp/ns2.rs`).
+    HostProfile default Default { Default = "default", Linux2633 = "linux-2.6.33", Ns2 = "ns2" }
 }
 
 choice! {
@@ -676,6 +676,10 @@ pub struct RedConfig {
     pub byte_mode: bool,
     #[serde(default = "default_mean_pkt")]
     pub mean_pkt_bytes: u32,
+    /// ns-2's `wait_` (`queue/red.cc`, `modify_p`): no early drop until
+    /// `count p_b` reaches 1 after the last one (`qos/aqm/red.rs`).
+    #[serde(default)]
+    pub wait: bool,
 }
 
 fn default_max_p() -> f64 {
@@ -767,9 +771,11 @@ pub struct TcpConfig {
     /// a connection (Linux quick-ACK mode). None: 0 for `flows`, 16 (Linux's
     /// TCP_MAX_QUICKACKS) for the connections of workloads.
     pub quickack_segments: Option<u32>,
-    /// A bundle of host behaviours (`tcp/linux.rs`): "default" (this
-    /// engine's RFC behaviour) or "linux-2.6.33". Each behaviour below is
-    /// None to take the profile's value, or set alone.
+    /// A bundle of host behaviours (`tcp/linux.rs`, `tcp/ns2.rs`):
+    /// "default" (this engine's RFC behaviour), "linux-2.6.33" or "ns2"
+    /// (ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`).
+    /// Each behaviour below is None to take the profile's value, or set
+    /// alone.
     pub host_profile: HostProfile,
     /// FACK loss marking (`tcp_fack` = 1).
     pub fack: Option<bool>,
@@ -799,6 +805,19 @@ pub struct TcpConfig {
     /// The receiving NIC's interrupt moderation: at most one interrupt
     /// (NAPI poll) per this many ns.
     pub napi_interval_ns: Option<u64>,
+    /// ns-2's window growth: one `opencwnd` per ACK, whatever it
+    /// acknowledges (no RFC 3465 byte counting; `tcp/ns2.rs`).
+    pub per_ack_growth: Option<bool>,
+    /// ns-2's `Agent/TCP/Sack1` loss recovery instead of RFC 6675 (needs
+    /// `sack`; `tcp/ns2.rs`).
+    pub sack1: Option<bool>,
+    /// ns-2's `DelAck` sink: no segment is acknowledged early for its PSH
+    /// flag (ns-2 has none), so the last segment of a burst waits for the
+    /// delayed-ACK timer.
+    pub ns2_delack: Option<bool>,
+    /// ns-2's RTT clock (`tcpTick_`): samples rounded to whole ticks and
+    /// the RTO computed in ticks as `rtt_update` does (None or 0: off).
+    pub tcp_tick_ns: Option<u64>,
 }
 
 /// The Linux behaviours of a connection, resolved from
@@ -817,7 +836,16 @@ pub struct HostBehaviour {
     pub ts_tick_ns: u64,
     pub gro: bool,
     pub napi_interval_ns: u64,
+    pub per_ack_growth: bool,
+    pub sack1: bool,
+    pub ns2_delack: bool,
+    /// ns, 0: off.
+    pub tcp_tick_ns: u64,
 }
+
+/// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
+/// tcpTick_ 0.01 ;# default changed on 2002/03/07`): 10 ms.
+pub const NS2_TCP_TICK_NS: u64 = 10_000_000;
 
 /// Host profiles known by name.
 pub const HOST_PROFILES: &[&str] = HostProfile::ALL;
@@ -827,6 +855,7 @@ impl TcpConfig {
     /// by the option set alone.
     pub fn host(&self) -> HostBehaviour {
         let linux = self.host_profile == HostProfile::Linux2633;
+        let ns2 = self.host_profile == HostProfile::Ns2;
         HostBehaviour {
             fack: self.fack.unwrap_or(linux),
             adaptive_reordering: self.adaptive_reordering.unwrap_or(linux),
@@ -845,6 +874,10 @@ impl TcpConfig {
             // interrupts a second for bulk traffic (`ixgbe_set_itr`,
             // bulk_latency): 125 µs.
             napi_interval_ns: self.napi_interval_ns.unwrap_or(125_000),
+            per_ack_growth: self.per_ack_growth.unwrap_or(ns2),
+            sack1: self.sack1.unwrap_or(ns2),
+            ns2_delack: self.ns2_delack.unwrap_or(ns2),
+            tcp_tick_ns: self.tcp_tick_ns.unwrap_or(if ns2 { NS2_TCP_TICK_NS } else { 0 }),
         }
     }
 }
@@ -896,6 +929,10 @@ impl Default for TcpConfig {
             ts_tick_ns: None,
             gro: None,
             napi_interval_ns: None,
+            per_ack_growth: None,
+            sack1: None,
+            ns2_delack: None,
+            tcp_tick_ns: None,
         }
     }
 }

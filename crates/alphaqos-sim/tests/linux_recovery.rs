@@ -3,10 +3,11 @@
 //! `tcp_output.c` function does. Segments of 1000 bytes; segment k is
 //! [1000 k, 1000 (k + 1)).
 
+mod common;
+
 use alphaqos_sim::config::TcpConfig;
 use alphaqos_sim::event::FlowTimer;
 use alphaqos_sim::packet::{Payload, SackBlocks};
-use alphaqos_sim::tcp::cc;
 use alphaqos_sim::tcp::receiver::TcpReceiver;
 use alphaqos_sim::tcp::sender::TcpSender;
 use alphaqos_sim::tcp::Wire;
@@ -47,11 +48,7 @@ fn config(extra: &str) -> TcpConfig {
 
 /// A sender with segments 0..19 in flight (20 of them, all the data when `size`).
 fn sender(extra: &str) -> (TcpSender, W) {
-    let cfg = config(extra);
-    let mut s = TcpSender::new(&cfg, cc::build(cfg.cc.as_str(), &cfg.cc_params, MSS).unwrap());
-    let mut w = W::default();
-    s.start(&mut w);
-    (s, w)
+    common::started_sender(&config(extra), MSS)
 }
 
 fn sack(ack: u64, blocks: &[(u64, u64)]) -> SackBlocks {
@@ -251,5 +248,10 @@ fn host_profile_sets_every_behaviour_and_each_overrides_alone() {
     assert!(g.gro && !g.fack && g.napi_interval_ns == 50_000);
     // An unknown profile is refused when the configuration is read, with the known ones.
     let e = serde_json::from_str::<TcpConfig>(r#"{"host_profile": "linux-9"}"#).unwrap_err().to_string();
-    assert!(e.contains("unknown variant `linux-9`, expected `default` or `linux-2.6.33`"), "{e}");
+    assert!(e.contains("unknown variant `linux-9`, expected one of `default`, `linux-2.6.33`, `ns2`"), "{e}");
+    // The ns2 profile (`tcp/ns2.rs`) sets its own behaviours and none of Linux's.
+    let n = config(r#", "host_profile": "ns2""#).host();
+    assert!(n.per_ack_growth && n.sack1 && n.ns2_delack && n.tcp_tick_ns == 10_000_000);
+    assert!(!n.fack && !n.undo && !n.gro && n.tso_max_bytes == 0);
+    assert!(!d.per_ack_growth && !d.sack1 && !d.ns2_delack && d.tcp_tick_ns == 0);
 }

@@ -160,6 +160,9 @@ class Red(_Model):
     gentle: Flag = True
     byte_mode: Flag = False
     mean_pkt_size: PositiveSize = 1000
+    # ns-2's wait_: no early drop until count x p_b reaches 1 after the
+    # last one (drops spaced 1/p_b to 2/p_b packets apart).
+    wait: Flag = False
 
 
 QUEUE_KINDS = ("fifo", "red", "policy", "htb", "fq_codel", "sfq", "yaqs")
@@ -319,13 +322,16 @@ class TcpOptions(_Model):
     # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
     rack: Flag = False
     cc_params: dict[str, Any] = Field(default_factory=dict)
-    # A bundle of host behaviours (the engine's tcp/linux.rs): "default"
-    # (the RFC behaviour above) or "linux-2.6.33" (FACK, the adaptive
+    # A bundle of host behaviours (the engine's tcp/linux.rs, tcp/ns2.rs):
+    # "default" (the RFC behaviour above), "linux-2.6.33" (FACK, the adaptive
     # reordering metric, undo by timestamps and D-SACK, cwnd moderation,
     # rate-halving, 64 KB TSO frames, quick ACKs after a duplicate, GRO at
-    # the receiver). Each
+    # the receiver) or "ns2" (ns-2.35's Agent/TCP/Sack1 and its DelAck sink:
+    # per-ACK window growth, Sack1 recovery, no early ACK for PSH, a 10 ms
+    # RTT clock; init_cwnd 2, delack_timeout 100ms, initial_rto 3s, rto
+    # rfc6298 and quickack 0 where left unset). Each
     # behaviour below, left unset, takes the profile's value.
-    host_profile: Literal["default", "linux-2.6.33"] = "default"
+    host_profile: Literal["default", "linux-2.6.33", "ns2"] = "default"
     fack: Flag | None = None
     adaptive_reordering: Flag | None = None
     max_reordering: Count | None = None
@@ -343,6 +349,16 @@ class TcpOptions(_Model):
     # bulk-traffic default: 125 µs); TCP sees and ACKs coalesced packets.
     gro: Flag | None = None
     napi_interval: PositiveTime | None = None
+    # ns-2's window growth: +1 packet (slow start) or +1/cwnd (after) per
+    # ACK, whatever it acknowledges (no byte counting).
+    per_ack_growth: Flag | None = None
+    # ns-2's Agent/TCP/Sack1 loss recovery (pipe counted by ACKs) instead of
+    # RFC 6675; needs sack.
+    sack1: Flag | None = None
+    # ns-2's DelAck sink: a pushed segment waits for the delayed-ACK timer.
+    ns2_delack: Flag | None = None
+    # ns-2's RTT clock (tcpTick_): samples and RTO in whole ticks.
+    tcp_tick: PositiveTime | None = None
 
 
 class Tcp(TcpOptions, _Endpoints):

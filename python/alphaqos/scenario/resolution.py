@@ -111,6 +111,7 @@ def _resolve_queue(queue: Queue, policies: dict[str, Policy]) -> dict[str, Any]:
             "gentle": red.gentle,
             "byte_mode": red.byte_mode,
             "mean_pkt_bytes": red.mean_pkt_size,
+            "wait": red.wait,
         }
     }
 
@@ -138,7 +139,25 @@ def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:
     return {"limit_pkts": limit.pkts, "limit_bytes": limit.bytes}
 
 
+#: The ns2 profile's values of keys a scenario leaves unset (ns-2.35's
+#: ``tcl/lib/ns-default.tcl``: ``windowInit_ 2``, ``Agent/TCPSink/Sack1/DelAck
+#: set interval_ 100ms``, ``rtxcur_init_ 3.0``; ``rtt_timeout`` with
+#: ``rfc2988_ true`` is max(minrto_, SRTT + 4 RTTVAR); no quick ACKs).
+NS2_DEFAULTS: dict[str, Any] = {
+    "init_cwnd": 2, "delack_timeout": 100_000_000, "initial_rto": 3_000_000_000, "rto": "rfc6298", "quickack": 0,
+}
+
+
+def _profile_defaults(tcp: TcpOptions) -> TcpOptions:
+    """``tcp`` with the host profile's values for the keys it leaves unset."""
+    if tcp.host_profile != "ns2":
+        return tcp
+    unset = {k: v for k, v in NS2_DEFAULTS.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
+    return tcp.model_copy(update=unset) if unset else tcp
+
+
 def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
+    tcp = _profile_defaults(tcp)
     return {
         "cc": tcp.cc,
         "mss_bytes": tcp.mss,
@@ -174,6 +193,10 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "ts_tick_ns": tcp.ts_tick,
         "gro": tcp.gro,
         "napi_interval_ns": tcp.napi_interval,
+        "per_ack_growth": tcp.per_ack_growth,
+        "sack1": tcp.sack1,
+        "ns2_delack": tcp.ns2_delack,
+        "tcp_tick_ns": tcp.tcp_tick,
     }
 
 
@@ -208,7 +231,7 @@ def _resolve_workload(wl: Workload, scenario: Scenario, tcp_memo: dict[int, dict
     memo = {} if tcp_memo is None else tcp_memo
     base = memo.get(id(wl.tcp))
     if base is None:
-        base = memo[id(wl.tcp)] = {**_resolve_tcp(wl.tcp), "quickack_segments": wl.tcp.quickack}
+        base = memo[id(wl.tcp)] = {**_resolve_tcp(wl.tcp), "quickack_segments": _profile_defaults(wl.tcp).quickack}
         base.pop("size_bytes")
     tcp = {**base, "cc_params": dict(base["cc_params"])}
     out: dict[str, Any] = {

@@ -1,7 +1,8 @@
 //! TCP as bulk-transfer hosts run it: a sender (`sender.rs`) with RFC 6298
 //! timers and loss recovery by SACK (RFC 6675), NewReno (RFC 6582) or Reno,
 //! a receiver (`receiver.rs`) with delayed ACKs, SACK blocks and window
-//! scaling, and a pluggable congestion controller (`cc/`). Sequence numbers are 64-bit byte offsets that never
+//! scaling, and a pluggable congestion controller (`cc/`); host profiles
+//! change parts of them (`linux.rs`: Linux 2.6.33; `ns2.rs`: ns-2.35). Sequence numbers are 64-bit byte offsets that never
 //! wrap; segments carry an RFC 7323 timestamp for RTT samples.
 //!
 //! Sender and receiver talk to the network only through [`Wire`], so they
@@ -10,6 +11,7 @@
 pub mod cc;
 pub mod gro;
 pub mod linux;
+pub mod ns2;
 pub mod ranges;
 pub mod receiver;
 pub mod rtt;

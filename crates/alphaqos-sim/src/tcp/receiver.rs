@@ -25,6 +25,10 @@
 //!   MSS)) of them (`tcp_enter_quickack_mode`, `tcp_incr_quickack`,
 //!   TCP_MAX_QUICKACKS = 16).
 //!
+//! - ns-2's `DelAck` sink (`ns2_delack`, the `ns2` profile; `tcp/ns2.rs`):
+//!   ns-2 has no PSH flag, so a pushed segment is not acknowledged early
+//!   and the last segment of a burst waits for the timer.
+//!
 //! - `gro` (`tcp/gro.rs`): segments reach TCP through the NIC's NAPI
 //!   polls, in-order runs coalesced into one packet of up to 64 KB; the
 //!   receiver then sees (and counts, as a tcpdump on the host would) one
@@ -82,6 +86,8 @@ pub struct TcpReceiver {
     quickack_after_dup: bool,
     /// Quick ACKs after a duplicate: min(16, rcvbuf / (2 MSS)).
     quick_dup: u32,
+    /// An in-order segment with PSH is acknowledged at once (not ns-2's sink).
+    push_acks: bool,
     /// The duplicate range to report in the next ACK (RFC 2883).
     dup: Option<(u64, u64)>,
     /// Receive coalescing in NAPI polls (None: every segment at once).
@@ -118,6 +124,7 @@ impl TcpReceiver {
             dsack: false,
             quickack_after_dup: false,
             quick_dup: (cfg.rwnd_bytes / (2 * cfg.mss_bytes.max(1) as u64)).clamp(2, 16) as u32,
+            push_acks: !cfg.host().ns2_delack,
             dup: None,
             gro: None,
             polled: Vec::new(),
@@ -219,7 +226,7 @@ impl TcpReceiver {
             self.unacked_segments += segs;
             let quick = self.quick > 0;
             self.quick = self.quick.saturating_sub(1);
-            if filled_hole || quick || push || !self.delayed_ack || self.unacked_segments >= self.ack_every {
+            if filled_hole || quick || (push && self.push_acks) || !self.delayed_ack || self.unacked_segments >= self.ack_every {
                 self.send_ack(w);
             } else if self.delack.deadline().is_none() {
                 let at = w.now() + self.delack_timeout;

@@ -11,6 +11,17 @@
 //!   grows with a filling queue does not time out spuriously.
 //!
 //! Integer nanoseconds throughout.
+//!
+//! ns-2's clock ([`RttEstimator::set_tick`], the `ns2` host profile;
+//! `TcpAgent::rtt_update` and `rtt_timeout` in ns-2.35's `tcp/tcp.cc`): a
+//! sample is rounded to whole ticks of `tcpTick_` (`int(tao / tcp_tick_ +
+//! 0.5)`, at least 1); SRTT is kept as 8 x SRTT and RTTVAR as 4 x RTTVAR in
+//! ticks (`T_SRTT_BITS 3`, `T_RTTVAR_BITS 2`), updated by integer shifts
+//! (`t_srtt_ += m - (t_srtt_ >> 3)`, `t_rttvar_ += |m - (t_srtt_ >> 3)| -
+//! (t_rttvar_ >> 2)`, each at least 1); the first sample sets SRTT = m,
+//! RTTVAR = m / 2; `t_rtxcur_ = ((t_rttvar_ << 3) + t_srtt_) >> 3` ticks
+//! (SRTT + 4 RTTVAR, floored, `rttvar_exp_ 2`), and the timeout is
+//! max(`minrto_`, that) (`rfc2988_ true`), at least two ticks.
 
 use crate::time::Duration;
 
@@ -33,6 +44,10 @@ pub struct RttEstimator {
     /// Samples so far and their sum, ns.
     samples: u64,
     sum_ns: u64,
+    /// ns-2's clock: tick (ns; 0: off), 8 x SRTT and 4 x RTTVAR in ticks.
+    tick: u64,
+    t_srtt: i64,
+    t_rttvar: i64,
 }
 
 /// Clock granularity G of RFC 6298: a nanosecond clock.
@@ -40,10 +55,18 @@ const G_NS: u64 = 1;
 
 impl RttEstimator {
     pub fn new(initial_rto: Duration, min_rto: Duration, max_rto: Duration, style: RtoStyle) -> Self {
-        RttEstimator { srtt: None, rttvar: 0, min_rtt: None, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, style, backoff: 0, samples: 0, sum_ns: 0 }
+        RttEstimator { srtt: None, rttvar: 0, min_rtt: None, rto: initial_rto.0, min_rto: min_rto.0, max_rto: max_rto.0, style, backoff: 0, samples: 0, sum_ns: 0, tick: 0, t_srtt: 0, t_rttvar: 0 }
     }
+    /// Use ns-2's clock of `tick` ns (see the module doc; 0: off).
+    pub fn set_tick(&mut self, tick: Duration) {
+        self.tick = tick.0;
+    }
+    #[inline]
     pub fn sample(&mut self, r: Duration) {
         let r = r.0;
+        if self.tick > 0 {
+            return self.sample_ticks(r);
+        }
         self.samples += 1;
         self.sum_ns = self.sum_ns.saturating_add(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
@@ -63,6 +86,41 @@ impl RttEstimator {
             RtoStyle::Linux => s + (4 * self.rttvar).max(self.min_rto),
         }
         .min(self.max_rto);
+        self.backoff = 0;
+    }
+    /// `TcpAgent::rtt_update` and `rtt_timeout` (ns-2.35 `tcp/tcp.cc`);
+    /// out of line, so that the default path stays as small as before.
+    #[cold]
+    #[inline(never)]
+    fn sample_ticks(&mut self, r: u64) {
+        let tick = self.tick;
+        self.samples += 1;
+        self.sum_ns = self.sum_ns.saturating_add(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        let m = ((r + tick / 2) / tick).max(1) as i64;
+        if self.t_srtt != 0 {
+            let mut delta = m - (self.t_srtt >> 3);
+            self.t_srtt += delta;
+            if self.t_srtt <= 0 {
+                self.t_srtt = 1;
+            }
+            delta = delta.abs() - (self.t_rttvar >> 2);
+            self.t_rttvar += delta;
+            if self.t_rttvar <= 0 {
+                self.t_rttvar = 1;
+            }
+        } else {
+            self.t_srtt = m << 3;
+            self.t_rttvar = m << 1;
+        }
+        self.srtt = Some((self.t_srtt as u64 * tick) >> 3);
+        self.rttvar = (self.t_rttvar as u64 * tick) >> 2;
+        let rtxcur = (((self.t_rttvar << 3) + self.t_srtt) >> 3) as u64 * tick;
+        self.rto = rtxcur.max(self.min_rto).max(2 * tick).min(self.max_rto);
+        self.backoff = 0;
+    }
+    /// Back to the unbacked-off timeout (ns-2's `t_backoff_ = 1`).
+    pub fn clear_backoff(&mut self) {
         self.backoff = 0;
     }
     pub fn backoff(&mut self) {
@@ -107,6 +165,32 @@ mod tests {
         let mut tiny = RttEstimator::new(ms(1000), ms(200), ms(60_000), RtoStyle::Rfc6298);
         tiny.sample(Duration::from_micros(100));
         assert_eq!(tiny.rto(), ms(200), "clamped to the minimum");
+    }
+
+    /// ns-2's `rtt_update` by hand: tick 10 ms, samples 94 ms and 152 ms.
+    #[test]
+    fn ns2_ticks() {
+        let ms = Duration::from_millis;
+        let mut e = RttEstimator::new(ms(3000), ms(200), ms(60_000), RtoStyle::Rfc6298);
+        e.set_tick(ms(10));
+        assert_eq!(e.rto(), ms(3000), "rtxcur_init_");
+        // m = int(9.4 + 0.5) = 9 ticks: t_srtt 72, t_rttvar 18 (RTTVAR 4.5 ticks);
+        // rtxcur = (144 + 72) >> 3 = 27 ticks = 270 ms.
+        e.sample(ms(94));
+        assert_eq!((e.t_srtt, e.t_rttvar), (72, 18));
+        assert_eq!(e.srtt(), Some(ms(90)));
+        assert_eq!(e.rto(), ms(270));
+        // m = int(15.2 + 0.5) = 15: delta 6, t_srtt 78; |6| - (18 >> 2) = 2, t_rttvar 20;
+        // rtxcur = (160 + 78) >> 3 = 29 ticks (floored from 29.75).
+        e.sample(ms(152));
+        assert_eq!((e.t_srtt, e.t_rttvar), (78, 20));
+        assert_eq!(e.rto(), ms(290));
+        // A 1 ms sample is one tick (at least 1); the variance decays, minrto_ holds.
+        for _ in 0..40 {
+            e.sample(ms(1));
+        }
+        assert_eq!(e.t_srtt >> 3, 1);
+        assert_eq!(e.rto(), ms(200));
     }
 
     #[test]

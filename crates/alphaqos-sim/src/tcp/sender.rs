@@ -57,6 +57,7 @@
 
 use super::cc::{Ack, CcState, Controller};
 use super::linux::{Linux, LinuxStats};
+use super::ns2::Ns2;
 use super::ranges::{Cursor, RangeSet};
 use super::rtt::{RttEstimator, RtoStyle};
 use super::{LazyTimer, Wire};
@@ -226,12 +227,22 @@ pub struct TcpSender {
     active: bool,
     /// Linux 2.6.33 behaviours (None: none set).
     linux: Option<Linux>,
+    /// ns-2.35 behaviours (`ns2.rs`; None: none set).
+    ns2: Option<Ns2>,
     pub stats: SenderStats,
 }
 
 impl TcpSender {
     pub fn new(cfg: &TcpConfig, cc: Box<dyn Controller>) -> Self {
         let mss = cfg.mss_bytes as u64;
+        let host = cfg.host();
+        let mut rtt = RttEstimator::new(
+            Duration(cfg.initial_rto_ns),
+            Duration(cfg.min_rto_ns),
+            Duration(cfg.max_rto_ns),
+            if cfg.rto_style == "rfc6298" { RtoStyle::Rfc6298 } else { RtoStyle::Linux },
+        );
+        rtt.set_tick(Duration(host.tcp_tick_ns));
         let recovery = if cfg.sack {
             Recovery::Sack
         } else if cfg.cc == "reno" {
@@ -270,12 +281,7 @@ impl TcpSender {
             nxt_cur: Cursor::default(),
             rack: cfg.rack.then(Rack::new),
             rack_timer: LazyTimer::default(),
-            rtt: RttEstimator::new(
-                Duration(cfg.initial_rto_ns),
-                Duration(cfg.min_rto_ns),
-                Duration(cfg.max_rto_ns),
-                if cfg.rto_style == "rfc6298" { RtoStyle::Rfc6298 } else { RtoStyle::Linux },
-            ),
+            rtt,
             rto: LazyTimer::default(),
             max_pacing_rate: cfg.max_pacing_rate_bps.map(DataRate),
             cwnd_clamp: u64::MAX,
@@ -283,9 +289,26 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace: LazyTimer::default(),
             active: false,
-            linux: Linux::new(cfg.host(), cfg.dupthresh),
+            linux: Linux::new(host, cfg.dupthresh),
+            ns2: Ns2::new(&host, cfg.sack, cfg.cc == "newreno" || cfg.cc == "reno"),
             stats: SenderStats::default(),
         }
+    }
+
+    /// Is ns-2's Sack1 recovery in force (`ns2.rs`)?
+    fn sack1(&self) -> bool {
+        self.ns2.as_ref().is_some_and(|n| n.sack1)
+    }
+
+    /// ns-2's `pipe_` (packets) and `fastrecov_`, with Sack1 recovery.
+    pub fn sack1_state(&self) -> Option<(i64, bool)> {
+        self.ns2.as_ref().filter(|n| n.sack1).map(|n| (n.pipe, n.fastrecov))
+    }
+
+    /// The highest retransmitted byte plus one (RFC 6675 HighRxt; ns-2's
+    /// `h_seqno_`) and the SACKed bytes on the scoreboard.
+    pub fn scoreboard(&self) -> (u64, u64) {
+        (self.high_rxt, self.sacked.bytes())
     }
 
     /// The Linux behaviours' counters (None: none is on).
@@ -409,7 +432,13 @@ impl TcpSender {
 
     pub fn on_timer(&mut self, timer: FlowTimer, w: &mut impl Wire) {
         match timer {
-            FlowTimer::Rto if self.rto.fire(FlowTimer::Rto, w) && self.active => self.on_timeout(w),
+            FlowTimer::Rto if self.rto.fire(FlowTimer::Rto, w) && self.active => {
+                if self.sack1() {
+                    self.on_timeout_sack1(w)
+                } else {
+                    self.on_timeout(w)
+                }
+            }
             FlowTimer::Pace if self.pace.fire(FlowTimer::Pace, w) => self.send_data(w),
             FlowTimer::Rack if self.rack_timer.fire(FlowTimer::Rack, w) && self.active => {
                 if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(w.now()) {
@@ -447,7 +476,7 @@ impl TcpSender {
         }
         self.stats.segments_sent += 1;
         self.tx_count += 1;
-        if retx && self.in_recovery && self.recovery == Recovery::Sack {
+        if retx && self.in_recovery && self.recovery == Recovery::Sack && !self.sack1() {
             let credit = self.resend_of.take().unwrap_or(self.tx_count);
             self.retx.insert(seq, RetxEntry { end: seq + len, order: self.tx_count, credit, sent: w.now() });
             self.retx_order.push_back((self.tx_count, seq, self.snd_max));
@@ -555,6 +584,9 @@ impl TcpSender {
         if !self.active {
             return;
         }
+        if self.sack1() {
+            return self.sack1_send_much(w);
+        }
         if let Some(lx) = &mut self.linux {
             lx.tso_left = 0;
         }
@@ -648,6 +680,9 @@ impl TcpSender {
     }
 
     pub fn on_ack(&mut self, ack: u64, ts_ecr: SimTime, wnd: u64, sack: &SackBlocks, w: &mut impl Wire) {
+        if self.sack1() {
+            return self.on_ack_sack1(ack, ts_ecr, wnd, sack, w);
+        }
         if !self.active || ack > self.snd_max {
             return;
         }
@@ -736,7 +771,10 @@ impl TcpSender {
                 self.on_recovery_ack(acked, ts_ecr, w);
             } else {
                 self.dupacks = 0;
-                self.cc.on_ack(&mut self.st, &sample);
+                match &mut self.ns2 {
+                    Some(n) if n.per_ack_growth => n.opencwnd(&mut self.st),
+                    _ => self.cc.on_ack(&mut self.st, &sample),
+                }
             }
             if self.snd_una == self.snd_max {
                 self.rto.clear();
@@ -1037,6 +1075,239 @@ impl TcpSender {
             Recovery::Sack => self.st.ssthresh,
             Recovery::NewReno | Recovery::Reno => self.st.ssthresh + self.dupthresh as u64 * self.mss,
         };
+    }
+
+    // --- ns-2.35's Sack1 sender (`ns2.rs`; `tcp/tcp-sack1.cc`) ---------------
+
+    /// `Sack1TcpAgent::recv`.
+    fn on_ack_sack1(&mut self, ack: u64, ts_ecr: SimTime, wnd: u64, sack: &SackBlocks, w: &mut impl Wire) {
+        if !self.active || ack > self.snd_max {
+            return;
+        }
+        let now = w.now();
+        self.peer_wnd = wnd;
+        let (fastrecov, timed_out) = self.ns2.as_ref().map(|n| (n.fastrecov, n.timeout)).expect("ns2");
+        if !fastrecov {
+            if ack > self.snd_una {
+                // `recv_newack_helper`: `newack`, `opencwnd`; `ClearScoreBoard`.
+                let sample = self.sack1_newack(ack, ts_ecr, now, w);
+                let n = self.ns2.as_mut().expect("ns2");
+                n.timeout = false;
+                if n.per_ack_growth {
+                    n.opencwnd(&mut self.st);
+                } else {
+                    self.cc.on_ack(&mut self.st, &sample);
+                }
+                self.clear_scoreboard();
+            } else if ack == self.snd_una && timed_out {
+                self.ns2.as_mut().expect("ns2").stats.ignored_dupacks += 1;
+            } else if ack == self.snd_una && self.snd_max > self.snd_una && self.sack1_update(ack, sack) {
+                // A duplicate ACK whose SACK blocks changed the scoreboard (`CheckUpdate`).
+                self.dupacks += 1;
+                if self.dupacks == self.dupthresh {
+                    self.sack1_dupack_action(w);
+                } else if self.dupacks < self.dupthresh && self.limited_transmit {
+                    self.sack1_send_one(w);
+                }
+            }
+            // `aggressive_maxburst_ 1`: every ACK may send, unless duplicates are counting.
+            if self.dupacks == 0 {
+                self.sack1_send_much(w);
+            }
+            return;
+        }
+        let n = self.ns2.as_mut().expect("ns2");
+        n.pipe -= 1;
+        if self.recover.is_some_and(|r| ack >= r) {
+            // The end of fast recovery: `newack` only (cwnd stays halved), `recover_ = 0`.
+            n.fastrecov = false;
+            n.timeout = false;
+            self.in_recovery = false;
+            self.recover = None;
+            self.sack1_newack(ack, ts_ecr, now, w);
+            self.clear_scoreboard();
+            self.cc.on_recovery_exit(&mut self.st, now);
+        } else if ack > self.snd_una {
+            // A partial ACK (`partial_ack_ false`): pipe down once more, the
+            // timer re-armed with its back-off cleared (`newtimer`, `t_backoff_ = 1`).
+            n.pipe -= 1;
+            self.snd_una = ack;
+            self.snd_nxt = self.snd_nxt.max(ack);
+            Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
+            self.sack1_update(ack, sack);
+            self.rtt.clear_backoff();
+            self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+        } else if !n.timeout {
+            self.sack1_update(ack, sack);
+        }
+        self.sack1_send_much(w);
+    }
+
+    /// `newack` (with RFC 7323 timestamps: an RTT sample from every new
+    /// ACK) and `newtimer`; returns the ACK for the controller.
+    fn sack1_newack(&mut self, ack: u64, ts_ecr: SimTime, now: SimTime, w: &mut impl Wire) -> Ack {
+        let acked = ack - self.snd_una;
+        let flight = self.snd_max - self.snd_una;
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
+        self.dupacks = 0;
+        let rtt = now.since(ts_ecr);
+        self.rtt.sample(rtt);
+        let sample = Ack { now, acked, rtt: Some(rtt), min_rtt: self.rtt.min_rtt(), in_flight: flight, snd_una: ack, snd_max: self.snd_max, cwnd_limited: true };
+        self.cc.on_measure(&self.st, &sample);
+        if self.snd_una < self.snd_max {
+            self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+        } else {
+            self.rto.clear();
+        }
+        sample
+    }
+
+    /// `ScoreBoardRQ::UpdateScoreBoard`: true if the blocks SACKed new data.
+    fn sack1_update(&mut self, ack: u64, sack: &SackBlocks) -> bool {
+        let mut newly = 0;
+        for (s, e) in sack.iter(ack) {
+            if e > ack.max(self.snd_una) && e <= self.snd_max {
+                newly += Cursor::insert(&mut self.sacked, s.max(ack), e, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
+            }
+        }
+        newly > 0
+    }
+
+    /// `ClearScoreBoard`: no SACKed data, no retransmission remembered.
+    fn clear_scoreboard(&mut self) {
+        self.sacked = RangeSet::default();
+        self.rxt_cur = Cursor::default();
+        self.nxt_cur = Cursor::default();
+        self.set_high_rxt(self.snd_una);
+        self.set_snd_nxt(self.snd_nxt);
+    }
+
+    /// `slowdown(CLOSE_SSTHRESH_HALF | ...)` on a window of min(cwnd, peer
+    /// window): ns-2's halving for NewReno and Reno, the controller's
+    /// reduction otherwise. Returns the halved window (bytes).
+    fn sack1_slowdown(&mut self, now: SimTime) -> u64 {
+        let win = self.st.cwnd.min(self.peer_wnd);
+        self.ns2.as_mut().expect("ns2").on_cut();
+        if self.cc.name() == "newreno" {
+            self.st.ssthresh = Ns2::half_ssthresh(win, self.mss);
+            (win / 2).max(1)
+        } else {
+            self.st.ssthresh = self.cc.ssthresh_after_loss(&self.st, now, win);
+            self.st.ssthresh
+        }
+    }
+
+    /// `Sack1TcpAgent::dupack_action` (`bug_fix_` true, no ECN).
+    fn sack1_dupack_action(&mut self, w: &mut impl Wire) {
+        // `highest_ack_ > recover_` (recover_ 0: at least one packet acknowledged).
+        let allowed = match self.recover {
+            Some(r) => self.snd_una > r,
+            None => self.snd_una >= self.mss,
+        };
+        if !allowed {
+            return;
+        }
+        let now = w.now();
+        self.recover = Some(self.snd_max);
+        let outstanding = (self.snd_max - self.snd_una).div_ceil(self.mss) as i64;
+        self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+        self.st.cwnd = self.sack1_slowdown(now);
+        let n = self.ns2.as_mut().expect("ns2");
+        n.pipe = outstanding - self.dupthresh as i64;
+        n.fastrecov = true;
+        self.in_recovery = true;
+        self.stats.fast_retransmits += 1;
+        let una = self.snd_una;
+        let len = self.mss.min(self.snd_max - una);
+        if w.tx_room() {
+            self.transmit(una, len, w);
+            self.set_high_rxt(una + len);
+        }
+    }
+
+    /// `TcpAgent::send_one` (limited transmit, `singledup_ 1`).
+    fn sack1_send_one(&mut self, w: &mut impl Wire) {
+        if self.snd_nxt >= self.limit {
+            return;
+        }
+        let len = self.mss.min(self.limit - self.snd_nxt);
+        let after = self.snd_nxt + len - self.snd_una;
+        if after <= self.peer_wnd.max(self.mss) && after <= self.st.cwnd + self.dupacks as u64 * self.mss && w.tx_room() {
+            self.transmit(self.snd_nxt, len, w);
+            self.set_snd_nxt(self.snd_nxt + len);
+        }
+    }
+
+    /// `Sack1TcpAgent::send_much`: outside recovery while the window has
+    /// room, in recovery while `pipe_ < cwnd`; the next hole first
+    /// (`GetNextRetran`), else new data.
+    fn sack1_send_much(&mut self, w: &mut impl Wire) {
+        if !self.active {
+            return;
+        }
+        loop {
+            let (pipe, fastrecov) = self.ns2.as_ref().map(|n| (n.pipe, n.fastrecov)).expect("ns2");
+            let mss = self.mss;
+            let win = self.st.cwnd.min(self.peer_wnd) / mss * mss;
+            let open = if fastrecov { pipe < (self.st.cwnd / mss) as i64 } else { self.snd_nxt - self.snd_una < win };
+            if !open || self.snd_una >= self.limit {
+                return;
+            }
+            // `GetNextRetran`: the first hole at or above h_seqno_ with SACKed data above it.
+            let (hole, next_sacked) = self.sacked.next_gap(self.high_rxt.max(self.snd_una));
+            let is_hole = next_sacked != u64::MAX && hole < self.snd_max;
+            let (seq, len) = if is_hole {
+                // Only while a recovery point is set (`recover_ > 0`), within the peer's window.
+                if self.recover.is_none() || hole >= self.snd_una + self.peer_wnd.max(mss) {
+                    return;
+                }
+                (hole, mss.min(next_sacked - hole))
+            } else {
+                let bound = if fastrecov { self.peer_wnd.max(mss) } else { win };
+                if self.snd_nxt >= self.limit || self.snd_nxt - self.snd_una >= bound {
+                    return;
+                }
+                (self.snd_nxt, mss.min(self.limit - self.snd_nxt))
+            };
+            if !w.tx_room() {
+                return;
+            }
+            self.transmit(seq, len, w);
+            if is_hole {
+                // `MarkRetran`.
+                self.set_high_rxt(self.high_rxt.max(seq + len));
+            }
+            if self.snd_nxt <= seq {
+                self.set_snd_nxt(seq + len);
+            }
+            self.ns2.as_mut().expect("ns2").pipe += 1;
+        }
+    }
+
+    /// `Sack1TcpAgent::timeout` and `TcpAgent::timeout`: ssthresh halved,
+    /// cwnd 1 (`CLOSE_CWND_RESTART`), the scoreboard cleared, back to the
+    /// first unacknowledged packet; duplicate ACKs ignored until a new ACK.
+    fn on_timeout_sack1(&mut self, w: &mut impl Wire) {
+        if self.snd_una == self.snd_max {
+            return;
+        }
+        let now = w.now();
+        self.stats.timeouts += 1;
+        let n = self.ns2.as_mut().expect("ns2");
+        n.fastrecov = false;
+        n.timeout = true;
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.recover = Some(self.snd_max);
+        self.sack1_slowdown(now);
+        self.st.cwnd = self.mss;
+        self.set_snd_nxt(self.snd_una);
+        self.clear_scoreboard();
+        self.rtt.backoff();
+        self.rto.clear();
+        self.sack1_send_much(w);
     }
 
     fn on_timeout(&mut self, w: &mut impl Wire) {

@@ -198,3 +198,13 @@ impl Res {
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()
 }
+
+/// A TCP sender of `cfg` (segments of `mss` bytes) started on the test
+/// wire `W`: the hand-built ACK sequences of the host-profile tests.
+pub fn started_sender<W: alphaqos_sim::tcp::Wire + Default>(cfg: &alphaqos_sim::config::TcpConfig, mss: u64) -> (alphaqos_sim::tcp::sender::TcpSender, W) {
+    let cc = alphaqos_sim::tcp::cc::build(cfg.cc.as_str(), &cfg.cc_params, mss).expect("controller");
+    let mut s = alphaqos_sim::tcp::sender::TcpSender::new(cfg, cc);
+    let mut w = W::default();
+    s.start(&mut w);
+    (s, w)
+}

@@ -145,6 +145,7 @@ impl ColorRed {
                     gentle: false,
                     byte_mode: false,
                     mean_pkt_bytes: p.mean_pkt_bytes,
+                    wait: false,
                 });
             }
         }

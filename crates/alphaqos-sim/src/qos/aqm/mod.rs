@@ -49,6 +49,7 @@ pub(crate) mod testutil {
             gentle: false,
             byte_mode: false,
             mean_pkt_bytes: 1000,
+            wait: false,
         }
     }
 

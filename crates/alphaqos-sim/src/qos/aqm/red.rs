@@ -15,7 +15,13 @@
 //!   `max_th <= avg < 2 max_th`, every packet dropped above `2 max_th`;
 //! - the drop probability `p_a = p_b / (1 - count p_b)` with `count` the
 //!   packets since the last drop, which spreads drops evenly (the gap between
-//!   drops is uniform on 1..1/p_b).
+//!   drops is uniform on 1..1/p_b);
+//! - option `wait` (ns-2's `wait_`, on by default there: `queue/red.cc`,
+//!   `REDQueue::modify_p`, and `tcl/lib/ns-default.tcl`, `Queue/RED set
+//!   wait_ true`): no early drop while `count p_b < 1`, then `p_a = p_b /
+//!   (2 - count p_b)`, and 1 once `count p_b >= 2`, so that the gap between
+//!   drops is uniform on 1/p_b..2/p_b: drops twice as far apart on average,
+//!   never closer than 1/p_b. Off by default (the paper's rule).
 //!
 //! Parameters: `min_th`, `max_th` in packets (or bytes with
 //! `thresholds_in_bytes`), `max_p` (0.1), `w_q` (0.002), `gentle` (true),
@@ -47,6 +53,8 @@ pub struct RedParams {
     pub gentle: bool,
     pub byte_mode: bool,
     pub mean_pkt_bytes: u32,
+    /// ns-2's `wait_` spacing (see the module doc).
+    pub wait: bool,
 }
 
 impl RedParams {
@@ -63,6 +71,7 @@ impl RedParams {
             gentle: c.gentle,
             byte_mode: c.byte_mode,
             mean_pkt_bytes: c.mean_pkt_bytes,
+            wait: c.wait,
         };
         p.check()?;
         Ok(p)
@@ -113,6 +122,19 @@ pub fn spread_probability(pb: f64, count: i64) -> f64 {
     }
 }
 
+/// ns-2's `modify_p` with `wait_` set (`queue/red.cc`): 0 while `count
+/// p_b < 1`, `p_b / (2 - count p_b)` while it is below 2, then 1.
+pub fn wait_probability(pb: f64, count: i64) -> f64 {
+    let cp = count as f64 * pb;
+    if cp < 1.0 {
+        0.0
+    } else if cp < 2.0 {
+        (pb / (2.0 - cp)).min(1.0)
+    } else {
+        1.0
+    }
+}
+
 /// Floyd & Jacobson's Fig. 2 decision for one curve: `p_b` from the
 /// average (byte mode scales it by `size / mean_pkt_bytes`),
 /// `p_a = p_b / (1 - count p_b)`, `count` packets since the last drop of
@@ -132,7 +154,8 @@ pub(crate) fn red_drop(p: &RedParams, avg: f64, count: &mut i64, size: u32, held
         pb = (pb * size as f64 / p.mean_pkt_bytes as f64).min(1.0);
     }
     *count += 1;
-    if rng.uniform() < spread_probability(pb, *count) {
+    let pa = if p.wait { wait_probability(pb, *count) } else { spread_probability(pb, *count) };
+    if rng.uniform() < pa {
         *count = 0;
         true
     } else {
@@ -300,6 +323,7 @@ mod tests {
             gentle: true,
             byte_mode: false,
             mean_pkt_bytes: 1000,
+            wait: false,
         }
     }
 
@@ -351,6 +375,36 @@ mod tests {
         assert_eq!(spread_probability(0.1, 0), 0.1);
         assert!((spread_probability(0.1, 5) - 0.2).abs() < 1e-12);
         assert_eq!(spread_probability(0.1, 10), 1.0);
+    }
+
+    /// ns-2's `wait_` (`modify_p`): at p_b 0.05 no drop before the 20th
+    /// packet after the previous one, a certain one by the 39th: gaps
+    /// uniform on 20..=39 (mean 29.5), where the paper's rule spreads them
+    /// on 1..=19 (mean 10; `count` counts the packet being decided).
+    #[test]
+    fn wait_spaces_drops_between_one_and_two_over_p_b() {
+        for wait in [true, false] {
+            let p = RedParams { wait, ..params() };
+            assert!((p.base_probability(10.0) - 0.05).abs() < 1e-12);
+            let mut rng = Rng::stream(5, "red-wait");
+            let (mut count, mut since, mut gaps) = (-1i64, 0u64, Vec::new());
+            for _ in 0..200_000 {
+                since += 1;
+                if red_drop(&p, 10.0, &mut count, 1000, held(10), &mut rng) {
+                    gaps.push(since);
+                    since = 0;
+                }
+            }
+            let gaps = &gaps[1..];
+            let (min, max) = (*gaps.iter().min().unwrap(), *gaps.iter().max().unwrap());
+            let mean = gaps.iter().sum::<u64>() as f64 / gaps.len() as f64;
+            let (want_min, want_max, want_mean) = if wait { (20, 39, 29.5) } else { (1, 19, 10.0) };
+            assert_eq!((min, max), (want_min, want_max), "wait {wait}");
+            assert!((mean - want_mean).abs() < 0.3, "wait {wait}: mean gap {mean}");
+        }
+        assert_eq!(wait_probability(0.05, 19), 0.0);
+        assert!((wait_probability(0.05, 30) - 0.1).abs() < 1e-12, "0.05 / (2 - 1.5)");
+        assert_eq!(wait_probability(0.05, 40), 1.0);
     }
 
     #[test]
