@@ -85,6 +85,7 @@ golden-accept: build
 
 bench: build
 	$(PY) benches/run.py
+	@command -v valgrind >/dev/null || { echo "installing valgrind (Debian) for the instruction count"; apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends valgrind; } || true
 	$(PY) benches/instructions.py reference manyflows
 	$(PY) benches/yan2013_exp2.py
 	$(PY) benches/flows_identify.py
