@@ -30,6 +30,12 @@ impl DataRate {
     pub fn tx_time(self, bytes: u64) -> Duration {
         debug_assert!(self.0 > 0, "tx_time at a zero rate");
         let bits = bytes as u128 * 8 * 1_000_000_000;
+        // Every packet's bits-times-10^9 fits 64 bits (up to 2.3 GB): the
+        // same quotient by a 64-bit division, not the 128-bit library call
+        // (0.8 % of the reference case's instructions).
+        if let Ok(bits) = u64::try_from(bits) {
+            return Duration(bits.div_ceil(self.0));
+        }
         Duration(bits.div_ceil(self.0 as u128) as u64)
     }
     /// Bytes this rate carries in `d`, rounded down.
@@ -89,6 +95,12 @@ mod tests {
         assert_eq!(DataRate(3).tx_time(1), Duration(2_666_666_667));
         // No overflow for the largest sizes at the slowest rates.
         assert_eq!(DataRate(1_000).tx_time(u32::MAX as u64).0, u32::MAX as u64 * 8_000_000);
+        // Both divisions, on either side of the 64-bit boundary of bytes x 8e9.
+        let edge = u64::MAX / 8_000_000_000;
+        for bytes in [edge - 1, edge, edge + 1, edge + 2] {
+            let exact = (bytes as u128 * 8_000_000_000).div_ceil(7_000_000_007) as u64;
+            assert_eq!(DataRate(7_000_000_007).tx_time(bytes).0, exact, "{bytes} B");
+        }
     }
 
     #[test]
