@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_USAGE",
     "OneLineParser",
     "percent_argument",
+    "percent_value",
     "print_error",
     "positive_int",
     "rate_argument",
@@ -77,12 +78,17 @@ def rate_argument(text: str) -> int:
     return value
 
 
-def percent_argument(text: str) -> float:
-    """A share in percent (``90%`` or ``90``), above 0 and at most 100."""
+def percent_value(text: str) -> float:
+    """A percentage (``90%`` or ``90``), its range left to the caller."""
     try:
-        value = float(text.strip().removesuffix("%"))
+        return float(text.strip().removesuffix("%"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a percentage like 90%, got {text!r}") from None
+
+
+def percent_argument(text: str) -> float:
+    """A share in percent (``90%`` or ``90``), above 0 and at most 100."""
+    value = percent_value(text)
     if not 0 < value <= 100:
         raise argparse.ArgumentTypeError(f"a share must be above 0% and at most 100%, got {text!r}")
     return value

@@ -25,7 +25,7 @@ from ..provision.shape import (
     tc_commands,
 )
 from ..provision.tc import bits
-from .cmdline import rate_argument, size_argument
+from .cmdline import percent_value, rate_argument, size_argument
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -37,7 +37,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument("device", metavar="DEV", help="the circuit's interface (its VLAN device)")
     p.add_argument("--rate", metavar="RATE", type=rate_argument, help="the circuit's reserved rate (1Gbps, 10gbit)")
-    p.add_argument("--share", metavar="PERCENT", type=_share, default=HOST_SHARE_PERCENT, help="shape to this share of --rate (default 90%%)")
+    # --share's range is plan_shape's to check, with its own message.
+    p.add_argument("--share", metavar="PERCENT", type=percent_value, default=HOST_SHARE_PERCENT, help="shape to this share of --rate (default 90%%)")
     p.add_argument("--policer-burst", metavar="SIZE", type=size_argument, help="the router's policer bucket: the host's burst stays within it")
     p.add_argument("--policy", metavar="FILE", type=Path, help="take --rate and --policer-burst from a policy's policer term")
     p.add_argument("--term", metavar="NAME", help="with --policy: the policed term (default: the only one)")
@@ -60,14 +61,6 @@ def _gso(text: str) -> int | None:
     if not text.strip().isdigit() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"expected a segment count 1..65535 or 'keep', got {text!r}")
     return int(text)
-
-
-def _share(text: str) -> float:
-    """A percentage; the range is checked by plan_shape, with its own message."""
-    try:
-        return float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage like 90%, got {text!r}") from None
 
 
 def _handler(args: argparse.Namespace) -> int:
