@@ -181,6 +181,30 @@ def test_mover_holds_until_go(tmp_path, rx):
     assert (rx.dir / "h.bin").read_bytes() == src.read_bytes()
 
 
+def test_source_truncated_while_hashed(tmp_path, rx):
+    """The source file shrinks (another process truncates it) while the
+    sender hashes it through its read-only map: one line naming the file,
+    exit 2, nothing at the receiver (it was SIGBUS, status 135). A sparse
+    2 GiB file takes over 0.4 s to hash at this machine's 5 GB/s on two
+    threads, and is truncated as soon as the sender says it hashes."""
+    src = tmp_path / "t.bin"
+    with open(src, "wb") as f:
+        f.truncate(2 << 30)
+    sender = subprocess.Popen([binary(), "send", str(src), rx.addr, "--cc", "cubic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert json.loads(sender.stdout.readline())["event"] == "hashing"
+        os.truncate(src, MiB)
+        out, err = sender.communicate(timeout=60)
+    finally:
+        if sender.poll() is None:
+            sender.kill()
+            sender.wait()
+    assert sender.returncode == 2, (sender.returncode, err)
+    assert err.count("\n") == 1 and str(src) in err and "truncated while being hashed" in err, err
+    assert '"start"' not in out and not list(rx.dir.glob("*t.bin*")), "nothing sent"
+
+
 def _closed_port() -> int:
     from _transfer import free_port
 

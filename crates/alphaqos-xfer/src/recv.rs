@@ -522,6 +522,10 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
                     // one fails the check (`writes` has the block read back
                     // at the end).
                     hasher.update(unsafe { m.bytes(off, take) });
+                    if m.truncated() {
+                        let e = io::Error::other(format!("{} was truncated by another process while receiving", part_path(&s.dir, &s.name).display()));
+                        return Err(write_error(e, index));
+                    }
                 }
                 (_, _, Some(b)) => {
                     let b = &mut b.as_mut()[..take];

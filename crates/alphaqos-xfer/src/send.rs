@@ -110,7 +110,14 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
     let t_hash = Instant::now();
     emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size}));
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let (hash, block_hashes) = tree::hash_file(&file, size, o.block, threads).map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
+    let hashed = tree::hash_file(&file, size, o.block, threads);
+    // A file that shrank while hashed (through the map: zeros past its new
+    // end; through read: a short read): one line naming it, nothing sent.
+    let now = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if now < size || hashed.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::UnexpectedEof) {
+        return Err(Fail::bad(format!("cannot read {}: truncated while being hashed ({size} bytes when opened, {now} now); nothing was sent", o.file.display())));
+    }
+    let (hash, block_hashes) = hashed.map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
     let block_hashes = Arc::new(block_hashes);
     let hash_s = t_hash.elapsed().as_secs_f64();
     if o.hold {

@@ -116,10 +116,14 @@ pub fn hash_whole(file: &File, size: u64, block: u64, blocks: bool) -> io::Resul
 }
 
 /// A file mapped shared, read-only: hashed in place (no copy out of the
-/// page cache).
+/// page cache). A file truncated under the map (by another process, while
+/// it is hashed) does not kill the process: the page past the new end is
+/// replaced by zeros (`guard`) and [`Mapping::truncated`] says so, for the
+/// caller to turn into a clear error.
 pub struct Mapping {
     ptr: *const u8,
     len: usize,
+    slot: usize,
 }
 
 // SAFETY: read-only; the bytes under it change only by the file's writers.
@@ -132,31 +136,151 @@ impl Mapping {
         if len == 0 {
             return Err(io::Error::other("an empty file is not mapped"));
         }
+        guard::install();
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mapping { ptr: p as *const u8, len })
+        match guard::register(p as usize, len) {
+            Some(slot) => Ok(Mapping { ptr: p as *const u8, len, slot }),
+            None => {
+                unsafe { libc::munmap(p, len) };
+                Err(io::Error::other("too many files mapped at once"))
+            }
+        }
     }
 
     /// The bytes `off..off + len`.
     ///
     /// # Safety
-    /// Within the file as it was mapped (a shorter file now: SIGBUS); another
-    /// writer may change the bytes under the slice (a hash of them then fails
-    /// its check).
+    /// Within the file as it was mapped (a shorter file now: zeros past its
+    /// end, and [`Mapping::truncated`] true); another writer may change the
+    /// bytes under the slice (a hash of them then fails its check).
     pub unsafe fn bytes(&self, off: u64, len: usize) -> &[u8] {
         assert!(off as usize + len <= self.len, "inside the map");
         std::slice::from_raw_parts(self.ptr.add(off as usize), len)
+    }
+
+    /// Whether a read through the map went past the file's end (the file was
+    /// truncated after it was mapped): what was read there is not the file.
+    pub fn truncated(&self) -> bool {
+        guard::faulted(self.slot)
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        guard::unregister(self.slot);
         unsafe {
             libc::munmap(self.ptr as *mut libc::c_void, self.len);
         }
     }
+}
+
+/// SIGBUS inside a [`Mapping`]: a read of a shared file map past the file's
+/// current end (mmap(2), "SIGBUS"). The handler maps an anonymous zero page
+/// over the faulting page (mmap is async-signal-safe) and marks the
+/// mapping, so the read completes and the caller reports the truncation; a
+/// SIGBUS anywhere else goes to the handler that was there before (Rust's
+/// own, or the default action: the process ends as it would have).
+mod guard {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Once;
+
+    const SLOTS: usize = 64;
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE: AtomicUsize = AtomicUsize::new(0);
+    #[allow(clippy::declare_interior_mutable_const)]
+    const CLEAR: AtomicBool = AtomicBool::new(false);
+    static START: [AtomicUsize; SLOTS] = [FREE; SLOTS];
+    static LEN: [AtomicUsize; SLOTS] = [FREE; SLOTS];
+    static FAULTED: [AtomicBool; SLOTS] = [CLEAR; SLOTS];
+    static PAGE: AtomicUsize = AtomicUsize::new(4096);
+    static mut PREVIOUS: Option<libc::sigaction> = None;
+    static INSTALL: Once = Once::new();
+
+    pub fn install() {
+        INSTALL.call_once(|| unsafe {
+            PAGE.store(libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize, Ordering::SeqCst);
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+            libc::sigemptyset(&mut sa.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGBUS, &sa, &mut old) == 0 {
+                // Written once, before any mapping exists (the handler reads it
+                // only for a fault, which needs a mapping or a stack overflow).
+                PREVIOUS = Some(old);
+            }
+        });
+    }
+
+    pub fn register(start: usize, len: usize) -> Option<usize> {
+        for i in 0..SLOTS {
+            if LEN[i].compare_exchange(0, usize::MAX, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                FAULTED[i].store(false, Ordering::SeqCst);
+                START[i].store(start, Ordering::SeqCst);
+                LEN[i].store(len, Ordering::SeqCst);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub fn unregister(slot: usize) {
+        START[slot].store(0, Ordering::SeqCst);
+        LEN[slot].store(0, Ordering::SeqCst);
+    }
+
+    pub fn faulted(slot: usize) -> bool {
+        FAULTED[slot].load(Ordering::SeqCst)
+    }
+
+    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        let addr = unsafe { (*info).si_addr() } as usize;
+        for i in 0..SLOTS {
+            let (start, len) = (START[i].load(Ordering::SeqCst), LEN[i].load(Ordering::SeqCst));
+            if len != 0 && len != usize::MAX && addr >= start && addr < start + len {
+                // Zeros from the faulting page to the map's end: one fault,
+                // not one per page of the rest.
+                let page = addr & !(PAGE.load(Ordering::SeqCst) - 1);
+                let p = unsafe {
+                    libc::mmap(page as *mut libc::c_void, start + len - page, libc::PROT_READ,
+                               libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0)
+                };
+                if p != libc::MAP_FAILED {
+                    FAULTED[i].store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+        // Not ours: as if this handler had not been installed.
+        unsafe {
+            #[allow(static_mut_refs)]
+            match PREVIOUS {
+                Some(old) if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN => {
+                    if old.sa_flags & libc::SA_SIGINFO != 0 {
+                        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = std::mem::transmute(old.sa_sigaction);
+                        f(sig, info, ctx);
+                    } else {
+                        let f: extern "C" fn(libc::c_int) = std::mem::transmute(old.sa_sigaction);
+                        f(sig);
+                    }
+                }
+                _ => {
+                    // The default action: the fault repeats on return and ends the process.
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
+/// The error of a file that became shorter while it was read.
+pub fn truncated() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "the file was truncated while being read")
 }
 
 /// The whole file's BLAKE3 (hex) and every block's check, reading the file
@@ -187,8 +311,18 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
                             Some(m) => {
                                 let (off, len) = block_span(i, size, block);
                                 let mut h = BlockHasher::new(Some(off));
-                                // SAFETY: inside the file's size as stat(2) gave it.
-                                h.update(unsafe { m.bytes(off, len as usize) });
+                                // In 1 MiB pieces: a truncated file stops the hash soon.
+                                let mut done = 0;
+                                while done < len {
+                                    if m.truncated() {
+                                        return Err(truncated());
+                                    }
+                                    let take = (len - done).min(1 << 20);
+                                    // SAFETY: inside the file's size as stat(2) gave it
+                                    // (truncated since: zeros, and an error).
+                                    h.update(unsafe { m.bytes(off + done, take as usize) });
+                                    done += take;
+                                }
                                 h.finish()
                             }
                             None => hash_block(file, i, size, block, &mut buf)?,
@@ -200,6 +334,9 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
             .collect();
         workers.into_iter().map(|w| w.join().expect("hashing thread")).collect()
     });
+    if map.as_ref().is_some_and(Mapping::truncated) {
+        return Err(truncated());
+    }
     for r in results {
         for (i, cv) in r? {
             cvs[i as usize] = cv;
@@ -257,6 +394,27 @@ mod tests {
                 assert_ne!(checks[0], *blake3::hash(&data[..8192]).as_bytes(), "a chaining value is not the block's own hash");
             }
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn truncated_under_the_map_is_an_error_not_sigbus() {
+        // The file shrinks after its size was taken (as another process
+        // truncating it mid-hash): reads past the new end would raise SIGBUS
+        // and end the process; they give an error instead, on every thread.
+        let dir = std::env::temp_dir().join(format!("aqx-trunc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let size = 64u64 << 10;
+        std::fs::write(&path, vec![7u8; size as usize]).unwrap();
+        let f = File::open(&path).unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(5000).unwrap();
+        for threads in [1, 2] {
+            let e = hash_file(&f, size, 4096, threads).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
+        }
+        // A later map of the whole (now short) file is clean again.
+        assert_eq!(hash_file(&f, 5000, 1024, 2).unwrap().0, blake3::hash(&[7u8; 5000]).to_hex().to_string());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
