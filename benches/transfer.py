@@ -3,15 +3,18 @@ connections, unpaced, cubic) against iperf3 on the same path and cores,
 CPU seconds per GB at each end, system calls per MB, and the deadline
 loop's cost per interval.
 
-    .venv/bin/python benches/transfer.py [--size 256MiB] [--syscalls] [--repeat 3]
-        [--path loopback,veth,veth:5Gbps,veth:1Gbps] [--compare OLD_BINARY] [--no-rt]
+    .venv/bin/python benches/transfer.py [--size 1GiB] [--syscalls] [--repeat 3]
+        [--path loopback,veth,veth:5Gbps,veth:1Gbps] [--compare OLD_BINARY] [--no-rt] [--no-pin]
 
 Both tools run with the receiver pinned to one core and the sender to the
 other (``taskset -c 0`` / ``-c 1``), at real-time priority when root
 (``chrt -f 50``: other work on the machine cannot take the cores from
 them; ``--no-rt`` to leave it), on loopback (127.0.0.1) or a veth pair
 between two namespaces (``veth:RATE`` adds an HTB root at RATE on the
-sender's side: a circuit's rate), files in /dev/shm. Each case runs
+sender's side: a circuit's rate), files in /dev/shm (``--no-pin``: both
+tools unpinned, the scheduler spreading their threads over the cores;
+each run's destination file is removed before it, untimed, for both
+tools). Each case runs
 ``--repeat`` times, ours and iperf3 alternating; the table shows medians
 and the spread (lowest-highest) of ours. ``--compare BIN`` runs another
 build of ``alphaqos-xfer`` (e.g. main's) alternating with this one. iperf3 runs with the same number of streams (``-P``), as plain
@@ -44,6 +47,7 @@ from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 
 RX_CORE, TX_CORE = "0", "1"
 RT = ["chrt", "-f", "50"]  # cleared by --no-rt (and when not root)
+PIN = [True]  # [False] with --no-pin
 
 
 class Net:
@@ -113,7 +117,7 @@ def reap(proc: subprocess.Popen, timeout: float = 30) -> float:
 
 
 def pinned(core: str, cmd: list[str]) -> list[str]:
-    return [*RT, *(["taskset", "-c", core] if shutil.which("taskset") else []), *cmd]
+    return [*RT, *(["taskset", "-c", core] if PIN[0] and shutil.which("taskset") else []), *cmd]
 
 
 def strace(cmd: list[str], out: Path) -> list[str]:
@@ -161,6 +165,9 @@ def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None
     if trace:
         rx_cmd, tx_cmd = strace(rx_cmd, trace / "rx"), strace(tx_cmd, trace / "tx")
     rx_cmd, tx_cmd = net.rx(rx_cmd), net.tx(tx_cmd)
+    # The last round's copy goes first (untimed): replacing it would free its
+    # pages inside the timed rename.
+    (dst / src.name).unlink(missing_ok=True)
     rx = subprocess.Popen(rx_cmd, stdout=subprocess.PIPE, text=True)
     try:
         rx.stdout.readline()  # listening
@@ -196,6 +203,8 @@ def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | Non
     if trace:
         s_cmd, c_cmd = strace(s_cmd, trace / "rx"), strace(c_cmd, trace / "tx")
     s_cmd, c_cmd = net.rx(s_cmd), net.tx(c_cmd)
+    if to_file:
+        to_file.unlink(missing_ok=True)
     server = subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL)
     try:
         wait_listening(server, port)
@@ -274,7 +283,7 @@ def case(net: Net, src: Path, dst: Path, sink: Path, size: int, streams: int, re
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="256MiB")
+    ap.add_argument("--size", default="1GiB", help="the file (1 GiB: 16 blocks of 64 MiB, four per connection with four)")
     ap.add_argument("--syscalls", action="store_true", help="also count system calls (strace -c -f), one more run per case")
     ap.add_argument("--path", default="loopback,veth,veth:5Gbps,veth:1Gbps",
                     help="loopback, veth (two namespaces, root), veth:RATE (HTB at RATE), comma-separated")  # fmt: skip
@@ -282,10 +291,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="rounds per case (median and spread shown)")
     ap.add_argument("--compare", type=Path, help="another alphaqos-xfer build, run alternating with this one")
     ap.add_argument("--no-rt", action="store_true", help="no real-time priority (chrt) for the measured processes")
+    ap.add_argument("--no-pin", action="store_true", help="no taskset: each tool's threads on any core")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     if args.no_rt or os.geteuid() != 0 or not shutil.which("chrt"):
         RT.clear()
+    PIN[0] = not args.no_pin
     size = units.parse_size(args.size)
     # /dev/shm when there is room: the path, not the disk, is measured.
     shm = Path("/dev/shm")
@@ -297,7 +308,8 @@ def main() -> None:
         (work / "dst").mkdir()
         sink = work / "iperf.out"
         gb = size / 1e9
-        print(f"{units.fmt_size(size)} in {work.parent}, receiver on core {RX_CORE}, sender on core {TX_CORE}"
+        cores = f"receiver on core {RX_CORE}, sender on core {TX_CORE}" if PIN[0] else "unpinned"
+        print(f"{units.fmt_size(size)} in {work.parent}, {cores}"
               f"{', ' + ' '.join(RT) if RT else ', no real-time priority'}, load {os.getloadavg()[0]:.1f}, {args.repeat} rounds per case")  # fmt: skip
         print("ours: alphaqos-xfer's data phase (after the sender's whole-file hash), the receiver hashing every byte into the file;"
               " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash)")  # fmt: skip
