@@ -631,8 +631,12 @@ impl Pipe {
             return Err(io::Error::last_os_error());
         }
         let p = unsafe { Pipe { r: std::os::fd::OwnedFd::from_raw_fd(fds[0]), w: std::os::fd::OwnedFd::from_raw_fd(fds[1]) } };
-        // One receive step per pipe load where /proc/sys/fs/pipe-max-size allows.
-        unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, size as libc::c_int) };
+        // One receive step per pipe load where /proc/sys/fs/pipe-max-size
+        // allows, else the largest it allows (1 MiB by default), halving.
+        let mut want = size;
+        while want > 4096 && unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, want as libc::c_int) } < 0 {
+            want /= 2;
+        }
         Ok(p)
     }
 
