@@ -136,14 +136,17 @@ def bottleneck_queue(kind: str) -> dict[str, Any]:
 # ``host_profile: ns2`` runs ns-2's ``Agent/TCP/Sack1`` sender and its
 # ``Agent/TCPSink/Sack1/DelAck`` sink (per-ACK window growth, Sack1
 # recovery, a 100 ms delayed-ACK timer on a burst's last packet, a 10 ms RTT
-# clock; ``docs/ns2-crosscheck.md``, "The ns2 host profile").
-WEB_TCP = {"cc": "newreno", "mss": "1448B", "init_cwnd": 2, "rwnd": f"{1024 * 1448}B", "sack": True, "delayed_ack": True,
-           "host_profile": "ns2"}
+# clock; ``docs/ns2-crosscheck.md``, "The ns2 host profile"). The profile's
+# timer defaults are ns-2.35's; ns-2.1b9a's were ``minrto_ 1`` (since
+# 2001/05/14) and ``rtxcur_init_ 6.0`` (2.35: 0.2 and 3.0), set here
+# (``docs/ns2-crosscheck.md``, "Session 10").
+_TCP = {"cc": "newreno", "mss": "1448B", "init_cwnd": 2, "rwnd": f"{1024 * 1448}B", "sack": True, "delayed_ack": True}
+WEB_TCP = {**_TCP, "host_profile": "ns2", "min_rto": "1s", "initial_rto": "6s"}
 #: The simulated OC-3 traces stand in for the document's NLANR captures of
 #: real Internet hosts, not for an ns-2 run: their hosts keep the engine's RFC
 #: behaviour, named explicitly (``host_profile: default``), so that a change
 #: of the engine's default does not move them.
-TRACE_TCP = {**WEB_TCP, "host_profile": "default"}
+TRACE_TCP = {**_TCP, "host_profile": "default"}
 
 
 def dumbbell(kind: str, n: int, *, duration: str, routers: int = 14, per_router: int = 6, seed: int = 1) -> dict[str, Any]:
@@ -705,7 +708,11 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
 - Hosts: the dumbbell's are ns-2's, as the document ran them ("TCP
   Sack/DelAck"): `host_profile: {WEB_TCP["host_profile"]}` (`Agent/TCP/Sack1`'s recovery and per-ACK window
   growth, the `Agent/TCPSink/Sack1/DelAck` sink and its 100 ms timer, a
-  10 ms RTT clock); the simulated traces' hosts stand in for the real
+  10 ms RTT clock) with that version's timer defaults, a minimum RTO of
+  {WEB_TCP["min_rto"]} and a first RTO of {WEB_TCP["initial_rto"]} (`minrto_ 1`, `rtxcur_init_ 6.0`; ns-2.35's 0.2 s and
+  3 s are the profile's); not modelled: that version's `precisionReduce_
+  false` (the window halved to a whole packet; the profile halves it
+  exactly, as 2.35); the simulated traces' hosts stand in for the real
   hosts behind the NLANR traces and keep the engine's RFC behaviour
   (`host_profile: {TRACE_TCP["host_profile"]}`)."""
 
