@@ -25,8 +25,8 @@ EXPECTED: dict[str, tuple[Any, dict[str, dict[str, Any]]]] = {
     # traces stand in for real hosts' captures.
     "liberatore-yaqs": (liberatore, {"sim/": {"host_profile": "ns2", "sack": True, "delayed_ack": True},
                                      "trace/": {"host_profile": "default"}}),
-    # ns-2, no agent named: Sack1 with NewReno's window rule.
-    "bouras-relative": (bouras, {"": {"host_profile": "ns2", "cc": "newreno"}}),
+    # ns-2, no agent nor sink named: Sack1 with NewReno's window rule, a sink without delayed ACKs.
+    "bouras-relative": (bouras, {"": {"host_profile": "ns2", "cc": "newreno", "delayed_ack": False}}),
     # NS2's NewReno: no SACK, ns-2's plain sink.
     "deadline-af": (deadline_af, {"": {"host_profile": "ns2", "sack": False, "delayed_ack": False}}),
     # Linux 2.6.33's receiver (GRO) and the engine's RFC sender.
