@@ -703,18 +703,17 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
   same values for this link; the code of `2.1b9a` itself was not read).
   ns-2's fixed defaults before that date (thresholds {NS2_FIXED_RED[0]} and {NS2_FIXED_RED[1]} packets,
   w_q {NS2_FIXED_RED[2]}) are {_RED["min_th"] / NS2_FIXED_RED[0]:.1f} times lower. ns-2's `wait_` (on by
-  default in both versions; it spaces drops 1/p_b to 2/p_b packets apart)
-  is on (`wait: {str(_RED["wait"]).lower()}`).
+  default in both versions; it spaces RED's drops) is on here: {"yes" if _RED["wait"] else "no"}.
 - Hosts: the dumbbell's are ns-2's, as the document ran them ("TCP
-  Sack/DelAck"): `host_profile: {WEB_TCP["host_profile"]}` (`Agent/TCP/Sack1`'s recovery and per-ACK window
-  growth, the `Agent/TCPSink/Sack1/DelAck` sink and its 100 ms timer, a
-  10 ms RTT clock) with that version's timer defaults, a minimum RTO of
-  {WEB_TCP["min_rto"]} and a first RTO of {WEB_TCP["initial_rto"]} (`minrto_ 1`, `rtxcur_init_ 6.0`; ns-2.35's 0.2 s and
-  3 s are the profile's); not modelled: that version's `precisionReduce_
-  false` (the window halved to a whole packet; the profile halves it
-  exactly, as 2.35); the simulated traces' hosts stand in for the real
-  hosts behind the NLANR traces and keep the engine's RFC behaviour
-  (`host_profile: {TRACE_TCP["host_profile"]}`)."""
+  Sack/DelAck"): `host_profile: ns2` (the `Sack1` sender's recovery and
+  per-ACK window growth, the DelAck sink and its timer, ns-2's RTT clock)
+  with that version's timer defaults, a minimum RTO of {WEB_TCP["min_rto"]} and a first
+  RTO of {WEB_TCP["initial_rto"]} (`minrto_ 1`, `rtxcur_init_ 6.0`; the profile's own are
+  `ns-2.35`'s); not modelled: that version's `precisionReduce_ false` (the
+  halved window rounded to whole packets; the profile halves it exactly,
+  as `ns-2.35`). The simulated traces' hosts stand in for the real hosts
+  behind the NLANR traces and keep the engine's RFC behaviour
+  (`host_profile: default`, named)."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
