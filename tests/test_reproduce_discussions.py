@@ -21,7 +21,7 @@ SOURCES = {
     "yan2013": ["discussion"],
     "liberatore-yaqs": ["_fq_codel_paragraph", "DISCUSSION"],
     "bouras-relative": ["discussion", "INTERPRETATIONS"],
-    "deadline-af": ["DISCUSSION", "two_connections_section"],
+    "deadline-af": ["DISCUSSION", "two_connections_section", "_completion_times"],
     "zurawski-tc": ["discussion"],
 }
 

@@ -159,6 +159,27 @@ class DeadlineTransfer(Model):
     reservation: Reservation
     mss: PositiveSize = 1448
     rwnd: PositiveSize = 64 * 2**20
+    #: More TCP options of both connections, as a workload's ``tcp`` takes
+    #: them (``host_profile``, ``sack``, ``delayed_ack``...); ``cc`` is the
+    #: method's, ``mss`` and ``rwnd`` are the keys above.
+    tcp: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _tcp(self) -> DeadlineTransfer:
+        from pydantic import ValidationError
+
+        from .errors import FieldError
+        from .scenario.models import WorkloadTcp
+
+        own = sorted(set(self.tcp) & {"cc", "mss", "rwnd"})
+        if own:
+            raise FieldError(("tcp", own[0]), "set by the transfer itself (cc by its method, mss and rwnd as its own keys)")
+        try:
+            WorkloadTcp.model_validate(self.tcp)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise FieldError(("tcp", *first["loc"]), first["msg"]) from None
+        return self
 
     @model_validator(mode="after")
     def _block(self) -> DeadlineTransfer:
@@ -326,7 +347,7 @@ def expand(scenario: Scenario) -> Scenario:
         workloads.append(Workload.model_validate({
             "name": t.name,
             "transfer": {"from": t.src, "to": t.dst, "size": fmt_size(t.size, exact=True)},
-            "tcp": {"cc": "newreno", "mss": fmt_size(t.mss, exact=True), "rwnd": fmt_size(t.rwnd, exact=True)},
+            "tcp": {**t.tcp, "cc": "newreno", "mss": fmt_size(t.mss, exact=True), "rwnd": fmt_size(t.rwnd, exact=True)},
             "streams": len(options),
             "start": fmt_time_ns(t.start, exact=True),
             "striping": "dynamic",

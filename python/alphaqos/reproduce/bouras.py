@@ -76,9 +76,25 @@ What the document leaves open, and the choices made (also in the report):
   100 ms, classified into the Relative queue (green): it crosses the
   customer's access link and the Relative queue as the Relative packets do;
 - simulator: ns-2, with no version named (its reference [5] is the
-  simulator's web page); no ns-2 default enters here, as WRED's thresholds,
-  max_p and weighting constant are the document's own
-  (``docs/ns2-crosscheck.md``, "The ns-2 documents' set-ups").
+  simulator's web page); no ns-2 queue default enters here, as WRED's
+  thresholds, max_p and weighting constant are the document's own
+  (``docs/ns2-crosscheck.md``, "The ns-2 documents' set-ups"); the engine's
+  WRED has no ``wait_`` spacing (ns-2's RED option), and the document's WRED
+  is Cisco's, not ns-2's RED;
+- hosts: the document names no TCP agent nor sink. Every TCP connection
+  (Relative sources, HTTP, background) runs ns-2's hosts, ``host_profile:
+  ns2`` (``Agent/TCP/Sack1``'s recovery and per-ACK window growth, a 10 ms
+  RTT clock, initial window 2, ns-2.35's timer defaults: no version is
+  named), with NewReno's window rule (``cc: newreno``; the background and
+  HTTP connections ran the engine's CUBIC before: ns-2 had no CUBIC until
+  its Linux TCP module of 2.33, 2008), and a sink that acknowledges every
+  packet (``delayed_ack: false``, ``Agent/TCPSink/Sack1``: ns-2 delays
+  ACKs only in the DelAck sinks a script names). Sack1 rather than ns-2's
+  default ``Agent/TCP`` (Tahoe, which the engine does not model) or
+  ``Agent/TCP/Newreno``: a choice, stated, not the document's. With the
+  DelAck sink instead (ACKs every second packet, so the window grows half
+  a packet a round trip), the mean queue along the iterative method fell
+  to 0.14-0.19 of max_th (``docs/ns2-crosscheck.md``, session 10).
 """
 
 from __future__ import annotations
@@ -174,6 +190,13 @@ VBR = {"onoff": {"rate": "896kbps", "size": "1500B", "on_mean": "500ms", "off_me
 HP_MODELS = {"voip": (VOIP, 80_000 * 1.004 / 2.591), "video": (VIDEO, 333_000), "vbr": (VBR, 448_000)}
 
 REL_PACKET, REL_MSS = 500, 448  # IP bytes, TCP payload bytes
+#: Every TCP connection's hosts (Relative sources, HTTP, background): ns-2's
+#: (``host_profile: ns2``: ``Agent/TCP/Sack1``), the simulator the document
+#: ran, with NewReno's window rule (ns-2 of its time had no CUBIC) and a sink
+#: that acknowledges every packet (``Agent/TCPSink/Sack1``: ns-2's sinks
+#: delay ACKs only when a script names a DelAck one). The document names no
+#: TCP agent nor sink (see the module doc).
+TCP = {"cc": "newreno", "host_profile": "ns2", "delayed_ack": False}
 REL_SOURCE_BPS = 100_000  # IP bytes per second of one Relative source
 BG_MSS = 1448
 BE_WEIGHT = 79
@@ -281,7 +304,7 @@ def topology_52(name: str, policy: dict[str, Any], quick: bool) -> dict[str, Any
             "streams": n,
             "app_rate": f"{payload_bps:g}bps",
             "write_size": f"{REL_MSS}B",
-            "tcp": {"cc": "newreno", "mss": f"{REL_MSS}B"},
+            "tcp": {**TCP, "mss": f"{REL_MSS}B"},
         })  # fmt: skip
     workloads += _background(nodes, links, "PoP0", "PoP1", web_bps=6_000_000, bulk=3, duration=duration)
     return {
@@ -311,9 +334,9 @@ def _background(nodes: dict, links: list, left: str, right: str, *, web_bps: int
     hosts, peers = [f"B{j}" for j in range(1, 5)], [f"D{j}" for j in range(1, 5)]
     return [
         {"name": "bg-web", "poisson": {"pairs": {"from": hosts, "to": peers}, "size": {"pareto": {"shape": 1.2, "mean": "12KB"}},
-                                       "load": f"{web_bps}bps"}},
+                                       "load": f"{web_bps}bps"}, "tcp": TCP},
         {"name": "bg-bulk", "transfer": {"from": "B1", "to": "D1", "size": f"{int(bulk * BACKBONE_BPS * duration / 8)}B"},
-         "streams": bulk},
+         "streams": bulk, "tcp": TCP},
     ]  # fmt: skip
 
 
@@ -354,7 +377,7 @@ def topology_51(name: str, max_th: float | None, quick: bool, *, dynamic: bool =
         clients.append(f"H{j}")
     # Closed-loop users: 20 sessions thinking 1.6 s after each response
     # offer about 1 Mb/s while a page takes 0.3 s, less as pages slow down.
-    workloads = [{"name": "http", "http": {"server": "W", "clients": clients, "sessions": 5, "think": HTTP_THINK}}]
+    workloads = [{"name": "http", "http": {"server": "W", "clients": clients, "sessions": 5, "think": HTTP_THINK}, "tcp": TCP}]
     # TCP background: 8 Mb/s of web-like transfers and 3 greedy bulk transfers.
     workloads += _background(nodes, links, "N0", "N1", web_bps=8_000_000, bulk=3, duration=duration)
     scenario = {

@@ -15,7 +15,10 @@ Two studies, as in the document's Sections IV and V:
   84.4 packets, w_q 8.9e-05, max_p 0.1, gentle, in packets; before that
   date ns-2's fixed defaults were 5 and 15 packets and w_q 0.002, which
   earlier versions of this reproduction used: :func:`_ns2_automatic_red`,
-  the report's discussion) and, when the engine has it, FQ-CoDel.
+  the report's discussion; ``wait_`` on, that version's default, which
+  spaces RED's drops) and, when the engine has it, FQ-CoDel. The hosts are
+  ns-2's (``host_profile: ns2``: ``Agent/TCP/Sack1`` and its DelAck sink,
+  the document's "TCP Sack/DelAck").
   Measured: the (fast) queue's length over time and its CCDF, the
   aggressive flows' goodput, the flows in the slow queue, reorderings
   counted by the interface, web completion times.
@@ -26,7 +29,10 @@ Two studies, as in the document's Sections IV and V:
   again at a scaled offered load until its mean rate is within 3 % of
   Table I's (:func:`_calibrated`), and one is captured from real TCP traffic
   between two network namespaces (:mod:`alphaqos.capture`,
-  :func:`live_run`; left out, with a note, where the machine cannot).
+  :func:`live_run`; left out, with a note, where the machine cannot). The
+  simulated traces' hosts keep the engine's RFC behaviour
+  (``host_profile: default``, named): they stand in for real hosts, not
+  for ns-2's.
   Each is replayed (:mod:`alphaqos.trace`) into a link of β = 1.15 times
   its mean rate with an unbounded buffer, under FIFO and YAQS (r = 0.1,
   c_f = c_s = 16 500 B, then c_s = 0, false positives with ε = 1/2).
@@ -118,14 +124,29 @@ def bottleneck_queue(kind: str) -> dict[str, Any]:
         return {"fifo": {"limit": "512p"}}
     if kind == "red":
         min_th, max_th, w_q = NS2_AUTO_RED
+        # wait_ true: ns-2's default in 2.1b9a as in 2.35 (docs/ns2-crosscheck.md).
         return {"red": {"limit": "512p", "min_th": round(min_th, 3), "max_th": round(max_th, 3), "w_q": float(f"{w_q:.4g}"),
-                        "max_p": 0.1, "gentle": True}}  # fmt: skip
+                        "max_p": 0.1, "gentle": True, "wait": True}}  # fmt: skip
     return {"fq_codel": {}}
 
 
 # 1500 B packets as the document's 1460 B segments + 40 B headers: the engine
-# carries the timestamp option (12 B), so the segment is 1448 B.
-WEB_TCP = {"cc": "newreno", "mss": "1448B", "init_cwnd": 2, "rwnd": f"{1024 * 1448}B", "sack": True, "delayed_ack": True}
+# carries the timestamp option (12 B), so the segment is 1448 B. The
+# dumbbell's hosts are ns-2's (Section V-C: "TCP Sack/DelAck" in ns-2.1b9a):
+# ``host_profile: ns2`` runs ns-2's ``Agent/TCP/Sack1`` sender and its
+# ``Agent/TCPSink/Sack1/DelAck`` sink (per-ACK window growth, Sack1
+# recovery, a 100 ms delayed-ACK timer on a burst's last packet, a 10 ms RTT
+# clock; ``docs/ns2-crosscheck.md``, "The ns2 host profile"). The profile's
+# timer defaults are ns-2.35's; ns-2.1b9a's were ``minrto_ 1`` (since
+# 2001/05/14) and ``rtxcur_init_ 6.0`` (2.35: 0.2 and 3.0), set here
+# (``docs/ns2-crosscheck.md``, "Session 10").
+_TCP = {"cc": "newreno", "mss": "1448B", "init_cwnd": 2, "rwnd": f"{1024 * 1448}B", "sack": True, "delayed_ack": True}
+WEB_TCP = {**_TCP, "host_profile": "ns2", "min_rto": "1s", "initial_rto": "6s"}
+#: The simulated OC-3 traces stand in for the document's NLANR captures of
+#: real Internet hosts, not for an ns-2 run: their hosts keep the engine's RFC
+#: behaviour, named explicitly (``host_profile: default``), so that a change
+#: of the engine's default does not move them.
+TRACE_TCP = {**_TCP, "host_profile": "default"}
 
 
 def dumbbell(kind: str, n: int, *, duration: str, routers: int = 14, per_router: int = 6, seed: int = 1) -> dict[str, Any]:
@@ -204,7 +225,7 @@ def oc3_trace_scenario(trace: int, *, duration: str, load_bps: float | None = No
         clients.append(c)
         servers.append(s)
     workload = {
-        "name": "web", "tcp": WEB_TCP,
+        "name": "web", "tcp": TRACE_TCP,
         "onoff": {"hosts": clients, "peers": servers, "mean_rate": f"{(load_bps or mbps * 1e6) / hosts:.0f}bps",
                   "size": {"pareto": {"shape": 1.2, "mean": "8KB"}}},
     }  # fmt: skip
@@ -681,8 +702,18 @@ DISCUSSION = f"""- The traces are the project's own (the NLANR ones are not avai
   rate and delay (`red.cc`, `initialize_params`; `ns-2.35` derives these
   same values for this link; the code of `2.1b9a` itself was not read).
   ns-2's fixed defaults before that date (thresholds {NS2_FIXED_RED[0]} and {NS2_FIXED_RED[1]} packets,
-  w_q {NS2_FIXED_RED[2]}) are {_RED["min_th"] / NS2_FIXED_RED[0]:.1f} times lower. Not modelled: ns-2's `wait_`
-  (on by default; it spaces drops), which the engine does not have."""
+  w_q {NS2_FIXED_RED[2]}) are {_RED["min_th"] / NS2_FIXED_RED[0]:.1f} times lower. ns-2's `wait_` (on by
+  default in both versions; it spaces RED's drops) is on here: {"yes" if _RED["wait"] else "no"}.
+- Hosts: the dumbbell's are ns-2's, as the document ran them ("TCP
+  Sack/DelAck"): `host_profile: ns2` (the `Sack1` sender's recovery and
+  per-ACK window growth, the DelAck sink and its timer, ns-2's RTT clock)
+  with that version's timer defaults, a minimum RTO of {WEB_TCP["min_rto"]} and a first
+  RTO of {WEB_TCP["initial_rto"]} (`minrto_ 1`, `rtxcur_init_ 6.0`; the profile's own are
+  `ns-2.35`'s); not modelled: that version's `precisionReduce_ false` (the
+  halved window rounded to whole packets; the profile halves it exactly,
+  as `ns-2.35`). The simulated traces' hosts stand in for the real hosts
+  behind the NLANR traces and keep the engine's RFC behaviour
+  (`host_profile: default`, named)."""
 
 
 def write_plots(measured: dict[str, dict[str, Any]], directory: Path) -> list[Path]:
