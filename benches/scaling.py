@@ -7,7 +7,7 @@ memory (the process's maximum resident set) is its own:
   10,000) through one 100 Gbps bottleneck: four senders and four receivers
   on 400 Gbps access links, MTU 9000 (MSS 8948 B), 20 ms round trip,
   buffer of one bandwidth-delay product (250 MB). Flows start spread
-  evenly over the first 100 ms. The aggregate rate is the same at every N,
+  evenly over the first 100 ms (half the run if shorter). The aggregate rate is the same at every N,
   so the events per simulated second are nearly so, and events per wall
   second show the cost of one event against the number of flows.
 - **topology**: a research backbone of R = 10, 50, 200 routers: a Waxman
@@ -70,13 +70,15 @@ def flows_scenario(n: int, warmup: float, measure: float) -> dict:
     links.append({"between": ["R1", "R2"], "rate": "100Gbps", "delay": "9.998ms", "mtu": "9000B",
                   "queues": {"R1": {"fifo": {"limit": "250MB"}}}})
     links += [{"between": ["R2", f"D{i}"], "rate": "400Gbps", "delay": "1us", "mtu": "9000B"} for i in range(1, k + 1)]
+    # Starts spread over the first 100 ms (half the run if shorter).
+    spread_us = int(min(0.1, (warmup + measure) / 2) * 1e6)
     flows = [
-        {"name": f"f{j}", "start": f"{100_000 * j // n}us",
+        {"name": f"f{j}", "start": f"{spread_us * j // n}us",
          "tcp": {"from": f"S{j % k + 1}", "to": f"D{j % k + 1}", "cc": "cubic", "mss": "8948B", "rwnd": "1GiB"}}
         for j in range(n)
     ]
     return {"name": f"scaling-flows-{n}", "duration": f"{warmup + measure}s", "seed": 1,
-            "metric_interval": "100ms", "nodes": nodes, "links": links, "flows": flows}
+            "metric_interval": f"{min(0.1, warmup + measure):g}s", "nodes": nodes, "links": links, "flows": flows}
 
 
 def waxman(n: int, seed: int = 1, alpha: float = 0.25, beta: float = 0.4) -> tuple[list[tuple[float, float]], list[tuple[int, int]]]:
@@ -127,7 +129,7 @@ def topology_scenario(r: int, warmup: float, measure: float) -> dict:
                                       "size": {"pareto": {"shape": 1.2, "mean": "100KB"}, "max": "100MB"}},
            "tcp": {"mss": "1448B"}}
     return {"name": f"scaling-topology-{r}", "duration": f"{warmup + measure}s", "seed": 1,
-            "metric_interval": "100ms", "nodes": nodes, "links": links, "flows": flows, "workloads": [web]}
+            "metric_interval": f"{min(0.1, warmup + measure):g}s", "nodes": nodes, "links": links, "flows": flows, "workloads": [web]}
 
 
 def rss_mb() -> float:
