@@ -103,7 +103,7 @@ def test_completed_connections_leave_only_their_records():
 def test_smallest_points_of_the_scaling_bench(tmp_path):
     out = tmp_path / "scaling.json"
     r = subprocess.run(
-        [sys.executable, str(SCRIPT), "--flows", "1,10", "--routers", "4", "--warmup", "0.03", "--measure", "0.03", "--json", str(out)],
+        [sys.executable, str(SCRIPT), "--flows", "1,10", "--routers", "4", "--warmup", "0.03", "--measure", "0.03", "--repeat", "1", "--json", str(out)],
         capture_output=True, text=True, timeout=120,
     )
     assert r.returncode == 0, r.stderr
