@@ -93,6 +93,7 @@ bench: build
 	$(PY) benches/circuits.py
 	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
+	$(PY) benches/scaling.py --realtime --plot docs/img --json runs/scaling.json
 	$(PY) benches/transfer.py
 
 clean:

@@ -50,6 +50,10 @@ CASES = {
         "reference-fqcodel-10g.yaml",
         "the reference case with an FQ-CoDel bottleneck (Linux defaults): FQ-CoDel's per-packet cost",
     ),
+    "cubic-100g": (
+        "cubic-100g-9000.yaml",
+        "one CUBIC flow, 100 Gbps, 100 ms RTT, MTU 9000, BDP buffer (1.25 GB; window at most 1.07 GB), 20 s",
+    ),
     "manyflows": (
         "manyflows-10g.yaml",
         "10 Gbps at 80% load of Poisson transfers (Pareto, mean 1 MB) + two CUBIC alpha flows, 20 ms RTT, 10 s",
@@ -58,6 +62,9 @@ CASES = {
 
 # TCP payload per Ethernet frame with IPv4, TCP and timestamps: 1448 of 1538 B.
 MAX_GOODPUT_10G = 10e9 * 1448 / 1538
+# The largest window TCP can advertise, 65,535 << 14 B (RFC 7323 2.3), per
+# 100 ms round trip: the one-flow ceiling of the 100 Gbps case (85.9 Gbit/s).
+MAX_WINDOW_RATE_100MS = (65_535 << 14) * 8 / 0.1
 
 
 def _mean_after(tcp: dict, flow: str, after_ns: float) -> float:
@@ -76,6 +83,10 @@ def check(name: str, tables: dict) -> str:
         util = _mean_after(tcp, "tcp", 10e9) / MAX_GOODPUT_10G
         assert util >= 0.9, f"cubic-100ms: utilization {util:.3f} < 0.9"
         return f"bottleneck utilization {util:.1%} after 10 s"
+    if name == "cubic-100g":
+        rate = _mean_after(tcp, "tcp", 5e9)
+        assert rate >= 0.95 * MAX_WINDOW_RATE_100MS, f"cubic-100g: {rate / 1e9:.2f} Gbit/s < 95% of the window's limit"
+        return f"goodput {rate / 1e9:.1f} Gbit/s after 5 s ({rate / MAX_WINDOW_RATE_100MS:.1%} of one window per RTT)"
     if name == "cubic-8flows":
         flows = sorted(set(tcp["flow"]))
         rates = [_mean_after(tcp, f, 3e9) for f in flows]

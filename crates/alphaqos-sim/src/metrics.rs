@@ -215,12 +215,20 @@ impl Serialize for Table {
 /// the per-queue sojourn times, recorded for every packet of every queue
 /// and kept small: 64 buckets per power of two, ~1.6 %), with the exact
 /// count, sum, minimum and maximum: mean and percentiles.
+///
+/// Only the buckets from the lowest to the highest value recorded are
+/// held (`buckets[i]` is bucket `first + i`): a one-way delay of 10-30 ms
+/// spans about 1,600 of the 16,000 buckets below 30 ms, so each flow's
+/// histogram takes some 13 KB instead of 130 KB (10,000 flows: 130 MB
+/// instead of 1.3 GB; issue 25's memory target).
 #[derive(Clone, Debug, Default)]
 pub struct Histogram<const BITS: u32 = 10> {
     n: u64,
     sum: u128,
     min: u64,
     max: u64,
+    /// The bucket index of `buckets[0]`.
+    first: usize,
     buckets: Vec<u64>,
 }
 
@@ -282,23 +290,34 @@ impl<const BITS: u32> Histogram<BITS> {
         self.n += 1;
         self.sum += v as u128;
         let b = bucket_of_bits(v, BITS);
-        match self.buckets.get_mut(b) {
+        // Below `first` the index wraps round to beyond the end: grow.
+        match self.buckets.get_mut(b.wrapping_sub(self.first)) {
             Some(c) => *c += 1,
             None => self.grow(b),
         }
     }
+    /// Extend the held range to bucket `b` (down or up) and count in it.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, b: usize) {
-        self.buckets.resize(b + 1, 0);
-        self.buckets[b] += 1;
+        if self.buckets.is_empty() {
+            self.first = b;
+            self.buckets.push(0);
+        } else if b < self.first {
+            self.buckets.splice(0..0, std::iter::repeat(0).take(self.first - b));
+            self.first = b;
+        } else {
+            self.buckets.resize(b - self.first + 1, 0);
+        }
+        self.buckets[b - self.first] += 1;
     }
     pub fn count(&self) -> u64 {
         self.n
     }
     /// The non-empty buckets: (lowest value of the bucket, count).
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.buckets.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| (bucket_low_bits(b, BITS), c))
+        let first = self.first;
+        self.buckets.iter().enumerate().filter(|(_, &c)| c > 0).map(move |(i, &c)| (bucket_low_bits(first + i, BITS), c))
     }
     pub fn mean(&self) -> Option<f64> {
         (self.n > 0).then(|| self.sum as f64 / self.n as f64)
@@ -318,10 +337,10 @@ impl<const BITS: u32> Histogram<BITS> {
         }
         let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
         let mut seen = 0;
-        for (b, &c) in self.buckets.iter().enumerate() {
+        for (i, &c) in self.buckets.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                return Some(bucket_low_bits(b, BITS).clamp(self.min, self.max));
+                return Some(bucket_low_bits(self.first + i, BITS).clamp(self.min, self.max));
             }
         }
         Some(self.max)
@@ -404,5 +423,45 @@ mod tests {
         one.record(51_234);
         assert_eq!(one.quantile(0.5), Some(51_234), "clamped to exact min and max");
         assert_eq!(one.std(), Some(0.0));
+    }
+
+    #[test]
+    fn holds_only_the_recorded_span_in_any_order() {
+        // One-way delays of 10-30 ms (a flow's whole run): the buckets held
+        // are those between, not the 16,000 from zero up.
+        let values: Vec<u64> = (0..20_000u64).map(|i| 10_000_000 + (i * 7_919 % 20_000) * 1_000).collect();
+        let mut up = DelayStats::default();
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        for &v in &sorted {
+            up.record(v);
+        }
+        let span = bucket_of(sorted[sorted.len() - 1]) - bucket_of(sorted[0]) + 1;
+        assert_eq!(up.hist.buckets.len(), span);
+        assert!(span < 2_000 && bucket_of(30_000_000) > 16_000, "{span}");
+        // Descending, and in a scattered order (the range grows down and
+        // up): the same buckets, counts and quantiles.
+        let mut down = DelayStats::default();
+        for &v in sorted.iter().rev() {
+            down.record(v);
+        }
+        let mut mixed = DelayStats::default();
+        for &v in &values {
+            mixed.record(v);
+        }
+        let counts = |d: &DelayStats| d.hist.buckets().collect::<Vec<_>>();
+        let mut dense = std::collections::BTreeMap::new();
+        for &v in &values {
+            *dense.entry(bucket_low(bucket_of(v))).or_insert(0u64) += 1;
+        }
+        let dense: Vec<(u64, u64)> = dense.into_iter().collect();
+        for d in [&up, &down, &mixed] {
+            assert_eq!(counts(d), dense);
+            assert_eq!(d.hist.buckets.len(), span);
+            for q in [0.0, 0.1, 0.5, 0.99, 1.0] {
+                assert_eq!(d.quantile(q), up.quantile(q));
+            }
+        }
+        assert_eq!(up.quantile(0.5), Some(bucket_low(bucket_of(sorted[9_999]))));
     }
 }
