@@ -12,6 +12,15 @@ intervals). The hosts' interfaces into the
 emulator send without TSO/GSO/GRO (:func:`alphaqos.emulate.wire_like`),
 so every simulated profile is run with ``tso: 0`` and ``gro: false``.
 
+Flows of different RTTs (case ``two-rtts``): in the simulator each flow
+has a sender of its own (``snd``, ``snd1``), the further one on a host
+link with the extra delay; in the kernel's run the sender namespace has
+one address per flow (:meth:`alphaqos.emulate.Bench.add_sender`), one
+iperf3 client and server pair per flow, and the emulator delays the
+packets of the further address both ways before the shared path
+(``flow_delays``). Reported per flow, and the short-RTT flow's goodput
+over the long one's (RTT unfairness) against the kernel's.
+
 Usage: ``kernel_crosscheck.py [--cases a,b] [--seconds S] [--out DIR]``
 (root; ``make bench`` runs every case). Writes ``DIR/results.json``, one
 plot per case (``DIR/CASE.png``) and prints the table that
