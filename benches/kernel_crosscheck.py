@@ -177,7 +177,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
     everything removed after, also on failure."""
     from alphaqos.emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
     from alphaqos.provision.shape import apply
-    from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _socket_buffers, _spawn
+    from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _server_done, _socket_buffers, _spawn
     from alphaqos.scenario import load_scenario, resolve
 
     engine = resolve(load_scenario(scenario({**spec, "shape": None, "rtts": None}, {})))  # the shaping is the host's own here
@@ -211,14 +211,8 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
                         raise EmuError(f"iperf3 -c did not finish within {spec['seconds'] + 60:g} s") from None
                     done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
                 tables = emu.stop()
-            if all(c.returncode == 0 for c in done):
-                # Their JSON (which would fill the pipe) is also in the clients'
-                # --get-server-output: a server that does not exit is only killed.
-                for server in servers:
-                    try:
-                        server.communicate(timeout=20)
-                    except subprocess.TimeoutExpired:
-                        pass
+            for server, c in zip(servers, done):
+                _server_done(server, c)
         finally:
             _end(procs)
     reports = [_iperf_report(c) for c in done]

@@ -220,3 +220,26 @@ def test_an_emulated_run_held_up_beyond_its_threshold_is_not_graded(quick):
         emus = [s for s in runs if s.startswith("emu/")]
         all_held_up = all(any(Z.disturbed(runs[s][c]) for c in Z.CHECK_CONFIGS[config]) for s in emus)
         assert (found["grade"] == "not graded") == all_held_up, found
+
+
+def test_an_iperf3_server_whose_report_fills_the_pipe_still_ends():
+    # A 30 s run's server JSON is larger than a pipe holds: waiting for the
+    # server without reading it never returned (the full run stopped on a
+    # TimeoutExpired after 20 s). After a failed client nothing is waited for.
+    import subprocess
+    import sys
+    import time
+
+    write = "import sys; sys.stdout.write('x' * 300_000); sys.stdout.flush()"
+    server = subprocess.Popen([sys.executable, "-c", write], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    Z._server_done(server, subprocess.CompletedProcess([], 0))
+    assert server.returncode == 0 and time.monotonic() - t0 < 10
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        t0 = time.monotonic()
+        Z._server_done(stuck, subprocess.CompletedProcess([], 1))
+        assert stuck.poll() is None and time.monotonic() - t0 < 1
+    finally:
+        stuck.kill()
+        stuck.wait()

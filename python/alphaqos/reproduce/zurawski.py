@@ -515,7 +515,7 @@ def live_once(spec: RunSpec) -> dict[str, Any]:
                 dump.send_signal(signal.SIGINT)
                 dump_err = ready + dump.communicate(timeout=20)[1]
                 tables = emu.stop()
-            server.wait(timeout=20)
+            _server_done(server, client)
         finally:
             _end(procs)
         out = iperf_numbers(_iperf_report(client), p["rate_bps"])
@@ -553,6 +553,20 @@ def _end(procs: list[subprocess.Popen]) -> None:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def _server_done(server: subprocess.Popen, client: subprocess.CompletedProcess) -> None:
+    """After a good run, let the iperf3 server end: its JSON is read and
+    dropped (the client has it, ``--get-server-output``; left unread, a 30 s
+    run's fills the pipe and the server never exits); one still running
+    after 20 s is left to :func:`_end` to kill. After a failed run nothing
+    is waited for: the client's error is the one reported."""
+    if client.returncode != 0:
+        return
+    try:
+        server.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _iperf_report(client: subprocess.CompletedProcess) -> dict[str, Any]:
