@@ -12,6 +12,15 @@ intervals). The hosts' interfaces into the
 emulator send without TSO/GSO/GRO (:func:`alphaqos.emulate.wire_like`),
 so every simulated profile is run with ``tso: 0`` and ``gro: false``.
 
+Flows of different RTTs (case ``two-rtts``): in the simulator each flow
+has a sender of its own (``snd``, ``snd1``), the further one on a host
+link with the extra delay; in the kernel's run the sender namespace has
+one address per flow (:meth:`alphaqos.emulate.Bench.add_sender`), one
+iperf3 client and server pair per flow, and the emulator delays the
+packets of the further address both ways before the shared path
+(``flow_delays``). Reported per flow, and the short-RTT flow's goodput
+over the long one's (RTT unfairness) against the kernel's.
+
 Usage: ``kernel_crosscheck.py [--cases a,b] [--seconds S] [--out DIR]``
 (root; ``make bench`` runs every case). Writes ``DIR/results.json``, one
 plot per case (``DIR/CASE.png``) and prints the table that
@@ -21,6 +30,7 @@ plot per case (``DIR/CASE.png``) and prints the table that
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -45,6 +55,11 @@ HOST = {"tso": "0B", "gro": False}
 RWND = "32MiB"
 TARGET = 0.15
 SND, RCV = "10.10.200.20", "10.10.200.10"
+
+
+def sender_ip(i: int) -> str:
+    """Flow ``i``'s sender address in a case of several RTTs (flow 0: :data:`SND`)."""
+    return f"10.10.200.{20 + i}"
 
 
 def case_spec(name: str, seconds: float) -> dict[str, Any]:
@@ -77,15 +92,23 @@ def case_spec(name: str, seconds: float) -> dict[str, Any]:
     if name == "twoflows":
         rate, rtt = 100_000_000, 0.020
         return {"rate": rate, "rtt": rtt, "seconds": seconds, "flows": 2, "queue": {"fifo": {"limit": f"{bdp(rate, rtt)}B"}}}
+    if name == "two-rtts":
+        # Flow 0 at 10 ms, flow 1 at 40 ms (its sender 15 ms further away
+        # each way); the FIFO one BDP at the mean RTT, 25 ms.
+        rate, rtts = 100_000_000, (0.010, 0.040)
+        return {"rate": rate, "rtt": rtts[0], "rtts": rtts, "seconds": seconds, "flows": len(rtts),
+                "queue": {"fifo": {"limit": f"{bdp(rate, sum(rtts) / len(rtts))}B"}}}  # fmt: skip
     raise SystemExit(f"kernel_crosscheck: unknown case {name!r} (cases: {', '.join(CASES)})")
 
 
-CASES = ("droptail", "policer", "policer-htb", "twoflows", "scavenger", "red")
+CASES = ("droptail", "policer", "policer-htb", "twoflows", "two-rtts", "scavenger", "red")
 
 
 def scenario(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     """The path snd - rtr - rcv: a 1 Gbit/s host link (the sender's HTB
-    class if the case shapes), the bottleneck at ``rtr`` with the RTT's delay."""
+    class if the case shapes), the bottleneck at ``rtr`` with the RTT's
+    delay. A case of several RTTs (``rtts``) has one sender per flow,
+    ``snd``, ``snd1`` ..., each on a host link whose delay makes up its RTT."""
     rtr: dict[str, Any] = {"router": True}
     sc: dict[str, Any] = {"name": "kernel-crosscheck", "duration": f"{spec['seconds']:g}s", "seed": 1, "metric_interval": "100ms"}
     if "policy" in spec:
@@ -99,13 +122,23 @@ def scenario(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
                         "1:20": {"rate": "1Gbps"}},
             "filters": [{"src": f"{SND}/32", "class": "1:10"}], "default": "1:20"}}}  # fmt: skip
     tcp = {"from": "snd", "to": "rcv", "cc": "cubic", "rwnd": RWND, **HOST, **profile}
-    sc |= {
-        "nodes": {"snd": {"address": SND}, "rtr": rtr, "rcv": {"address": RCV}},
-        "links": [host_link, {"between": ["rtr", "rcv"], "rate": f"{spec['rate']}bps", "delay": f"{spec['rtt'] / 2 * 1e3:g}ms",
-                              "queues": {"rtr": spec["queue"]}}],
-        "flows": [{"name": f"f{i}", "tcp": tcp} for i in range(spec.get("flows", 1))],
-    }  # fmt: skip
+    nodes: dict[str, Any] = {"snd": {"address": SND}, "rtr": rtr, "rcv": {"address": RCV}}
+    links = [host_link, {"between": ["rtr", "rcv"], "rate": f"{spec['rate']}bps", "delay": f"{spec['rtt'] / 2 * 1e3:g}ms",
+                         "queues": {"rtr": spec["queue"]}}]  # fmt: skip
+    flows = [{"name": f"f{i}", "tcp": tcp} for i in range(spec.get("flows", 1))]
+    for i, extra_s in enumerate(access_delays(spec)[1:], start=1):
+        nodes[f"snd{i}"] = {"address": sender_ip(i)}
+        links.append({"between": [f"snd{i}", "rtr"], "rate": "1Gbps", "delay": f"{(0.01e-3 + extra_s) * 1e3:g}ms"})
+        flows[i]["tcp"] = {**tcp, "from": f"snd{i}"}
+    sc |= {"nodes": nodes, "links": links, "flows": flows}
     return sc
+
+
+def access_delays(spec: dict[str, Any]) -> list[float]:
+    """Per flow of a case of several RTTs: the one-way delay (s) its sender
+    is further away than flow 0's (``[]`` for the other cases)."""
+    rtts = spec.get("rtts") or ()
+    return [(r - spec["rtt"]) / 2 for r in rtts]
 
 
 def shape_plan(spec: dict[str, Any], netns: str | None):
@@ -117,68 +150,87 @@ def shape_plan(spec: dict[str, Any], netns: str | None):
 
 
 def simulated(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
-    """Goodput (bit/s, bytes acked over the run), retransmissions and bytes acked every 100 ms (summed over the flows)."""
+    """Goodput (bit/s, bytes acked over the run), retransmissions and bytes
+    acked every 100 ms (summed over the flows); each flow's goodput in
+    ``flow_bps`` (f0, f1 ...)."""
     import alphaqos
 
     tcp = alphaqos.run(scenario(spec, profile)).tables()["tcp"].sort("time")
     per_t: dict[float, int] = {}
     retx = 0
-    for flow in tcp["flow"].unique():
+    flow_bps = []
+    for flow in sorted(tcp["flow"].unique()):
         rows = tcp.filter(tcp["flow"] == flow)
         for t, b in zip(rows["time"], rows["bytes_acked"]):
             per_t[round(t, 3)] = per_t.get(round(t, 3), 0) + int(b)
         retx += int(rows["retransmits"].max())
+        flow_bps.append(8 * int(rows["bytes_acked"].max()) / spec["seconds"])
     times = sorted(per_t)
     acked = [per_t[t] for t in times]
-    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "time": times, "bytes": acked}
+    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "time": times, "bytes": acked, "flow_bps": flow_bps}
 
 
 def kernel(spec: dict[str, Any]) -> dict[str, Any]:
     """The same path with real TCP: namespaces, the emulator, iperf3
-    (``-P`` flows), everything removed after, also on failure."""
+    (``-P`` flows; in a case of several RTTs one client per flow, each
+    from its own address, which the emulator delays by its access delay),
+    everything removed after, also on failure."""
     from alphaqos.emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
     from alphaqos.provision.shape import apply
-    from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _socket_buffers, _spawn
+    from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _server_done, _socket_buffers, _spawn
     from alphaqos.scenario import load_scenario, resolve
 
-    engine = resolve(load_scenario(scenario({**spec, "shape": None}, {})))  # the shaping is the host's own here
+    engine = resolve(load_scenario(scenario({**spec, "shape": None, "rtts": None}, {})))  # the shaping is the host's own here
+    delays = access_delays(spec)
+    # (source address, server port, parallel streams) per iperf3 client.
+    clients = [(sender_ip(i), 5201 + i, 1) for i in range(len(delays))] or [(SND, 5201, spec.get("flows", 1))]
+    flow_delays = [({"src": f"{sender_ip(i)}/32"}, round(d * 1e9)) for i, d in enumerate(delays) if d > 0]
     procs: list[subprocess.Popen] = []
     load0 = os.getloadavg()[0]
     with bench("aqkx") as b:
         try:
             _socket_buffers(b)
+            for ip, _, _ in clients[1:]:
+                b.add_sender(ip)
             if spec.get("shape"):
                 apply(shape_plan(spec, b.snd))
             # The sender's host link is the veth itself: the path the emulator runs starts at rtr.
-            with Emulator(emu_config(engine, ["snd", "rtr", "rcv"], b.ifaces, lag_ns=2_000_000)) as emu:
-                server = _spawn(procs, b.rcv, "iperf3", "-s", "-1", "-B", b.rcv_ip, "-J", "-i", "0.1")
-                if not wait_for(lambda: _listening(b, 5201), 10):
+            config = emu_config(engine, ["snd", "rtr", "rcv"], b.ifaces, lag_ns=2_000_000, flow_delays=flow_delays)
+            with Emulator(config) as emu:
+                servers = [_spawn(procs, b.rcv, "iperf3", "-s", "-1", "-B", b.rcv_ip, "-p", str(port), "-J", "-i", "0.1") for _, port, _ in clients]
+                if not wait_for(lambda: all(_listening(b, port) for _, port, _ in clients), 10):
                     raise EmuError("iperf3 -s did not start listening in the receiver's namespace")
-                client = b.run(b.snd, "iperf3", "-c", b.rcv_ip, "-t", f"{spec['seconds']:g}", "-i", "0.1", "-J", "-C", "cubic",
-                               "-P", str(spec.get("flows", 1)), "--get-server-output", timeout=spec["seconds"] + 60)  # fmt: skip
+                running = [_spawn(procs, b.snd, "iperf3", "-c", b.rcv_ip, "-p", str(port), "-B", ip, "-t", f"{spec['seconds']:g}",
+                                  "-i", "0.1", "-J", "-C", "cubic", "-P", str(n), "--get-server-output")
+                           for ip, port, n in clients]  # fmt: skip
+                done = []
+                for proc in running:
+                    try:
+                        out, err = proc.communicate(timeout=spec["seconds"] + 60)
+                    except subprocess.TimeoutExpired:
+                        raise EmuError(f"iperf3 -c did not finish within {spec['seconds'] + 60:g} s") from None
+                    done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
                 tables = emu.stop()
-            if client.returncode == 0:
-                # Its JSON (which would fill the pipe) is also in the client's
-                # --get-server-output: a server that does not exit is only killed.
-                try:
-                    server.communicate(timeout=20)
-                except subprocess.TimeoutExpired:
-                    pass
+            for server, c in zip(servers, done):
+                _server_done(server, c)
         finally:
             _end(procs)
-    report = _iperf_report(client)
-    server_intervals = (report.get("server_output_json") or {}).get("intervals") or report["intervals"]
-    times, acked, total = [], [], 0
-    for iv in server_intervals:
-        total += int(iv["sum"]["bytes"])
-        times.append(round(iv["sum"]["end"], 3))
-        acked.append(total)
-    received = report["end"]["sum_received"]
+    reports = [_iperf_report(c) for c in done]
+    # Per client: (interval end, bytes received so far), its server's intervals; summed interval by interval.
+    series = []
+    for report in reports:
+        server_intervals = (report.get("server_output_json") or {}).get("intervals") or report["intervals"]
+        ends = [round(iv["sum"]["end"], 3) for iv in server_intervals]
+        series.append(list(zip(ends, itertools.accumulate(int(iv["sum"]["bytes"]) for iv in server_intervals))))
+    n = max(len(x) for x in series)
+    per_t = {j: (max(x[min(j, len(x) - 1)][0] for x in series), sum(x[min(j, len(x) - 1)][1] for x in series)) for j in range(n)}
+    flow_bps = [8 * r["end"]["sum_received"]["bytes"] / spec["seconds"] for r in reports]
     held = timing(tables)
     return {
-        "goodput_bps": 8 * received["bytes"] / spec["seconds"],
-        "retransmits": int(report["end"]["sum_sent"].get("retransmits", 0)),
-        "time": times, "bytes": acked,
+        "goodput_bps": sum(flow_bps),
+        "retransmits": sum(int(r["end"]["sum_sent"].get("retransmits", 0)) for r in reports),
+        "time": [per_t[j][0] for j in sorted(per_t)], "bytes": [per_t[j][1] for j in sorted(per_t)],
+        "flow_bps": flow_bps if len(reports) > 1 else None,
         "delay_error_p99_s": max((t["delay_error_p99_s"] or 0.0) for t in held),
         "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
     }  # fmt: skip
@@ -208,12 +260,19 @@ def run_case(name: str, seconds: float) -> dict[str, Any]:
     spec = case_spec(name, seconds)
     out: dict[str, Any] = {"case": name, "spec": {k: v for k, v in spec.items() if k != "policy"}, "kernel": kernel(spec), "sim": {}}
     k = out["kernel"]
+    if k.get("flow_bps"):
+        k["unfairness"] = k["flow_bps"][0] / max(k["flow_bps"][-1], 1.0)
     for prof, opts in PROFILES.items():
         s = simulated(spec, opts)
         s["goodput_ratio"] = s["goodput_bps"] / k["goodput_bps"]
         s["retx_ratio"] = s["retransmits"] / k["retransmits"] if k["retransmits"] else None
         s["seq_max_error"] = seq_error(k, s, seconds)
         s["within_target"] = abs(s["goodput_ratio"] - 1) <= TARGET
+        if k.get("flow_bps"):
+            # RTT unfairness: the short-RTT flow's goodput over the long one's, against the kernel's.
+            s["flow_ratio"] = [b / kb for b, kb in zip(s["flow_bps"], k["flow_bps"])]
+            s["unfairness"] = s["flow_bps"][0] / max(s["flow_bps"][-1], 1.0)
+            s["unfairness_ratio"] = s["unfairness"] / k["unfairness"]
         out["sim"][prof] = s
     return out
 
@@ -249,6 +308,24 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def flow_table(results: list[dict[str, Any]]) -> str:
+    """Per flow of the cases with several RTTs: goodput, its ratio to the
+    kernel's, and the short-RTT flow's goodput over the long one's (RTT
+    unfairness) against the kernel's."""
+    rows = [r for r in results if r["kernel"].get("flow_bps")]
+    if not rows:
+        return ""
+    lines = ["| case | source | goodput per flow Mbit/s (RTT) | ratio per flow | short / long | against the kernel's |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        k, rtts = r["kernel"], r["spec"]["rtts"]
+        per = lambda bps: ", ".join(f"{b / 1e6:.1f} ({t * 1e3:g} ms)" for b, t in zip(bps, rtts))  # noqa: E731
+        lines.append(f"| {r['case']} | kernel | {per(k['flow_bps'])} | 1 | {k['unfairness']:.2f} | 1 |")
+        for prof, s in r["sim"].items():
+            lines.append(f"| | {prof} | {per(s['flow_bps'])} | {', '.join(f'{x:.2f}' for x in s['flow_ratio'])} | "
+                         f"{s['unfairness']:.2f} | {s['unfairness_ratio']:.2f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES))
@@ -274,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join(f"{p} x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in r["sim"].items()), flush=True)  # fmt: skip
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
+    print(flow_table(results))
     return 0
 
 

@@ -199,6 +199,28 @@ def test_a_lag_keeps_the_path_delay_and_must_fit_in_it(scenario, emu_built):
     assert E.timing(tables)[0]["configured_delay_s"] == pytest.approx(0.005)
 
 
+def test_a_flow_delay_gives_one_sender_a_longer_rtt(scenario, emu_built):
+    # Two senders' addresses in one namespace; the emulator delays the second
+    # one's packets by 15 ms each way before the path (5 ms each way): a ping
+    # from the first sees 10 ms, from the second 40 ms, through the same hops.
+    need_root("the emulator's namespaces and raw sockets")
+    require_debian_package("iputils-ping", binary="ping")
+    engine = resolve(load_scenario(scenario))
+    far = "10.10.200.21"
+    with E.bench("aqtest") as b:
+        b.add_sender(far)
+        config = E.emu_config(engine, ["rtr", "rcv"], b.ifaces, flow_delays=[({"src": f"{far}/32"}, 15_000_000)])
+        assert config["directions"][1]["flow_delays"][0]["match"]["dst"] == f"{far}/32"
+        with E.Emulator(config) as emu:
+            pings = {ip: b.run(b.snd, "ping", "-n", "-q", "-c", "5", "-i", "0.1", "-I", ip, b.rcv_ip, timeout=30) for ip in (b.snd_ip, far)}
+            emu.stop()
+    rtt = {}
+    for ip, done in pings.items():
+        assert done.returncode == 0, done.stdout + done.stderr
+        rtt[ip] = float(done.stdout.split("min/avg/max")[1].split("=")[1].split("/")[0])
+    assert 10.0 <= rtt[b.snd_ip] < 11.0 and 40.0 <= rtt[far] < 41.0, rtt
+
+
 def test_namespaces_go_with_their_processes_also_on_failure():
     # The one namespace set-up (alphaqos.netns) of the emulator's bench, the
     # capture and the tests: a failure inside the block still removes the

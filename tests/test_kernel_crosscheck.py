@@ -80,3 +80,24 @@ def test_a_failed_run_leaves_nothing_behind(monkeypatch):
         kx.kernel(kx.case_spec("droptail", 5.0))
     assert _ours() == before
     assert not _children(), f"processes left running: {_children()}"
+
+
+def test_the_two_rtts_case_gives_each_flow_its_own_rtt():
+    """The case of two RTTs (no root: its simulated path and the kernel's
+    flow delays): flow 1's sender is 15 ms further away each way, in the
+    simulator a host link of its own, in the emulator a delay of its
+    address's packets; the smallest smoothed RTTs of the two flows are
+    10 and 40 ms apart by about the 30 ms that adds (the FIFO they share
+    adds up to 25 ms to both)."""
+    import alphaqos
+
+    kx = _module()
+    spec = kx.case_spec("two-rtts", 1.0)
+    assert kx.access_delays(spec) == [0.0, pytest.approx(0.015)]
+    sc = kx.scenario(spec, {})
+    assert [f["tcp"]["from"] for f in sc["flows"]] == ["snd", "snd1"]
+    assert sc["nodes"]["snd1"]["address"] == kx.sender_ip(1) == "10.10.200.21"
+    tcp = alphaqos.run(sc).tables()["tcp"]
+    lo = {f: tcp.filter(tcp["flow"] == f)["srtt"].min() for f in ("f0", "f1")}
+    assert 0.010 <= lo["f0"] < 0.035 and 0.040 <= lo["f1"] < 0.065, lo
+    assert 0.020 <= lo["f1"] - lo["f0"] <= 0.040, lo

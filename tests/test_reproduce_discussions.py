@@ -95,7 +95,7 @@ def _zurawski_measured(unshaped: float, htb90: float, htb100: float) -> dict:
                 "seconds": 10, "policer_drops": 3, "switch_drops": 0}
 
     out = {}
-    for source, rate in (("emu/cubic", z.SCALED_BPS), (f"sim/{z.RESERVATION_BPS // 10**6}M/cubic", z.RESERVATION_BPS)):
+    for source, rate in (("emu/cubic", z.SCALED_BPS), (f"sim/{z.RESERVATION_BPS // 10**6}M/{z.SIM_CC}", z.RESERVATION_BPS)):
         for config, share in (("unshaped", unshaped), ("htb90", htb90), ("htb100", htb100)):
             out[f"{source}/{config}"] = run(share, rate)
     return out

@@ -28,6 +28,13 @@ The path (as the simulator forwards)
     node past the hosts' own interfaces (``--link SW-RTR-RCV``: the
     sender's NIC is its real veth).
 
+Flows of different RTTs
+    ``emu_config(..., flow_delays=[({"src": "10.10.200.21/32"}, 15_000_000)])``
+    delays the packets of the flows a filter term's fields select by a
+    constant before the path's first hop, both ways (a sender further
+    away on an access link of its own); :meth:`Bench.add_sender` gives the
+    sender namespace a second address for such flows.
+
 Timing
     The emulator runs under SCHED_FIFO (priority 10) unless
     ``--no-realtime``: it sleeps in ppoll(2) between events and spins only
@@ -122,13 +129,19 @@ def emu_binary() -> Path:
 
 def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str | None, str]], *,
                duration_ns: int = 0, sample_interval_ns: int | None = None, spin: bool = False,
-               realtime: bool = True, lag_ns: int = 0) -> dict[str, Any]:  # fmt: skip
+               realtime: bool = True, lag_ns: int = 0, flow_delays: list[tuple[dict[str, Any], int]] = ()) -> dict[str, Any]:  # fmt: skip
     """The emulator's configuration for ``path`` (node names) of the
     resolved engine configuration ``engine``, between ``ifaces`` ((netns,
     name) of the interface at the path's first node, then its last);
     ``lag_ns``: how far its hops run behind the wall clock, taken off the
     longest delay of each direction (``crates/alphaqos-emu``: frames whose
-    receive the kernel defers by less still enter at their time stamp)."""
+    receive the kernel defers by less still enter at their time stamp);
+    ``flow_delays``: (match, one-way delay in ns) of flows from a sender
+    further away, the match a filter term's fields as the path's first
+    node sees that sender's packets (``{"src": "10.0.0.2/32"}``): its
+    packets wait that long before the first hop, and the replies to it
+    (the match's source and destination swapped) before the first hop
+    back. Flows of different RTTs through one bottleneck."""
     nodes = {n["name"]: n for n in engine["nodes"]}
     if len(path) < 2:
         raise EmuError(f"--link: give at least two nodes joined by '-', got {'-'.join(path)!r}")
@@ -163,6 +176,12 @@ def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str |
         return out
 
     back = list(reversed(path))
+    swap = {"src": "dst", "dst": "src", "src_port": "dst_port", "dst_port": "src_port"}
+    forward_delays, back_delays = [], []
+    for i, (match, delay_ns) in enumerate(flow_delays):
+        name = f"flow-delay-{i}"
+        forward_delays.append({"match": {"name": name, **match}, "delay_ns": int(delay_ns)})
+        back_delays.append({"match": {"name": name, **{swap.get(k, k): v for k, v in match.items()}}, "delay_ns": int(delay_ns)})
     config = {
         "seed": engine.get("seed", 1),
         "duration_ns": duration_ns,
@@ -174,8 +193,10 @@ def emu_config(engine: dict[str, Any], path: list[str], ifaces: list[tuple[str |
         "realtime": realtime,
         "ifaces": [{"netns": ns, "name": name} for ns, name in ifaces],
         "directions": [
-            {"name": f"{path[0]}->{path[-1]}", "rx": 0, "tx": 1, "hops": hops(path), "exit_filter": filter_of(path[-1])},
-            {"name": f"{back[0]}->{back[-1]}", "rx": 1, "tx": 0, "hops": hops(back), "exit_filter": filter_of(back[-1])},
+            {"name": f"{path[0]}->{path[-1]}", "rx": 0, "tx": 1, "hops": hops(path), "exit_filter": filter_of(path[-1]),
+             "flow_delays": forward_delays},
+            {"name": f"{back[0]}->{back[-1]}", "rx": 1, "tx": 0, "hops": hops(back), "exit_filter": filter_of(back[-1]),
+             "flow_delays": back_delays},
         ],
     }
     config["filters"] = filters
@@ -326,6 +347,16 @@ class Bench:
 
     def run(self, ns: str, *argv: str, **kw) -> subprocess.CompletedProcess:
         return subprocess.run([*netns.exec_argv(ns), *argv], capture_output=True, text=True, **kw)
+
+    def add_sender(self, ip: str) -> None:
+        """A second sender address on ``s0`` (same /24), known to the
+        receiver up front: a flow bound to it can be told apart on the path
+        (:func:`emu_config`'s ``flow_delays``)."""
+        try:
+            netns.address(self.snd, "s0", f"{ip}/24")
+            netns.ip("-n", self.rcv, "neigh", "replace", ip, "lladdr", netns.mac(self.snd, "s0"), "dev", "r0", "nud", "permanent")
+        except netns.NetnsError as exc:
+            raise EmuError(str(exc)) from None
 
 
 def _mac(ns: str, dev: str) -> str:

@@ -66,6 +66,22 @@ pub struct DirectionConfig {
     /// The filter of the router at the far end.
     #[serde(default)]
     pub exit_filter: Option<usize>,
+    /// Extra delays of some flows at the direction's entry, before the
+    /// first hop (the first that matches applies): flows of different
+    /// RTTs through one bottleneck.
+    #[serde(default)]
+    pub flow_delays: Vec<FlowDelayConfig>,
+}
+
+/// A constant delay for the frames a filter term's match fields select
+/// (`src`, `dst`, `proto`, `src_port`, `dst_port`, `dscp`): the access
+/// link of a sender further away, with no rate of its own.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowDelayConfig {
+    #[serde(rename = "match")]
+    pub matches: FilterTermConfig,
+    pub delay_ns: u64,
 }
 
 /// One link of the scenario in one direction: its fields as the engine's
@@ -137,6 +153,12 @@ impl EmuConfig {
                 return Err(format!("{at}.hops: at least one hop"));
             }
             filter_index(dir.exit_filter, &format!("{at}.exit_filter"))?;
+            for (i, fd) in dir.flow_delays.iter().enumerate() {
+                let m = &fd.matches;
+                if m.policer.is_some() || m.discard || m.fclass.is_some() || m.loss_priority.is_some() {
+                    return Err(format!("{at}.flow_delays[{i}].match: match fields only (src, dst, proto, src_port, dst_port, dscp), no actions"));
+                }
+            }
             for (h, hop) in dir.hops.iter().enumerate() {
                 if hop.rate_bps == 0 {
                     return Err(format!("{at}.hops[{h}].rate_bps: must be positive"));
@@ -187,6 +209,11 @@ mod tests {
         assert_eq!(e, "directions[0].hops[0].rate_bps: must be positive");
         let e = EmuConfig::parse(&GOOD.replace(r#""delay_ns": 0"#, r#""delay_ns": 0, "filter": 3"#), "c.json").unwrap_err();
         assert_eq!(e, "directions[0].hops[0].filter: 3 is not a filter index (there are 0)");
+        let fd = |m: &str| GOOD.replace(r#""hops""#, &format!(r#""flow_delays": [{{"match": {m}, "delay_ns": 15000000}}], "hops""#));
+        let c = EmuConfig::parse(&fd(r#"{"name": "far", "src": "10.0.0.2/32"}"#), "c.json").unwrap();
+        assert_eq!((c.directions[0].flow_delays[0].delay_ns, c.directions[0].flow_delays[0].matches.src.as_deref()), (15_000_000, Some("10.0.0.2/32")));
+        let e = EmuConfig::parse(&fd(r#"{"name": "far", "discard": true}"#), "c.json").unwrap_err();
+        assert_eq!(e, "directions[0].flow_delays[0].match: match fields only (src, dst, proto, src_port, dst_port, dscp), no actions");
         let e = EmuConfig::parse("{\"ifaces\": [", "c.json").unwrap_err();
         assert!(e.starts_with("c.json: not JSON: EOF while parsing"), "{e}");
     }

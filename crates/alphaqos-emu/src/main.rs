@@ -48,7 +48,8 @@ use alphaqos_sim::qos::classify::Filter;
 use alphaqos_sim::rng::Rng;
 use alphaqos_sim::{DataRate, Duration, SimTime};
 use config::EmuConfig;
-use link::{Direction, Hop, Why};
+use alphaqos_sim::qos::classify::Filter as TermFilter;
+use link::{Direction, FlowDelay, Hop, Why};
 use sock::RawSocket;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -207,7 +208,12 @@ impl Emulator {
                 }
                 longest.delay = Duration(longest.delay.0 - lag_ns);
             }
-            dirs.push(Direction { name: dv.name.clone(), hops, input: VecDeque::new(), exit_filter: dv.exit_filter });
+            let mut flow_delays = vec![];
+            for (i, fd) in dv.flow_delays.iter().enumerate() {
+                let mut f = TermFilter::new(std::slice::from_ref(&fd.matches)).map_err(|e| format!("{at}.flow_delays[{i}].match: {e}"))?;
+                flow_delays.push(FlowDelay { term: f.terms.remove(0), delay: Duration(fd.delay_ns), held: VecDeque::new() });
+            }
+            dirs.push(Direction::new(dv.name.clone(), hops, dv.exit_filter, flow_delays));
             ends.push((dv.rx, dv.tx));
         }
         let n = dirs.len();
@@ -342,7 +348,7 @@ impl Emulator {
                     let st = &mut self.flow_keys[f as usize].1;
                     st.rx_pkts += 1;
                     st.rx_bytes += pkt.size as u64;
-                    self.dirs[d].input.push_back((now, pkt));
+                    self.dirs[d].receive(now, pkt);
                 }
             }
             // Advance and send.
@@ -477,7 +483,7 @@ impl Emulator {
                 .with("sent_pkts", Column::U64((0..n).map(|d| self.lateness[d].count()).collect()))
                 // Frames a hop had sent into its delay line that had not come
                 // out of it when the run stopped: neither sent on nor dropped.
-                .with("in_flight_pkts", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.pipe.len() as u64).sum()).collect()))
+                .with("in_flight_pkts", Column::U64(self.dirs.iter().map(|d| d.hops.iter().map(|h| h.pipe.len() as u64).sum::<u64>() + d.held_pkts()).collect()))
                 .with("delay_error_p50_ns", Column::OptU64((0..n).map(|d| q(d, 0.5)).collect()))
                 .with("delay_error_p99_ns", Column::OptU64((0..n).map(|d| q(d, 0.99)).collect()))
                 .with("delay_error_max_ns", Column::OptU64((0..n).map(|d| self.lateness[d].max()).collect()))

@@ -195,7 +195,8 @@ impl Term {
         self.policer.as_ref().map_or([0; 3], |p| p.counters().pkts)
     }
 
-    fn matches(&self, p: &Packet) -> bool {
+    /// Whether `p` matches the term's fields (prefixes, protocol, ports, DSCP).
+    pub fn matches(&self, p: &Packet) -> bool {
         self.src.is_none_or(|x| x.contains(p.src_ip))
             && self.dst.is_none_or(|x| x.contains(p.dst_ip))
             && self.proto.is_none_or(|x| x == p.proto)
