@@ -47,6 +47,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
     "near-linux-6": {"sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
+    "linux-6": {"host_profile": "linux-6"},
 }
 #: As the emulated hosts send and receive (wire_like: no offloads).
 HOST = {"tso": "0B", "gro": False}

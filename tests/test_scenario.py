@@ -795,3 +795,21 @@ def test_the_ns2_profile_gives_unset_keys_ns2s_values():
     assert (wl["init_cwnd_pkts"], wl["quickack_segments"]) == (2, 0)
     plain = resolve(load_scenario(_tiny(flows=[{"name": "t", "tcp": {"from": "A", "to": "B", "cc": "newreno"}}])))
     assert (plain["flows"][0]["tcp"]["init_cwnd_pkts"], plain["flows"][0]["tcp"]["delack_timeout_ns"]) == (10, 40_000_000)
+
+
+def test_the_linux6_profile_gives_cubic_and_rack_where_unset():
+    """``host_profile: linux-6``: RACK where the scenario leaves it unset
+    (only with SACK); a key it sets stays; a workload's connections are
+    CUBIC as before (a flow names its ``cc`` under every profile)."""
+    flows = [
+        {"name": "a", "tcp": {"from": "A", "to": "B", "cc": "cubic", "host_profile": "linux-6"}},
+        {"name": "b", "tcp": {"from": "A", "to": "B", "cc": "newreno", "host_profile": "linux-6", "rack": False}},
+        {"name": "c", "tcp": {"from": "A", "to": "B", "cc": "cubic", "host_profile": "linux-6", "sack": False}},
+    ]
+    scenario = _tiny(flows=flows)
+    scenario["workloads"] = [{"name": "w", "transfer": {"from": "A", "to": "B", "size": "1MB"}, "tcp": {"host_profile": "linux-6"}}]
+    config = resolve(load_scenario(scenario))
+    tcp = [f["tcp"] for f in config["flows"]]
+    assert [(t["cc"], t["rack"]) for t in tcp] == [("cubic", True), ("newreno", False), ("cubic", False)]
+    assert tcp[0]["host_profile"] == "linux-6" and tcp[0]["tlp"] is None
+    assert (config["workloads"][0]["tcp"]["cc"], config["workloads"][0]["tcp"]["rack"]) == ("cubic", True)

@@ -57,7 +57,7 @@ choice! {
 
 choice! {
     /// A bundle of host behaviours (`tcp/linux.rs`, `tcp/ns2.rs`).
-    HostProfile default Default { Default = "default", Linux2633 = "linux-2.6.33", Ns2 = "ns2" }
+    HostProfile default Default { Default = "default", Linux2633 = "linux-2.6.33", Linux6 = "linux-6", Ns2 = "ns2" }
 }
 
 choice! {
@@ -772,8 +772,10 @@ pub struct TcpConfig {
     /// TCP_MAX_QUICKACKS) for the connections of workloads.
     pub quickack_segments: Option<u32>,
     /// A bundle of host behaviours (`tcp/linux.rs`, `tcp/ns2.rs`):
-    /// "default" (this engine's RFC behaviour), "linux-2.6.33" or "ns2"
-    /// (ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`).
+    /// "default" (this engine's RFC behaviour), "linux-2.6.33", "linux-6"
+    /// (`tcp/linux6.rs`: TLP, PRR, TSO autosizing and TSQ as Linux 6 size
+    /// them, on top of RACK) or "ns2" (ns-2.35's `Agent/TCP/Sack1` and
+    /// `Agent/TCPSink/Sack1/DelAck`).
     /// Each behaviour below is None to take the profile's value, or set
     /// alone.
     pub host_profile: HostProfile,
@@ -818,6 +820,14 @@ pub struct TcpConfig {
     /// ns-2's RTT clock (`tcpTick_`): samples rounded to whole ticks and
     /// the RTO computed in ticks as `rtt_update` does (None or 0: off).
     pub tcp_tick_ns: Option<u64>,
+    /// Tail loss probes (RFC 8985 section 7, `tcp_schedule_loss_probe`).
+    pub tlp: Option<bool>,
+    /// Proportional rate reduction in recovery (RFC 6937,
+    /// `tcp_cwnd_reduction`).
+    pub prr: Option<bool>,
+    /// TSO frames and the TSQ limit sized from the pacing rate
+    /// (`tcp_tso_autosize`, `tcp_small_queue_check`).
+    pub tso_autosize: Option<bool>,
 }
 
 /// The Linux behaviours of a connection, resolved from
@@ -841,6 +851,9 @@ pub struct HostBehaviour {
     pub ns2_delack: bool,
     /// ns, 0: off.
     pub tcp_tick_ns: u64,
+    pub tlp: bool,
+    pub prr: bool,
+    pub tso_autosize: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -855,21 +868,27 @@ impl TcpConfig {
     /// by the option set alone.
     pub fn host(&self) -> HostBehaviour {
         let linux = self.host_profile == HostProfile::Linux2633;
+        let linux6 = self.host_profile == HostProfile::Linux6;
         let ns2 = self.host_profile == HostProfile::Ns2;
         HostBehaviour {
+            // FACK left Linux in 4.15 (RACK replaced it); Linux 6 moderates
+            // nothing and halves by PRR (`tcp/linux6.rs`).
             fack: self.fack.unwrap_or(linux),
-            adaptive_reordering: self.adaptive_reordering.unwrap_or(linux),
-            max_reordering: self.max_reordering.unwrap_or(127),
-            undo: self.undo.unwrap_or(linux),
-            dsack: self.dsack.unwrap_or(linux),
+            adaptive_reordering: self.adaptive_reordering.unwrap_or(linux || linux6),
+            // `tcp_max_reordering` is 300 in Linux 6 (a sysctl since 4.7),
+            // TCP_MAX_REORDERING 127 in 2.6.33.
+            max_reordering: self.max_reordering.unwrap_or(if linux6 { 300 } else { 127 }),
+            undo: self.undo.unwrap_or(linux || linux6),
+            dsack: self.dsack.unwrap_or(linux || linux6),
             moderate_cwnd: self.moderate_cwnd.unwrap_or(linux),
             rate_halving: self.rate_halving.unwrap_or(linux),
-            tso_max_bytes: self.tso_max_bytes.unwrap_or(if linux { 65_536 } else { 0 }),
-            quickack_after_dup: self.quickack_after_dup.unwrap_or(linux),
+            tso_max_bytes: self.tso_max_bytes.unwrap_or(if linux || linux6 { 65_536 } else { 0 }),
+            quickack_after_dup: self.quickack_after_dup.unwrap_or(linux || linux6),
             // One jiffy at the kernel's default HZ = 250 (kernel/Kconfig.hz
-            // of 2.6.33: `default HZ_250`): 4 ms.
-            ts_tick_ns: self.ts_tick_ns.unwrap_or(4_000_000),
-            gro: self.gro.unwrap_or(linux),
+            // of 2.6.33: `default HZ_250`): 4 ms. Linux 6 stamps in
+            // milliseconds whatever HZ is (TCP_TS_HZ 1000, since 4.13).
+            ts_tick_ns: self.ts_tick_ns.unwrap_or(if linux6 { 1_000_000 } else { 4_000_000 }),
+            gro: self.gro.unwrap_or(linux || linux6),
             // ixgbe's dynamic interrupt throttling settles at 8,000
             // interrupts a second for bulk traffic (`ixgbe_set_itr`,
             // bulk_latency): 125 µs.
@@ -878,6 +897,9 @@ impl TcpConfig {
             sack1: self.sack1.unwrap_or(ns2),
             ns2_delack: self.ns2_delack.unwrap_or(ns2),
             tcp_tick_ns: self.tcp_tick_ns.unwrap_or(if ns2 { NS2_TCP_TICK_NS } else { 0 }),
+            tlp: self.tlp.unwrap_or(linux6),
+            prr: self.prr.unwrap_or(linux6),
+            tso_autosize: self.tso_autosize.unwrap_or(linux6),
         }
     }
 }
@@ -933,6 +955,9 @@ impl Default for TcpConfig {
             sack1: None,
             ns2_delack: None,
             tcp_tick_ns: None,
+            tlp: None,
+            prr: None,
+            tso_autosize: None,
         }
     }
 }

@@ -62,12 +62,24 @@ impl ConnStats {
 }
 
 /// The TCP Small Queues shim of one connection's sending host.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct Tsq {
     /// Bytes of this connection's data waiting in its source host's interface queue.
     pub queued: u64,
     /// The sender waits for `queued` to drain.
     pub blocked: bool,
+    /// The limit, and the bytes `queued` must fall below to wake the
+    /// sender: [`TSQ_BYTES`] and half of it (hysteresis) unless the sender
+    /// sets its own (`Wire::set_tx_limit`: woken as soon as below it, as
+    /// Linux's `tcp_tsq_handler` runs on each TX completion).
+    pub limit: u64,
+    pub wake_below: u64,
+}
+
+impl Default for Tsq {
+    fn default() -> Self {
+        Tsq { queued: 0, blocked: false, limit: TSQ_BYTES, wake_below: TSQ_BYTES / 2 + 1 }
+    }
 }
 
 impl Tsq {
@@ -75,7 +87,7 @@ impl Tsq {
     /// its share has drained ([`Tsq::left`] says when to wake it).
     #[inline]
     pub fn room(&mut self) -> bool {
-        if self.queued < TSQ_BYTES {
+        if self.queued < self.limit {
             return true;
         }
         self.blocked = true;
@@ -88,7 +100,7 @@ impl Tsq {
     #[inline]
     fn left(&mut self, bytes: u64) -> bool {
         self.queued -= bytes;
-        if self.blocked && self.queued <= TSQ_BYTES / 2 {
+        if self.blocked && self.queued < self.wake_below {
             self.blocked = false;
             return true;
         }
@@ -468,5 +480,9 @@ impl Wire for DirWire<'_> {
     }
     fn tx_room(&mut self) -> bool {
         self.net.conns[self.id.idx as usize].tsq.room()
+    }
+    fn set_tx_limit(&mut self, bytes: u64) {
+        let t = &mut self.net.conns[self.id.idx as usize].tsq;
+        (t.limit, t.wake_below) = (bytes, bytes);
     }
 }

@@ -248,7 +248,13 @@ fn host_profile_sets_every_behaviour_and_each_overrides_alone() {
     assert!(g.gro && !g.fack && g.napi_interval_ns == 50_000);
     // An unknown profile is refused when the configuration is read, with the known ones.
     let e = serde_json::from_str::<TcpConfig>(r#"{"host_profile": "linux-9"}"#).unwrap_err().to_string();
-    assert!(e.contains("unknown variant `linux-9`, expected one of `default`, `linux-2.6.33`, `ns2`"), "{e}");
+    assert!(e.contains("unknown variant `linux-9`, expected one of `default`, `linux-2.6.33`, `linux-6`, `ns2`"), "{e}");
+    // linux-6 (`tcp/linux6.rs`): what Linux 6 kept, without FACK, rate-halving, moderation.
+    let l6 = config(r#", "host_profile": "linux-6""#).host();
+    assert!(l6.tlp && l6.prr && l6.tso_autosize && l6.dsack && l6.undo && l6.adaptive_reordering && l6.quickack_after_dup && l6.gro);
+    assert!(!l6.fack && !l6.rate_halving && !l6.moderate_cwnd && !l6.sack1);
+    assert_eq!((l6.max_reordering, l6.tso_max_bytes, l6.ts_tick_ns), (300, 65536, 1_000_000));
+    assert!(!d.tlp && !d.prr && !d.tso_autosize && !h.tlp && !h.prr);
     // The ns2 profile (`tcp/ns2.rs`) sets its own behaviours and none of Linux's.
     let n = config(r#", "host_profile": "ns2""#).host();
     assert!(n.per_ack_growth && n.sack1 && n.ns2_delack && n.tcp_tick_ns == 10_000_000);

@@ -322,16 +322,20 @@ class TcpOptions(_Model):
     # RACK-style loss detection (RFC 8985) instead of DupThresh; needs SACK.
     rack: Flag = False
     cc_params: dict[str, Any] = Field(default_factory=dict)
-    # A bundle of host behaviours (the engine's tcp/linux.rs, tcp/ns2.rs):
-    # "default" (the RFC behaviour above), "linux-2.6.33" (FACK, the adaptive
-    # reordering metric, undo by timestamps and D-SACK, cwnd moderation,
-    # rate-halving, 64 KB TSO frames, quick ACKs after a duplicate, GRO at
-    # the receiver) or "ns2" (ns-2.35's Agent/TCP/Sack1 and its DelAck sink:
-    # per-ACK window growth, Sack1 recovery, no early ACK for PSH, a 10 ms
-    # RTT clock; init_cwnd 2, delack_timeout 100ms, initial_rto 3s, rto
-    # rfc6298 and quickack 0 where left unset). Each
-    # behaviour below, left unset, takes the profile's value.
-    host_profile: Literal["default", "linux-2.6.33", "ns2"] = "default"
+    # A bundle of host behaviours (the engine's tcp/linux.rs, tcp/linux6.rs,
+    # tcp/ns2.rs): "default" (the RFC behaviour above), "linux-2.6.33" (FACK,
+    # the adaptive reordering metric, undo by timestamps and D-SACK, cwnd
+    # moderation, rate-halving, 64 KB TSO frames, quick ACKs after a
+    # duplicate, GRO at the receiver), "linux-6" (Linux 6 as this machine's
+    # 6.18 runs it: RACK with tail loss probes, PRR, D-SACK and undo, the
+    # adaptive reordering metric, TSO frames and the TSQ limit sized from
+    # the pacing rate, no pacing, quick ACKs after a duplicate, GRO at the
+    # receiver; rack true where left unset, with sack) or "ns2" (ns-2.35's
+    # Agent/TCP/Sack1 and its DelAck sink: per-ACK window growth, Sack1
+    # recovery, no early ACK for PSH, a 10 ms RTT clock; init_cwnd 2, delack_timeout 100ms, initial_rto 3s, rto rfc6298
+    # and quickack 0 where left unset). Each behaviour below, left unset,
+    # takes the profile's value.
+    host_profile: Literal["default", "linux-2.6.33", "linux-6", "ns2"] = "default"
     fack: Flag | None = None
     adaptive_reordering: Flag | None = None
     max_reordering: Count | None = None
@@ -359,6 +363,13 @@ class TcpOptions(_Model):
     ns2_delack: Flag | None = None
     # ns-2's RTT clock (tcpTick_): samples and RTO in whole ticks.
     tcp_tick: PositiveTime | None = None
+    # Tail loss probes (RFC 8985 section 7, Linux's tcp_schedule_loss_probe).
+    tlp: Flag | None = None
+    # Proportional rate reduction in recovery (RFC 6937, tcp_cwnd_reduction).
+    prr: Flag | None = None
+    # TSO frames and the TSQ limit sized from the pacing rate, about 1 ms of
+    # it (tcp_tso_autosize, tcp_small_queue_check).
+    tso_autosize: Flag | None = None
 
 
 class Tcp(TcpOptions, _Endpoints):

@@ -148,11 +148,22 @@ NS2_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: The linux-6 profile's values of keys a scenario leaves unset: RACK
+#: (``tcp_recovery`` 1, on since 4.18), which needs SACK. ``cc`` stays the
+#: scenario's: a flow names it, a workload's connections are CUBIC (Linux's
+#: default) unless it says otherwise.
+LINUX6_DEFAULTS: dict[str, Any] = {"rack": True}
+
+
 def _profile_defaults(tcp: TcpOptions) -> TcpOptions:
     """``tcp`` with the host profile's values for the keys it leaves unset."""
-    if tcp.host_profile != "ns2":
+    if tcp.host_profile == "ns2":
+        defaults = NS2_DEFAULTS
+    elif tcp.host_profile == "linux-6":
+        defaults = LINUX6_DEFAULTS if tcp.sack else {}
+    else:
         return tcp
-    unset = {k: v for k, v in NS2_DEFAULTS.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
+    unset = {k: v for k, v in defaults.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
     return tcp.model_copy(update=unset) if unset else tcp
 
 
@@ -197,6 +208,9 @@ def _resolve_tcp(tcp: TcpOptions) -> dict[str, Any]:
         "sack1": tcp.sack1,
         "ns2_delack": tcp.ns2_delack,
         "tcp_tick_ns": tcp.tcp_tick,
+        "tlp": tcp.tlp,
+        "prr": tcp.prr,
+        "tso_autosize": tcp.tso_autosize,
     }
 
 

@@ -56,6 +56,7 @@
 //! Tests: `tests/linux_recovery.rs` replays hand-built ACK sequences
 //! against each behaviour.
 
+use super::linux6::{Prr, Tlp};
 use super::ranges::RangeSet;
 use crate::config::HostBehaviour;
 use crate::time::SimTime;
@@ -90,6 +91,9 @@ pub struct Linux {
     pub undo_until: Option<u64>,
     /// Bytes of the TSO frame being sent.
     pub tso_left: u64,
+    /// Linux 6's PRR and TLP (`linux6.rs`).
+    pub prr: Prr,
+    pub tlp: Tlp,
     pub stats: LinuxStats,
 }
 
@@ -101,12 +105,15 @@ pub struct LinuxStats {
     pub dsacks: u64,
     /// Times the reordering metric was raised.
     pub reorder_raised: u64,
+    /// Tail loss probes sent, and those that repaired a loss (`linux6.rs`).
+    pub tlp_probes: u64,
+    pub tlp_recoveries: u64,
 }
 
 impl Linux {
     /// Some if any sender-side behaviour is on.
     pub fn new(opts: HostBehaviour, dupthresh: u32) -> Option<Linux> {
-        let any = opts.fack || opts.adaptive_reordering || opts.undo || opts.moderate_cwnd || opts.rate_halving || opts.tso_max_bytes > 0;
+        let any = opts.fack || opts.adaptive_reordering || opts.undo || opts.moderate_cwnd || opts.rate_halving || opts.tso_max_bytes > 0 || super::linux6::any(&opts);
         any.then(|| Linux {
             opts,
             fack: opts.fack,
@@ -122,6 +129,8 @@ impl Linux {
             disorder_high: None,
             undo_until: None,
             tso_left: 0,
+            prr: Prr::default(),
+            tlp: Tlp::default(),
             stats: LinuxStats::default(),
         })
     }

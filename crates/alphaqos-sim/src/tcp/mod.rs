@@ -2,7 +2,7 @@
 //! timers and loss recovery by SACK (RFC 6675), NewReno (RFC 6582) or Reno,
 //! a receiver (`receiver.rs`) with delayed ACKs, SACK blocks and window
 //! scaling, and a pluggable congestion controller (`cc/`); host profiles
-//! change parts of them (`linux.rs`: Linux 2.6.33; `ns2.rs`: ns-2.35). Sequence numbers are 64-bit byte offsets that never
+//! change parts of them (`linux.rs`: Linux 2.6.33; `linux6.rs`: Linux 6; `ns2.rs`: ns-2.35). Sequence numbers are 64-bit byte offsets that never
 //! wrap; segments carry an RFC 7323 timestamp for RTT samples.
 //!
 //! Sender and receiver talk to the network only through [`Wire`], so they
@@ -11,6 +11,7 @@
 pub mod cc;
 pub mod gro;
 pub mod linux;
+pub mod linux6;
 pub mod ns2;
 pub mod ranges;
 pub mod receiver;
@@ -32,6 +33,9 @@ pub trait Wire {
     /// answers no, the endpoint is woken (`FlowTimer::Wake`) once there is
     /// room again: the counterpart of Linux's TCP Small Queues.
     fn tx_room(&mut self) -> bool;
+    /// Set this connection's TSQ limit, bytes (the `linux-6` profile sizes
+    /// it from the pacing rate, `linux6.rs`; else a fixed shim).
+    fn set_tx_limit(&mut self, _bytes: u64) {}
 }
 
 /// A timer kept with lazy cancellation: at most one event is scheduled per

@@ -130,6 +130,10 @@ impl RttEstimator {
         Duration(self.rto.saturating_mul(1u64 << self.backoff).min(self.max_rto))
     }
     /// The smallest sample so far.
+    /// The RTO's lower bound (`tcp_rto_min`).
+    pub fn min_rto(&self) -> Duration {
+        Duration(self.min_rto)
+    }
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min_rtt.map(Duration)
     }

@@ -53,10 +53,13 @@
 //!   congestion avoidance (`tcp_update_pacing_rate`).
 //! - Linux 2.6.33 options (FACK, the adaptive reordering metric, undo of
 //!   spurious recoveries, cwnd moderation, rate-halving, TSO frames): see
-//!   `linux.rs`; with none of them set the sender is the RFC one above.
+//!   `linux.rs`; Linux 6's (tail loss probes, PRR, TSO and TSQ sized from
+//!   the pacing rate): `linux6.rs`; with none of them set the sender is the
+//!   RFC one above.
 
 use super::cc::{Ack, CcState, Controller};
 use super::linux::{Linux, LinuxStats};
+use super::linux6::{self, Prr};
 use super::ns2::Ns2;
 use super::ranges::{Cursor, RangeSet};
 use super::rtt::{RttEstimator, RtoStyle};
@@ -433,6 +436,9 @@ impl TcpSender {
     pub fn on_timer(&mut self, timer: FlowTimer, w: &mut impl Wire) {
         match timer {
             FlowTimer::Rto if self.rto.fire(FlowTimer::Rto, w) && self.active => {
+                if self.tlp_fired(w) {
+                    return;
+                }
                 if self.sack1() {
                     self.on_timeout_sack1(w)
                 } else {
@@ -443,6 +449,8 @@ impl TcpSender {
             FlowTimer::Rack if self.rack_timer.fire(FlowTimer::Rack, w) && self.active => {
                 if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(w.now()) {
                     self.enter_recovery(w);
+                    // `tcp_rack_reo_timeout`: `tcp_cwnd_reduction(sk, 1, ...)`.
+                    self.prr_reduction(1, false, true, w.now());
                 }
                 self.send_data(w);
             }
@@ -482,8 +490,14 @@ impl TcpSender {
             self.retx_order.push_back((self.tx_count, seq, self.snd_max));
         }
         let now = w.now();
-        if let Some(lx) = self.linux.as_mut().filter(|_| retx) {
-            lx.on_retransmit(seq, len, now);
+        if let Some(lx) = &mut self.linux {
+            if retx {
+                lx.on_retransmit(seq, len, now);
+            }
+            // `tcp_write_xmit`, `tcp_xmit_retransmit_queue`: `prr_out` counts what leaves in a reduction.
+            if self.in_recovery && lx.opts.prr {
+                lx.prr.out += 1;
+            }
         }
         let size = len as u32 + TCP_HEADER_BYTES;
         // PSH on the segment that empties what the application wrote (as
@@ -579,7 +593,9 @@ impl TcpSender {
         Some((self.snd_nxt, len))
     }
 
-    /// Send while the window (or, in SACK recovery, pipe) allows.
+    /// Send while the window (or, in SACK recovery, pipe) allows; then
+    /// (Linux 6) the TSQ limit follows the pacing rate and the loss probe
+    /// is re-armed.
     fn send_data(&mut self, w: &mut impl Wire) {
         if !self.active {
             return;
@@ -587,9 +603,39 @@ impl TcpSender {
         if self.sack1() {
             return self.sack1_send_much(w);
         }
-        if let Some(lx) = &mut self.linux {
+        let Some(opts) = self.linux.as_mut().map(|lx| {
             lx.tso_left = 0;
+            lx.opts
+        }) else {
+            return self.send_window(w);
+        };
+        if opts.tso_autosize {
+            let frame = self.tso_goal().max(self.mss) + TCP_HEADER_BYTES as u64;
+            w.set_tx_limit(linux6::tsq_limit(self.linux_pacing_rate(), frame));
         }
+        self.send_window(w);
+        if opts.tlp {
+            self.schedule_loss_probe(w);
+        }
+    }
+
+    /// `tcp_update_pacing_rate` (`linux6.rs`), bytes/s; None before an RTT sample.
+    fn linux_pacing_rate(&self) -> Option<u64> {
+        let packets_out = (self.snd_max - self.snd_una).div_ceil(self.mss) * self.mss;
+        linux6::pacing_rate(self.st.cwnd, packets_out, self.st.ssthresh, self.rtt.srtt())
+    }
+
+    /// The largest TSO frame: `tso_max_bytes`, or `tcp_tso_autosize`'s goal.
+    fn tso_goal(&self) -> u64 {
+        let Some(lx) = &self.linux else { return 0 };
+        let max = lx.opts.tso_max_bytes;
+        if !lx.opts.tso_autosize || max == 0 {
+            return max;
+        }
+        linux6::tso_goal(self.linux_pacing_rate(), self.rtt.min_rtt(), self.mss, max)
+    }
+
+    fn send_window(&mut self, w: &mut impl Wire) {
         loop {
             if self.pacing_rate().is_some() && w.now() < self.pace_next {
                 self.pace.set(self.pace_next, FlowTimer::Pace, w);
@@ -647,7 +693,9 @@ impl TcpSender {
             lx.tso_left -= len;
             return true;
         }
-        let max = lx.opts.tso_max_bytes;
+        let (autosize, fixed) = (lx.opts.tso_autosize, lx.opts.tso_max_bytes);
+        let max = if autosize { self.tso_goal().max(len) } else { fixed };
+        let lx = self.linux.as_mut().expect("linux");
         let limit = send_win.min(cong_win);
         let send = !open || in_flight == 0 || limit >= max || limit >= avail || limit >= chunk;
         if send {
@@ -690,6 +738,9 @@ impl TcpSender {
         let now = w.now();
         self.peer_wnd = wnd;
         let mut newly_sacked = 0;
+        // PRR (`linux6.rs`): was anything newly marked lost by this ACK?
+        let prr = self.linux.as_ref().is_some_and(|l| l.opts.prr);
+        let lost_before = (prr && self.in_recovery).then(|| (self.lost_edge(now).0, self.stats.lost_retransmits));
         // Linux: the forward-most SACKed byte before this ACK (fackets_out),
         // the lowest segment found reordered, a D-SACK.
         let prior_top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
@@ -747,6 +798,10 @@ impl TcpSender {
                 lx.ever_retx.remove_below(ack);
             }
             let acked = ack - self.snd_una;
+            if prr {
+                // Delivered by this ACK: what it acknowledges and was not SACKed before.
+                newly_sacked += acked - self.sacked.covered_in(self.snd_una, ack);
+            }
             let flight = self.snd_max - self.snd_una;
             self.snd_una = ack;
             Cursor::remove_below(&mut self.sacked, ack, &mut [&mut self.rxt_cur, &mut self.nxt_cur]);
@@ -787,6 +842,11 @@ impl TcpSender {
                 self.st.cwnd += self.mss;
             }
         }
+        if let Some(h) = self.linux.as_ref().and_then(|l| l.tlp.high_seq) {
+            if ack >= h {
+                self.process_tlp_ack(ack, h, dsack, ack > prior_una || newly_sacked > 0, now);
+            }
+        }
         if self.recovery == Recovery::Sack && !(self.retx.is_empty() && self.retx_lost.is_empty()) {
             self.find_lost_retransmissions(sack, ack);
         }
@@ -796,8 +856,126 @@ impl TcpSender {
         if self.linux.is_some() {
             let progress = ack > prior_una || newly_sacked > 0 || dsack;
             self.linux_after_ack(progress, now);
+            if prr {
+                let newly_lost = lost_before.is_none_or(|(edge, lost_retx)| self.lost_edge(now).0 > edge || self.stats.lost_retransmits > lost_retx);
+                let delivered = newly_sacked.div_ceil(self.mss);
+                self.prr_reduction(delivered, ack > prior_una, newly_lost, now);
+            }
         }
         self.send_data(w);
+    }
+
+    /// PRR (RFC 6937; `tcp_cwnd_reduction`, `linux6.rs`): in recovery,
+    /// cwnd = pipe + sndcnt after an ACK that delivered `delivered` segments.
+    fn prr_reduction(&mut self, delivered: u64, una_advanced: bool, newly_lost: bool, now: SimTime) {
+        if !self.in_recovery || !self.linux.as_ref().is_some_and(|l| l.opts.prr) {
+            return;
+        }
+        let mss = self.mss;
+        let pipe = self.pipe(now).div_ceil(mss);
+        let ssthresh = (self.st.ssthresh / mss).max(1);
+        let lx = self.linux.as_mut().expect("linux");
+        if let Some(cwnd) = lx.prr.on_ack(delivered, pipe, ssthresh, una_advanced, newly_lost) {
+            self.st.cwnd = cwnd.max(1) * mss;
+        }
+    }
+
+    /// `tcp_process_tlp_ack`: the ACK reached the probe's `tlp_high_seq`.
+    fn process_tlp_ack(&mut self, ack: u64, high: u64, dsack: bool, progress: bool, now: SimTime) {
+        let lx = self.linux.as_mut().expect("linux");
+        if !lx.tlp.retrans || dsack {
+            // New data probed, or the original and the probe both arrived.
+            lx.tlp.high_seq = None;
+        } else if ack > high {
+            // The probe repaired a loss: one reduction (`tcp_init_cwnd_reduction`,
+            // then `tcp_end_cwnd_reduction`: cwnd = ssthresh).
+            lx.tlp.high_seq = None;
+            lx.stats.tlp_recoveries += 1;
+            let flight = self.reduction_flight();
+            self.st.ssthresh = self.cc.ssthresh_after_loss(&self.st, now, flight);
+            self.st.cwnd = self.st.ssthresh.max(self.mss);
+            self.cc.on_recovery_exit(&mut self.st, now);
+        } else if !progress {
+            // A pure duplicate ACK: both copies arrived.
+            lx.tlp.high_seq = None;
+        }
+    }
+
+    /// The Open state of Linux (`TCP_CA_Open`): data outstanding, nothing
+    /// SACKed, neither fast recovery nor a timeout's recovery under way.
+    fn ca_open(&self) -> bool {
+        self.recovery == Recovery::Sack && !self.in_recovery && self.sacked.is_empty() && self.snd_una < self.snd_max && self.recover.is_none_or(|r| self.snd_una >= r)
+    }
+
+    /// The RTO's deadline, also while a probe timer holds its place.
+    fn rto_deadline(&self) -> Option<SimTime> {
+        let d = self.rto.deadline();
+        match self.linux.as_ref().and_then(|l| l.tlp.armed) {
+            Some((pto, real)) if d == Some(pto) => real,
+            _ => d,
+        }
+    }
+
+    /// `tcp_schedule_loss_probe`: in the Open state with no probe
+    /// outstanding, the retransmission timer fires at min(now + PTO, the
+    /// RTO) and then sends a probe (`linux6.rs`).
+    fn schedule_loss_probe(&mut self, w: &mut impl Wire) {
+        let Some(srtt) = self.rtt.srtt() else { return };
+        if !self.ca_open() || self.linux.as_ref().is_some_and(|l| l.tlp.high_seq.is_some()) {
+            return;
+        }
+        let now = w.now();
+        let real = self.rto_deadline();
+        let one = self.snd_max - self.snd_una <= self.mss;
+        let at = now + linux6::pto(srtt, one, self.rtt.min_rto(), real.map(|r| r.since(now)));
+        self.rto.set(at, FlowTimer::Rto, w);
+        self.linux.as_mut().expect("linux").tlp.armed = Some((at, real));
+    }
+
+    /// The retransmission timer fired: if it was a probe timer, send the
+    /// probe (`tcp_send_loss_probe`) or, out of the Open state, put the RTO
+    /// back; true if the timeout is not to run.
+    fn tlp_fired(&mut self, w: &mut impl Wire) -> bool {
+        let now = w.now();
+        let Some(lx) = self.linux.as_mut() else { return false };
+        let Some((at, real)) = lx.tlp.armed.take() else { return false };
+        if at != now {
+            return false;
+        }
+        let outstanding = lx.tlp.high_seq.is_some();
+        if !self.ca_open() || outstanding {
+            return match real {
+                Some(r) if r > now => {
+                    self.rto.set(r, FlowTimer::Rto, w);
+                    true
+                }
+                _ => false,
+            };
+        }
+        // New data if the peer's window has room (cwnd ignored), else the last segment again.
+        let mss = self.mss;
+        let len = mss.min(self.limit.saturating_sub(self.snd_nxt));
+        let end = self.snd_nxt + len;
+        let new = len > 0 && self.snd_nxt == self.snd_max && end <= self.snd_una + self.peer_wnd.max(mss) && end - self.snd_una <= self.sndbuf;
+        let (seq, len) = if new {
+            (self.snd_nxt, len)
+        } else {
+            let start = ((self.snd_max - 1) / mss * mss).max(self.snd_una);
+            (start, self.snd_max - start)
+        };
+        if w.tx_room() {
+            self.transmit(seq, len, w);
+            if new {
+                self.set_snd_nxt(end);
+            }
+            let lx = self.linux.as_mut().expect("linux");
+            lx.tlp.high_seq = Some(self.snd_max);
+            lx.tlp.retrans = !new;
+            lx.stats.tlp_probes += 1;
+        }
+        // `tcp_rearm_rto`: the RTO from now.
+        self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+        true
     }
 
     /// Linux, every ACK after loss detection: in recovery `tcp_cwnd_down`;
@@ -945,14 +1123,21 @@ impl TcpSender {
             Recovery::Sack if full && self.linux.is_some() => {
                 // `tcp_try_undo_recovery`, then `tcp_complete_cwr`.
                 let lx = self.linux.as_mut().expect("linux");
-                if lx.may_undo(ts_ecr) {
+                let prr = lx.opts.prr;
+                let undone = lx.may_undo(ts_ecr);
+                if undone {
                     lx.undo_marker = None;
                     lx.stats.undos += 1;
                     self.undo_cwr(true, now);
                 } else {
                     lx.undo_until = Some(self.snd_max);
                 }
-                self.st.cwnd = self.st.cwnd.min(self.st.ssthresh);
+                self.st.cwnd = match (prr, undone) {
+                    // `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless undone.
+                    (true, true) => self.st.cwnd,
+                    (true, false) => self.st.ssthresh,
+                    (false, _) => self.st.cwnd.min(self.st.ssthresh),
+                };
                 self.leave_recovery(now);
             }
             Recovery::Sack if full => {
@@ -965,9 +1150,23 @@ impl TcpSender {
                     // original; reordering fackets_out + acked deep.
                     let top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
                     let metric = (top - self.snd_una).div_ceil(self.mss) + acked.div_ceil(self.mss);
-                    let no_retx_out = self.retx.is_empty();
+                    let no_retx_out = self.retx.is_empty() && self.retx_lost.is_empty();
                     let lx = self.linux.as_mut().expect("linux");
                     lx.update_reordering(metric);
+                    if lx.opts.prr {
+                        // Linux 6's `tcp_try_undo_partial`: no undo while
+                        // retransmissions are out; else the whole reduction
+                        // is undone (ssthresh too) and the connection leaves
+                        // Recovery (`tcp_try_keep_open`).
+                        if no_retx_out {
+                            lx.retrans_stamp = None;
+                            lx.undo_marker = None;
+                            lx.stats.undos += 1;
+                            self.undo_cwr(true, now);
+                            self.leave_recovery(now);
+                        }
+                        return;
+                    }
                     if no_retx_out {
                         lx.retrans_stamp = None;
                     }
@@ -1045,6 +1244,9 @@ impl TcpSender {
             lx.cwnd_cnt = 0;
             lx.undo_until = None;
             lx.disorder_high = None;
+            // `tcp_init_cwnd_reduction`.
+            lx.prr = Prr::start(cwnd / self.mss);
+            lx.tlp.high_seq = None;
         }
         self.st.ssthresh = self.cc.ssthresh_after_loss(&self.st, now, flight);
         self.recover = Some(self.snd_max);
@@ -1070,8 +1272,8 @@ impl TcpSender {
             self.set_high_rxt(self.high_rxt.max(una + len));
         }
         self.st.cwnd = match self.recovery {
-            // Rate-halving (`tcp_cwnd_down`) brings cwnd down from where it is.
-            Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.rate_halving) => self.st.cwnd,
+            // Rate-halving (`tcp_cwnd_down`) and PRR bring cwnd down from where it is.
+            Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.rate_halving || l.opts.prr) => self.st.cwnd,
             Recovery::Sack => self.st.ssthresh,
             Recovery::NewReno | Recovery::Reno => self.st.ssthresh + self.dupthresh as u64 * self.mss,
         };
@@ -1335,6 +1537,8 @@ impl TcpSender {
             lx.undo_marker = None;
             lx.undo_until = None;
             lx.disorder_high = None;
+            // `tcp_retransmit_timer`: `tlp_high_seq = 0`.
+            lx.tlp = Default::default();
         }
         self.recover = Some(self.snd_max);
         if let Some(rack) = &mut self.rack {

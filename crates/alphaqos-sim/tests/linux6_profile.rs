@@ -1,0 +1,248 @@
+//! The `linux-6` host profile (`tcp/linux6.rs`): each rule on a hand-built
+//! ACK sequence against the kernel function it follows, and one run of the
+//! whole engine that differs from the default profile where the rule says.
+
+mod common;
+
+use alphaqos_sim::config::TcpConfig;
+use alphaqos_sim::event::FlowTimer;
+use alphaqos_sim::packet::{Payload, SackBlocks};
+use alphaqos_sim::tcp::sender::TcpSender;
+use alphaqos_sim::tcp::Wire;
+use alphaqos_sim::time::{Duration, SimTime};
+use common::*;
+use serde_json::json;
+
+const MSS: u64 = 1000;
+
+#[derive(Default)]
+struct W {
+    now: SimTime,
+    /// Data segments sent: (seq, retransmission).
+    data: Vec<(u64, bool)>,
+    /// Timer events asked for: (when, which).
+    timers: Vec<(SimTime, FlowTimer)>,
+    /// TSQ limits set.
+    limits: Vec<u64>,
+}
+
+impl Wire for W {
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    fn send(&mut self, p: Payload, _size: u32) {
+        if let Payload::TcpData { seq, retx, .. } = p {
+            self.data.push((seq, retx));
+        }
+    }
+    fn schedule(&mut self, at: SimTime, t: FlowTimer) {
+        self.timers.push((at, t));
+    }
+    fn tx_room(&mut self) -> bool {
+        true
+    }
+    fn set_tx_limit(&mut self, bytes: u64) {
+        self.limits.push(bytes);
+    }
+}
+
+fn config(extra: &str) -> TcpConfig {
+    let json = format!(r#"{{"cc": "newreno", "mss_bytes": {MSS}, "rwnd_bytes": 1000000, "delayed_ack": false, "limited_transmit": false {extra}}}"#);
+    serde_json::from_str(&json).expect("config")
+}
+
+/// A sender whose handshake measured 20 ms, started at 0.
+fn sender(extra: &str) -> (TcpSender, W) {
+    let cfg = config(extra);
+    let cc = alphaqos_sim::tcp::cc::build(cfg.cc.as_str(), &cfg.cc_params, cfg.mss_bytes as u64).expect("controller");
+    let mut s = TcpSender::new(&cfg, cc);
+    s.on_handshake(Duration(20 * MS), false);
+    let mut w = W::default();
+    s.start(&mut w);
+    (s, w)
+}
+
+fn ack(s: &mut TcpSender, w: &mut W, t_ms: u64, ecr_ms: u64, ack: u64, blocks: &[(u64, u64)]) {
+    w.now = SimTime(t_ms * MS);
+    let mut b = SackBlocks::default();
+    for &(st, e) in blocks {
+        b.push(ack * MSS, st * MSS, e * MSS);
+    }
+    s.on_ack(ack * MSS, SimTime(ecr_ms * MS), 1_000_000, &b, w);
+}
+
+/// Fire `timer` at `t_ns` (as the event queue would).
+fn fire(s: &mut TcpSender, w: &mut W, t_ns: u64, timer: FlowTimer) {
+    w.now = SimTime(t_ns);
+    s.on_timer(timer, w);
+}
+
+fn rto_events(w: &W) -> Vec<u64> {
+    w.timers.iter().filter(|t| t.1 == FlowTimer::Rto).map(|t| t.0.as_nanos()).collect()
+}
+
+const L6: &str = r#", "host_profile": "linux-6", "rack": true"#;
+
+/// RFC 8985 section 7.2 / `tcp_schedule_loss_probe`: PTO = 2 SRTT + 2 ms
+/// with more than one segment out; the probe re-sends the last segment
+/// when no new data may go (`tcp_send_loss_probe`), its SACK shows the hole
+/// below it, and RACK repairs the tail without a timeout.
+#[test]
+fn tail_loss_probe_resends_the_last_segment_and_rack_repairs_the_tail() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"size_bytes\": 10000"));
+    assert_eq!(w.data.len(), 10);
+    // At 0: SRTT 20 ms, ten segments out: PTO 2 x 20 + 2 = 42 ms (the RTO,
+    // SRTT + max(4 RTTVAR, 200 ms) = 220 ms, is later).
+    assert_eq!(rto_events(&w).iter().min(), Some(&(42 * MS)));
+    // Segments 0..7 acknowledged at 20 ms (RTT 20 ms: SRTT stays 20):
+    // 8 and 9 lost. PTO from 20 ms: 62 ms.
+    ack(&mut s, &mut w, 20, 0, 8, &[]);
+    // The timer's event at 42 ms comes early and re-arms itself for 62 ms.
+    fire(&mut s, &mut w, 42 * MS, FlowTimer::Rto);
+    assert_eq!(w.data.len(), 10);
+    assert!(rto_events(&w).contains(&(62 * MS)), "{:?}", rto_events(&w));
+    fire(&mut s, &mut w, 62 * MS, FlowTimer::Rto);
+    assert_eq!(w.data.last(), Some(&(9 * MSS, true)), "the probe: the last segment again");
+    assert_eq!(s.linux_stats().expect("linux").tlp_probes, 1);
+    assert_eq!(s.stats.timeouts, 0);
+    // Its SACK at 82 ms: 8 is a hole; RACK waits min RTT / 4 = 5 ms, then 8 is lost.
+    ack(&mut s, &mut w, 82, 62, 8, &[(9, 10)]);
+    fire(&mut s, &mut w, 87 * MS, FlowTimer::Rack);
+    assert_eq!(w.data.last(), Some(&(8 * MSS, true)));
+    assert_eq!((s.stats.fast_retransmits, s.stats.timeouts), (1, 0));
+    ack(&mut s, &mut w, 107, 87, 10, &[]);
+    assert_eq!(s.bytes_acked(), 10 * MSS);
+
+    // Without TLP the first timer is the RTO, 220 ms after the last ACK.
+    let (mut s, mut w) = sender(&format!("{L6}, \"size_bytes\": 10000, \"tlp\": false"));
+    ack(&mut s, &mut w, 20, 0, 8, &[]);
+    assert_eq!(rto_events(&w), vec![220 * MS]);
+    fire(&mut s, &mut w, 220 * MS, FlowTimer::Rto);
+    assert!(rto_events(&w).contains(&(240 * MS)));
+    assert_eq!(w.data.len(), 10, "nothing sent before the RTO");
+}
+
+/// `tcp_send_loss_probe` sends new data when there is some (ignoring cwnd),
+/// one probe per episode; with a single segment out PTO adds the minimum
+/// RTO (the peer's delayed ACK).
+#[test]
+fn probe_sends_new_data_once_and_one_segment_waits_for_the_delayed_ack() {
+    let (mut s, mut w) = sender(L6);
+    fire(&mut s, &mut w, 42 * MS, FlowTimer::Rto);
+    assert_eq!(w.data.len(), 11);
+    assert_eq!(w.data.last(), Some(&(10 * MSS, false)), "new data, beyond cwnd");
+    // The RTO runs from the probe: 42 + 220 ms; no second probe before it.
+    let rto_at = (42 + 220) * MS;
+    assert!(rto_events(&w).contains(&rto_at));
+    fire(&mut s, &mut w, rto_at, FlowTimer::Rto);
+    assert_eq!(s.stats.timeouts, 1);
+    assert_eq!(s.linux_stats().expect("linux").tlp_probes, 1);
+
+    // One segment out: PTO = 2 x 20 + 200 = 240 ms from the ACK at 20 ms,
+    // later than the RTO (20 + 220 ms): the probe timer takes the RTO's
+    // time, and a probe, not a timeout, goes then.
+    let (mut s, mut w) = sender(&format!("{L6}, \"size_bytes\": 10000"));
+    ack(&mut s, &mut w, 20, 0, 9, &[]);
+    fire(&mut s, &mut w, 42 * MS, FlowTimer::Rto);
+    assert_eq!(w.data.len(), 10);
+    assert_eq!(rto_events(&w).last(), Some(&(240 * MS)));
+    fire(&mut s, &mut w, 240 * MS, FlowTimer::Rto);
+    assert_eq!(w.data.last(), Some(&(9 * MSS, true)));
+    assert_eq!(s.stats.timeouts, 0);
+}
+
+/// PRR-SSRB (RFC 6937; `tcp_cwnd_reduction`): 20 segments out, segment 0
+/// lost, every later ACK SACKs one more. Recovery starts on the third SACK
+/// (RFC 6675's rule: DupThresh segments above the hole) with ssthresh 10;
+/// from then on new data leaves at ssthresh / prior_cwnd = 1/2 of the
+/// segments delivered, not all at once when pipe falls under ssthresh.
+#[test]
+fn prr_sends_half_a_segment_per_segment_delivered() {
+    let (mut s, mut w) = sender(r#", "init_cwnd_pkts": 20, "prr": true"#);
+    assert_eq!(w.data.len(), 20);
+    // Each SACK before recovery frees a slot (Linux counts SACKed data out of flight).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 2)]);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 3)]);
+    assert_eq!(w.data.len(), 22);
+    // Third SACK: recovery; segment 0 resent (prr_out 1); pipe = 22 - 3
+    // SACKed - 1 lost + 1 resent = 19; sndcnt = ceil(10 x 1 / 20) - 1 = 0.
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    assert_eq!(w.data.last(), Some(&(0, true)));
+    assert_eq!(s.cwnd(), 19 * MSS);
+    let mut sent = Vec::new();
+    for k in 5..13 {
+        let before = w.data.len();
+        ack(&mut s, &mut w, 20, 0, 0, &[(1, k)]);
+        sent.push(w.data.len() - before);
+    }
+    // prr_delivered 2..9: ceil(10 d / 20) - prr_out.
+    assert_eq!(sent, vec![0, 1, 0, 1, 0, 1, 0, 1]);
+    // The recovery point (22) acknowledged: cwnd = ssthresh (`tcp_end_cwnd_reduction`).
+    ack(&mut s, &mut w, 40, 20, 26, &[]);
+    assert_eq!(s.cwnd(), 10 * MSS);
+
+    // The RFC 6675 sender sets cwnd = ssthresh at once and sends nothing
+    // until pipe is below it.
+    let (mut s, mut w) = sender(r#", "init_cwnd_pkts": 20"#);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 2)]);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 3)]);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    let before = w.data.len();
+    for k in 5..13 {
+        ack(&mut s, &mut w, 20, 0, 0, &[(1, k)]);
+    }
+    assert_eq!(w.data.len() - before, 0);
+}
+
+/// `tcp_update_pacing_rate`, `tcp_tso_autosize`, `tcp_small_queue_check`
+/// at a given cwnd and SRTT: 10 x 1448 B over 20 ms in slow start (200 %):
+/// 1,448,000 B/s; >> 10 = 1,414 B: a TSO goal of the 2-segment minimum,
+/// a TSQ limit of 2 x truesize = 2 x (2 x 1448 + 52 + 896) = 7,688 B.
+#[test]
+fn tsq_limit_follows_the_pacing_rate() {
+    let cfg: TcpConfig = serde_json::from_str(r#"{"host_profile": "linux-6", "rack": true, "cc": "cubic"}"#).expect("config");
+    let cc = alphaqos_sim::tcp::cc::build(cfg.cc.as_str(), &cfg.cc_params, 1448).expect("controller");
+    let mut s = TcpSender::new(&cfg, cc);
+    s.on_handshake(Duration(20 * MS), false);
+    let mut w = W::default();
+    s.start(&mut w);
+    assert_eq!(w.limits.first(), Some(&7_688));
+    // After the window grew to 100 segments at SRTT 20 ms, in congestion
+    // avoidance (120 %): 8,688,000 B/s >> 10 = 8,484 B, the goal 5
+    // segments; 2 x the truesize of such a frame, 2 x (7,240 + 52 + 896) =
+    // 16,376 B, is larger.
+    let rate = alphaqos_sim::tcp::linux6::pacing_rate(144_800, 0, 144_800, Some(Duration(20 * MS)));
+    assert_eq!(alphaqos_sim::tcp::linux6::tso_goal(rate, Some(Duration(20 * MS)), 1448, 65_536), 5 * 1448);
+    assert_eq!(alphaqos_sim::tcp::linux6::tsq_limit(rate, 5 * 1448 + 52), 16_376);
+    // The default profile leaves the fixed shim alone.
+    let (_, w) = sender("");
+    assert!(w.limits.is_empty());
+}
+
+/// The whole engine: a sender whose own 100 Mbit/s NIC is the bottleneck.
+/// The default profile's fixed TSQ shim lets 256 KiB of the window wait in
+/// the host's queue; Linux 6's limit, about 1 ms of the pacing rate, keeps
+/// a few segments there and the rest in the socket, at the same goodput.
+#[test]
+fn linux6_keeps_the_host_queue_to_about_a_millisecond_of_the_pacing_rate() {
+    let run = |profile: &str| {
+        let mut tcp_opts = json!({"cc": "cubic", "host_profile": profile, "tso_max_bytes": 0, "gro": false});
+        if profile == "linux-6" {
+            tcp_opts["rack"] = json!(true);
+        }
+        Cfg::new(2 * S, 5 * MS)
+            .host("a")
+            .host("b")
+            .link_q("a", "b", 100 * MBPS, 10 * MS, ETH, fifo(Some(10_000), None), fifo(Some(10_000), None))
+            .flow(tcp("f", "a", "b", 0, None, tcp_opts))
+            .run()
+    };
+    let (d, l) = (run("default"), run("linux-6"));
+    let peak = |r: &Res| r.series("queue", "a->b", "len_bytes").into_iter().max().expect("samples");
+    let (qd, ql) = (peak(&d), peak(&l));
+    assert!(qd >= 200 * 1024, "default: the 256 KiB shim fills ({qd} B)");
+    // 120 % of 100 Mbit/s is 15 MB/s: >> 10, 14.6 KB; the window's ramp at 200 % twice that.
+    assert!(ql < 48 * 1024, "linux-6: {ql} B in the host queue");
+    let (gd, gl) = (d.flow("f", "rx_bytes") as f64, l.flow("f", "rx_bytes") as f64);
+    assert!(rel(gl, gd) < 0.05, "goodput {gl} against {gd}");
+}
