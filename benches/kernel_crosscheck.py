@@ -39,10 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The simulated host profiles. "near-linux-6" is the closest combination
-#: of single options to Linux 6 the engine has today (no linux-6 profile
-#: yet): CUBIC, SACK, D-SACK and undo, the adaptive reordering metric,
-#: RACK (RFC 8985) and pacing.
+#: The simulated host profiles. "linux-6" is the engine's Linux 6 profile
+#: (``tcp/linux6.rs``: RACK-TLP, PRR, TSO autosizing and TSQ from the
+#: unpaced pacing rate, no pacing); "near-linux-6" is the combination of
+#: single options that stood in for it before (CUBIC, SACK, D-SACK and
+#: undo, the adaptive reordering metric, RACK and pacing), kept because it
+#: shows what pacing does to the policer and scavenger cases.
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
