@@ -118,21 +118,34 @@ impl Event {
 }
 
 impl Entry {
-    /// Earlier time first, then earlier insertion.
+    /// Earlier time first, then earlier insertion: compared as one 128-bit
+    /// number, without a branch between the two fields.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (self.time.0 as u128) << 64 | self.seq as u128
+    }
     #[inline(always)]
     fn before(&self, o: &Entry) -> bool {
-        (self.time, self.seq) < (o.time, o.seq)
+        self.key() < o.key()
     }
 }
 
-/// A binary min-heap on (time, seq). Written out rather than
-/// `std::collections::BinaryHeap`, whose push writes the new entry and reads
-/// it back at once; here the entry moving up or down stays in registers and
-/// is written once, where it lands.
 /// Sequence numbers of ordinary events start here; those below are the
 /// ranks of [`EventQueue::schedule_first`].
 const FIRST_SEQ: u64 = 1 << 32;
+/// Children per node of the heap.
+const ARITY: usize = 4;
 
+/// A 4-ary min-heap on (time, seq) (D. B. Johnson, "Priority queues with
+/// update and finding minimum spanning trees", IPL 4(3), 1975; LaMarca and
+/// Ladner, "The influence of caches on the performance of heaps", JEA 1996).
+/// Half the levels of a binary heap: most new events (a transmission's end,
+/// the next arrival) are the earliest in the queue and climb every level to
+/// the root, and a pop walks every level down; with four children a level
+/// costs three comparisons more but one move fewer per two levels saved.
+/// Written out rather than `std::collections::BinaryHeap`, whose push writes
+/// the new entry and reads it back at once; here the entry moving up or down
+/// stays in registers and is written once, where it lands.
 #[derive(Debug)]
 pub struct EventQueue {
     heap: Vec<Entry>,
@@ -167,7 +180,7 @@ impl EventQueue {
         let mut i = h.len();
         h.push(Entry { time, seq, code: 0 });
         while i > 0 {
-            let parent = (i - 1) / 2;
+            let parent = (i - 1) / ARITY;
             if !e.before(&h[parent]) {
                 break;
             }
@@ -195,18 +208,24 @@ impl EventQueue {
             return Some((last.time, last.code));
         }
         let top = (h[0].time, h[0].code);
-        // Move `last` down from the root into the hole.
+        // Move `last` down from the root into the hole: at each level the
+        // earliest of up to four children moves up, until `last` is earlier.
         let n = h.len();
+        let last_key = last.key();
         let mut i = 0;
         loop {
-            let mut c = 2 * i + 1;
-            if c >= n {
+            let first = ARITY * i + 1;
+            if first >= n {
                 break;
             }
-            if c + 1 < n && h[c + 1].before(&h[c]) {
-                c += 1;
-            }
-            if !h[c].before(&last) {
+            let (ck, c) = if first + ARITY <= n {
+                // All four children: a tournament of three comparisons.
+                let k = |j: usize| (h[j].key(), j);
+                k(first).min(k(first + 1)).min(k(first + 2).min(k(first + 3)))
+            } else {
+                (first + 1..n).map(|j| (h[j].key(), j)).fold((h[first].key(), first), |a, b| a.min(b))
+            };
+            if ck >= last_key {
                 break;
             }
             h[i] = h[c];
