@@ -146,37 +146,14 @@ const ARITY: usize = 4;
 /// Written out rather than `std::collections::BinaryHeap`, whose push writes
 /// the new entry and reads it back at once; here the entry moving up or down
 /// stays in registers and is written once, where it lands.
-#[derive(Debug)]
-pub struct EventQueue {
-    heap: Vec<Entry>,
-    next_seq: u64,
-}
+#[derive(Debug, Default)]
+struct Heap(Vec<Entry>);
 
-impl EventQueue {
-    pub fn new() -> Self {
-        EventQueue { heap: Vec::new(), next_seq: FIRST_SEQ }
-    }
-
-    #[inline]
-    pub fn schedule(&mut self, time: SimTime, event: Event) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.push(Entry { time, seq, code: event.encode() });
-    }
-
-    /// Schedule `event` ahead of every event scheduled with [`Self::schedule`]
-    /// at the same instant, in the order of `rank` (< 2^32) among these:
-    /// a control agent acts at `t` before anything else happens at `t`, as
-    /// a caller stepping the run from outside acts between the events
-    /// before `t` and those at `t`.
-    pub fn schedule_first(&mut self, time: SimTime, event: Event, rank: u32) {
-        self.push(Entry { time, seq: rank as u64, code: event.encode() });
-    }
-
+impl Heap {
     #[inline(always)]
     fn push(&mut self, e: Entry) {
         let (time, seq) = (e.time, e.seq);
-        let h = &mut self.heap;
+        let h = &mut self.0;
         let mut i = h.len();
         h.push(Entry { time, seq, code: 0 });
         while i > 0 {
@@ -190,24 +167,20 @@ impl EventQueue {
         h[i] = e;
     }
 
-    pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.first().map(|e| e.time)
+    /// The earliest entry's key (u128::MAX if empty).
+    #[inline(always)]
+    fn first_key(&self) -> u128 {
+        self.0.first().map_or(u128::MAX, Entry::key)
     }
 
-    pub fn pop(&mut self) -> Option<(SimTime, Event)> {
-        self.pop_code().map(|(t, c)| (t, Event::decode(c)))
-    }
-
-    /// The next event still packed (decoded where it is dispatched, so the
-    /// enum never goes through memory).
-    #[inline]
-    pub fn pop_code(&mut self) -> Option<(SimTime, u64)> {
-        let h = &mut self.heap;
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Entry> {
+        let h = &mut self.0;
         let last = h.pop()?;
         if h.is_empty() {
-            return Some((last.time, last.code));
+            return Some(last);
         }
-        let top = (h[0].time, h[0].code);
+        let top = h[0];
         // Move `last` down from the root into the hole: at each level the
         // earliest of up to four children moves up, until `last` is earlier.
         let n = h.len();
@@ -234,12 +207,97 @@ impl EventQueue {
         h[i] = last;
         Some(top)
     }
+}
+
+/// The events in two heaps by kind, popped in one order: the links' events
+/// (`TxDone`, `Deliver`: a few per interface, mostly due within a
+/// propagation delay) apart from the timers of connections, workloads,
+/// samples and agents (one or more per open connection, most far ahead).
+/// A new link event, nearly always the earliest of all, then climbs a heap
+/// of a few entries rather than one holding every connection's timers; a
+/// pop takes the earlier of the two heads by (time, seq), the sequence
+/// numbers being shared, so the order is the one heap's.
+#[derive(Debug)]
+pub struct EventQueue {
+    links: Heap,
+    timers: Heap,
+    next_seq: u64,
+}
+
+impl EventQueue {
+    pub fn new() -> Self {
+        EventQueue { links: Heap::default(), timers: Heap::default(), next_seq: FIRST_SEQ }
+    }
+
+    #[inline]
+    pub fn schedule(&mut self, time: SimTime, event: Event) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.push(Entry { time, seq, code: event.encode() });
+    }
+
+    /// Schedule `event` ahead of every event scheduled with [`Self::schedule`]
+    /// at the same instant, in the order of `rank` (< 2^32) among these:
+    /// a control agent acts at `t` before anything else happens at `t`, as
+    /// a caller stepping the run from outside acts between the events
+    /// before `t` and those at `t`.
+    pub fn schedule_first(&mut self, time: SimTime, event: Event, rank: u32) {
+        self.push(Entry { time, seq: rank as u64, code: event.encode() });
+    }
+
+    #[inline(always)]
+    fn push(&mut self, e: Entry) {
+        // Kinds 0 and 1: TxDone and Deliver (see `Event::encode`).
+        if e.code >> KIND_SHIFT < 2 {
+            self.links.push(e)
+        } else {
+            self.timers.push(e)
+        }
+    }
+
+    pub fn peek_time(&self) -> Option<SimTime> {
+        let k = self.links.first_key().min(self.timers.first_key());
+        (k != u128::MAX).then_some(SimTime((k >> 64) as u64))
+    }
+
+    pub fn pop(&mut self) -> Option<(SimTime, Event)> {
+        self.pop_code().map(|(t, c)| (t, Event::decode(c)))
+    }
+
+    /// The next event still packed (decoded where it is dispatched, so the
+    /// enum never goes through memory).
+    #[inline]
+    pub fn pop_code(&mut self) -> Option<(SimTime, u64)> {
+        self.pop_code_before(SimTime::MAX, true)
+    }
+
+    /// [`Self::pop_code`] if the next event is before `until` (or at it,
+    /// if `inclusive`): the event loop's test and pop with one look at the
+    /// two heads.
+    #[inline]
+    pub fn pop_code_before(&mut self, until: SimTime, inclusive: bool) -> Option<(SimTime, u64)> {
+        let limit = ((until.0 as u128) << 64).saturating_add((inclusive as u128) << 64);
+        let (l, t) = (self.links.first_key(), self.timers.first_key());
+        let e = if l < t && l < limit {
+            self.links.pop()
+        } else if t <= l && t < limit {
+            self.timers.pop()
+        } else {
+            None
+        }?;
+        Some((e.time, e.code))
+    }
+
+    /// Is there an event before `until` (or at it, if `inclusive`)?
+    pub fn any_before(&self, until: SimTime, inclusive: bool) -> bool {
+        self.peek_time().is_some_and(|t| t < until || (t == until && inclusive))
+    }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.links.0.len() + self.timers.0.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -265,16 +323,23 @@ mod tests {
         let mut reference: Vec<(u64, u64)> = Vec::new(); // (time, index)
         let mut now = 0u64;
         let mut next = 0u32;
+        let event = |i: u32| match i % 4 {
+            0 => Event::TxDone(i),
+            1 => Event::Deliver(i),
+            2 => Event::Conn(ConnId::new(i, 0), FlowTimer::Rto),
+            _ => Event::Workload(0, i),
+        };
         for _ in 0..20_000 {
             if rng.uniform() < 0.6 || q.is_empty() {
+                // Both heaps: link events and timers, one order.
                 let t = now + (rng.uniform() * 50.0) as u64;
-                q.schedule(SimTime(t), Event::TxDone(next));
+                q.schedule(SimTime(t), event(next));
                 reference.push((t, next as u64));
                 next += 1;
             } else {
                 reference.sort();
                 let (t, i) = reference.remove(0);
-                assert_eq!(q.pop(), Some((SimTime(t), Event::TxDone(i as u32))));
+                assert_eq!(q.pop(), Some((SimTime(t), event(i as u32))));
                 now = t;
             }
         }
