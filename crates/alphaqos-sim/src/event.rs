@@ -229,7 +229,7 @@ impl EventQueue {
         EventQueue { links: Heap::default(), timers: Heap::default(), next_seq: FIRST_SEQ }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
