@@ -256,14 +256,14 @@ impl Simulation {
     fn run_events(&mut self, until: SimTime, inclusive: bool, max_events: u64) -> bool {
         let until = until.min(self.duration);
         let last = self.events_done.saturating_add(max_events);
-        while let Some(t) = self.net.events.peek_time() {
-            if t > until || (t == until && !inclusive) {
+        loop {
+            if self.events_done == last {
+                if self.net.events.any_before(until, inclusive) {
+                    return false;
+                }
                 break;
             }
-            if self.events_done == last {
-                return false;
-            }
-            let (t, code) = self.net.events.pop_code().expect("peeked");
+            let Some((t, code)) = self.net.events.pop_code_before(until, inclusive) else { break };
             self.net.now = t;
             self.events_done += 1;
             self.dispatch(code);

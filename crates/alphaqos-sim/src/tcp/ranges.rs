@@ -4,6 +4,7 @@
 //! only the ranges it needs.
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RangeSet {
@@ -36,30 +37,35 @@ impl RangeSet {
 
     /// Add [start, end); returns the merged range that now contains it and
     /// the number of bytes that were not covered before.
-    pub fn insert(&mut self, mut start: u64, mut end: u64) -> ((u64, u64), u64) {
+    pub fn insert(&mut self, start: u64, mut end: u64) -> ((u64, u64), u64) {
         if start >= end {
             return ((start, end), 0);
         }
         let before = self.bytes;
-        if let Some((&s, &e)) = self.map.range(..=start).next_back() {
-            if e >= start {
-                start = s;
-                end = end.max(e);
-                self.map.remove(&s);
-                self.bytes -= e - s;
-            }
-        }
-        while let Some((&s, &e)) = self.map.range(start..).next() {
-            if s > end {
-                break;
-            }
+        // The ranges starting in (start, end] merge into the new one (a
+        // range starting at `start` itself is the one found below).
+        while let Some((&s, &e)) = self.map.range((Excluded(start), Included(end))).next() {
             end = end.max(e);
             self.map.remove(&s);
             self.bytes -= e - s;
         }
-        self.map.insert(start, end);
-        self.bytes += end - start;
-        ((start, end), self.bytes - before)
+        // The range starting at or before `start` that reaches it grows in
+        // place (a SACK block most often extends the range below it);
+        // otherwise the new range goes in.
+        let merged = match self.map.range_mut(..=start).next_back() {
+            Some((&s, e)) if *e >= start => {
+                let old = *e;
+                *e = old.max(end);
+                self.bytes += *e - old;
+                (s, *e)
+            }
+            _ => {
+                self.map.insert(start, end);
+                self.bytes += end - start;
+                (start, end)
+            }
+        };
+        (merged, self.bytes - before)
     }
 
     /// Forget everything below `x` (cumulatively acknowledged or
@@ -153,10 +159,25 @@ impl Cursor {
     /// Insert [start, end) into `set`, keeping every cursor right; returns
     /// the bytes newly covered.
     pub fn insert(set: &mut RangeSet, start: u64, end: u64, cursors: &mut [&mut Cursor]) -> u64 {
-        let before: Vec<u64> = cursors.iter().map(|c| set.covered_in(start, end.min(c.pos))).collect();
+        // The bytes of [start, end) newly covered below a cursor: all of
+        // them for a cursor at or above `end`, none for one at or below
+        // `start`; only a cursor inside the block needs the set as it was
+        // (at most four cursors, no allocation: this runs for every SACK
+        // block).
+        let mut inside = [0u64; 4];
+        assert!(cursors.len() <= inside.len(), "at most {} cursors", inside.len());
+        for (c, b) in cursors.iter().zip(inside.iter_mut()) {
+            if start < c.pos && c.pos < end {
+                *b = set.covered_in(start, c.pos);
+            }
+        }
         let added = set.insert(start, end).1;
-        for (c, b) in cursors.iter_mut().zip(before) {
-            c.below += end.min(c.pos).saturating_sub(start) - b;
+        for (c, b) in cursors.iter_mut().zip(inside) {
+            if c.pos >= end {
+                c.below += added;
+            } else if c.pos > start {
+                c.below += c.pos - start - b;
+            }
         }
         added
     }
@@ -250,6 +271,49 @@ mod tests {
         assert_eq!(r.insert(40, 50), ((10, 50), 10), "touching ranges merge");
         assert_eq!(r.insert(12, 18), ((10, 50), 0));
         assert_eq!((r.len(), r.bytes()), (1, 40));
+    }
+
+    #[test]
+    fn insert_agrees_with_a_byte_map() {
+        // Random blocks into a set and into one flag per byte: the same
+        // ranges, bytes and answers.
+        let (mut set, mut bytes) = (RangeSet::default(), vec![false; 600]);
+        let mut x: u64 = 4242;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..5000 {
+            let s = next() % 560;
+            let e = s + next() % 40;
+            let fresh = (s..e).filter(|&i| !bytes[i as usize]).count() as u64;
+            (s..e).for_each(|i| bytes[i as usize] = true);
+            let ((ms, me), added) = set.insert(s, e);
+            assert_eq!(added, fresh, "step {step}");
+            if s < e {
+                assert!(ms <= s && me >= e && (ms..me).all(|i| bytes[i as usize]), "step {step}");
+                assert!((ms == 0 || !bytes[ms as usize - 1]) && !bytes[me as usize], "step {step}: merged range not maximal");
+            }
+            let runs: Vec<(u64, u64)> = set.map.iter().map(|(&a, &b)| (a, b)).collect();
+            let mut want = Vec::new();
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] {
+                    let j = (i..bytes.len()).find(|&j| !bytes[j]).unwrap_or(bytes.len());
+                    want.push((i as u64, j as u64));
+                    i = j;
+                } else {
+                    i += 1;
+                }
+            }
+            assert_eq!(runs, want, "step {step}");
+            assert_eq!(set.bytes(), bytes.iter().filter(|&&b| b).count() as u64);
+            if step % 500 == 499 {
+                (set, bytes) = (RangeSet::default(), vec![false; 600]);
+            }
+        }
     }
 
     #[test]
