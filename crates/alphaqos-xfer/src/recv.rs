@@ -1,5 +1,6 @@
 //! The receiver (`alphaqos-xfer serve`): one listening port, a thread per
-//! connection. Blocks land in `DIR/.NAME.part`: copied from the socket into
+//! control connection, and one thread per transfer serving all its data
+//! connections by poll(2) (`pump`). Blocks land in `DIR/.NAME.part`: copied from the socket into
 //! a reused buffer, hashed there while cache-hot and written by `pwrite`
 //! (or, with `ALPHAQOS_XFER_RECV=splice`, moved by `splice(2)` from the
 //! socket through a pipe into the file, no copy through user space, and
@@ -58,6 +59,9 @@ struct Session {
     corrupt: Mutex<Option<u64>>,
     received: AtomicU64,
     bad: AtomicU64,
+    /// The data connections waiting for the receiving thread, and whether it runs.
+    pump: Mutex<Pump>,
+    wake: Wake,
 }
 
 struct MapState {
@@ -327,6 +331,8 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         corrupt: Mutex::new(shared.opts.corrupt_block),
         received: AtomicU64::new(0),
         bad: AtomicU64::new(0),
+        pump: Mutex::new(Pump::default()),
+        wake: Wake::new()?,
     });
     let saved = save_map(&session, &session.state.lock().unwrap());
     if let Err(e) = saved {
@@ -342,6 +348,7 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
     proto::write_msg(&mut *session.control.lock().unwrap(), &json!({"type": "welcome", "version": proto::VERSION, "session": id, "have": have}))?;
     let outcome = session_loop(&session, conn);
     session.closed.store(true, Ordering::SeqCst);
+    session.wake.notify();
     shared.sessions.lock().unwrap().remove(&id);
     if !matches!(outcome, Ok(true)) {
         let _ = save_map(&session, &session.state.lock().unwrap());
@@ -461,16 +468,179 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     let Some(s) = shared.sessions.lock().unwrap().get(&id).cloned() else {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "data connection for an unknown session"));
     };
-    // recv into a reused buffer (MSG_WAITALL: one call per buffer), hash it
-    // there while cache-hot, pwrite it (a second copy). With a map (splice
-    // mode): splice(2) moves the socket's bytes through a pipe into the part
-    // file's pages, each piece hashed right after from the page cache
-    // through the map, while still in the CPU's cache.
-    let mut buf = if s.map.is_some() { None } else { Some(AlignedBuf::new(CHUNK)) };
-    let pipe = if s.map.is_some() { Some(Pipe::new(CHUNK)?) } else { None };
+    conn.set_nonblocking(true)?;
+    let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let start = {
+        let mut p = s.pump.lock().unwrap();
+        p.pending.push((conn, peer));
+        !std::mem::replace(&mut p.running, true)
+    };
+    s.wake.notify();
+    if start {
+        let s = s.clone();
+        std::thread::spawn(move || pump(&s));
+    }
+    Ok(())
+}
+
+/// The data connections of a session handed to its receiving thread.
+#[derive(Default)]
+struct Pump {
+    pending: Vec<(TcpStream, String)>,
+    running: bool,
+}
+
+/// An eventfd(2) that wakes the receiving thread's poll (a new data
+/// connection, the session closed).
+struct Wake(std::os::fd::OwnedFd);
+
+impl Wake {
+    fn new() -> io::Result<Wake> {
+        use std::os::fd::FromRawFd;
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Wake(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+    fn notify(&self) {
+        let one: u64 = 1;
+        unsafe { libc::write(self.0.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
+    }
+    fn clear(&self) {
+        let mut v: u64 = 0;
+        unsafe { libc::read(self.0.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+    }
+}
+
+/// The block in progress on one data connection: its own incremental
+/// BLAKE3 state and write offset, the piece gathered so far.
+struct InBlock {
+    index: u64,
+    want: Check,
+    off: u64,
+    left: usize,
+    hasher: tree::BlockHasher,
+    first: bool,
+}
+
+/// One data connection as the receiving thread sees it: a block header
+/// being read (`head_got` of its bytes), or a block's bytes.
+struct Conn {
+    sock: TcpStream,
+    peer: String,
+    head: [u8; proto::BLOCK_HEADER],
+    head_got: usize,
+    block: Option<InBlock>,
+    /// Buffer mode: the piece being filled (up to CHUNK, then hashed and
+    /// written at once); splice mode: a pipe.
+    buf: Option<AlignedBuf>,
+    filled: usize,
+    pipe: Option<Pipe>,
+}
+
+/// What one turn on a readable connection came to.
+enum Turn {
+    /// Drained (EAGAIN) or its share of this round done.
+    Again,
+    /// End of stream between blocks.
+    Eof,
+}
+
+/// The receiving thread of a session: all its data connections (nonblocking)
+/// served by one thread through poll(2), as iperf3 serves its streams
+/// (pinned to one core, a thread per connection did not take turns: one
+/// connection carried most of the bytes, docs/transfer.md). Each readable
+/// connection gets a turn of at most one piece (the CHUNK receive step) per
+/// round; blocks are written, checked, recorded and acknowledged as each
+/// completes.
+fn pump(s: &Arc<Session>) {
+    let mut conns: Vec<Conn> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    loop {
+        if s.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        s.wake.clear();
+        for (sock, peer) in s.pump.lock().unwrap().pending.drain(..) {
+            let splice = s.map.is_some();
+            let pipe = if splice {
+                match Pipe::new(CHUNK) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        emit(&json!({"event": "connection-error", "peer": peer, "message": e.to_string()}));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let buf = (!splice).then(|| AlignedBuf::new(CHUNK));
+            conns.push(Conn { sock, peer, head: [0; proto::BLOCK_HEADER], head_got: 0, block: None, buf, filled: 0, pipe });
+        }
+        fds.clear();
+        fds.push(libc::pollfd { fd: s.wake.0.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        fds.extend(conns.iter().map(|c| libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            emit(&json!({"event": "connection-error", "peer": "", "message": format!("poll: {e}")}));
+            break;
+        }
+        let mut gone = Vec::new();
+        for (i, c) in conns.iter_mut().enumerate() {
+            if fds[i + 1].revents == 0 {
+                continue;
+            }
+            match turn(s, c) {
+                Ok(Turn::Again) => {}
+                Ok(Turn::Eof) => gone.push(i),
+                Err(e) => {
+                    if e.kind() != io::ErrorKind::UnexpectedEof {
+                        emit(&json!({"event": "connection-error", "peer": c.peer, "message": e.to_string()}));
+                    }
+                    gone.push(i);
+                }
+            }
+            if s.closed.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        for i in gone.into_iter().rev() {
+            conns.swap_remove(i);
+        }
+    }
+    s.pump.lock().unwrap().running = false;
+}
+
+/// recv(2) without waiting: Ok(None) when nothing is queued.
+fn recv_some(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    loop {
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return Ok(None),
+            _ => return Err(e),
+        }
+    }
+}
+
+fn inside_block() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "the sender closed the data connection inside a block")
+}
+
+/// One turn on a readable data connection: reads until the socket is
+/// drained or one piece has been received, written and hashed.
+fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
     let n = block_count(s.size, s.block);
-    let per_block = tree::per_block(s.size, s.block);
-    let fd = conn.as_raw_fd();
+    let fd = c.sock.as_raw_fd();
     let write_error = |e: io::Error, index: u64| {
         let m = if is_full(&e) {
             full_message(&s.dir, &s.name, &format!("block {index}"))
@@ -481,106 +651,136 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
         e
     };
     loop {
-        let mut h = [0u8; proto::BLOCK_HEADER];
-        if let Err(e) = conn.read_exact(&mut h) {
-            return if e.kind() == io::ErrorKind::UnexpectedEof { Ok(()) } else { Err(e) };
-        }
-        let (index, len, want) = proto::parse_block_header(&h);
-        if index >= n || block_span(index, s.size, s.block).1 != len as u64 {
-            let m = format!("block {index} of length {len} does not fit the file ({n} blocks of {} bytes)", s.block);
-            let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
-            return Err(io::Error::new(io::ErrorKind::InvalidData, m));
-        }
-        {
-            let mut st = s.state.lock().unwrap();
-            st.writes[index as usize] = st.writes[index as usize].saturating_add(1);
-        }
-        let (start, _) = block_span(index, s.size, s.block);
-        let mut off = start;
-        let mut left = len as usize;
-        let mut hasher = tree::BlockHasher::new(per_block.then_some(start));
-        let mut first = true;
-        while left > 0 {
-            let take = left.min(CHUNK);
-            let corrupt = first && {
-                let mut c = s.corrupt.lock().unwrap();
-                c.take_if(|c| *c == index).is_some()
-            };
-            first = false;
-            match (&s.map, &pipe, &mut buf) {
-                (Some(m), Some(p), _) => {
-                    match p.splice_to(fd, s.part.as_raw_fd(), off, take) {
-                        Ok(()) => {}
-                        Err((e, true)) => return Err(write_error(e, index)),
-                        Err((e, false)) => return Err(e),
-                    }
-                    if corrupt {
-                        let mut b = [0u8; 1];
-                        s.part.read_exact_at(&mut b, off)?;
-                        s.part.write_all_at(&[b[0] ^ 0xff], off)?;
-                    }
-                    // SAFETY: within the map (off + take <= size, the file's
-                    // length); a concurrent copy of the same block (endgame)
-                    // writes the same bytes, and a torn read of a corrupted
-                    // one fails the check (`writes` has the block read back
-                    // at the end).
-                    hasher.update(unsafe { m.bytes(off, take) });
-                    if m.truncated() {
-                        let e = io::Error::other(format!("{} was truncated by another process while receiving", part_path(&s.dir, &s.name).display()));
-                        return Err(write_error(e, index));
-                    }
-                }
-                (_, _, Some(b)) => {
-                    let b = &mut b.as_mut()[..take];
-                    recv_all(fd, b)?;
-                    if corrupt {
-                        b[0] ^= 0xff;
-                    }
-                    hasher.update(b);
-                    s.part.write_all_at(b, off).map_err(|e| write_error(e, index))?;
-                }
-                _ => unreachable!("a map comes with a pipe, else a buffer"),
+        let Some(b) = c.block.as_mut() else {
+            match recv_some(fd, &mut c.head[c.head_got..])? {
+                None => return Ok(Turn::Again),
+                Some(0) if c.head_got == 0 => return Ok(Turn::Eof),
+                Some(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the sender closed the data connection inside a block header")),
+                Some(k) => c.head_got += k,
             }
-            off += take as u64;
-            left -= take;
-        }
-        let got = hasher.finish();
-        let ok = got == want;
-        s.received.fetch_add(1, Ordering::SeqCst);
-        if ok {
-            let mut st = s.state.lock().unwrap();
-            st.done[index as usize] = true;
-            st.hashes[index as usize] = got;
-            if let Err(e) = save_map(&s, &st) {
-                // The block stays unrecorded (a resume sends it again).
-                st.done[index as usize] = false;
-                drop(st);
-                let m = if is_full(&e) {
-                    full_message(&s.dir, &s.name, "the block map")
-                } else {
-                    format!("receiver cannot write the block map of {} in {}: {e}", s.name, s.dir.display())
-                };
+            if c.head_got < proto::BLOCK_HEADER {
+                continue;
+            }
+            c.head_got = 0;
+            let (index, len, want) = proto::parse_block_header(&c.head);
+            if index >= n || block_span(index, s.size, s.block).1 != len as u64 {
+                let m = format!("block {index} of length {len} does not fit the file ({n} blocks of {} bytes)", s.block);
                 let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
-                return Err(e);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, m));
             }
-        } else {
-            s.bad.fetch_add(1, Ordering::SeqCst);
-            emit(&json!({"event": "block-bad", "name": s.name, "block": index}));
+            {
+                let mut st = s.state.lock().unwrap();
+                st.writes[index as usize] = st.writes[index as usize].saturating_add(1);
+            }
+            let (start, _) = block_span(index, s.size, s.block);
+            let hasher = tree::BlockHasher::new(tree::per_block(s.size, s.block).then_some(start));
+            c.block = Some(InBlock { index, want, off: start, left: len as usize, hasher, first: true });
+            c.filled = 0;
+            if len == 0 {
+                complete_block(s, c)?;
+            }
+            continue;
+        };
+        let take = b.left.min(CHUNK);
+        let index = b.index;
+        // A piece: the bytes of one receive step (or the block's rest).
+        let piece = match (&s.map, &c.pipe, &mut c.buf) {
+            (Some(m), Some(p), _) => {
+                // splice(2) what is queued (up to a piece) into the file,
+                // hash it through the map.
+                let moved = match p.splice_some(fd, s.part.as_raw_fd(), b.off, take) {
+                    Ok(None) => return Ok(Turn::Again),
+                    Ok(Some(0)) => return Err(inside_block()),
+                    Ok(Some(k)) => k,
+                    Err((e, true)) => return Err(write_error(e, index)),
+                    Err((e, false)) => return Err(e),
+                };
+                if std::mem::take(&mut b.first) && take_corrupt(s, index) {
+                    let mut x = [0u8; 1];
+                    s.part.read_exact_at(&mut x, b.off)?;
+                    s.part.write_all_at(&[x[0] ^ 0xff], b.off)?;
+                }
+                // SAFETY: within the map (off + moved <= size, the file's
+                // length); a concurrent copy of the same block (endgame)
+                // writes the same bytes, and a torn read of a corrupted
+                // one fails the check (`writes` has the block read back
+                // at the end).
+                b.hasher.update(unsafe { m.bytes(b.off, moved) });
+                if m.truncated() {
+                    let e = io::Error::other(format!("{} was truncated by another process while receiving", part_path(&s.dir, &s.name).display()));
+                    return Err(write_error(e, index));
+                }
+                moved
+            }
+            (_, _, Some(buf)) => {
+                // Gather a whole piece in this connection's buffer, then
+                // hash it there while cache-hot and pwrite it.
+                match recv_some(fd, &mut buf.as_mut()[c.filled..take])? {
+                    None => return Ok(Turn::Again),
+                    Some(0) => return Err(inside_block()),
+                    Some(k) => c.filled += k,
+                }
+                if c.filled < take {
+                    continue;
+                }
+                c.filled = 0;
+                let bytes = &mut buf.as_mut()[..take];
+                if std::mem::take(&mut b.first) && take_corrupt(s, index) {
+                    bytes[0] ^= 0xff;
+                }
+                b.hasher.update(bytes);
+                s.part.write_all_at(bytes, b.off).map_err(|e| write_error(e, index))?;
+                take
+            }
+            _ => unreachable!("a map comes with a pipe, else a buffer"),
+        };
+        b.off += piece as u64;
+        b.left -= piece;
+        if b.left == 0 {
+            complete_block(s, c)?;
         }
-        if s.closed.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        proto::write_msg(&mut *s.control.lock().unwrap(), &json!({"type": "ack", "block": index, "ok": ok}))?;
+        // One piece per turn: the other connections' turn.
+        return Ok(Turn::Again);
     }
 }
 
-/// Fills `buf` from the socket: recv(2) with MSG_WAITALL returns once the
-/// whole buffer is there (or on end of stream, an error or a signal).
-fn recv_all(fd: std::os::fd::RawFd, buf: &mut [u8]) -> io::Result<()> {
-    let len = buf.len();
-    crate::net::all_of(len, "the sender closed the data connection inside a block", |done| unsafe {
-        libc::recv(fd, buf[done..].as_mut_ptr() as *mut libc::c_void, len - done, libc::MSG_WAITALL)
-    })
+/// The test hook: whether this block's first arrival is to be corrupted.
+fn take_corrupt(s: &Session, index: u64) -> bool {
+    s.corrupt.lock().unwrap().take_if(|c| *c == index).is_some()
+}
+
+/// A block fully received: compare its check, record it in the block map,
+/// acknowledge it on the control connection.
+fn complete_block(s: &Arc<Session>, c: &mut Conn) -> io::Result<()> {
+    let b = c.block.take().expect("a block in progress");
+    let index = b.index;
+    let got = b.hasher.finish();
+    let ok = got == b.want;
+    s.received.fetch_add(1, Ordering::SeqCst);
+    if ok {
+        let mut st = s.state.lock().unwrap();
+        st.done[index as usize] = true;
+        st.hashes[index as usize] = got;
+        if let Err(e) = save_map(s, &st) {
+            // The block stays unrecorded (a resume sends it again).
+            st.done[index as usize] = false;
+            drop(st);
+            let m = if is_full(&e) {
+                full_message(&s.dir, &s.name, "the block map")
+            } else {
+                format!("receiver cannot write the block map of {} in {}: {e}", s.name, s.dir.display())
+            };
+            let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
+            return Err(e);
+        }
+    } else {
+        s.bad.fetch_add(1, Ordering::SeqCst);
+        emit(&json!({"event": "block-bad", "name": s.name, "block": index}));
+    }
+    if s.closed.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    proto::write_msg(&mut *s.control.lock().unwrap(), &json!({"type": "ack", "block": index, "ok": ok}))
 }
 
 /// A page-aligned buffer (whole pages for the copy into the page cache).
@@ -640,30 +840,26 @@ impl Pipe {
         Ok(p)
     }
 
-    /// Moves `len` bytes from socket `sock` into `file` at `off`. Err((e,
-    /// true)): writing the file failed (a full disk), else reading the socket.
-    fn splice_to(&self, sock: RawFd, file: RawFd, off: u64, len: usize) -> Result<(), (io::Error, bool)> {
+    /// Moves what the socket `sock` has queued, up to `len` bytes, into
+    /// `file` at `off`: Ok(None) when nothing is queued, Ok(Some(0)) at end
+    /// of stream. Err((e, true)): writing the file failed (a full disk),
+    /// else reading the socket.
+    fn splice_some(&self, sock: RawFd, file: RawFd, off: u64, len: usize) -> Result<Option<usize>, (io::Error, bool)> {
         let (pr, pw) = (self.r.as_raw_fd(), self.w.as_raw_fd());
-        let mut moved = 0;
-        let mut at = off as libc::loff_t;
-        while moved < len {
-            let n = loop {
-                let n = unsafe { libc::splice(sock, std::ptr::null_mut(), pw, std::ptr::null_mut(), len - moved, libc::SPLICE_F_MOVE) };
-                match io::Error::last_os_error() {
-                    e if n < 0 && e.kind() == io::ErrorKind::Interrupted => continue,
-                    e if n < 0 => return Err((e, false)),
-                    _ => break n as usize,
-                }
-            };
-            if n == 0 {
-                return Err((io::Error::new(io::ErrorKind::UnexpectedEof, "the sender closed the data connection inside a block"), false));
+        let n = loop {
+            let n = unsafe { libc::splice(sock, std::ptr::null_mut(), pw, std::ptr::null_mut(), len, libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK) };
+            match io::Error::last_os_error() {
+                e if n < 0 && e.kind() == io::ErrorKind::Interrupted => continue,
+                e if n < 0 && e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                e if n < 0 => return Err((e, false)),
+                _ => break n as usize,
             }
-            crate::net::all_of(n, "splice into the file moved nothing", |done| unsafe {
-                libc::splice(pr, std::ptr::null_mut(), file, &mut at, n - done, libc::SPLICE_F_MOVE)
-            })
-            .map_err(|e| (e, true))?;
-            moved += n;
-        }
-        Ok(())
+        };
+        let mut at = off as libc::loff_t;
+        crate::net::all_of(n, "splice into the file moved nothing", |done| unsafe {
+            libc::splice(pr, std::ptr::null_mut(), file, &mut at, n - done, libc::SPLICE_F_MOVE)
+        })
+        .map_err(|e| (e, true))?;
+        Ok(Some(n))
     }
 }

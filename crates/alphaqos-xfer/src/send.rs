@@ -198,11 +198,13 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
     }
     emit(&json!({"event": "cc", "base": cc_note}));
     let file = Arc::new(file);
+    let rate = Arc::new(AtomicU64::new(o.rate_bps));
     let mut workers = Vec::new();
     for (i, c) in conns.iter().enumerate() {
         let (c, st, f, hashes) = (c.clone(), state.clone(), file.clone(), block_hashes.clone());
         let block = o.block;
-        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, &hashes, size, block)));
+        let rate = rate.clone();
+        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, &hashes, size, block, &rate)));
     }
     // The receiver's acknowledgements.
     let reader = {
@@ -212,7 +214,6 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         std::thread::spawn(move || control_reader(&mut r, &st, size, block))
     };
     // Rate changes from the front.
-    let rate = Arc::new(AtomicU64::new(o.rate_bps));
     {
         let (rate, base, st) = (rate.clone(), conns[0].stream.as_raw_fd(), state.clone());
         let ctl_w = Arc::new(Mutex::new(ctl.try_clone().map_err(Fail::io)?));
@@ -291,7 +292,8 @@ fn fail(st: &State, e: Fail) {
 /// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
-fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], size: u64, block: u64) {
+#[allow(clippy::too_many_arguments)]
+fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], size: u64, block: u64, rate: &AtomicU64) {
     let sock = c.stream.as_raw_fd();
     loop {
         let index = {
@@ -307,8 +309,12 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], s
                 }
                 let copies = |b: u64, q: &Queue| q.inflight.iter().filter(|(x, _)| *x == b).count();
                 // Only blocks of the paced base connection (0) are copied: the
-                // unpaced ones finish theirs about as fast as a copy would.
-                let spare = q.inflight.iter().find(|(b, c)| *c == 0 && me != 0 && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
+                // unpaced ones finish theirs about as fast as a copy would,
+                // and so does the base connection unpaced (rate 0), whose
+                // copies only added a block for the receiver to take in and
+                // read back (docs/transfer.md).
+                let paced = rate.load(Ordering::SeqCst) > 0;
+                let spare = q.inflight.iter().filter(|_| paced).find(|(b, c)| *c == 0 && me != 0 && !q.verified[*b as usize] && copies(*b, &q) == 1).map(|e| e.0);
                 if let Some(i) = spare {
                     q.inflight.push((i, me));
                     st.copies.fetch_add(1, Ordering::SeqCst);
