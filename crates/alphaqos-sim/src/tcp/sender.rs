@@ -720,15 +720,18 @@ impl TcpSender {
     /// acked, ssthresh)`, the rest to congestion avoidance): the ACK is
     /// passed on in pieces of at most RFC 3465's L = 2 SMSS that each
     /// controller takes whole, while cwnd is below ssthresh, and what is
-    /// left in one piece. Else the controller sees the ACK as it came.
+    /// left in one piece, the RTT sample on the first only. Else the
+    /// controller sees the ACK as it came.
     fn grow(&mut self, sample: Ack) {
         let stretch = self.linux.as_ref().is_some_and(|l| l.opts.stretch_ack_ss);
-        let mut left = sample.acked;
+        let (mut left, mut piece) = (sample.acked, sample);
         while stretch && left > 2 * self.mss && self.st.cwnd < self.st.ssthresh {
-            self.cc.on_ack(&mut self.st, &Ack { acked: 2 * self.mss, ..sample });
+            self.cc.on_ack(&mut self.st, &Ack { acked: 2 * self.mss, ..piece });
             left -= 2 * self.mss;
+            // One RTT sample per ACK (HyStart counts samples, not pieces).
+            piece.rtt = None;
         }
-        self.cc.on_ack(&mut self.st, &Ack { acked: left, ..sample });
+        self.cc.on_ack(&mut self.st, &Ack { acked: left, ..piece });
     }
 
     /// Grow the window only while it limits sending (RFC 7661, and Linux's
