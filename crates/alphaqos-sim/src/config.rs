@@ -854,6 +854,10 @@ pub struct HostBehaviour {
     pub tlp: bool,
     pub prr: bool,
     pub tso_autosize: bool,
+    /// Slow start counts every segment a stretch ACK covers (Linux 6's
+    /// `tcp_slow_start(tp, acked)`; `tcp/linux6.rs`), not RFC 3465's L = 2.
+    /// Not a key of its own: the `linux-6` profile's.
+    pub stretch_ack_ss: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -900,6 +904,7 @@ impl TcpConfig {
             tlp: self.tlp.unwrap_or(linux6),
             prr: self.prr.unwrap_or(linux6),
             tso_autosize: self.tso_autosize.unwrap_or(linux6),
+            stretch_ack_ss: linux6,
         }
     }
 }

@@ -52,6 +52,16 @@
 //!   sample the rate is unlimited (`sk_pacing_rate` starts at ~0UL): the
 //!   limit is the cap, the goal 64 KB.
 //!
+//! - `stretch_ack_ss` (`tcp_slow_start(tp, acked)`, net/ipv4/tcp_cong.c,
+//!   commit "tcp: properly handle stretch acks in slow start"): in slow
+//!   start cwnd grows by every segment an ACK covers, up to ssthresh, the
+//!   rest going to congestion avoidance; RFC 3465's L = 2 SMSS (this
+//!   engine's default, and 2.6.33's one segment per ACK with `tcp_abc` = 0)
+//!   would let a receiver's GRO, one ACK per NAPI poll of up to 64 KB
+//!   (`gro.rs`), hold the window to a few per cent growth a round trip.
+//!   The sender passes such an ACK to the controller in 2-SMSS pieces
+//!   (`TcpSender::grow`); not a key of its own, only the profile's.
+//!
 //! Not modelled: TSQ's exemption of a connection with at most one frame
 //! unacknowledged and its doubled limit for retransmissions (`factor` 1);
 //! `tcp_tso_should_defer`'s one-jiffy and half-SRTT conditions (the

@@ -714,6 +714,26 @@ impl TcpSender {
         self.rxt_cur.move_to(&self.sacked, v.max(self.snd_una));
     }
 
+    /// An ACK of new data outside recovery reaches the controller. Linux 6
+    /// (`stretch_ack_ss`, `linux6.rs`) grows cwnd in slow start by every
+    /// segment a stretch ACK covers (`tcp_slow_start`: `cwnd = min(cwnd +
+    /// acked, ssthresh)`, the rest to congestion avoidance): the ACK is
+    /// passed on in pieces of at most RFC 3465's L = 2 SMSS that each
+    /// controller takes whole, while cwnd is below ssthresh, and what is
+    /// left in one piece, the RTT sample on the first only. Else the
+    /// controller sees the ACK as it came.
+    fn grow(&mut self, sample: Ack) {
+        let stretch = self.linux.as_ref().is_some_and(|l| l.opts.stretch_ack_ss);
+        let (mut left, mut piece) = (sample.acked, sample);
+        while stretch && left > 2 * self.mss && self.st.cwnd < self.st.ssthresh {
+            self.cc.on_ack(&mut self.st, &Ack { acked: 2 * self.mss, ..piece });
+            left -= 2 * self.mss;
+            // One RTT sample per ACK (HyStart counts samples, not pieces).
+            piece.rtt = None;
+        }
+        self.cc.on_ack(&mut self.st, &Ack { acked: left, ..piece });
+    }
+
     /// Grow the window only while it limits sending (RFC 7661, and Linux's
     /// `tcp_is_cwnd_limited`): in slow start while cwnd < 2 x FlightSize,
     /// in congestion avoidance while the flight fills the window. A flow
@@ -828,7 +848,7 @@ impl TcpSender {
                 self.dupacks = 0;
                 match &mut self.ns2 {
                     Some(n) if n.per_ack_growth => n.opencwnd(&mut self.st),
-                    _ => self.cc.on_ack(&mut self.st, &sample),
+                    _ => self.grow(sample),
                 }
             }
             if self.snd_una == self.snd_max {
