@@ -106,8 +106,12 @@ def test_emulated_unshaped_tcp_falls_far_below_the_policed_reservation(quick):
     # CentOS 5 hosts: 2.3 %); 0.25 held until an idle make test gave 0.43.
     # "Far below" is tested as under half, with the policer's losses.
     assert Z.share(m) < 0.5 and m["retransmits"] > 0
-    # iperf3's retransmissions are the ones tcpdump saw, and the emulator's policer made them.
-    assert m["wire_retransmits"] == m["retransmits"] <= m["policer_drops"]
+    # iperf3's retransmissions are the ones tcpdump saw, and the emulator's
+    # policer made them: one per dropped segment, give or take a tail-loss
+    # probe or a RACK retransmission the kernel counts without a loss (an
+    # idle make test: 5 retransmissions for 4 drops).
+    assert m["wire_retransmits"] == m["retransmits"] and m["policer_drops"] > 0
+    assert abs(m["retransmits"] - m["policer_drops"]) <= max(2, 0.1 * m["policer_drops"]), m
     assert m["socket_drops"] == 0
 
 
