@@ -315,7 +315,8 @@ def main() -> None:
         cores = f"receiver on core {RX_CORE}, sender on core {TX_CORE}" if PIN[0] else "unpinned"
         print(f"{units.fmt_size(size)} in {work.parent}, {cores}"
               f"{', ' + ' '.join(RT) if RT else ', no real-time priority'}, load {os.getloadavg()[0]:.1f}, {args.repeat} rounds per case")  # fmt: skip
-        print("ours: alphaqos-xfer's data phase (after the sender's whole-file hash), the receiver hashing every byte into the file;"
+        print("ours: alphaqos-xfer's data phase (after any hash the sender takes before sending: protocol 2 the whole file, 3 none for a"
+              " new file), the receiver hashing every byte into the file;"
               " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash)")  # fmt: skip
         print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver;"
               " 'with hash': ours including the sender's hashing before the data phase (protocol 3: only blocks held at the receiver)")  # fmt: skip
