@@ -251,7 +251,19 @@ pub struct Recent {
 impl Recent {
     /// `r` (a range of the out-of-order set, just made or grown) is the
     /// newest; the ranges it overlaps or touches (merged into it) go.
-    pub fn touch(&mut self, r: (u64, u64)) {
+    /// `same_count`: the set holds as many ranges as before the change.
+    /// Then, if `r` starts where the newest range starts, it is that range
+    /// grown at its end with nothing merged into it (a range made anew
+    /// with one merged into it starts below the merged one): updated in
+    /// place, the common case of in-order arrivals above a hole.
+    pub fn touch(&mut self, r: (u64, u64), same_count: bool) {
+        if same_count {
+            if let Some(mut newest) = self.by_stamp.last_entry().filter(|n| n.get().0 == r.0) {
+                *newest.get_mut() = r;
+                self.by_start.get_mut(&r.0).expect("held by start too").0 = r.1;
+                return;
+            }
+        }
         // Disjoint ranges sorted by start: those overlapping or touching
         // [r.0, r.1] are the one before r.0 if it reaches r.0, and those
         // starting in [r.0, r.1].
@@ -417,15 +429,20 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let (mut rcv_nxt, mut most) = (0, 0);
+        let (mut rcv_nxt, mut most, mut last_end, mut grown) = (0, 0, 0, 0);
         for step in 0..20000 {
-            let seq = rcv_nxt + (next() % 200) * 10;
+            // A third of the time the segment after the last one (a run arriving
+            // above a hole: the newest range grows in place).
+            let seq = if next() % 3 == 0 && last_end > rcv_nxt { last_end } else { rcv_nxt + (next() % 400) * 10 };
             let end = seq + 10;
+            last_end = end;
             if seq > rcv_nxt {
+                let count = set.len();
                 let (range, _) = set.insert(seq, end);
+                grown += (set.len() == count && list.first().is_some_and(|n| n.0 == range.0)) as u32;
                 list.retain(|&(s, e)| e < range.0 || s > range.1);
                 list.insert(0, range);
-                recent.touch(range);
+                recent.touch(range, set.len() == count);
             } else {
                 rcv_nxt = end;
                 if let Some((s, e)) = set.first() {
@@ -441,5 +458,6 @@ mod tests {
             most = most.max(list.len());
         }
         assert!(most > 50, "the walk held many ranges out of order at once ({most})");
+        assert!(grown > 1000, "the newest range grew in place often ({grown})");
     }
 }
