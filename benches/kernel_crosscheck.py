@@ -45,12 +45,12 @@ from typing import Any
 #: single options that stood in for it before (CUBIC, SACK, D-SACK and
 #: undo, the adaptive reordering metric, RACK and pacing), kept because it
 #: shows what pacing does to the policer and scavenger cases.
-#: "linux-6-paced" is the kernel's sender as this bench runs it: iperf3
-#: 3.12 sets ``-C cubic`` after connect(), when the system default (bbr on
-#: this machine) has already run ``bbr_init``, which sets the socket's
-#: ``sk_pacing_status`` to SK_PACING_NEEDED; switching to CUBIC does not
-#: clear it, so CUBIC is paced by TCP's internal pacing (a capture shows
-#: ~1 ms trains, docs/kernel-crosscheck.md).
+#: "linux-6-paced" is closer to the kernel's sender as this bench runs it:
+#: iperf3 3.12 sets ``-C cubic`` after connect(), when the system default
+#: (bbr here) has already run ``bbr_init``, which sets the socket's
+#: ``sk_pacing_status`` to SK_PACING_NEEDED, so its CUBIC paces; and a
+#: capture shows the kernel sending ~1 ms trains, also with CUBIC set
+#: before connect (docs/kernel-crosscheck.md).
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
