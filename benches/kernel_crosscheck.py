@@ -45,11 +45,18 @@ from typing import Any
 #: single options that stood in for it before (CUBIC, SACK, D-SACK and
 #: undo, the adaptive reordering metric, RACK and pacing), kept because it
 #: shows what pacing does to the policer and scavenger cases.
+#: "linux-6-paced" is closer to the kernel's sender as this bench runs it:
+#: iperf3 3.12 sets ``-C cubic`` after connect(), when the system default
+#: (bbr here) has already run ``bbr_init``, which sets the socket's
+#: ``sk_pacing_status`` to SK_PACING_NEEDED, so its CUBIC paces; and a
+#: capture shows the kernel sending ~1 ms trains, also with CUBIC set
+#: before connect (docs/kernel-crosscheck.md).
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
     "near-linux-6": {"sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
     "linux-6": {"host_profile": "linux-6"},
+    "linux-6-paced": {"host_profile": "linux-6", "pacing": True},
 }
 #: As the emulated hosts send and receive (wire_like: no offloads).
 HOST = {"tso": "0B", "gro": False}
@@ -152,13 +159,31 @@ def shape_plan(spec: dict[str, Any], netns: str | None):
     return plan_shape("s0", rate, share, match=parse_match(f"src={SND}/32"), policer_burst=bucket, netns_name=netns, gso_max_segs=None)
 
 
+def path_counters(tables: dict[str, Any]) -> dict[str, Any]:
+    """What the path did to the flow's packets, the same in both runs (the
+    emulator runs the engine's queues and policers): per queue of the
+    router's links, packets enqueued and dropped; per filter term, packets
+    out of profile. Where the sender's bursts meet the policer, these show
+    them (issue 21: the policer and scavenger cases)."""
+
+    def cols(t: Any) -> dict[str, list]:
+        return t if isinstance(t, dict) else (t.to_dict(as_series=False) if t is not None else {})
+
+    q, f = cols(tables.get("queue_summary")), cols(tables.get("filter"))
+    queues = {name: {"enq_pkts": e, "drop_pkts": d} for name, e, d in zip(q.get("queue", []), q.get("enq_pkts", []), q.get("drop_pkts", []))
+              if name.startswith("rtr->")}  # fmt: skip
+    terms = {term: {"matched_pkts": m, "out_of_profile_pkts": o} for term, m, o in zip(f.get("term", []), f.get("matched_pkts", []), f.get("out_of_profile_pkts", []))}
+    return {"queues": queues, "filter": terms}
+
+
 def simulated(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     """Goodput (bit/s, bytes acked over the run), retransmissions and bytes
     acked every 100 ms (summed over the flows); each flow's goodput in
-    ``flow_bps`` (f0, f1 ...)."""
+    ``flow_bps`` (f0, f1 ...); the path's counters (:func:`path_counters`)."""
     import alphaqos
 
-    tcp = alphaqos.run(scenario(spec, profile)).tables()["tcp"].sort("time")
+    tables = alphaqos.run(scenario(spec, profile)).tables()
+    tcp = tables["tcp"].sort("time")
     per_t: dict[float, int] = {}
     retx = 0
     flow_bps = []
@@ -170,7 +195,8 @@ def simulated(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
         flow_bps.append(8 * int(rows["bytes_acked"].max()) / spec["seconds"])
     times = sorted(per_t)
     acked = [per_t[t] for t in times]
-    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "time": times, "bytes": acked, "flow_bps": flow_bps}
+    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "time": times, "bytes": acked, "flow_bps": flow_bps,
+            "path": path_counters(tables)}  # fmt: skip
 
 
 def kernel(spec: dict[str, Any]) -> dict[str, Any]:
@@ -236,6 +262,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
         "flow_bps": flow_bps if len(reports) > 1 else None,
         "delay_error_p99_s": max((t["delay_error_p99_s"] or 0.0) for t in held),
         "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
+        "path": path_counters(tables),
     }  # fmt: skip
 
 
@@ -329,6 +356,19 @@ def flow_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def path_table(results: list[dict[str, Any]]) -> str:
+    """Per case and source: drops at each of the router's queues and packets
+    out of profile at its filter terms (what the sender's bursts cost)."""
+    lines = ["| case | source | drops per router queue (of enqueued) | out of profile (of matched) |", "|---|---|---|---|"]
+    for r in results:
+        for src, d in [("kernel", r["kernel"])] + list(r["sim"].items()):
+            p = d.get("path") or {}
+            qs = ", ".join(f"{n.removeprefix('rtr->')}: {v['drop_pkts']} ({v['enq_pkts']})" for n, v in (p.get("queues") or {}).items() if v["enq_pkts"])
+            fs = ", ".join(f"{n}: {v['out_of_profile_pkts']} ({v['matched_pkts']})" for n, v in (p.get("filter") or {}).items())
+            lines.append(f"| {r['case'] if src == 'kernel' else ''} | {src} | {qs or '-'} | {fs or '-'} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES))
@@ -355,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
     print(flow_table(results))
+    print(path_table(results))
     return 0
 
 

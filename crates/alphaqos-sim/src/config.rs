@@ -858,6 +858,14 @@ pub struct HostBehaviour {
     /// `tcp_slow_start(tp, acked)`; `tcp/linux6.rs`), not RFC 3465's L = 2.
     /// Not a key of its own: the `linux-6` profile's.
     pub stretch_ack_ss: bool,
+    /// With SACK, a loss found outside recovery starts a new one even
+    /// before snd_una has passed the previous recovery point (Linux's
+    /// `tcp_fastretrans_alert` in Open/Disorder: `tcp_time_to_recover`,
+    /// then `tcp_enter_recovery`, with no `high_seq` test but for Reno;
+    /// only the Loss state after a timeout holds it back). RFC 6675's
+    /// `RecoveryPoint` test otherwise. Not a key of its own: the `linux-6`
+    /// profile's (`tcp/linux6.rs`).
+    pub sack_reentry: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -905,6 +913,7 @@ impl TcpConfig {
             prr: self.prr.unwrap_or(linux6),
             tso_autosize: self.tso_autosize.unwrap_or(linux6),
             stretch_ack_ss: linux6,
+            sack_reentry: linux6,
         }
     }
 }

@@ -246,3 +246,33 @@ fn linux6_keeps_the_host_queue_to_about_a_millisecond_of_the_pacing_rate() {
     let (gd, gl) = (d.flow("f", "rx_bytes") as f64, l.flow("f", "rx_bytes") as f64);
     assert!(rel(gl, gd) < 0.05, "goodput {gl} against {gd}");
 }
+
+/// Linux 6 leaves a recovery by a partial undo (`tcp_try_undo_partial`:
+/// the hole was filled by the original, no retransmission out) into the
+/// Open/Disorder state, and a loss RACK finds there starts a new recovery
+/// at once (`tcp_fastretrans_alert` -> `tcp_time_to_recover` ->
+/// `tcp_enter_recovery`: no `high_seq` test with SACK), although snd_una
+/// is still below the old recovery point. The scavenger cross-check's
+/// sender (docs/kernel-crosscheck.md) instead sat out of recovery with a
+/// hole at snd_una, sending on as SACKs came, until the RTO.
+#[test]
+fn a_loss_after_a_partial_undo_starts_a_recovery_before_the_old_recovery_point() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    assert_eq!(w.data.len(), 20);
+    // 1..4 SACKed at 20 ms: 0 is a hole; RACK waits min RTT / 4 = 5 ms.
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    assert_eq!(w.data.iter().filter(|d| d.1).collect::<Vec<_>>(), vec![&(0, true)]);
+    assert_eq!(s.stats.fast_retransmits, 1);
+    // The original 0 arrives (its timestamp echoed: sent at 0, before the
+    // retransmission) with 1..9: a partial ACK, the recovery undone.
+    ack(&mut s, &mut w, 30, 0, 10, &[]);
+    // ... and the next ACK, 1 ms later, its SACK shows a hole at 10.
+    ack(&mut s, &mut w, 31, 1, 10, &[(11, 15)]);
+    assert_eq!(s.linux_stats().expect("linux").undos, 1, "partial undo");
+    let sent_before = w.data.len();
+    // RACK's window passes at 36 ms: 10 is lost, sent again now, not at the RTO.
+    fire(&mut s, &mut w, 36 * MS, FlowTimer::Rack);
+    assert!(w.data[sent_before..].contains(&(10 * MSS, true)), "{:?}", &w.data[sent_before..]);
+    assert_eq!((s.stats.fast_retransmits, s.stats.timeouts), (2, 0));
+}

@@ -1129,7 +1129,10 @@ impl TcpSender {
 
     /// Has a new loss episode begun?
     fn loss_detected(&self, now: SimTime) -> bool {
-        let new_episode = self.recovery == Recovery::Reno || self.recover.is_none_or(|r| self.snd_una >= r);
+        let new_episode = self.recovery == Recovery::Reno
+            || self.recover.is_none_or(|r| self.snd_una >= r)
+            // Linux 6 (`sack_reentry`): out of recovery, only a timeout's recovery holds a new one back.
+            || (self.recovery == Recovery::Sack && self.linux.as_ref().is_some_and(|l| l.opts.sack_reentry) && self.rack.as_ref().is_some_and(|r| r.rto_recover.is_none()));
         // A retransmission found lost is a loss too (Linux: `lost_out`).
         let by_sack = self.recovery == Recovery::Sack && (self.lost_edge(now).0 > self.snd_una || !self.retx_lost.is_empty());
         // Linux with SACK counts SACKed segments, not duplicate ACKs (`tcp_dupack_heurestics`).
@@ -1172,7 +1175,16 @@ impl TcpSender {
                     // original; reordering fackets_out + acked deep.
                     let top = self.sacked.last().map_or(self.snd_una, |(_, e)| e);
                     let metric = (top - self.snd_una).div_ceil(self.mss) + acked.div_ceil(self.mss);
-                    let no_retx_out = self.retx.is_empty() && self.retx_lost.is_empty();
+                    let mut no_retx_out = self.retx.is_empty() && self.retx_lost.is_empty();
+                    if self.linux.as_ref().is_some_and(|l| l.opts.prr) && !no_retx_out {
+                        // Linux 6 asks after `tcp_clean_rtx_queue` has taken the
+                        // cumulatively acknowledged retransmissions out of
+                        // `retrans_out`: those below snd_una are not out.
+                        let una = self.snd_una;
+                        no_retx_out = self.retx.range(una..).next().is_none()
+                            && self.retx.range(..una).next_back().is_none_or(|(_, r)| r.end <= una)
+                            && self.retx_lost.iter().all(|&(_, e, _)| e <= una);
+                    }
                     let lx = self.linux.as_mut().expect("linux");
                     lx.update_reordering(metric);
                     if lx.opts.prr {
