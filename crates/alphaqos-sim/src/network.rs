@@ -334,6 +334,11 @@ impl Net {
             return None; // superseded by an earlier arrival
         }
         let (_, pkt) = ifc.pipe.pop_front().expect("Deliver event with an empty pipe");
+        // The frame after the new head, read at the next arrival but one
+        // (the head's time is read just below).
+        if let Some(next) = ifc.pipe.get(1) {
+            crate::packet::prefetch(next);
+        }
         ifc.next_deliver = match ifc.pipe.front() {
             Some(&(t, _)) => {
                 self.events.schedule(t, Event::Deliver(i));

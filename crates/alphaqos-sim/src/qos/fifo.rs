@@ -13,7 +13,7 @@
 
 use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
 use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
-use crate::packet::Packet;
+use crate::packet::{prefetch, Packet};
 use crate::time::SimTime;
 use std::collections::VecDeque;
 
@@ -56,11 +56,19 @@ impl PacketQueue {
         self.counters.held_by_color[pkt.color as usize] += 1;
         self.bytes += pkt.size as u64;
         self.pkts.push_back(pkt);
+        // The slot the next arrival takes (or past the buffer's end).
+        if let Some(last) = self.pkts.back() {
+            prefetch((last as *const Packet).wrapping_add(1));
+        }
     }
     /// The head packet, leaving for the wire at `now`.
     #[inline(always)]
     pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
+        // The packet the next departure takes.
+        if let Some(next) = self.pkts.front() {
+            prefetch(next);
+        }
         self.bytes -= p.size as u64;
         self.counters.held_by_color[p.color as usize] -= 1;
         self.counters.on_dequeue(p.size, p.enqueued, now);
