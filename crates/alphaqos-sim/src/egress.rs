@@ -106,6 +106,26 @@ impl Egress {
         self.qdisc.enqueue(pkt, &mut ctx)
     }
 
+    /// `pkt` arrives at `now` and, if the transmitter is free and the
+    /// discipline a plain FIFO holding nothing ([`Fifo::pass`]), goes
+    /// straight to the wire: the port's state and the queue's counters as
+    /// after [`Egress::enqueue`] then [`Egress::dequeue`] at `now`. None if
+    /// that is not the case (nothing changed: go the ordinary way);
+    /// `Some(false)` if the FIFO's limit refused the packet.
+    ///
+    /// [`Fifo::pass`]: crate::qos::fifo::Fifo::pass
+    #[inline(always)]
+    pub fn pass(&mut self, now: SimTime, pkt: &mut Packet) -> Option<bool> {
+        if now < self.busy_until {
+            return None;
+        }
+        let LinkQdisc::Fifo(f) = &mut self.qdisc else { return None };
+        let admitted = f.pass(pkt, now)?;
+        self.busy_until = now;
+        self.hold = SimTime::ZERO;
+        Some(admitted)
+    }
+
     /// The transmitter is free at `now` (a time [`Egress::next_tx`] gave):
     /// the packet it puts on the wire and the time its last bit leaves, if
     /// the discipline gives one. Packets dropped at dequeue go to `dropped`.
@@ -243,6 +263,49 @@ mod tests {
             port.transmit(t, &mut dropped);
         }
         assert_eq!((port.tx_pkts, dropped.len()), (5, 0));
+    }
+
+    /// The counters of a port's queue, as text (they have no `PartialEq`).
+    fn counted(port: &Egress) -> String {
+        let mut out = String::new();
+        port.qdisc.for_each_queue(&mut |c, q, b| out += &format!("{c} {q:?} {b:?}"));
+        out
+    }
+
+    #[test]
+    fn an_idle_fifo_passes_a_packet_as_enqueue_then_transmit_would() {
+        // Byte limit 1500: a 1600-byte packet is refused by either way.
+        let (mut a, mut b) = (fifo_port(8, 10, 38), fifo_port(8, 10, 38));
+        for port in [&mut a, &mut b] {
+            port.qdisc = LinkQdisc::Fifo(Fifo::new(Limit::from_opts(None, Some(1500))));
+        }
+        let mut dropped = vec![];
+        for (t, size) in [(0, 962), (2_000_000, 1600), (5_000_000, 500)] {
+            let now = SimTime(t);
+            let mut p = Packet::test(0, size);
+            // Passed, it goes on the wire as a dequeued packet does (`Net::on_wire`).
+            let passed = a.pass(now, &mut p);
+            if passed == Some(true) {
+                a.sent(now, &p, &mut NoWatch);
+            }
+            let ordinary = match b.enqueue(now, Packet::test(0, size), &mut dropped) {
+                Ok(()) => b.transmit(now, &mut dropped).map(|(q, _)| q),
+                Err(_) => None,
+            };
+            assert_eq!(passed, Some(ordinary.is_some()), "at {t}");
+            if let Some(q) = ordinary {
+                assert_eq!(p, q);
+            }
+            assert_eq!((a.busy_until(), a.next_tx(), a.tx_pkts), (b.busy_until(), b.next_tx(), b.tx_pkts));
+            assert_eq!(counted(&a), counted(&b));
+        }
+        // Transmitter busy (the 500-byte packet is on the wire until 5.538 ms)
+        // or a packet waiting: not passed, nothing changed.
+        let before = counted(&a);
+        assert_eq!(a.pass(SimTime(5_100_000), &mut Packet::test(0, 100)), None);
+        assert_eq!(counted(&a), before);
+        a.enqueue(SimTime(5_100_000), Packet::test(0, 100), &mut dropped).unwrap();
+        assert_eq!(a.pass(SimTime(6_000_000), &mut Packet::test(0, 100)), None);
     }
 
     #[test]

@@ -220,6 +220,30 @@ impl Net {
         if let Some(m) = &mut ifc.monitor {
             m.on_arrival(ifc.egress.qdisc.backlog().bytes);
         }
+        // An idle plain FIFO: the packet is on the wire at once, as the
+        // ordinary way below (enqueue, then start_tx) would put it, without
+        // its copy into the queue's ring and back; same counters, same events.
+        if ifc.tx_event == SimTime::MAX {
+            let mut pkt = pkt;
+            match ifc.egress.pass(now, &mut pkt) {
+                Some(true) => {
+                    self.tsq(share, true);
+                    self.on_wire(i, pkt);
+                    return;
+                }
+                Some(false) => return self.count_drop(&pkt),
+                None => return self.enqueue_queued(i, pkt, share),
+            }
+        }
+        self.enqueue_queued(i, pkt, share)
+    }
+
+    /// [`Net::enqueue`] the ordinary way: into the discipline, then on the
+    /// wire if the transmitter is free.
+    #[inline(always)]
+    fn enqueue_queued(&mut self, i: u32, pkt: Packet, share: Option<TsqShare>) {
+        let now = self.now;
+        let ifc = &mut self.ifaces[i as usize];
         let refused = ifc.egress.enqueue(now, pkt, &mut self.dropped).err();
         if !self.dropped.is_empty() {
             let node = ifc.node;
@@ -287,36 +311,7 @@ impl Net {
         }
         let ifc = &mut self.ifaces[i as usize];
         match next {
-            Dequeued::Packet(p) => {
-                let end = ifc.sent(now, &p);
-                let wire = end.since(now);
-                let mut arrive = end + ifc.delay;
-                let imp = ifc.impair;
-                // Impairments draw from their own stream, so that enabling
-                // loss leaves the discipline's draws as they were (defect 2).
-                let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-                let share = TsqShare::of(ifc.node, &p);
-                if lost {
-                    ifc.lost_pkts += 1;
-                } else {
-                    if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
-                        // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
-                        arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
-                    }
-                    if ifc.push_pipe(arrive, p) {
-                        self.events.schedule(arrive, Event::Deliver(i));
-                    }
-                }
-                let ifc = &mut self.ifaces[i as usize];
-                if ifc.egress.qdisc.backlog().pkts > 0 {
-                    ifc.tx_event = end;
-                    self.events.schedule(end, Event::TxDone(i));
-                }
-                if lost {
-                    self.count_drop(&p);
-                }
-                self.tsq(share, false);
-            }
+            Dequeued::Packet(p) => self.on_wire(i, p),
             Dequeued::Empty => ifc.egress.held(now, None),
             Dequeued::NotBefore(t) => {
                 ifc.egress.held(now, Some(t));
@@ -324,6 +319,43 @@ impl Net {
                 self.events.schedule(t, Event::TxDone(i));
             }
         }
+    }
+
+    /// `p`, just taken from interface `i`'s discipline, goes on the wire
+    /// now: into the pipe (unless the wire loses it), the next departure
+    /// scheduled if more wait, its TSQ share released.
+    #[inline(always)]
+    fn on_wire(&mut self, i: u32, p: Packet) {
+        let now = self.now;
+        let ifc = &mut self.ifaces[i as usize];
+        let end = ifc.sent(now, &p);
+        let wire = end.since(now);
+        let mut arrive = end + ifc.delay;
+        let imp = ifc.impair;
+        // Impairments draw from their own stream, so that enabling
+        // loss leaves the discipline's draws as they were (defect 2).
+        let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
+        let share = TsqShare::of(ifc.node, &p);
+        if lost {
+            ifc.lost_pkts += 1;
+        } else {
+            if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
+                // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
+                arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
+            }
+            if ifc.push_pipe(arrive, p) {
+                self.events.schedule(arrive, Event::Deliver(i));
+            }
+        }
+        let ifc = &mut self.ifaces[i as usize];
+        if ifc.egress.qdisc.backlog().pkts > 0 {
+            ifc.tx_event = end;
+            self.events.schedule(end, Event::TxDone(i));
+        }
+        if lost {
+            self.count_drop(&p);
+        }
+        self.tsq(share, false);
     }
 
     /// The head of interface `i`'s pipe arrives at the peer. Returns the
@@ -334,6 +366,11 @@ impl Net {
             return None; // superseded by an earlier arrival
         }
         let (_, pkt) = ifc.pipe.pop_front().expect("Deliver event with an empty pipe");
+        // The frame after the new head, read at the next arrival but one
+        // (the head's time is read just below).
+        if let Some(next) = ifc.pipe.get(1) {
+            crate::packet::prefetch(next);
+        }
         ifc.next_deliver = match ifc.pipe.front() {
             Some(&(t, _)) => {
                 self.events.schedule(t, Event::Deliver(i));

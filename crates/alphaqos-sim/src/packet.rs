@@ -13,6 +13,35 @@ pub const PROTO_ICMP: u8 = 1;
 pub const PROTO_TCP: u8 = 6;
 pub const PROTO_UDP: u8 = 17;
 
+/// Ask the processor to load the cache lines of the `T` at `at` ahead of
+/// its use: a hint, with no effect on any result, and harmless at an
+/// address past the end of a buffer (a prefetch never faults). The deep
+/// rings of packets (a bandwidth-delay product of queue, a long link's
+/// pipe: megabytes, far beyond the caches) are read and written one entry
+/// per event, the entry long evicted since its slot was last used; asked
+/// for one event ahead, the load overlaps the work in between instead of
+/// stalling it (Intel 64 and IA-32 Architectures Optimization Reference
+/// Manual, "Software prefetching").
+#[inline(always)]
+pub fn prefetch<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = at as *const i8;
+        let size = std::mem::size_of::<T>();
+        let mut off = 0;
+        while off < size {
+            // SAFETY: a prefetch reads nothing into the program and never faults.
+            unsafe { _mm_prefetch(p.wrapping_add(off), _MM_HINT_T0) };
+            off += 64;
+        }
+        // The last line, when `T` straddles one more than its size needs.
+        unsafe { _mm_prefetch(p.wrapping_add(size - 1), _MM_HINT_T0) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// The colour a meter gives a packet (RFC 2697/2698): its loss priority.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Color {

@@ -7,7 +7,7 @@
 //! never crosses a host.
 
 use crate::config::Impairment;
-use crate::packet::Packet;
+use crate::packet::{prefetch, Packet};
 use crate::egress::{Egress, TxWatch};
 use crate::rng::Rng;
 use crate::time::{Duration, SimTime};
@@ -159,6 +159,10 @@ impl Iface {
         // Nearly always the latest: append without searching.
         if self.pipe.back().is_none_or(|&(t, _)| t <= at) {
             self.pipe.push_back((at, pkt));
+            // The slot the next frame takes (or past the buffer's end).
+            if let Some(last) = self.pipe.back() {
+                prefetch((last as *const (SimTime, Packet)).wrapping_add(1));
+            }
         } else {
             let pos = self.pipe.iter().rposition(|&(t, _)| t <= at).map_or(0, |p| p + 1);
             self.pipe.insert(pos, (at, pkt));

@@ -13,7 +13,7 @@
 
 use super::{Backlog, DropProfile, DropReason, Dequeued, Qdisc, QueueCounters, QueueCtx};
 use crate::knob::{Knob, KnobCtx, KnobError, KnobName, KnobResult};
-use crate::packet::Packet;
+use crate::packet::{prefetch, Packet};
 use crate::time::SimTime;
 use std::collections::VecDeque;
 
@@ -56,11 +56,19 @@ impl PacketQueue {
         self.counters.held_by_color[pkt.color as usize] += 1;
         self.bytes += pkt.size as u64;
         self.pkts.push_back(pkt);
+        // The slot the next arrival takes (or past the buffer's end).
+        if let Some(last) = self.pkts.back() {
+            prefetch((last as *const Packet).wrapping_add(1));
+        }
     }
     /// The head packet, leaving for the wire at `now`.
     #[inline(always)]
     pub fn pop(&mut self, now: SimTime) -> Option<Packet> {
         let p = self.pkts.pop_front()?;
+        // The packet the next departure takes.
+        if let Some(next) = self.pkts.front() {
+            prefetch(next);
+        }
         self.bytes -= p.size as u64;
         self.counters.held_by_color[p.color as usize] -= 1;
         self.counters.on_dequeue(p.size, p.enqueued, now);
@@ -104,6 +112,28 @@ impl Fifo {
     }
     pub fn counters(&self) -> &QueueCounters {
         &self.q.counters
+    }
+    /// A packet arriving at `now` at a plain drop-tail FIFO (no drop
+    /// profile) that holds nothing, its transmitter free: admitted and
+    /// taken for the wire at the same instant, counted as [`Qdisc::enqueue`]
+    /// then [`Qdisc::dequeue`] would count it (a sojourn of 0), without the
+    /// round trip through the ring. None if the queue is not such a one
+    /// (the caller goes the ordinary way); `Some(false)` if the limit
+    /// refuses the packet (a packet larger than a byte limit), counted as
+    /// a tail drop.
+    #[inline]
+    pub fn pass(&mut self, pkt: &mut Packet, now: SimTime) -> Option<bool> {
+        if self.profile.is_some() || !self.q.is_empty() {
+            return None;
+        }
+        if !self.limit.admits(self.q.backlog(), pkt.size) {
+            self.q.counters.on_drop(pkt.size, DropReason::Tail);
+            return Some(false);
+        }
+        pkt.enqueued = now;
+        self.q.counters.on_enqueue(pkt.size);
+        self.q.counters.on_dequeue(pkt.size, now, now);
+        Some(true)
     }
     /// Admit `pkt` without asking the profile or the limit (tests that hold
     /// a queue at a level).
