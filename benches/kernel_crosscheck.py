@@ -46,7 +46,7 @@ from typing import Any
 #: undo, the adaptive reordering metric, RACK and pacing), kept because it
 #: shows what pacing does to the policer and scavenger cases.
 PROFILES: dict[str, dict[str, Any]] = {
-    "default": {},
+    "default": {"host_profile": "default"},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
     "near-linux-6": {"sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
     "linux-6": {"host_profile": "linux-6"},

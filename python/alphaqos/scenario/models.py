@@ -334,8 +334,9 @@ class TcpOptions(_Model):
     # Agent/TCP/Sack1 and its DelAck sink: per-ACK window growth, Sack1
     # recovery, no early ACK for PSH, a 10 ms RTT clock; init_cwnd 2, delack_timeout 100ms, initial_rto 3s, rto rfc6298
     # and quickack 0 where left unset). Each behaviour below, left unset,
-    # takes the profile's value.
-    host_profile: Literal["default", "linux-2.6.33", "linux-6", "ns2"] = "default"
+    # takes the profile's value. Default: linux-6, hosts as they run today
+    # (reproductions pin their document's profile).
+    host_profile: Literal["default", "linux-2.6.33", "linux-6", "ns2"] = "linux-6"
     fack: Flag | None = None
     adaptive_reordering: Flag | None = None
     max_reordering: Count | None = None
