@@ -858,6 +858,10 @@ pub struct HostBehaviour {
     /// `tcp_slow_start(tp, acked)`; `tcp/linux6.rs`), not RFC 3465's L = 2.
     /// Not a key of its own: the `linux-6` profile's.
     pub stretch_ack_ss: bool,
+    /// Congestion avoidance grows cwnd for a whole flight once sending was
+    /// held back by cwnd in it (Linux's `tcp_cwnd_validate`;
+    /// `tcp/linux6.rs`). Not a key of its own: the `linux-6` profile's.
+    pub cwnd_usage: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -905,6 +909,7 @@ impl TcpConfig {
             prr: self.prr.unwrap_or(linux6),
             tso_autosize: self.tso_autosize.unwrap_or(linux6),
             stretch_ack_ss: linux6,
+            cwnd_usage: linux6,
         }
     }
 }
