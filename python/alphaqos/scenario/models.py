@@ -372,6 +372,40 @@ class TcpOptions(_Model):
     # it (tcp_tso_autosize, tcp_small_queue_check).
     tso_autosize: Flag | None = None
 
+    @model_validator(mode="after")
+    def _profile_values(self) -> TcpOptions:
+        """The host profile's values of the keys left unset, as if given
+        (:func:`profile_unset`): what the model holds is what runs, and a
+        dumped scenario reads back equal whatever the default profile. Set
+        in place: the model is new, and a validator may return only itself."""
+        unset = profile_unset(self)
+        for key, value in unset.items():
+            object.__setattr__(self, key, value)
+        self.model_fields_set.update(unset)
+        return self
+
+
+def profile_unset(tcp: TcpOptions) -> dict[str, Any]:
+    """The keys ``tcp`` leaves unset that its host profile gives a value
+    (:data:`PROFILE_DEFAULTS`), with those values."""
+    defaults = PROFILE_DEFAULTS.get(tcp.host_profile, {})
+    if tcp.host_profile == "linux-6" and not tcp.sack:
+        return {}  # RACK needs SACK
+    return {k: v for k, v in defaults.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
+
+
+#: A host profile's values of the TCP keys a scenario leaves unset. ns2:
+#: ns-2.35's ``tcl/lib/ns-default.tcl`` (``windowInit_ 2``,
+#: ``Agent/TCPSink/Sack1/DelAck set interval_ 100ms``, ``rtxcur_init_ 3.0``;
+#: ``rtt_timeout`` with ``rfc2988_ true`` is max(minrto_, SRTT + 4 RTTVAR);
+#: no quick ACKs). linux-6: RACK (``tcp_recovery`` 1, on since 4.18), which
+#: needs SACK. ``cc`` stays the scenario's: a flow names it, a workload's
+#: connections are CUBIC (Linux's default) unless it says otherwise.
+PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ns2": {"init_cwnd": 2, "delack_timeout": 100 * NS_PER_MS, "initial_rto": 3 * NS_PER_S, "rto": "rfc6298", "quickack": 0},
+    "linux-6": {"rack": True},
+}
+
 
 class Tcp(TcpOptions, _Endpoints):
     """A bulk TCP transfer (unlimited unless ``size`` is given)."""
