@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -219,6 +218,11 @@ def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | Non
     end = json.loads(out)["end"]
     r = {"bps": end["sum_received"]["bits_per_second"],
          "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu}  # fmt: skip
+    if to_file:
+        # iperf3 3.12 opens the -F file once per stream, each from offset 0
+        # with O_TRUNC: with -P 4 the streams overwrite one quarter of the
+        # bytes (fewer page-cache pages to allocate than a mover storing all).
+        r["file_bytes"] = to_file.stat().st_size if to_file.exists() else 0
     if trace:
         r["rx_calls"], r["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
     return r
@@ -311,12 +315,14 @@ def main() -> None:
         cores = f"receiver on core {RX_CORE}, sender on core {TX_CORE}" if PIN[0] else "unpinned"
         print(f"{units.fmt_size(size)} in {work.parent}, {cores}"
               f"{', ' + ' '.join(RT) if RT else ', no real-time priority'}, load {os.getloadavg()[0]:.1f}, {args.repeat} rounds per case")  # fmt: skip
-        print("ours: alphaqos-xfer's data phase (after the sender's whole-file hash), the receiver hashing every byte into the file;"
+        print("ours: alphaqos-xfer's data phase (after any hash the sender takes before sending: protocol 2 the whole file, 3 none for a"
+              " new file), the receiver hashing every byte into the file;"
               " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash)")  # fmt: skip
-        print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver")
-        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
+        print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver;"
+              " 'with hash': ours including the sender's hashing before the data phase (protocol 3: only blocks held at the receiver)")  # fmt: skip
+        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'with hash':>9} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
         if args.compare:
-            head += f" {'before Gbit/s':>20} {'ratio':>6}"
+            head += f" {'before Gbit/s':>20} {'with hash':>9} {'ratio':>6} {'ratio with hash':>15}"
         print(head)
         for kind in args.path.split(","):
             if kind.startswith("veth") and os.geteuid() != 0:
@@ -333,12 +339,17 @@ def main() -> None:
                     ref = lambda k: (f"{med[k] / 1e9:>7.2f} {med['ours'] / med[k]:>6.2f}" if k in med else f"{'-':>7} {'-':>6}")  # noqa: E731
                     icpu = f"{cpu('iperf3', 'tx_cpu'):.2f}/{cpu('iperf3', 'rx_cpu'):.2f}" if "iperf3" in runs else "no iperf3"
                     ocpu = f"{cpu('ours', 'tx_cpu'):.2f}/{cpu('ours', 'rx_cpu'):.2f}"
-                    line = f"{kind:<12} {streams:>7} {spread:>20} {ref('iperf3')} {ref('iperf3 -Z -F')} {ocpu:>15} {icpu:>17}"
+                    with_hash = median([r["bps_all"] for r in runs["ours"]]) / 1e9
+                    line = f"{kind:<12} {streams:>7} {spread:>20} {with_hash:>9.2f} {ref('iperf3')} {ref('iperf3 -Z -F')} {ocpu:>15} {icpu:>17}"
                     if "before" in runs:
                         b = [r["bps"] / 1e9 for r in runs["before"]]
                         before = f"{med['before'] / 1e9:.2f} [{min(b):.2f}-{max(b):.2f}]"
-                        line += f" {before:>20} {med['ours'] / med['before']:>6.2f}"
+                        b_all = median([r["bps_all"] for r in runs["before"]]) / 1e9
+                        line += f" {before:>20} {b_all:>9.2f} {med['ours'] / med['before']:>6.2f} {with_hash / b_all:>15.2f}"
                     print(line)
+                    short = [r["file_bytes"] for r in runs.get("iperf3 -Z -F", []) if r["file_bytes"] < 0.9 * size]
+                    if short:
+                        print(f"{'':>12} iperf3 -Z -F wrote a file of {median(short) / size:.2f} x the bytes it received (its streams overwrite each other): not like for like")
                     if args.syscalls and shutil.which("strace"):
                         mb = size / 1e6
                         with tempfile.TemporaryDirectory() as t:

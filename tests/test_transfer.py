@@ -98,6 +98,36 @@ def test_resume_after_kill_sends_only_missing_blocks(tmp_path, rx, capsys):
     assert any(e.get("event") == "stored-blocks-bad" and e["blocks"] == [victim] for e in rx.events())
 
 
+def test_resume_of_a_changed_source_resends_only_changed_blocks(tmp_path, rx):
+    """Protocol version 3 has no whole-file hash before sending: a resume is
+    proved block by block. The source changed in one held block (same size)
+    between the attempts: the sender's own check of that block differs from
+    the receiver's record, so it alone of the held blocks is sent again; the
+    others are kept, and the file arrives as it is now."""
+    src = make_file(tmp_path / "c.bin", 8 * MiB, seed=11)
+    mapfile = rx.dir / ".c.bin.part.map"
+    _send_then_kill(src, rx.addr, MiB, 40_000_000, mapfile, 3)
+    time.sleep(0.3)  # the receiver notices the sender's end
+    done = json.loads(mapfile.read_text())["done"]
+    held = _held(mapfile)
+    assert 3 <= held < 8
+    victim = done[0][0]
+    with open(src, "r+b") as f:
+        f.seek(victim * MiB + 7)
+        byte = f.read(1)
+        f.seek(victim * MiB + 7)
+        f.write(bytes([byte[0] ^ 0xA5]))
+    out = subprocess.run([binary(), "send", str(src), rx.addr, "--streams", "1", "--block", str(MiB), "--cc", "cubic"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    events = {e["event"]: e for e in (json.loads(x) for x in out.stdout.splitlines() if x.startswith("{"))}
+    assert events["start"]["held_differ"] == 1 and events["start"]["held"] == held - 1
+    assert events["done"]["blocks_sent"] == 8 - held + 1 and events["done"]["blocks_resent"] == 0
+    assert (rx.dir / "c.bin").read_bytes() == src.read_bytes()
+    complete = [e for e in rx.events() if e.get("event") == "complete" and e["name"] == "c.bin"]
+    assert complete and complete[-1]["hash"] == events["done"]["hash"], "the receiver's whole-file check is the sender's"
+
+
 @pytest.mark.parametrize("mode", ["splice", "pwrite"])
 def test_block_corrupted_on_arrival_is_resent(tmp_path, capsys, mode):
     # pwrite: the receiver's default (through a buffer); splice: socket to
@@ -136,25 +166,26 @@ def test_bad_input(tmp_path, rx, capsys):
 
 
 def test_block_map_of_another_protocol_version(tmp_path, rx):
-    """A partial file received under protocol version 1 (per-block xxh3)
-    is not resumed by version 2 (BLAKE3 checks): the sender is refused with
-    the version mismatch, exit 2, the partial file kept; --force starts over."""
+    """A partial file received under protocol version 2 (checks in the
+    block header, the whole-file hash in the hello) is not resumed by
+    version 3: the sender is refused with the version mismatch, exit 2, the
+    partial file kept; --force starts over."""
     src = make_file(tmp_path / "v.bin", 2 * MiB, seed=5)
     # 8 Mbit/s, 256 KiB blocks: about 0.26 s a block; killed after the first.
     mapfile = rx.dir / ".v.bin.part.map"
     _send_then_kill(src, rx.addr, 256 << 10, 8_000_000, mapfile, 1)
     time.sleep(0.3)  # the receiver notices the sender's end
     doc = json.loads(mapfile.read_text())
-    assert doc["version"] == 2 and all(len(h) == 64 for h in doc["hashes"] if h), "checks stored as 32-byte hex"
-    # As version 1 wrote it: xxh3-64 values as numbers.
-    doc["version"], doc["hashes"] = 1, [12345 if h else None for h in doc["hashes"]]
+    assert doc["version"] == 3 and all(len(h) == 64 for h in doc["hashes"] if h), "checks stored as 32-byte hex"
+    # As version 2 wrote it: the same, with the whole-file hash.
+    doc["version"], doc["hash"] = 2, "ab" * 32
     mapfile.write_text(json.dumps(doc))
     args = [binary(), "send", str(src), rx.addr, "--streams", "1", "--block", str(256 << 10), "--cc", "cubic"]
     done = subprocess.run(args, capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and "protocol version mismatch" in done.stderr and "version 1" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "protocol version mismatch" in done.stderr and "version 2" in done.stderr, done.stderr
     assert "--force" in done.stderr and ".v.bin.part" in done.stderr
-    assert (rx.dir / ".v.bin.part").exists() and json.loads(mapfile.read_text())["version"] == 1, "kept as it was"
+    assert (rx.dir / ".v.bin.part").exists() and json.loads(mapfile.read_text())["version"] == 2, "kept as it was"
     done = subprocess.run([*args, "--force"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     final = next(json.loads(x) for x in done.stdout.splitlines() if '"done"' in x)
@@ -181,19 +212,25 @@ def test_mover_holds_until_go(tmp_path, rx):
     assert (rx.dir / "h.bin").read_bytes() == src.read_bytes()
 
 
-def test_source_truncated_while_hashed(tmp_path, rx):
+@pytest.mark.parametrize("block", ["64MiB", "3MiB"])
+def test_source_truncated_while_read(tmp_path, rx, block):
     """The source file shrinks (another process truncates it) while the
-    sender hashes it through its read-only map: one line naming the file,
-    exit 2, nothing at the receiver (it was SIGBUS, status 135). A sparse
-    2 GiB file takes over 0.4 s to hash at this machine's 5 GB/s on two
-    threads, and is truncated as soon as the sender says it hashes."""
-    src = tmp_path / "t.bin"
+    sender reads it: one line naming the file, exit 2 (it was SIGBUS,
+    status 135). 64 MiB blocks (BLAKE3 subtrees) are hashed through a
+    read-only map as they are sent (protocol version 3): truncated as soon
+    as the sending starts, the receiver keeps what it verified, resumable.
+    3 MiB blocks (not subtrees) are hashed in one pass before anything is
+    sent: truncated as soon as the sender says it hashes, nothing reaches
+    the receiver. A sparse 2 GiB file takes over 0.4 s either way."""
+    src = tmp_path / f"t{block}.bin"
     with open(src, "wb") as f:
         f.truncate(2 << 30)
-    sender = subprocess.Popen([binary(), "send", str(src), rx.addr, "--cc", "cubic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)  # fmt: skip
+    args = [binary(), "send", str(src), rx.addr, "--cc", "cubic", "--block", str(units_size(block))]
+    sender = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = "start" if block == "64MiB" else "hashing"
     try:
-        assert json.loads(sender.stdout.readline())["event"] == "hashing"
+        while json.loads(sender.stdout.readline())["event"] != first:
+            pass
         os.truncate(src, MiB)
         out, err = sender.communicate(timeout=60)
     finally:
@@ -201,8 +238,17 @@ def test_source_truncated_while_hashed(tmp_path, rx):
             sender.kill()
             sender.wait()
     assert sender.returncode == 2, (sender.returncode, err)
-    assert err.count("\n") == 1 and str(src) in err and "truncated while being hashed" in err, err
-    assert '"start"' not in out and not list(rx.dir.glob("*t.bin*")), "nothing sent"
+    assert err.count("\n") == 1 and str(src) in err, err
+    if first == "start":
+        assert "truncated while being sent" in err and "receiver keeps" in err, err
+        assert not (rx.dir / src.name).exists(), "not complete, not under its name"
+    else:
+        assert "truncated while being hashed" in err and "nothing was sent" in err, err
+        assert '"start"' not in out and not list(rx.dir.glob(f"*{src.name}*")), "nothing sent"
+
+
+def units_size(text: str) -> int:
+    return int(text[:-3]) << 20
 
 
 def _closed_port() -> int:

@@ -5,32 +5,41 @@
 //! `AQXC` (control) or `AQXD` (data).
 //!
 //! Control: frames of a 4-byte big-endian length and a JSON object with a
-//! `"type"`. Sender to receiver: `hello {version, name, size, hash (BLAKE3 of
-//! the whole file, hex), block (bytes), force}`, `rate {bps}`, `done`.
-//! Receiver to sender: `welcome {version, session, have: [[from, to), ...]}`
-//! (the blocks it already holds: resume), `ack {block, ok}` (the block's
-//! check verdict), `resend {blocks}` (blocks whose stored copy failed the
-//! whole-file check), `finished {path}` and `error {message}`.
+//! `"type"`. Sender to receiver: `hello {version, name, size, block (bytes),
+//! force}`, `rate {bps}`, `done {hash}` (the whole file's BLAKE3, hex).
+//! Receiver to sender: `welcome {version, session, have: [[from, to), ...],
+//! checks: [hex, ...]}` (the blocks it already holds, resume, and their
+//! recorded checks in block order, for the sender to compare with its
+//! own), `ack {block, ok}` (the block's check verdict), `resend {blocks}`
+//! (blocks whose stored copy failed the whole-file check), `finished
+//! {path}` and `error {message}`.
 //!
 //! Data: after the magic, the session (u64 BE) and the connection's index
-//! (u8); then blocks, each a 44-byte header (index u64 and length u32, BE,
-//! and the block's 32-byte check: its BLAKE3 chaining value as the subtree
-//! at its offset when the whole-file hash is made per block, see
-//! [`crate::tree`], else the BLAKE3 hash of the block alone) and the payload.
+//! (u8); then blocks, each a 12-byte header (index u64 and length u32, BE),
+//! the payload and a 32-byte trailer, the block's check: its BLAKE3
+//! chaining value as the subtree at its offset when the whole-file hash is
+//! made per block, see [`crate::tree`], else the BLAKE3 hash of the block
+//! alone.
 //!
 //! Version 2 replaced version 1's per-block xxh3-64 by the BLAKE3 value the
-//! receiver computes anyway for the whole-file hash: one hash over every
-//! received byte instead of two. A block map written under another version
-//! is not resumed (its checks are of the other kind).
+//! receiver computes anyway for the whole-file hash. Version 3 moved the
+//! check from the block's header to a trailer and the whole-file hash from
+//! `hello` to `done`: the sender hashes each block as it sends it instead
+//! of the whole file before sending anything. A resume is proved block by
+//! block (the sender hashes the blocks the receiver holds and compares them
+//! with `welcome`'s checks; a block that differs is sent again). A block
+//! map written under another version is not resumed.
 use serde_json::{json, Value};
 use std::io::{self, Read, Write};
 
-pub const VERSION: u64 = 2;
+pub const VERSION: u64 = 3;
 pub const MAGIC_CONTROL: &[u8; 4] = b"AQXC";
 pub const MAGIC_DATA: &[u8; 4] = b"AQXD";
 /// A block's check (BLAKE3: chaining value or hash, 32 bytes).
 pub type Check = [u8; 32];
-pub const BLOCK_HEADER: usize = 12 + 32;
+/// A block's header (index, length); its check follows the payload.
+pub const BLOCK_HEADER: usize = 12;
+pub const BLOCK_TRAILER: usize = 32;
 /// The largest control frame accepted (a block map of a huge file stays far below).
 pub const MAX_FRAME: usize = 64 << 20;
 
@@ -91,16 +100,15 @@ pub fn from_ranges(v: &Value, n: u64) -> Result<Vec<bool>, String> {
     Ok(done)
 }
 
-pub fn block_header(index: u64, len: u32, check: &Check) -> [u8; BLOCK_HEADER] {
+pub fn block_header(index: u64, len: u32) -> [u8; BLOCK_HEADER] {
     let mut h = [0u8; BLOCK_HEADER];
     h[..8].copy_from_slice(&index.to_be_bytes());
     h[8..12].copy_from_slice(&len.to_be_bytes());
-    h[12..].copy_from_slice(check);
     h
 }
 
-pub fn parse_block_header(h: &[u8; BLOCK_HEADER]) -> (u64, u32, Check) {
-    (u64::from_be_bytes(h[..8].try_into().unwrap()), u32::from_be_bytes(h[8..12].try_into().unwrap()), h[12..].try_into().unwrap())
+pub fn parse_block_header(h: &[u8; BLOCK_HEADER]) -> (u64, u32) {
+    (u64::from_be_bytes(h[..8].try_into().unwrap()), u32::from_be_bytes(h[8..12].try_into().unwrap()))
 }
 
 /// A check as lower-case hex (the block map's form).
@@ -144,8 +152,8 @@ mod tests {
     #[test]
     fn header_round_trip() {
         let c: Check = std::array::from_fn(|i| (i * 37 + 5) as u8);
-        let h = block_header(7, 1 << 20, &c);
-        assert_eq!(parse_block_header(&h), (7, 1 << 20, c));
+        let h = block_header(7, 1 << 20);
+        assert_eq!(parse_block_header(&h), (7, 1 << 20));
         assert_eq!(check_from_hex(&check_hex(&c)), Some(c));
         assert_eq!(check_from_hex("zz"), None);
     }

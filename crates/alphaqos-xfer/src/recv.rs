@@ -48,7 +48,6 @@ struct Session {
     dir: PathBuf,
     size: u64,
     block: u64,
-    hash: String,
     part: File,
     /// The part file mapped read-only, for hashing what splice(2) wrote
     /// (None: blocks go through a buffer and pwrite).
@@ -148,7 +147,7 @@ fn save_map(s: &Session, st: &MapState) -> io::Result<()> {
     let path = map_path(&s.dir, &s.name);
     let tmp = path.with_extension("map.tmp");
     let hashes: Vec<Value> = st.done.iter().zip(&st.hashes).map(|(d, h)| if *d { json!(proto::check_hex(h)) } else { Value::Null }).collect();
-    let body = json!({"version": proto::VERSION, "name": s.name, "size": s.size, "block": s.block, "hash": s.hash,
+    let body = json!({"version": proto::VERSION, "name": s.name, "size": s.size, "block": s.block,
                       "done": proto::to_ranges(&st.done), "hashes": hashes});
     let r = std::fs::write(&tmp, serde_json::to_vec(&body)?).and_then(|_| std::fs::rename(&tmp, &path));
     if r.is_err() {
@@ -205,14 +204,15 @@ fn reserve(part: &File, dir: &Path, name: &str, size: u64) -> Result<(), String>
     }
 }
 
-/// The block map of an earlier attempt at the same file (same size, block
-/// size and whole-file hash), or None. Err(message): it is one, but written
-/// under another protocol version (its checks are of another kind).
-fn load_map(dir: &Path, name: &str, size: u64, block: u64, hash: &str) -> Result<Option<MapState>, String> {
+/// The block map of an earlier attempt at a file of this name, size and
+/// block size, or None (the sender compares the held blocks' checks with
+/// its own file's: a block that differs is sent again, see `proto`).
+/// Err(message): it is one, but written under another protocol version.
+fn load_map(dir: &Path, name: &str, size: u64, block: u64) -> Result<Option<MapState>, String> {
     let Some(body) = std::fs::read(map_path(dir, name)).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()) else {
         return Ok(None);
     };
-    if body["size"].as_u64() != Some(size) || body["block"].as_u64() != Some(block) || body["hash"].as_str() != Some(hash) {
+    if body["size"].as_u64() != Some(size) || body["block"].as_u64() != Some(block) {
         return Ok(None);
     }
     let version = body["version"].as_u64().unwrap_or(0);
@@ -248,10 +248,8 @@ fn control(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     if version != proto::VERSION {
         return refuse(&mut conn, format!("protocol version mismatch: the receiver speaks version {}, the sender {version}", proto::VERSION));
     }
-    let (Some(name), Some(size), Some(block), Some(hash)) =
-        (hello["name"].as_str(), hello["size"].as_u64(), hello["block"].as_u64(), hello["hash"].as_str())
-    else {
-        return refuse(&mut conn, "hello: missing name, size, block or hash".into());
+    let (Some(name), Some(size), Some(block)) = (hello["name"].as_str(), hello["size"].as_u64(), hello["block"].as_u64()) else {
+        return refuse(&mut conn, "hello: missing name, size or block".into());
     };
     let force = hello["force"].as_bool().unwrap_or(false);
     if !valid_name(name) {
@@ -277,16 +275,16 @@ fn control(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let result = run_session(shared, &mut conn, &dir, name, size, block, hash, force);
+    let result = run_session(shared, &mut conn, &dir, name, size, block, force);
     shared.active.lock().unwrap().remove(name);
     result
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &str, size: u64, block: u64, hash: &str, force: bool) -> io::Result<()> {
+fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &str, size: u64, block: u64, force: bool) -> io::Result<()> {
     let n = block_count(size, block);
     let part_p = part_path(dir, name);
-    let resumed = match load_map(dir, name, size, block, hash) {
+    let resumed = match load_map(dir, name, size, block) {
         Ok(m) => m.filter(|_| part_p.exists()),
         Err(_) if force => None,
         Err(m) => return refuse(conn, m),
@@ -316,13 +314,13 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         u64::from_ne_bytes(b) | 1
     };
     let have = proto::to_ranges(&st.done);
+    let checks: Vec<String> = st.done.iter().zip(&st.hashes).filter(|(d, _)| **d).map(|(_, h)| proto::check_hex(h)).collect();
     let held = st.done.iter().filter(|d| **d).count();
     let session = Arc::new(Session {
         name: name.to_string(),
         dir: dir.to_path_buf(),
         size,
         block,
-        hash: hash.to_string(),
         part,
         map,
         state: Mutex::new(st),
@@ -345,7 +343,7 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
     }
     shared.sessions.lock().unwrap().insert(id, session.clone());
     emit(&json!({"event": "session", "name": name, "size": size, "block": block, "blocks": n, "held": held, "resume": is_resume}));
-    proto::write_msg(&mut *session.control.lock().unwrap(), &json!({"type": "welcome", "version": proto::VERSION, "session": id, "have": have}))?;
+    proto::write_msg(&mut *session.control.lock().unwrap(), &json!({"type": "welcome", "version": proto::VERSION, "session": id, "have": have, "checks": checks}))?;
     let outcome = session_loop(&session, conn);
     session.closed.store(true, Ordering::SeqCst);
     session.wake.notify();
@@ -371,7 +369,12 @@ fn session_loop(s: &Arc<Session>, conn: &mut TcpStream) -> io::Result<bool> {
         match msg["type"].as_str() {
             Some("rate") => emit(&json!({"event": "rate", "name": s.name, "bps": msg["bps"]})),
             Some("done") => {
-                if let Some(done) = finish(s)? {
+                let Some(hash) = msg["hash"].as_str() else {
+                    let m = "done without the whole file's hash".to_string();
+                    proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m))?;
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, m));
+                };
+                if let Some(done) = finish(s, hash)? {
                     return Ok(done);
                 }
             }
@@ -384,9 +387,10 @@ fn session_loop(s: &Arc<Session>, conn: &mut TcpStream) -> io::Result<bool> {
     }
 }
 
-/// The sender says all blocks are acknowledged: check the whole file.
-/// Some(true): renamed into place; None: blocks asked again.
-fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
+/// The sender says all blocks are acknowledged and gives the whole file's
+/// BLAKE3 (`hash`): check the whole file. Some(true): renamed into place;
+/// None: blocks asked again.
+fn finish(s: &Arc<Session>, hash: &str) -> io::Result<Option<bool>> {
     let mut ctl = s.control.lock().unwrap();
     let missing: Vec<u64> = s.state.lock().unwrap().done.iter().enumerate().filter(|(_, d)| !**d).map(|(i, _)| i as u64).collect();
     if !missing.is_empty() {
@@ -425,13 +429,13 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         // times 1 KiB, or a file of one block); when it fails, a second
         // finds the blocks that differ from their checks.
         let (whole, _) = tree::hash_whole(&s.part, s.size, s.block, false)?;
-        if whole != s.hash {
+        if whole != hash {
             let (_, checks) = tree::hash_whole(&s.part, s.size, s.block, true)?;
             bad = (0..n).filter(|&i| checks[i as usize] != st.hashes[i as usize]).collect();
         }
         whole
     };
-    if got == s.hash {
+    if got == hash {
         let target = s.dir.join(&s.name);
         std::fs::rename(part_path(&s.dir, &s.name), &target)?;
         let _ = std::fs::remove_file(map_path(&s.dir, &s.name));
@@ -444,7 +448,7 @@ fn finish(s: &Arc<Session>) -> io::Result<Option<bool>> {
         return Ok(Some(true));
     }
     if bad.is_empty() {
-        let m = format!("whole-file BLAKE3 {got} differs from the sender's {} although every block's check matched (the file changed while sent?)", s.hash);
+        let m = format!("whole-file BLAKE3 {got} differs from the sender's {} although every block's check matched (the file changed while sent?)", hash);
         proto::write_msg(&mut *ctl, &proto::error_msg(&m))?;
         return Err(io::Error::new(io::ErrorKind::InvalidData, m));
     }
@@ -517,7 +521,9 @@ impl Wake {
 /// BLAKE3 state and write offset, the piece gathered so far.
 struct InBlock {
     index: u64,
+    /// The sender's check, the trailer after the payload (`want_got` of its bytes read).
     want: Check,
+    want_got: usize,
     off: u64,
     left: usize,
     hasher: tree::BlockHasher,
@@ -662,7 +668,7 @@ fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
                 continue;
             }
             c.head_got = 0;
-            let (index, len, want) = proto::parse_block_header(&c.head);
+            let (index, len) = proto::parse_block_header(&c.head);
             if index >= n || block_span(index, s.size, s.block).1 != len as u64 {
                 let m = format!("block {index} of length {len} does not fit the file ({n} blocks of {} bytes)", s.block);
                 let _ = proto::write_msg(&mut *s.control.lock().unwrap(), &proto::error_msg(&m));
@@ -674,13 +680,22 @@ fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
             }
             let (start, _) = block_span(index, s.size, s.block);
             let hasher = tree::BlockHasher::new(tree::per_block(s.size, s.block).then_some(start));
-            c.block = Some(InBlock { index, want, off: start, left: len as usize, hasher, first: true });
+            c.block = Some(InBlock { index, want: [0; 32], want_got: 0, off: start, left: len as usize, hasher, first: true });
             c.filled = 0;
-            if len == 0 {
+            continue;
+        };
+        if b.left == 0 {
+            // The payload is in: its check follows.
+            match recv_some(fd, &mut b.want[b.want_got..])? {
+                None => return Ok(Turn::Again),
+                Some(0) => return Err(inside_block()),
+                Some(k) => b.want_got += k,
+            }
+            if b.want_got == proto::BLOCK_TRAILER {
                 complete_block(s, c)?;
             }
             continue;
-        };
+        }
         let take = b.left.min(CHUNK);
         let index = b.index;
         // A piece: the bytes of one receive step (or the block's rest).
@@ -737,7 +752,8 @@ fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
         b.off += piece as u64;
         b.left -= piece;
         if b.left == 0 {
-            complete_block(s, c)?;
+            // Its check is likely queued behind it.
+            continue;
         }
         // One piece per turn: the other connections' turn.
         return Ok(Turn::Again);

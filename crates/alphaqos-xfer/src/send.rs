@@ -1,8 +1,11 @@
-//! The sender (`alphaqos-xfer send`): the whole-file BLAKE3, the `hello`,
-//! then K data connections taking the receiver's missing blocks from one
-//! queue (connection 0, the *base*, paced at the reserved rate and marked
-//! with the reservation's DSCP; the others unpaced with the excess DSCP),
-//! each block's BLAKE3 check in its header and its payload by `sendfile(2)`.
+//! The sender (`alphaqos-xfer send`): the `hello`, then K data connections
+//! taking the receiver's missing blocks from one queue (connection 0, the
+//! *base*, paced at the reserved rate and marked with the reservation's
+//! DSCP; the others unpaced with the excess DSCP), each block's payload by
+//! `sendfile(2)`, hashed piece by piece as it goes (protocol version 3),
+//! its BLAKE3 check after it; the whole file's BLAKE3, merged from the
+//! blocks' checks, in `done`. Block sizes that are not BLAKE3 subtrees
+//! hash the file in one pass before sending, as version 2 did.
 //! Per interval it writes a JSON line on stdout; `{"rate_bps": N}` on stdin
 //! re-paces the base connection.
 use crate::net::{self, TcpInfo};
@@ -14,6 +17,7 @@ use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -49,8 +53,11 @@ struct Queue {
     inflight: Vec<(u64, usize)>,
     /// Blocks the receiver verified (a duplicate's second ack is ignored).
     verified: Vec<bool>,
-    /// Failed checks per block (the hashes are taken once, before sending).
+    /// Failed checks per block.
     failures: Vec<u8>,
+    /// Each block's check as last sent or, held at the receiver, as the
+    /// sender computed it: the whole-file hash is merged from them.
+    cvs: Vec<Option<Check>>,
     acked: u64,
     /// `done` was sent for the current set of acknowledgements (a `resend`
     /// clears it: the blocks come again, then `done` again).
@@ -105,21 +112,40 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         s.set_nodelay(true).map_err(Fail::io)?;
         Ok(s)
     };
-    // Reach the receiver before hashing a large file.
+    // Reach the receiver before hashing anything.
     let mut ctl = connect()?;
-    let t_hash = Instant::now();
-    emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size}));
+    let n = block_count(size, o.block);
+    let per = tree::per_block(size, o.block);
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let hashed = tree::hash_file(&file, size, o.block, threads);
+    let shrank = |what: &str| {
+        let now = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Fail::bad(format!("cannot read {}: truncated while being {what} ({size} bytes when opened, {now} now)", o.file.display()))
+    };
     // A file that shrank while hashed (through the map: zeros past its new
-    // end; through read: a short read): one line naming it, nothing sent.
-    let now = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if now < size || hashed.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::UnexpectedEof) {
-        return Err(Fail::bad(format!("cannot read {}: truncated while being hashed ({size} bytes when opened, {now} now); nothing was sent", o.file.display())));
-    }
-    let (hash, block_hashes) = hashed.map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))?;
-    let block_hashes = Arc::new(block_hashes);
-    let hash_s = t_hash.elapsed().as_secs_f64();
+    // end; through read: a short read): one line naming it.
+    let checked = |r: io::Result<Vec<Check>>| -> Result<Vec<Check>, Fail> {
+        let now = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if now < size || r.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::UnexpectedEof) {
+            return Err(shrank("hashed"));
+        }
+        r.map_err(|e| Fail::bad(format!("cannot read {}: {e}", o.file.display())))
+    };
+    // Blocks that are BLAKE3 subtrees are hashed as they are sent; other
+    // block sizes (and a file of one block) take one pass first.
+    let t_hash = Instant::now();
+    let pre: Option<(String, Vec<Check>)> = if per {
+        None
+    } else {
+        emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size}));
+        let mut whole = String::new();
+        let checks = checked(tree::hash_file(&file, size, o.block, threads).map(|(h, c)| {
+            whole = h;
+            c
+        }))
+        .map_err(|e| Fail { message: format!("{}; nothing was sent", e.message), ..e })?;
+        Some((whole, checks))
+    };
+    let mut hash_s = t_hash.elapsed().as_secs_f64();
     if o.hold {
         emit(&json!({"event": "hashed", "hash_s": hash_s}));
         let mut line = String::new();
@@ -128,7 +154,7 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         o.rate_bps = go["go_rate_bps"].as_u64().ok_or_else(|| Fail::other("stopped before sending: no go on stdin".into()))?;
     }
     ctl.write_all(proto::MAGIC_CONTROL).map_err(Fail::io)?;
-    proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "hash": hash, "block": o.block, "force": o.force}))
+    proto::write_msg(&mut ctl, &json!({"type": "hello", "version": o.version, "name": name, "size": size, "block": o.block, "force": o.force}))
         .map_err(Fail::io)?;
     let welcome = proto::read_msg(&mut ctl).map_err(|e| Fail::other(format!("receiver {}: {e}", o.addr)))?;
     if welcome["type"] == "error" {
@@ -138,13 +164,43 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         return Err(Fail::bad(format!("receiver {}: protocol version mismatch or not an alphaqos-xfer receiver ({})", o.addr, welcome)));
     }
     let session = welcome["session"].as_u64().ok_or_else(|| Fail::other("welcome without a session".into()))?;
-    let n = block_count(size, o.block);
-    let have = proto::from_ranges(&welcome["have"], n).map_err(Fail::other)?;
+    let mut have = proto::from_ranges(&welcome["have"], n).map_err(Fail::other)?;
+    // A resume: the blocks the receiver holds are this file's only if their
+    // checks are this file's. Hash them here (only them) and compare; a
+    // block that differs is sent again.
+    let held_idx: Vec<u64> = (0..n).filter(|i| have[*i as usize]).collect();
+    let theirs: Vec<Option<Check>> = welcome["checks"].as_array().map(|a| a.iter().map(|h| h.as_str().and_then(proto::check_from_hex)).collect()).unwrap_or_default();
+    if theirs.len() != held_idx.len() {
+        return Err(Fail::other(format!("welcome: {} checks for {} held blocks", theirs.len(), held_idx.len())));
+    }
+    let mut cvs: Vec<Option<Check>> = match &pre {
+        Some((_, c)) => c.iter().copied().map(Some).collect(),
+        None => vec![None; n as usize],
+    };
+    let mut held_differ = 0u64;
+    if !held_idx.is_empty() {
+        let t_held = Instant::now();
+        let mine = match &pre {
+            Some((_, c)) => held_idx.iter().map(|i| c[*i as usize]).collect(),
+            None => {
+                emit(&json!({"event": "hashing", "file": o.file.display().to_string(), "size": size, "held_blocks": held_idx.len()}));
+                checked(tree::hash_blocks(&file, size, o.block, &held_idx, threads))?
+            }
+        };
+        for ((i, m), t) in held_idx.iter().zip(mine).zip(&theirs) {
+            cvs[*i as usize] = Some(m);
+            if *t != Some(m) {
+                have[*i as usize] = false;
+                held_differ += 1;
+            }
+        }
+        hash_s += t_held.elapsed().as_secs_f64();
+    }
     let held = have.iter().filter(|h| **h).count() as u64;
     let pending: VecDeque<u64> = (0..n).filter(|i| !have[*i as usize]).collect();
     let held_bytes: u64 = (0..n).filter(|i| have[*i as usize]).map(|i| block_span(i, size, o.block).1).sum();
     let state = Arc::new(State {
-        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), failures: vec![0; n as usize], acked: held, done_sent: false, finished: false, error: None }),
+        q: Mutex::new(Queue { pending, inflight: Vec::new(), verified: have.clone(), failures: vec![0; n as usize], cvs, acked: held, done_sent: false, finished: false, error: None }),
         cv: Condvar::new(),
         total: n,
         stop: AtomicBool::new(false),
@@ -154,8 +210,8 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         acked_bytes: AtomicU64::new(held_bytes),
         held_bytes,
     });
-    emit(&json!({"event": "start", "name": name, "size": size, "hash": hash, "hash_s": hash_s,
-                 "blocks": n, "held": held, "block": o.block, "streams": o.streams, "session": session}));
+    emit(&json!({"event": "start", "name": name, "size": size, "hash_s": hash_s,
+                 "blocks": n, "held": held, "held_differ": held_differ, "block": o.block, "streams": o.streams, "session": session}));
 
     // The data connections.
     let mut conns = Vec::new();
@@ -197,14 +253,16 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         conns.push(Arc::new(Conn { stream: s, bytes: AtomicU64::new(0) }));
     }
     emit(&json!({"event": "cc", "base": cc_note}));
-    let file = Arc::new(file);
+    // The blocks are hashed through a read-only map (no copy out of the
+    // page cache; a file truncated under it reads zeros and says so).
+    let map = if per { tree::Mapping::new(&file, size).ok() } else { None };
+    let src = Arc::new(Source { file, path: o.file.display().to_string(), map, size, block: o.block, pre: pre.is_some() });
     let rate = Arc::new(AtomicU64::new(o.rate_bps));
     let mut workers = Vec::new();
     for (i, c) in conns.iter().enumerate() {
-        let (c, st, f, hashes) = (c.clone(), state.clone(), file.clone(), block_hashes.clone());
-        let block = o.block;
+        let (c, st, src) = (c.clone(), state.clone(), src.clone());
         let rate = rate.clone();
-        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &f, &hashes, size, block, &rate)));
+        workers.push(std::thread::spawn(move || sender_loop(i, &c, &st, &src, &rate)));
     }
     // The receiver's acknowledgements.
     let reader = {
@@ -223,16 +281,26 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
 
     let t0 = Instant::now();
     let mut last = (t0, vec![0u64; conns.len()]);
+    let mut hash = String::new();
     let outcome = loop {
         let (finished, error, send_done) = {
             let q = state.q.lock().unwrap();
             let timeout = o.interval.saturating_sub(last.0.elapsed());
             let mut q = state.cv.wait_timeout_while(q, timeout, |q| !q.finished && q.error.is_none() && (q.acked < state.total || q.done_sent)).unwrap().0;
             let send_done = !q.finished && q.error.is_none() && q.acked >= state.total && !q.done_sent;
+            let mut root = None;
             if send_done {
                 q.done_sent = true;
+                root = Some(match &pre {
+                    Some((whole, _)) => whole.clone(),
+                    None => {
+                        let cvs: Option<Vec<Check>> = q.cvs.iter().copied().collect();
+                        let cvs = cvs.ok_or_else(|| Fail::other("a verified block without its check".into()))?;
+                        tree::root(&cvs).to_hex().to_string()
+                    }
+                });
             }
-            (q.finished, q.error.clone(), send_done)
+            (q.finished, q.error.clone(), root)
         };
         if let Some(e) = error {
             break Err(e);
@@ -240,8 +308,9 @@ pub fn send(mut o: SendOptions) -> Result<(), Fail> {
         if finished {
             break Ok(());
         }
-        if send_done {
-            proto::write_msg(&mut ctl, &json!({"type": "done"})).map_err(Fail::io)?;
+        if let Some(root) = send_done {
+            hash = root;
+            proto::write_msg(&mut ctl, &json!({"type": "done", "hash": hash})).map_err(Fail::io)?;
         }
         if last.0.elapsed() >= o.interval {
             let now = Instant::now();
@@ -292,9 +361,27 @@ fn fail(st: &State, e: Fail) {
 /// connection sends a copy of a block still on the base connection (the endgame:
 /// the tail of the file does not wait for the slowest connection, the paced
 /// base one at a small reservation). The first verified copy counts.
-#[allow(clippy::too_many_arguments)]
-fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], size: u64, block: u64, rate: &AtomicU64) {
+/// The file as the sending threads see it.
+struct Source {
+    file: File,
+    path: String,
+    /// The file mapped read-only, for hashing blocks as they are sent (None:
+    /// read into a buffer).
+    map: Option<tree::Mapping>,
+    size: u64,
+    block: u64,
+    /// The checks were computed before sending (a block size that is not a
+    /// BLAKE3 subtree): `Queue::cvs` holds them all.
+    pre: bool,
+}
+
+/// The hash and the sendfile(2) of a block alternate in pieces of this
+/// size: the socket's buffer drains while the next piece is hashed.
+const PIECE: u64 = 2 << 20;
+
+fn sender_loop(me: usize, c: &Conn, st: &State, src: &Source, rate: &AtomicU64) {
     let sock = c.stream.as_raw_fd();
+    let mut buf = Vec::new();
     loop {
         let index = {
             let mut q = st.q.lock().unwrap();
@@ -323,10 +410,45 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], s
                 q = st.cv.wait(q).unwrap();
             }
         };
-        let (off, len) = block_span(index, size, block);
+        let (off, len) = block_span(index, src.size, src.block);
+        let pre = if src.pre { st.q.lock().unwrap().cvs[index as usize] } else { None };
         let r = (|| -> io::Result<()> {
-            (&c.stream).write_all(&proto::block_header(index, len as u32, &hashes[index as usize]))?;
-            sendfile_all(sock, file.as_raw_fd(), off, len)?;
+            (&c.stream).write_all(&proto::block_header(index, len as u32))?;
+            let check = match pre {
+                Some(check) => {
+                    sendfile_all(sock, src.file.as_raw_fd(), off, len)?;
+                    check
+                }
+                None => {
+                    // Each piece hashed right after it is handed to TCP.
+                    let mut h = tree::BlockHasher::new(Some(off));
+                    let mut done = 0u64;
+                    while done < len {
+                        let take = (len - done).min(PIECE);
+                        sendfile_all(sock, src.file.as_raw_fd(), off + done, take)?;
+                        match &src.map {
+                            Some(m) => {
+                                // SAFETY: inside the file's size as stat(2)
+                                // gave it (truncated since: zeros, and an error).
+                                h.update(unsafe { m.bytes(off + done, take as usize) });
+                                if m.truncated() {
+                                    return Err(tree::truncated());
+                                }
+                            }
+                            None => {
+                                buf.resize(take as usize, 0);
+                                src.file.read_exact_at(&mut buf, off + done)?;
+                                h.update(&buf);
+                            }
+                        }
+                        done += take;
+                    }
+                    h.finish()
+                }
+            };
+            // Recorded before the receiver can acknowledge it.
+            st.q.lock().unwrap().cvs[index as usize] = Some(check);
+            (&c.stream).write_all(&check)?;
             Ok(())
         })();
         match r {
@@ -334,6 +456,11 @@ fn sender_loop(me: usize, c: &Conn, st: &State, file: &File, hashes: &[Check], s
                 c.bytes.fetch_add(len, Ordering::SeqCst);
             }
             Err(e) => {
+                let now = src.file.metadata().map(|m| m.len()).unwrap_or(0);
+                if now < src.size && !st.stop.load(Ordering::SeqCst) {
+                    fail(st, Fail::bad(format!("cannot read {}: truncated while being sent ({} bytes when opened, {now} now); the receiver keeps the blocks it verified", src.path, src.size)));
+                    return;
+                }
                 if !st.stop.load(Ordering::SeqCst) {
                     // A receiver that drops a data connection says why on the
                     // control one first (a full disk, a block that does not
@@ -479,7 +606,8 @@ fn report(conns: &[Arc<Conn>], st: &State, size: u64, t0: Instant, last: &mut (I
     // acknowledged on each connection, less the framing): finer than whole
     // blocks, for the deadline loop.
     let wire: u64 = per.iter().map(|c| c["bytes_acked"].as_u64().unwrap_or(0)).sum();
-    let framing = 13 * conns.len() as u64 + proto::BLOCK_HEADER as u64 * (st.sent_blocks.load(Ordering::SeqCst) + st.copies.load(Ordering::SeqCst));
+    let per_block = (proto::BLOCK_HEADER + proto::BLOCK_TRAILER) as u64;
+    let framing = 13 * conns.len() as u64 + per_block * (st.sent_blocks.load(Ordering::SeqCst) + st.copies.load(Ordering::SeqCst));
     let delivered = (st.held_bytes + wire.saturating_sub(framing)).min(size).max(st.acked_bytes.load(Ordering::SeqCst));
     emit(&json!({"event": "progress", "t": now.duration_since(t0).as_secs_f64(), "bytes_delivered": delivered, "bytes_done": st.acked_bytes.load(Ordering::SeqCst),
                  "bytes_total": size, "blocks_done": acked, "blocks_total": st.total, "rate_bps": rate, "conns": per,

@@ -290,6 +290,18 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
     if !per_block(size, block) {
         return hash_whole(file, size, block, true);
     }
+    let all: Vec<u64> = (0..n).collect();
+    let cvs = hash_blocks(file, size, block, &all, threads)?;
+    Ok((root(&cvs).to_hex().to_string(), cvs))
+}
+
+/// The checks (chaining values) of blocks `which` of a file whose hash is
+/// made per block ([`per_block`]), in the order given, on `threads` threads.
+pub fn hash_blocks(file: &File, size: u64, block: u64, which: &[u64], threads: usize) -> io::Result<Vec<Check>> {
+    let n = which.len() as u64;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     let threads = threads.clamp(1, n as usize);
     let next = std::sync::atomic::AtomicU64::new(0);
     // Through a map where the file allows (no copy out of the page cache),
@@ -303,10 +315,11 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
                     let mut buf = vec![0u8; 1 << 20];
                     let mut mine = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= n {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if k >= n {
                             return Ok(mine);
                         }
+                        let i = which[k as usize];
                         let cv = match &map {
                             Some(m) => {
                                 // A truncated file stops the hash at the next block
@@ -323,7 +336,7 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
                             }
                             None => hash_block(file, i, size, block, &mut buf)?,
                         };
-                        mine.push((i, cv));
+                        mine.push((k, cv));
                     }
                 })
             })
@@ -334,11 +347,11 @@ pub fn hash_file(file: &File, size: u64, block: u64, threads: usize) -> io::Resu
         return Err(truncated());
     }
     for r in results {
-        for (i, cv) in r? {
-            cvs[i as usize] = cv;
+        for (k, cv) in r? {
+            cvs[k as usize] = cv;
         }
     }
-    Ok((root(&cvs).to_hex().to_string(), cvs))
+    Ok(cvs)
 }
 
 #[cfg(test)]

@@ -3,66 +3,95 @@
 //! structure. Ranges are kept disjoint and never touching; each query walks
 //! only the ranges it needs.
 
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Included};
+use std::collections::{BTreeMap, VecDeque};
 
+/// A set of disjoint, non-touching ranges, held in a ring sorted by start
+/// (as Linux keeps its retransmission queue in sequence order and ns-3's
+/// `TcpTxBuffer` its segment list): SACK blocks and arriving segments most
+/// often extend the highest range or add one above it, and cumulative ACKs
+/// and in-order delivery remove from the lowest, both O(1) at the ends of
+/// the ring; lookups are binary searches. A change in the middle (a
+/// retransmission filling a hole) shifts the shorter side of the ring;
+/// holes are repaired from the lowest up, so that side is short.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RangeSet {
-    /// start -> end
-    map: BTreeMap<u64, u64>,
+    /// (start, end), ascending.
+    ranges: VecDeque<(u64, u64)>,
     bytes: u64,
 }
 
 impl RangeSet {
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.ranges.is_empty()
     }
     /// Bytes covered.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.ranges.len()
     }
     pub fn first(&self) -> Option<(u64, u64)> {
-        self.map.first_key_value().map(|(&s, &e)| (s, e))
+        self.ranges.front().copied()
     }
     pub fn last(&self) -> Option<(u64, u64)> {
-        self.map.last_key_value().map(|(&s, &e)| (s, e))
+        self.ranges.back().copied()
     }
     /// Ranges from the highest down.
     pub fn iter_rev(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.map.iter().rev().map(|(&s, &e)| (s, e))
+        self.ranges.iter().rev().copied()
+    }
+
+    /// The number of ranges starting at or below `x`: the index of the
+    /// first range starting above it. The highest range is tried first
+    /// (most queries are at or above it).
+    #[inline]
+    fn after(&self, x: u64) -> usize {
+        match self.ranges.back() {
+            None => 0,
+            Some(&(s, _)) if s <= x => self.ranges.len(),
+            Some(_) => self.ranges.partition_point(|&(s, _)| s <= x),
+        }
     }
 
     /// Add [start, end); returns the merged range that now contains it and
     /// the number of bytes that were not covered before.
-    pub fn insert(&mut self, start: u64, mut end: u64) -> ((u64, u64), u64) {
+    pub fn insert(&mut self, start: u64, end: u64) -> ((u64, u64), u64) {
         if start >= end {
             return ((start, end), 0);
         }
         let before = self.bytes;
-        // The ranges starting in (start, end] merge into the new one (a
-        // range starting at `start` itself is the one found below).
-        while let Some((&s, &e)) = self.map.range((Excluded(start), Included(end))).next() {
-            end = end.max(e);
-            self.map.remove(&s);
+        // The ranges starting in (start, end] merge into the new one.
+        let i = self.after(start);
+        let mut j = i;
+        let mut new_end = end;
+        while let Some(&(s, e)) = self.ranges.get(j).filter(|&&(s, _)| s <= end) {
+            new_end = new_end.max(e);
             self.bytes -= e - s;
+            j += 1;
         }
         // The range starting at or before `start` that reaches it grows in
         // place (a SACK block most often extends the range below it);
-        // otherwise the new range goes in.
-        let merged = match self.map.range_mut(..=start).next_back() {
-            Some((&s, e)) if *e >= start => {
-                let old = *e;
-                *e = old.max(end);
-                self.bytes += *e - old;
-                (s, *e)
+        // otherwise the new range takes the first merged one's place, or
+        // goes in.
+        let merged = match self.ranges.get_mut(i.wrapping_sub(1)) {
+            Some(r) if r.1 >= start => {
+                let old = r.1;
+                r.1 = old.max(new_end);
+                self.bytes += r.1 - old;
+                let merged = *r;
+                self.ranges.drain(i..j);
+                merged
             }
             _ => {
-                self.map.insert(start, end);
-                self.bytes += end - start;
-                (start, end)
+                if j > i {
+                    self.ranges[i] = (start, new_end);
+                    self.ranges.drain(i + 1..j);
+                } else {
+                    self.ranges.insert(i, (start, new_end));
+                }
+                self.bytes += new_end - start;
+                (start, new_end)
             }
         };
         (merged, self.bytes - before)
@@ -72,17 +101,17 @@ impl RangeSet {
     /// delivered); returns the bytes forgotten.
     pub fn remove_below(&mut self, x: u64) -> u64 {
         let before = self.bytes;
-        while let Some((&s, &e)) = self.map.first_key_value() {
-            if s >= x {
+        while let Some(r) = self.ranges.front_mut() {
+            if r.0 >= x {
                 break;
             }
-            self.map.remove(&s);
-            self.bytes -= e - s;
-            if e > x {
-                self.map.insert(x, e);
-                self.bytes += e - x;
+            if r.1 > x {
+                self.bytes -= x - r.0;
+                r.0 = x;
                 break;
             }
+            self.bytes -= r.1 - r.0;
+            self.ranges.pop_front();
         }
         before - self.bytes
     }
@@ -91,12 +120,12 @@ impl RangeSet {
     #[inline]
     pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
         // Most sets are empty most of the time (no data out of order, no
-        // SACK): answered without a tree search (the receiver asks for
-        // every segment).
-        if self.map.is_empty() {
+        // SACK): answered without a search (the receiver asks for every
+        // segment).
+        if self.ranges.is_empty() {
             return None;
         }
-        self.map.range(..=x).next_back().filter(|&(_, &e)| e > x).map(|(&s, &e)| (s, e))
+        self.ranges.get(self.after(x).wrapping_sub(1)).filter(|&&(_, e)| e > x).copied()
     }
 
     /// Is [start, end) entirely covered?
@@ -106,12 +135,13 @@ impl RangeSet {
 
     /// Bytes of [a, b) that are covered.
     pub fn covered_in(&self, a: u64, b: u64) -> u64 {
-        if a >= b || self.map.is_empty() {
+        if a >= b || self.ranges.is_empty() {
             return 0;
         }
+        // From the range starting at or below `a` (it may reach into [a, b)).
+        let first = self.after(a).saturating_sub(1);
         let mut n = 0;
-        let first = self.map.range(..=a).next_back().map_or(a, |(&s, _)| s);
-        for (&s, &e) in self.map.range(first..b) {
+        for &(s, e) in self.ranges.range(first..).take_while(|&&(s, _)| s < b) {
             n += e.min(b).saturating_sub(s.max(a));
         }
         n
@@ -120,12 +150,16 @@ impl RangeSet {
     /// The first byte >= `x` that is not covered, and where the next covered
     /// range begins above it (u64::MAX if none).
     pub fn next_gap(&self, x: u64) -> (u64, u64) {
-        if self.map.is_empty() {
+        if self.ranges.is_empty() {
             return (x, u64::MAX);
         }
-        let start = self.containing(x).map_or(x, |(_, e)| e);
-        let next = self.map.range(start..).next().map_or(u64::MAX, |(&s, _)| s);
-        (start, next)
+        let i = self.after(x);
+        match self.ranges.get(i.wrapping_sub(1)) {
+            // `x` is covered: the gap starts at the range's end, and the
+            // next range (if any) starts above it.
+            Some(&(_, e)) if e > x => (e, self.ranges.get(i).map_or(u64::MAX, |r| r.0)),
+            _ => (x, self.ranges.get(i).map_or(u64::MAX, |r| r.0)),
+        }
     }
 }
 
@@ -217,7 +251,19 @@ pub struct Recent {
 impl Recent {
     /// `r` (a range of the out-of-order set, just made or grown) is the
     /// newest; the ranges it overlaps or touches (merged into it) go.
-    pub fn touch(&mut self, r: (u64, u64)) {
+    /// `same_count`: the set holds as many ranges as before the change.
+    /// Then, if `r` starts where the newest range starts, it is that range
+    /// grown at its end with nothing merged into it (a range made anew
+    /// with one merged into it starts below the merged one): updated in
+    /// place, the common case of in-order arrivals above a hole.
+    pub fn touch(&mut self, r: (u64, u64), same_count: bool) {
+        if same_count {
+            if let Some(mut newest) = self.by_stamp.last_entry().filter(|n| n.get().0 == r.0) {
+                *newest.get_mut() = r;
+                self.by_start.get_mut(&r.0).expect("held by start too").0 = r.1;
+                return;
+            }
+        }
         // Disjoint ranges sorted by start: those overlapping or touching
         // [r.0, r.1] are the one before r.0 if it reaches r.0, and those
         // starting in [r.0, r.1].
@@ -296,7 +342,7 @@ mod tests {
                 assert!(ms <= s && me >= e && (ms..me).all(|i| bytes[i as usize]), "step {step}");
                 assert!((ms == 0 || !bytes[ms as usize - 1]) && !bytes[me as usize], "step {step}: merged range not maximal");
             }
-            let runs: Vec<(u64, u64)> = set.map.iter().map(|(&a, &b)| (a, b)).collect();
+            let runs: Vec<(u64, u64)> = set.ranges.iter().copied().collect();
             let mut want = Vec::new();
             let mut i = 0;
             while i < bytes.len() {
@@ -383,15 +429,20 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let (mut rcv_nxt, mut most) = (0, 0);
+        let (mut rcv_nxt, mut most, mut last_end, mut grown) = (0, 0, 0, 0);
         for step in 0..20000 {
-            let seq = rcv_nxt + (next() % 200) * 10;
+            // A third of the time the segment after the last one (a run arriving
+            // above a hole: the newest range grows in place).
+            let seq = if next() % 3 == 0 && last_end > rcv_nxt { last_end } else { rcv_nxt + (next() % 400) * 10 };
             let end = seq + 10;
+            last_end = end;
             if seq > rcv_nxt {
+                let count = set.len();
                 let (range, _) = set.insert(seq, end);
+                grown += (set.len() == count && list.first().is_some_and(|n| n.0 == range.0)) as u32;
                 list.retain(|&(s, e)| e < range.0 || s > range.1);
                 list.insert(0, range);
-                recent.touch(range);
+                recent.touch(range, set.len() == count);
             } else {
                 rcv_nxt = end;
                 if let Some((s, e)) = set.first() {
@@ -407,5 +458,6 @@ mod tests {
             most = most.max(list.len());
         }
         assert!(most > 50, "the walk held many ranges out of order at once ({most})");
+        assert!(grown > 1000, "the newest range grew in place often ({grown})");
     }
 }

@@ -205,8 +205,9 @@ impl TcpReceiver {
             }
             self.send_ack(w);
         } else if seq > self.rcv_nxt {
+            let count = self.ooo.len();
             let (range, _) = self.ooo.insert(seq, end);
-            self.recent.touch(range);
+            self.recent.touch(range, self.ooo.len() == count);
             self.send_ack(w);
         } else {
             if self.dsack && seq < self.rcv_nxt {

@@ -1091,15 +1091,17 @@ impl TcpSender {
     /// before a delivered one, or before data that has been SACKed since,
     /// are lost. Costs the entries it removes, not the list's length.
     fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
-        let kept = self.retx.split_off(&self.snd_una);
-        for (_, r) in std::mem::replace(&mut self.retx, kept) {
-            self.newest_delivered = self.newest_delivered.max(r.credit);
+        // Taken from the low end one by one (no new tree per ACK), and by
+        // a walk that resumes after each removal (no list per SACK block).
+        while let Some(entry) = self.retx.first_entry().filter(|en| *en.key() < self.snd_una) {
+            self.newest_delivered = self.newest_delivered.max(entry.remove().credit);
         }
         for (s, e) in blocks.iter(ack) {
-            let covered: Vec<u64> = self.retx.range(s..e).filter(|(_, r)| r.end <= e).map(|(&k, _)| k).collect();
-            for k in covered {
-                let r = self.retx.remove(&k).expect("listed");
+            let mut from = s;
+            while let Some((&k, _)) = self.retx.range(from..e).find(|(_, r)| r.end <= e) {
+                let r = self.retx.remove(&k).expect("found");
                 self.newest_delivered = self.newest_delivered.max(r.credit);
+                from = k + 1;
             }
         }
         while let Some(&(s, e, _)) = self.retx_lost.front().filter(|&&(_, e, _)| e <= self.snd_una) {
