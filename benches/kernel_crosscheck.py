@@ -52,7 +52,7 @@ from typing import Any
 #: capture shows the kernel sending ~1 ms trains, also with CUBIC set
 #: before connect (docs/kernel-crosscheck.md).
 PROFILES: dict[str, dict[str, Any]] = {
-    "default": {},
+    "default": {"host_profile": "default"},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
     "near-linux-6": {"sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
     "linux-6": {"host_profile": "linux-6"},

@@ -293,6 +293,7 @@ def alphaqos_scenario(d: Dumbbell, cc: str, flows: int, sack: bool) -> dict:
         # Options of newer alphaqos versions, set to what the ns-3 side runs
         # (alphaqos's defaults follow Linux: SACK on, for one).
         tcp |= {key: value for key, value in {
+            "host_profile": "default",  # the RFC host, as ns-3's (not linux-6, the scenarios' default)
             "sack": sack,
             "window_scaling": True,
             "limited_transmit": True,

@@ -75,7 +75,7 @@ def flows_scenario(n: int, warmup: float, measure: float) -> dict:
     spread_us = int(min(0.1, (warmup + measure) / 2) * 1e6)
     flows = [
         {"name": f"f{j}", "start": f"{spread_us * j // n}us",
-         "tcp": {"from": f"S{j % k + 1}", "to": f"D{j % k + 1}", "cc": "cubic", "mss": "8948B", "rwnd": "1GiB"}}
+         "tcp": {"from": f"S{j % k + 1}", "to": f"D{j % k + 1}", "host_profile": "default", "cc": "cubic", "mss": "8948B", "rwnd": "1GiB"}}
         for j in range(n)
     ]
     return {"name": f"scaling-flows-{n}", "duration": f"{warmup + measure}s", "seed": 1,
@@ -130,10 +130,10 @@ def topology_scenario(r: int, warmup: float, measure: float) -> dict:
     for j in range(max(1, r // 10)):
         a, b = rng.sample(hosts, 2)
         flows.append({"name": f"alpha{j}", "start": f"{10 * j}ms",
-                      "tcp": {"from": a, "to": b, "cc": "cubic", "mss": "8948B", "rwnd": "256MiB"}})
+                      "tcp": {"from": a, "to": b, "host_profile": "default", "cc": "cubic", "mss": "8948B", "rwnd": "256MiB"}})
     web = {"name": "web", "poisson": {"rate": 20.0 * r, "pairs": {"all": hosts},
                                       "size": {"pareto": {"shape": 1.2, "mean": "100KB"}, "max": "100MB"}},
-           "tcp": {"mss": "1448B"}}
+           "tcp": {"host_profile": "default", "mss": "1448B"}}
     return {"name": f"scaling-topology-{r}", "duration": f"{warmup + measure}s", "seed": 1,
             "metric_interval": f"{min(0.1, warmup + measure):g}s", "nodes": nodes, "links": links, "flows": flows, "workloads": [web]}
 

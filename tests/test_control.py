@@ -61,8 +61,11 @@ def test_an_agent_logs_every_change_to_control_parquet_and_the_plots_mark_them(t
     assert control[col.KNOB].to_list()[0] == "max_p" and control[col.NEW_VALUE][0] == 0.2
     maxes = control.filter(pl.col(col.KNOB) == "max_th")
     assert maxes.height > 40 and ((maxes[col.TIME] * 20).round(6) % 1 == 0).all(), "every 50 ms"
-    # Each max_th is r RTT / (MTU 8) with RTT ~ 45-60 ms: 37-50 packets.
-    assert maxes[col.NEW_VALUE].min() > 30 and maxes[col.NEW_VALUE].max() < 120
+    # Each max_th is r RTT / (MTU 8) with RTT ~ 45-60 ms: 37-50 packets,
+    # the median; a queue's peak lifts a few to ~120 (118.4 under the RFC
+    # host, 120.3 under linux-6, the default since issue 21).
+    values = maxes[col.NEW_VALUE]
+    assert values.min() > 30 and 37 < values.median() < 50 and values.max() < 150
     results = alphaqos.Results.load(out)
     from matplotlib.figure import Figure
 

@@ -16,7 +16,7 @@ alphaqos = pytest.importorskip("alphaqos")
 
 from alphaqos import load_scenario  # noqa: E402
 from alphaqos.deadline import expand  # noqa: E402
-from alphaqos.reproduce import bouras, deadline_af, liberatore, yan2013  # noqa: E402
+from alphaqos.reproduce import REPRODUCTIONS, bouras, deadline_af, liberatore, yan2013, zurawski  # noqa: E402
 
 #: The reproduction module, and the profile (with the keys that go with it)
 #: each of its TCP connections must name, by run key prefix.
@@ -31,7 +31,14 @@ EXPECTED: dict[str, tuple[Any, dict[str, dict[str, Any]]]] = {
     "deadline-af": (deadline_af, {"": {"host_profile": "ns2", "sack": False, "delayed_ack": False}}),
     # Linux 2.6.33's receiver (GRO) and the engine's RFC sender.
     "yan2013": (yan2013, {"": {"host_profile": "default", "gro": True}}),
+    # CentOS 5's 2.6.18 as the engine's 2.6.33 profile less what 2.6.18 lacked (the simulated runs).
+    "zurawski-tc": (zurawski, {"": {"host_profile": "linux-2.6.33", "rack": False, "tso": "0B", "gro": False}}),
 }
+
+
+def test_every_reproduction_is_checked():
+    """A new reproduction must say here which hosts its document ran."""
+    assert set(EXPECTED) == set(REPRODUCTIONS)
 
 
 def tcp_options(scenario: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

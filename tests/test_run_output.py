@@ -81,9 +81,12 @@ def test_the_ping_is_reported_per_phase_not_as_one_mean(big_run):
     assert (idle[col.START], idle[col.END], idle[col.ACTIVE]) == (0.0, 1.0, [])
     assert (loaded[col.START], loaded[col.END], loaded[col.ACTIVE]) == (1.0, 2.0, ["big"])
     # Idle: 2 x (1 + 5) ms of propagation plus transmission; loaded: the
-    # transfer fills the 100-packet queue of 10 Mbit/s (up to 120 ms).
+    # transfer fills the 100-packet queue of 10 Mbit/s (up to 120 ms). Under
+    # linux-6 (the default since issue 21) HyStart leaves slow start early
+    # and the queue fills within the second: median 47.5 ms, max 70.9 ms
+    # (the RFC host's overshoot: 84.8 and 106 ms).
     assert 0.012 <= idle[col.RTT_P50] < 0.013
-    assert loaded[col.RTT_MAX] > 0.05 and loaded[col.RTT_P50] > 4 * idle[col.RTT_P50]
+    assert loaded[col.RTT_MAX] > 0.05 and loaded[col.RTT_P50] > 3 * idle[col.RTT_P50]
     assert "median" in done.stdout and "Ping RTT while other traffic runs" in done.stdout
     assert " ± " not in done.stdout
 

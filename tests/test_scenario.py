@@ -813,3 +813,42 @@ def test_the_linux6_profile_gives_cubic_and_rack_where_unset():
     assert [(t["cc"], t["rack"]) for t in tcp] == [("cubic", True), ("newreno", False), ("cubic", False)]
     assert tcp[0]["host_profile"] == "linux-6" and tcp[0]["tlp"] is None
     assert (config["workloads"][0]["tcp"]["cc"], config["workloads"][0]["tcp"]["rack"]) == ("cubic", True)
+
+
+def test_a_connection_that_names_no_profile_runs_linux6_or_the_override():
+    """Issue 21: hosts as they run today unless the scenario says otherwise;
+    ``load_scenario(host_profile=...)`` (``alphaqos run --host-profile``)
+    changes that default for every connection (flow, workload, deadline
+    transfer) that names none, never for one that names its own."""
+    flows = [
+        {"name": "a", "tcp": {"from": "A", "to": "B", "cc": "cubic"}},
+        {"name": "b", "tcp": {"from": "A", "to": "B", "cc": "newreno", "host_profile": "ns2"}},
+        {"name": "u", "udp": {"from": "A", "to": "B", "rate": "1Mbps"}},
+    ]
+    scenario = _tiny(flows=flows)
+    scenario["workloads"] = [{"name": "w", "transfer": {"from": "A", "to": "B", "size": "1MB"}},
+                             {"name": "v", "transfer": {"from": "A", "to": "B", "size": "1MB"}, "tcp": {"cc": "newreno"}}]  # fmt: skip
+
+    def profiles(config):
+        return [f["tcp"]["host_profile"] for f in config["flows"] if f.get("tcp")], [w["tcp"]["host_profile"] for w in config["workloads"]]
+
+    assert profiles(resolve(load_scenario(scenario))) == (["linux-6", "ns2"], ["linux-6", "linux-6"])
+    config = resolve(load_scenario(scenario, host_profile="default"))
+    assert profiles(config) == (["default", "ns2"], ["default", "default"])
+    assert config["flows"][0]["tcp"]["rack"] is False, "the default profile's own unset keys follow it"
+    assert "host_profile" not in scenario["flows"][0]["tcp"], "the caller's dict is left as it was"
+    with pytest.raises(ValueError, match="host profile 'ns3': expected one of default, linux-2.6.33, linux-6, ns2"):
+        load_scenario(scenario, host_profile="ns3")
+
+
+def test_run_host_profile_option(tmp_path, capsys):
+    """``alphaqos run --host-profile``: a bad name is a one-line usage error
+    (status 2, nothing written); a good one reaches the run's scenario."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_tiny(flows=[{"name": "a", "tcp": {"from": "A", "to": "B", "cc": "cubic", "size": "10KB"}}], duration="100ms")))
+    assert cli.main(["run", str(path), "--host-profile", "linux-7", "--out", str(tmp_path / "bad")]) == 2
+    assert "argument --host-profile: invalid choice: 'linux-7'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert cli.main(["run", str(path), "--host-profile", "linux-2.6.33", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    written = yaml.safe_load((tmp_path / "run" / "scenario.yaml").read_text())
+    assert written["flows"][0]["tcp"]["host_profile"] == "linux-2.6.33"

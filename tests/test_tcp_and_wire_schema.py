@@ -24,9 +24,13 @@ def _two_hosts(tcp: dict | None = None, link: dict | None = None, duration: str 
 
 
 def test_tcp_defaults_are_linux_like():
+    """Linux 6's host by default (issue 21): RACK on (since 4.18), no
+    pacing (CUBIC paces only under fq); the RFC host leaves RACK off."""
     tcp = resolve(load_scenario(_two_hosts()))["flows"][0]["tcp"]
+    assert tcp["host_profile"] == "linux-6"
     assert tcp["sack"] is True and tcp["window_scaling"] is True and tcp["limited_transmit"] is True
-    assert tcp["rack"] is False and tcp["pacing"] is False and tcp["rto_style"] == "linux"
+    assert tcp["rack"] is True and tcp["pacing"] is False and tcp["rto_style"] == "linux"
+    assert resolve(load_scenario(_two_hosts({"host_profile": "default"})))["flows"][0]["tcp"]["rack"] is False
     assert tcp["min_rto_ns"] == 200_000_000 and tcp["dupthresh"] == 3
     assert tcp["sndbuf_bytes"] is None and tcp["max_pacing_rate_bps"] is None and tcp["cc_params"] == {}
 

@@ -49,12 +49,18 @@ links:
   - {between: [C, R], rate: 10Gbps, delay: 10us}
   - {between: [R, B], rate: 1Gbps, delay: 10ms, queues: {R: {fifo: {limit: 100MB}}}}
   - {between: [R, D], rate: 1Gbps, delay: 10ms, queues: {R: {fifo: {limit: 100MB}}}}
+# The RFC host (`host_profile: default`), whose slow start is RFC 5681's:
+# under linux-6, the default since issue 21, TSO autosizing left this
+# stream one segment short of doubling each round trip (1.9x; not yet
+# explained, reported with issue 21).
 workloads:
   - name: single
     transfer: {from: A, to: B, size: 30MB}
+    tcp: {host_profile: default}
     start: 100ms
   - name: gridftp
     transfer: {from: C, to: D, size: 20MB}
+    tcp: {host_profile: default}
     streams: 4
     start: 100ms
 """

@@ -866,6 +866,10 @@ pub struct HostBehaviour {
     /// `RecoveryPoint` test otherwise. Not a key of its own: the `linux-6`
     /// profile's (`tcp/linux6.rs`).
     pub sack_reentry: bool,
+    /// Congestion avoidance grows cwnd for a whole flight once sending was
+    /// held back by cwnd in it (Linux's `tcp_cwnd_validate`;
+    /// `tcp/linux6.rs`). Not a key of its own: the `linux-6` profile's.
+    pub cwnd_usage: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -914,6 +918,7 @@ impl TcpConfig {
             tso_autosize: self.tso_autosize.unwrap_or(linux6),
             stretch_ack_ss: linux6,
             sack_reentry: linux6,
+            cwnd_usage: linux6,
         }
     }
 }

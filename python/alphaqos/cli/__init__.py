@@ -1,6 +1,6 @@
 """The ``alphaqos`` command line.
 
-``alphaqos run SCENARIO [--out DIR] [--seed N] [--duration D] [--quiet]``
+``alphaqos run SCENARIO [--out DIR] [--seed N] [--duration D] [--host-profile NAME] [--quiet]``
     Validate the scenario, simulate it with a progress bar, write the run
     directory (see :mod:`alphaqos.results`) and print a summary per flow and
     per queue. The default directory is ``runs/<name>-<UTC time>``; an

@@ -16,11 +16,15 @@ from ._tables import _console, _fit, _ms, _names, _seconds, _secs, _table
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from ..scenario.loading import HOST_PROFILES
+
     p = commands.add_parser("run", help="simulate a scenario and write its results")
     p.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     p.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
     p.add_argument("--seed", metavar="N", type=int, help="override the scenario's seed")
     p.add_argument("--duration", metavar="D", type=time_argument, help="run for D instead (e.g. 10s): the timeline is cut, not rescaled; flows and workloads that start at or after D are left out (with a note)")
+    p.add_argument("--host-profile", metavar="NAME", choices=HOST_PROFILES,
+                   help=f"the host profile of every TCP connection whose tcp names none (default linux-6; one of {', '.join(HOST_PROFILES)})")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary; print the run directory")
     p.set_defaults(handler=run)
 
@@ -30,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from ..scenario import load_scenario
 
     with notes():
-        scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration)
+        scenario = load_scenario(args.scenario, seed=args.seed, duration=args.duration, host_profile=args.host_profile)
     target = args.out if args.out is not None else default_run_dir(scenario.name)
     with new_output_directory(target) as staging:
         taps = staging / "taps" if any(link.tap or link.taps for link in scenario.links) else None

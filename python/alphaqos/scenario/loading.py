@@ -29,11 +29,15 @@ from .models import Red, Htb, Link, Tcp, Flow, LinkShare, Scenario
 
 
 def load_scenario(
-    path_or_dict: str | Path | dict, *, seed: int | None = None, duration: str | None = None
+    path_or_dict: str | Path | dict, *, seed: int | None = None, duration: str | None = None,
+    host_profile: str | None = None,
 ) -> Scenario:
     """Read and validate a scenario (a YAML file's path, or a dict).
 
-    ``seed`` overrides the scenario's seed. ``duration`` (a time string such
+    ``seed`` overrides the scenario's seed. ``host_profile`` (one of
+    :data:`HOST_PROFILES`) is the host profile of every TCP connection
+    (flow, workload, deadline transfer) whose ``tcp`` names none, in place
+    of the default ``linux-6``; one that names its own keeps it. ``duration`` (a time string such
     as ``"10s"``) runs the scenario's timeline for that long instead: flow
     stops and UDP schedule steps past the new end are cut, flows that stop
     at the end of the run follow it, and flows that start at or after the
@@ -42,8 +46,32 @@ def load_scenario(
     Raises :class:`~alphaqos.errors.ScenarioError` with every problem found
     (the structure's, or if the structure is sound, the cross-field checks').
     """
+    if host_profile is not None and host_profile not in HOST_PROFILES:
+        raise ValueError(f"host profile {host_profile!r}: expected one of {', '.join(HOST_PROFILES)}")
     with _collector_paused():
-        return _load_scenario(path_or_dict, seed=seed, duration=duration)
+        return _load_scenario(path_or_dict, seed=seed, duration=duration, host_profile=host_profile)
+
+
+#: The host profiles a TCP connection may name (``tcp.host_profile``).
+HOST_PROFILES: tuple[str, ...] = get_args(Tcp.model_fields["host_profile"].annotation)
+
+
+def _with_host_profile(data: dict, profile: str) -> dict:
+    """``data`` with ``host_profile: profile`` in every TCP connection's
+    options that name none (what is not a mapping is left to validation)."""
+
+    def pinned(tcp: Any) -> Any:
+        return {**tcp, "host_profile": profile} if isinstance(tcp, dict) and "host_profile" not in tcp else tcp
+
+    def each(items: Any, always: bool) -> Any:
+        if not isinstance(items, list):
+            return items
+        return [{**item, "tcp": pinned(item.get("tcp", {}))} if isinstance(item, dict) and (always or "tcp" in item) else item
+                for item in items]  # fmt: skip
+
+    # Every workload and deadline transfer is TCP (options or not); a flow is when it has `tcp`.
+    kinds = {"flows": False, "workloads": True, "deadline_transfers": True}
+    return {**data, **{key: each(data[key], always) for key, always in kinds.items() if key in data}}
 
 
 @contextlib.contextmanager
@@ -62,12 +90,14 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _load_scenario(path_or_dict: str | Path | dict, *, seed: int | None, duration: str | None) -> Scenario:
+def _load_scenario(path_or_dict: str | Path | dict, *, seed: int | None, duration: str | None,
+                   host_profile: str | None) -> Scenario:  # fmt: skip
     source = read_source(path_or_dict)
     if not isinstance(source.data, dict):
         raise ScenarioError([source.issue((), "expected a mapping with name, duration, nodes, links and flows")])
     data, issues = _with_policy_files(source)
     data = data if seed is None else {**data, "seed": seed}
+    data = data if host_profile is None else _with_host_profile(data, host_profile)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

@@ -334,8 +334,9 @@ class TcpOptions(_Model):
     # Agent/TCP/Sack1 and its DelAck sink: per-ACK window growth, Sack1
     # recovery, no early ACK for PSH, a 10 ms RTT clock; init_cwnd 2, delack_timeout 100ms, initial_rto 3s, rto rfc6298
     # and quickack 0 where left unset). Each behaviour below, left unset,
-    # takes the profile's value.
-    host_profile: Literal["default", "linux-2.6.33", "linux-6", "ns2"] = "default"
+    # takes the profile's value. Default: linux-6, hosts as they run today
+    # (reproductions pin their document's profile).
+    host_profile: Literal["default", "linux-2.6.33", "linux-6", "ns2"] = "linux-6"
     fack: Flag | None = None
     adaptive_reordering: Flag | None = None
     max_reordering: Count | None = None
@@ -370,6 +371,40 @@ class TcpOptions(_Model):
     # TSO frames and the TSQ limit sized from the pacing rate, about 1 ms of
     # it (tcp_tso_autosize, tcp_small_queue_check).
     tso_autosize: Flag | None = None
+
+    @model_validator(mode="after")
+    def _profile_values(self) -> TcpOptions:
+        """The host profile's values of the keys left unset, as if given
+        (:func:`profile_unset`): what the model holds is what runs, and a
+        dumped scenario reads back equal whatever the default profile. Set
+        in place: the model is new, and a validator may return only itself."""
+        unset = profile_unset(self)
+        for key, value in unset.items():
+            object.__setattr__(self, key, value)
+        self.model_fields_set.update(unset)
+        return self
+
+
+def profile_unset(tcp: TcpOptions) -> dict[str, Any]:
+    """The keys ``tcp`` leaves unset that its host profile gives a value
+    (:data:`PROFILE_DEFAULTS`), with those values."""
+    defaults = PROFILE_DEFAULTS.get(tcp.host_profile, {})
+    if tcp.host_profile == "linux-6" and not tcp.sack:
+        return {}  # RACK needs SACK
+    return {k: v for k, v in defaults.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
+
+
+#: A host profile's values of the TCP keys a scenario leaves unset. ns2:
+#: ns-2.35's ``tcl/lib/ns-default.tcl`` (``windowInit_ 2``,
+#: ``Agent/TCPSink/Sack1/DelAck set interval_ 100ms``, ``rtxcur_init_ 3.0``;
+#: ``rtt_timeout`` with ``rfc2988_ true`` is max(minrto_, SRTT + 4 RTTVAR);
+#: no quick ACKs). linux-6: RACK (``tcp_recovery`` 1, on since 4.18), which
+#: needs SACK. ``cc`` stays the scenario's: a flow names it, a workload's
+#: connections are CUBIC (Linux's default) unless it says otherwise.
+PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ns2": {"init_cwnd": 2, "delack_timeout": 100 * NS_PER_MS, "initial_rto": 3 * NS_PER_S, "rto": "rfc6298", "quickack": 0},
+    "linux-6": {"rack": True},
+}
 
 
 class Tcp(TcpOptions, _Endpoints):

@@ -11,7 +11,7 @@ from ..agents import resolve_agent
 from ..cc import resolve_cc_params
 from ..deadline import expand as _expand_deadline_transfers
 from .loading import _link_between, _validated_cc_params
-from .models import Htb, Queue, Impair, Link, TcpOptions, Tcp, Flow, SizeDist, LinkShare, StreamOptions, Workload, Scenario
+from .models import Htb, Queue, Impair, Link, TcpOptions, Tcp, Flow, SizeDist, LinkShare, StreamOptions, Workload, Scenario, profile_unset
 
 
 # --- the engine's resolved configuration -----------------------------------
@@ -139,31 +139,11 @@ def _resolve_limit(limit: units.QueueLimit) -> dict[str, int | None]:
     return {"limit_pkts": limit.pkts, "limit_bytes": limit.bytes}
 
 
-#: The ns2 profile's values of keys a scenario leaves unset (ns-2.35's
-#: ``tcl/lib/ns-default.tcl``: ``windowInit_ 2``, ``Agent/TCPSink/Sack1/DelAck
-#: set interval_ 100ms``, ``rtxcur_init_ 3.0``; ``rtt_timeout`` with
-#: ``rfc2988_ true`` is max(minrto_, SRTT + 4 RTTVAR); no quick ACKs).
-NS2_DEFAULTS: dict[str, Any] = {
-    "init_cwnd": 2, "delack_timeout": 100_000_000, "initial_rto": 3_000_000_000, "rto": "rfc6298", "quickack": 0,
-}
-
-
-#: The linux-6 profile's values of keys a scenario leaves unset: RACK
-#: (``tcp_recovery`` 1, on since 4.18), which needs SACK. ``cc`` stays the
-#: scenario's: a flow names it, a workload's connections are CUBIC (Linux's
-#: default) unless it says otherwise.
-LINUX6_DEFAULTS: dict[str, Any] = {"rack": True}
-
-
 def _profile_defaults(tcp: TcpOptions) -> TcpOptions:
-    """``tcp`` with the host profile's values for the keys it leaves unset."""
-    if tcp.host_profile == "ns2":
-        defaults = NS2_DEFAULTS
-    elif tcp.host_profile == "linux-6":
-        defaults = LINUX6_DEFAULTS if tcp.sack else {}
-    else:
-        return tcp
-    unset = {k: v for k, v in defaults.items() if k in type(tcp).model_fields and k not in tcp.model_fields_set}
+    """``tcp`` with the host profile's values for the keys it leaves unset
+    (validation gives them, :meth:`TcpOptions._profile_values`; again here
+    for options copied with another profile)."""
+    unset = profile_unset(tcp)
     return tcp.model_copy(update=unset) if unset else tcp
 
 

@@ -56,7 +56,7 @@
 //! Tests: `tests/linux_recovery.rs` replays hand-built ACK sequences
 //! against each behaviour.
 
-use super::linux6::{Prr, Tlp};
+use super::linux6::{CwndUsage, Prr, Tlp};
 use super::ranges::RangeSet;
 use crate::config::HostBehaviour;
 use crate::time::SimTime;
@@ -91,9 +91,13 @@ pub struct Linux {
     pub undo_until: Option<u64>,
     /// Bytes of the TSO frame being sent.
     pub tso_left: u64,
-    /// Linux 6's PRR and TLP (`linux6.rs`).
+    /// TSO deferred a frame because of cwnd in this round of sending
+    /// (`tcp_tso_should_defer`'s `*is_cwnd_limited`).
+    pub tso_deferred_by_cwnd: bool,
+    /// Linux 6's PRR, TLP and record of cwnd use (`linux6.rs`).
     pub prr: Prr,
     pub tlp: Tlp,
+    pub usage: CwndUsage,
     pub stats: LinuxStats,
 }
 
@@ -129,8 +133,10 @@ impl Linux {
             disorder_high: None,
             undo_until: None,
             tso_left: 0,
+            tso_deferred_by_cwnd: false,
             prr: Prr::default(),
             tlp: Tlp::default(),
+            usage: CwndUsage::default(),
             stats: LinuxStats::default(),
         })
     }

@@ -62,6 +62,21 @@
 //!   The sender passes such an ACK to the controller in 2-SMSS pieces
 //!   (`TcpSender::grow`); not a key of its own, only the profile's.
 //!
+//! - `cwnd_usage` (`tcp_cwnd_validate`, `tcp_is_cwnd_limited`; commits
+//!   ca8a22634381 "tcp: make cwnd-limited checks measurement-based, and
+//!   gentler", 2014, and f4ce91ce12a7 "tcp: fix tcp_cwnd_validate() to not
+//!   forget is_cwnd_limited", 2022): after each round of sending that sent
+//!   something or was held back by cwnd, the sender notes whether cwnd held
+//!   it back (the flight reached cwnd, or TSO deferred a frame because
+//!   cwnd's room, below the peer's window, was no larger than the frame)
+//!   and keeps that for the flight (until snd_una passes the snd_nxt of
+//!   that moment); congestion avoidance grows cwnd on every ACK of such a
+//!   flight. Without it only ACKs that find the flight within a segment of
+//!   cwnd grow it, and TSO deferral, which keeps the flight up to a frame
+//!   below cwnd, held CUBIC to a fraction of its growth (a 100 Mbit/s FIFO
+//!   took three times as long to fill as with `tso: 0B`). Not a key of its
+//!   own, only the profile's.
+//!
 //! Not modelled: TSQ's exemption of a connection with at most one frame
 //! unacknowledged and its doubled limit for retransmissions (`factor` 1);
 //! `tcp_tso_should_defer`'s one-jiffy and half-SRTT conditions (the
@@ -178,9 +193,30 @@ pub fn pto(srtt: Duration, one_segment: bool, min_rto: Duration, rto_left: Optio
     }
 }
 
+/// `tcp_cwnd_validate`'s record of the window's use, bytes:
+/// `tp->is_cwnd_limited`, `max_packets_out` and `cwnd_usage_seq`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CwndUsage {
+    pub limited: bool,
+    pub max_out: u64,
+    pub seq: u64,
+}
+
+impl CwndUsage {
+    /// After a round of sending (`tcp_write_xmit`) that sent something or
+    /// was held back by cwnd (`limited`): a new flight (snd_una reached the
+    /// recorded snd_nxt) or a cwnd-limited round starts a new record; else
+    /// a larger flight raises it while it is not cwnd-limited.
+    pub fn validate(&mut self, limited: bool, snd_una: u64, packets_out: u64, snd_nxt: u64) {
+        if snd_una >= self.seq || limited || (!self.limited && packets_out > self.max_out) {
+            *self = CwndUsage { limited, max_out: packets_out, seq: snd_nxt };
+        }
+    }
+}
+
 /// Whether any Linux 6 sender part is on.
 pub fn any(h: &HostBehaviour) -> bool {
-    h.tlp || h.prr || h.tso_autosize
+    h.tlp || h.prr || h.tso_autosize || h.cwnd_usage
 }
 
 #[cfg(test)]
@@ -261,6 +297,28 @@ mod tests {
         assert_eq!(r.on_ack(1, 19, 10, false, false), Some(20), "ceil(10/20) - 0 = 1");
         let mut r = Prr::start(40);
         assert_eq!(r.on_ack(1, 39, 10, false, false), Some(40), "ceil(10/40) = 1");
+    }
+
+    /// `tcp_cwnd_validate` (f4ce91ce12a7's example): a cwnd-limited round
+    /// is remembered for its flight even when a later round of the same
+    /// flight has more out without being cwnd-limited; a new flight forgets it.
+    #[test]
+    fn cwnd_limited_is_kept_for_the_flight() {
+        let mut u = CwndUsage::default();
+        // TSO deferral held the sender back by cwnd with 10 out, snd_nxt 10.
+        u.validate(true, 0, 10, 10);
+        assert_eq!(u, CwndUsage { limited: true, max_out: 10, seq: 10 });
+        // Later in the same flight more is out, not cwnd-limited: kept.
+        u.validate(false, 5, 12, 17);
+        assert_eq!(u, CwndUsage { limited: true, max_out: 10, seq: 10 });
+        // snd_una reaches 10: a new flight, not cwnd-limited.
+        u.validate(false, 10, 12, 22);
+        assert_eq!(u, CwndUsage { limited: false, max_out: 12, seq: 22 });
+        // Not limited: the larger flight is recorded (its edge moves on).
+        u.validate(false, 11, 15, 26);
+        assert_eq!(u, CwndUsage { limited: false, max_out: 15, seq: 26 });
+        u.validate(false, 12, 14, 26);
+        assert_eq!(u.max_out, 15);
     }
 
     #[test]

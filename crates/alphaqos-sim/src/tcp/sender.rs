@@ -605,6 +605,7 @@ impl TcpSender {
         }
         let Some(opts) = self.linux.as_mut().map(|lx| {
             lx.tso_left = 0;
+            lx.tso_deferred_by_cwnd = false;
             lx.opts
         }) else {
             return self.send_window(w);
@@ -613,7 +614,17 @@ impl TcpSender {
             let frame = self.tso_goal().max(self.mss) + TCP_HEADER_BYTES as u64;
             w.set_tx_limit(linux6::tsq_limit(self.linux_pacing_rate(), frame));
         }
+        let sent_before = self.tx_count;
         self.send_window(w);
+        if opts.cwnd_usage {
+            // `tcp_write_xmit`'s end: `is_cwnd_limited |= in_flight >= cwnd`, then `tcp_cwnd_validate`.
+            let flight = (self.snd_nxt - self.snd_una) - self.nxt_cur.below();
+            let lx = self.linux.as_mut().expect("linux");
+            let limited = lx.tso_deferred_by_cwnd || flight + self.mss > self.st.cwnd.min(self.cwnd_clamp);
+            if limited || self.tx_count > sent_before {
+                lx.usage.validate(limited, self.snd_una, self.snd_max - self.snd_una, self.snd_nxt);
+            }
+        }
         if opts.tlp {
             self.schedule_loss_probe(w);
         }
@@ -700,6 +711,8 @@ impl TcpSender {
         let send = !open || in_flight == 0 || limit >= max || limit >= avail || limit >= chunk;
         if send {
             lx.tso_left = limit.min(max).max(len) - len;
+        } else if cong_win < send_win && cong_win <= max.min(avail) {
+            lx.tso_deferred_by_cwnd = true;
         }
         send
     }
@@ -739,7 +752,12 @@ impl TcpSender {
     /// in congestion avoidance while the flight fills the window. A flow
     /// held back by the receiver window or by the application does not
     /// inflate cwnd without bound.
+    /// Linux 6 (`cwnd_usage`, `linux6.rs`) also grows it on every ACK of a
+    /// flight in which cwnd held sending back.
     fn cwnd_limited(&self, flight: u64) -> bool {
+        if self.linux.as_ref().is_some_and(|l| l.opts.cwnd_usage && l.usage.limited) {
+            return true;
+        }
         if self.st.cwnd < self.st.ssthresh {
             self.st.cwnd < 2 * flight
         } else {
