@@ -314,15 +314,22 @@ def test_the_simulators_transmit_path_is_the_shared_egress_with_hooks_around_it(
     # taps and monitors are an observer called at one point, not named in
     # the event loop's transmit path.
     network = _code(SRC / "network.rs")
-    for fn in ("start_tx", "enqueue"):
+    for fn in ("start_tx", "enqueue", "enqueue_queued"):
         body = _fn_body(network, fn)
         for word in ("yaqs", "last_band", "tap", "on_send", "qdisc.dequeue(", "QueueCtx", "wire_time", "tx_pkts"):
             assert word not in body.lower(), f"Net::{fn} names {word!r}"
-    assert "egress.enqueue(" in _fn_body(network, "enqueue")
+    # Issue 25: a packet reaching an idle plain FIFO with its link free is
+    # passed straight on (Egress::pass, counted as queue-then-send at the
+    # same instant); any other goes through the Egress's enqueue.
+    assert "egress.pass(" in _fn_body(network, "enqueue")
+    assert "egress.enqueue(" in _fn_body(network, "enqueue_queued")
     # start_tx matches the discipline's answer itself (the packet moved
     # once), through the Egress's steps: dequeue, then sent or held.
+    # The packet that goes on the wire (dequeued or passed) is counted sent
+    # in one place, Net::on_wire.
     start = _fn_body(network, "start_tx")
-    assert "egress.dequeue(" in start and ".sent(" in start and "egress.held(" in start
+    assert "egress.dequeue(" in start and "self.on_wire(" in start and "egress.held(" in start
+    assert ".sent(" in _fn_body(network, "on_wire") and "self.on_wire(" in _fn_body(network, "enqueue")
     topology = _code(SRC / "topology.rs")
     iface = _fn_body(topology, "sent")
     assert "egress.sent(" in iface and "last_band" not in iface
