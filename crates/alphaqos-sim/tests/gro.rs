@@ -3,10 +3,7 @@
 //! the NAPI timer fires when the receiver asked for it.
 
 use alphaqos_sim::config::TcpConfig;
-use alphaqos_sim::event::FlowTimer;
-use alphaqos_sim::packet::Payload;
 use alphaqos_sim::tcp::receiver::TcpReceiver;
-use alphaqos_sim::tcp::Wire;
 use alphaqos_sim::time::{Duration, SimTime};
 
 const MSS: u64 = 1448;
@@ -14,29 +11,8 @@ const MSS: u64 = 1448;
 const FRAME_NS: u64 = 1230;
 const TICK_NS: u64 = 4_000_000;
 
-#[derive(Default)]
-struct W {
-    now: SimTime,
-    timers: Vec<(SimTime, FlowTimer)>,
-    acks: Vec<(SimTime, u64)>,
-}
-
-impl Wire for W {
-    fn now(&self) -> SimTime {
-        self.now
-    }
-    fn send(&mut self, p: Payload, _size: u32) {
-        if let Payload::TcpAck { ack, .. } = p {
-            self.acks.push((self.now, ack));
-        }
-    }
-    fn schedule(&mut self, at: SimTime, t: FlowTimer) {
-        self.timers.push((at, t));
-    }
-    fn tx_room(&mut self) -> bool {
-        true
-    }
-}
+/// What the end under test sends and asks for.
+type W = common::RecWire;
 
 fn receiver(gro: bool) -> TcpReceiver {
     let cfg: TcpConfig = serde_json::from_str(r#"{"mss_bytes": 1448, "rwnd_bytes": 100000000}"#).unwrap();

@@ -6,45 +6,16 @@ mod common;
 
 use alphaqos_sim::config::TcpConfig;
 use alphaqos_sim::event::FlowTimer;
-use alphaqos_sim::packet::{Payload, SackBlocks};
+use alphaqos_sim::packet::SackBlocks;
 use alphaqos_sim::tcp::sender::TcpSender;
-use alphaqos_sim::tcp::Wire;
 use alphaqos_sim::time::{Duration, SimTime};
 use common::*;
 use serde_json::json;
 
 const MSS: u64 = 1000;
 
-#[derive(Default)]
-struct W {
-    now: SimTime,
-    /// Data segments sent: (seq, retransmission).
-    data: Vec<(u64, bool)>,
-    /// Timer events asked for: (when, which).
-    timers: Vec<(SimTime, FlowTimer)>,
-    /// TSQ limits set.
-    limits: Vec<u64>,
-}
-
-impl Wire for W {
-    fn now(&self) -> SimTime {
-        self.now
-    }
-    fn send(&mut self, p: Payload, _size: u32) {
-        if let Payload::TcpData { seq, retx, .. } = p {
-            self.data.push((seq, retx));
-        }
-    }
-    fn schedule(&mut self, at: SimTime, t: FlowTimer) {
-        self.timers.push((at, t));
-    }
-    fn tx_room(&mut self) -> bool {
-        true
-    }
-    fn set_tx_limit(&mut self, bytes: u64) {
-        self.limits.push(bytes);
-    }
-}
+/// What the end under test sends and asks for.
+type W = common::RecWire;
 
 fn config(extra: &str) -> TcpConfig {
     let json = format!(r#"{{"cc": "newreno", "mss_bytes": {MSS}, "rwnd_bytes": 1000000, "delayed_ack": false, "limited_transmit": false {extra}}}"#);

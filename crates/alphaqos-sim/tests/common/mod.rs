@@ -208,3 +208,41 @@ pub fn started_sender<W: alphaqos_sim::tcp::Wire + Default>(cfg: &alphaqos_sim::
     s.start(&mut w);
     (s, w)
 }
+
+/// A test wire for driving one TCP end by hand: it records what the end
+/// sends and the timers it asks for, and never holds a send back (no TSQ).
+#[derive(Default)]
+pub struct RecWire {
+    pub now: alphaqos_sim::time::SimTime,
+    /// Data segments sent: (seq, retransmission).
+    pub data: Vec<(u64, bool)>,
+    /// ACKs sent: (when, cumulative ACK).
+    pub acks: Vec<(alphaqos_sim::time::SimTime, u64)>,
+    /// Timer events asked for: (when, which).
+    pub timers: Vec<(alphaqos_sim::time::SimTime, alphaqos_sim::event::FlowTimer)>,
+    /// TSQ limits the sender set.
+    pub limits: Vec<u64>,
+}
+
+impl alphaqos_sim::tcp::Wire for RecWire {
+    fn now(&self) -> alphaqos_sim::time::SimTime {
+        self.now
+    }
+    fn send(&mut self, p: alphaqos_sim::packet::Payload, _size: u32) {
+        use alphaqos_sim::packet::Payload;
+        match p {
+            Payload::TcpData { seq, retx, .. } => self.data.push((seq, retx)),
+            Payload::TcpAck { ack, .. } => self.acks.push((self.now, ack)),
+            _ => {}
+        }
+    }
+    fn schedule(&mut self, at: alphaqos_sim::time::SimTime, t: alphaqos_sim::event::FlowTimer) {
+        self.timers.push((at, t));
+    }
+    fn tx_room(&mut self) -> bool {
+        true
+    }
+    fn set_tx_limit(&mut self, bytes: u64) {
+        self.limits.push(bytes);
+    }
+}
