@@ -21,7 +21,11 @@ build of ``alphaqos-xfer`` (e.g. main's) alternating with this one. iperf3 runs 
 (``write`` from a buffer, ``read`` and discard), with ``-Z`` (sendfile at
 the sender) and with ``-Z`` and ``-F`` at the receiver (received data
 written to a file, as the data mover does; iperf3 neither hashes nor
-checks). Without iperf3 (Debian package ``iperf3``) its columns are left
+checks). With several connections one iperf3 server with ``-P`` and ``-F``
+stores only a share (each stream truncates and rewrites the one file), so
+the like-for-like reference there is "pairs": as many iperf3 pairs of one
+stream each, started together, each server storing its share in its own
+file, their rate the bytes over the slowest pair's time. Without iperf3 (Debian package ``iperf3``) its columns are left
 out, with a note. ``--syscalls`` runs one more transfer per case under
 ``strace -c -f`` (slow: counts only) and prints the system calls per MB."""
 
@@ -36,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
@@ -192,39 +197,55 @@ def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None
     return out
 
 
-def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: Path | None = None) -> dict | None:
-    """iperf3 on the same path and cores: receiver-side bit/s, CPU seconds of each end."""
+def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | None, trace: Path | None = None, procs: int = 1) -> dict | None:
+    """iperf3 on the same path and cores: receiver-side bit/s, CPU seconds of
+    each end. ``procs`` > 1 runs that many iperf3 pairs at once, the streams
+    shared among them and each server writing its own file (``to_file``
+    with a suffix): iperf3 storing every byte it receives over several
+    connections, which one server with ``-P`` and ``-F`` does not (below).
+    Their rate is the bytes received over the longest pair's time."""
     if shutil.which("iperf3") is None:
         return None
-    port = free_port()
-    s_cmd = ["iperf3", "-s", "-1", "-B", net.host, "-p", str(port), *(["-F", str(to_file)] if to_file else [])]
-    c_cmd = ["iperf3", "-c", net.host, "-p", str(port), "-P", str(streams), "-n", str(size), "-J", *(["-Z"] if zerocopy else [])]
-    if trace:
-        s_cmd, c_cmd = strace(s_cmd, trace / "rx"), strace(c_cmd, trace / "tx")
-    s_cmd, c_cmd = net.rx(s_cmd), net.tx(c_cmd)
-    if to_file:
-        to_file.unlink(missing_ok=True)
-    server = subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL)
+    pairs = []
+    for k in range(procs):
+        port = free_port()
+        f = (to_file.with_name(f"{to_file.name}.{k}") if procs > 1 else to_file) if to_file else None
+        s_cmd = ["iperf3", "-s", "-1", "-B", net.host, "-p", str(port), *(["-F", str(f)] if f else [])]
+        c_cmd = ["iperf3", "-c", net.host, "-p", str(port), "-P", str(max(1, streams // procs)), "-n", str(size // procs), "-J", *(["-Z"] if zerocopy else [])]
+        if trace:
+            s_cmd, c_cmd = strace(s_cmd, trace / f"rx{k}"), strace(c_cmd, trace / f"tx{k}")
+        if f:
+            f.unlink(missing_ok=True)
+        pairs.append((port, f, net.rx(s_cmd), net.tx(c_cmd)))
+    servers: list[subprocess.Popen] = []
     try:
-        wait_listening(server, port)
+        for port, _, s_cmd, _ in pairs:
+            servers.append(subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL))
+            wait_listening(servers[-1], port)
         before = os.times()
-        out = subprocess.run(c_cmd, capture_output=True, text=True, check=True).stdout
+        clients = [subprocess.Popen(c_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _, _, _, c_cmd in pairs]
+        outs = [c.communicate() for c in clients]
         after = os.times()
-        s_cpu = reap(server)  # -s -1: it ends after its one test
+        for c, (_, err) in zip(clients, outs):
+            if c.returncode:
+                raise subprocess.CalledProcessError(c.returncode, c.args, stderr=err)
+        s_cpu = sum(reap(s) for s in servers)  # -s -1: each ends after its one test
     finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    end = json.loads(out)["end"]
-    r = {"bps": end["sum_received"]["bits_per_second"],
+        for s in servers:
+            if s.poll() is None:
+                s.kill()
+                s.wait()
+    ends = [json.loads(out)["end"]["sum_received"] for out, _ in outs]
+    r = {"bps": sum(e["bytes"] for e in ends) * 8 / max(e["seconds"] for e in ends),
          "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu}  # fmt: skip
     if to_file:
         # iperf3 3.12 opens the -F file once per stream, each from offset 0
         # with O_TRUNC: with -P 4 the streams overwrite one quarter of the
         # bytes (fewer page-cache pages to allocate than a mover storing all).
-        r["file_bytes"] = to_file.stat().st_size if to_file.exists() else 0
+        r["file_bytes"] = sum(f.stat().st_size for _, f, _, _ in pairs if f.exists())
     if trace:
-        r["rx_calls"], r["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
+        calls = lambda end: dict(sum((Counter(syscall_counts(trace / f"{end}{k}")) for k in range(procs)), Counter()))  # noqa: E731
+        r["rx_calls"], r["tx_calls"] = calls("rx"), calls("tx")
     return r
 
 
@@ -272,14 +293,17 @@ def median(xs: list[float]) -> float:
 
 
 def case(net: Net, src: Path, dst: Path, sink: Path, size: int, streams: int, repeat: int, compare: Path | None) -> dict:
-    """``repeat`` rounds of: ours, (the compared build,) iperf3, iperf3 -Z -F."""
-    runs: dict[str, list[dict]] = {"ours": [], "before": [], "iperf3": [], "iperf3 -Z -F": []}
+    """``repeat`` rounds of: ours, (the compared build,) iperf3, iperf3 -Z -F
+    and, with several connections, as many iperf3 pairs -Z -F, one stream
+    and one file each."""
+    runs: dict[str, list[dict]] = {"ours": [], "before": [], "iperf3": [], "iperf3 -Z -F": [], "pairs -Z -F": []}
+    refs = [("iperf3", False, None, 1), ("iperf3 -Z -F", True, sink, 1)] + ([("pairs -Z -F", True, sink, streams)] if streams > 1 else [])
     for _ in range(repeat):
         runs["ours"].append(xfer(net, src, dst, streams))
         if compare:
             runs["before"].append(xfer(net, src, dst, streams, binary=compare))
-        for label, zc, f in (("iperf3", False, None), ("iperf3 -Z -F", True, sink)):
-            r = iperf(net, size, streams, zc, f)
+        for label, zc, f, procs in refs:
+            r = iperf(net, size, streams, zc, f, procs=procs)
             if r:
                 runs[label].append(r)
     return {k: v for k, v in runs.items() if v}
@@ -317,10 +341,11 @@ def main() -> None:
               f"{', ' + ' '.join(RT) if RT else ', no real-time priority'}, load {os.getloadavg()[0]:.1f}, {args.repeat} rounds per case")  # fmt: skip
         print("ours: alphaqos-xfer's data phase (after any hash the sender takes before sending: protocol 2 the whole file, 3 none for a"
               " new file), the receiver hashing every byte into the file;"
-              " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash)")  # fmt: skip
+              " iperf3: plain (write/read, discards); iperf3 -Z -F: sendfile, the receiver writing the file (no hash);"
+              " pairs: with several connections, that many iperf3 -Z -F pairs of one stream, each storing its share in its own file")  # fmt: skip
         print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver;"
               " 'with hash': ours including the sender's hashing before the data phase (protocol 3: only blocks held at the receiver)")  # fmt: skip
-        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'with hash':>9} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
+        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'with hash':>9} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'pairs':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
         if args.compare:
             head += f" {'before Gbit/s':>20} {'with hash':>9} {'ratio':>6} {'ratio with hash':>15}"
         print(head)
@@ -340,7 +365,7 @@ def main() -> None:
                     icpu = f"{cpu('iperf3', 'tx_cpu'):.2f}/{cpu('iperf3', 'rx_cpu'):.2f}" if "iperf3" in runs else "no iperf3"
                     ocpu = f"{cpu('ours', 'tx_cpu'):.2f}/{cpu('ours', 'rx_cpu'):.2f}"
                     with_hash = median([r["bps_all"] for r in runs["ours"]]) / 1e9
-                    line = f"{kind:<12} {streams:>7} {spread:>20} {with_hash:>9.2f} {ref('iperf3')} {ref('iperf3 -Z -F')} {ocpu:>15} {icpu:>17}"
+                    line = f"{kind:<12} {streams:>7} {spread:>20} {with_hash:>9.2f} {ref('iperf3')} {ref('iperf3 -Z -F')} {ref('pairs -Z -F')} {ocpu:>15} {icpu:>17}"
                     if "before" in runs:
                         b = [r["bps"] / 1e9 for r in runs["before"]]
                         before = f"{med['before'] / 1e9:.2f} [{min(b):.2f}-{max(b):.2f}]"
