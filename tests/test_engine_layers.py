@@ -329,6 +329,8 @@ def test_the_simulators_transmit_path_is_the_shared_egress_with_hooks_around_it(
     # in one place, Net::on_wire.
     start = _fn_body(network, "start_tx")
     assert "egress.dequeue(" in start and "self.on_wire(" in start and "egress.held(" in start
+    # A plain FIFO's head is taken without the answer enum (Egress::dequeue_plain).
+    assert "egress.dequeue_plain(" in start
     assert ".sent(" in _fn_body(network, "on_wire") and "self.on_wire(" in _fn_body(network, "enqueue")
     topology = _code(SRC / "topology.rs")
     iface = _fn_body(topology, "sent")

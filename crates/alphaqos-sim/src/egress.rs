@@ -155,6 +155,20 @@ impl Egress {
         next
     }
 
+    /// The packet a plain drop-tail FIFO ([`Fifo::pop_plain`]) gives a
+    /// transmitter free at `now`, as [`Egress::dequeue`] would give it; None
+    /// if the discipline is another or holds nothing (ask
+    /// [`Egress::dequeue`]). Follow it with [`Egress::sent`].
+    ///
+    /// [`Fifo::pop_plain`]: crate::qos::fifo::Fifo::pop_plain
+    #[inline(always)]
+    pub fn dequeue_plain(&mut self, now: SimTime) -> Option<Packet> {
+        match &mut self.qdisc {
+            LinkQdisc::Fifo(f) => f.pop_plain(now),
+            LinkQdisc::Dyn(_) => None,
+        }
+    }
+
     /// The discipline's answer to a transmitter free at `now`; packets it
     /// drops at dequeue go to `dropped`. Follow it with [`Egress::sent`]
     /// or [`Egress::held`]. (The simulator matches the answer itself, by
@@ -306,6 +320,40 @@ mod tests {
         assert_eq!(counted(&a), before);
         a.enqueue(SimTime(5_100_000), Packet::test(0, 100), &mut dropped).unwrap();
         assert_eq!(a.pass(SimTime(6_000_000), &mut Packet::test(0, 100)), None);
+    }
+
+    #[test]
+    fn a_plain_fifo_gives_its_head_as_dequeue_would() {
+        // Two ports fed alike; one sends by `dequeue_plain`, the other by
+        // `dequeue`: same packets, same counters, then both empty.
+        let (mut a, mut b) = (fifo_port(8, 10, 38), fifo_port(8, 10, 38));
+        let mut dropped = vec![];
+        for (t, size) in [(0, 962), (100, 500), (200, 1200)] {
+            for port in [&mut a, &mut b] {
+                port.enqueue(SimTime(t), Packet::test(t as u32, size), &mut dropped).unwrap();
+            }
+        }
+        for t in [5_000_000, 6_000_000, 7_000_000] {
+            let now = SimTime(t);
+            let p = a.dequeue_plain(now).expect("a queued packet");
+            a.sent(now, &p, &mut NoWatch);
+            let Some((q, _)) = b.transmit(now, &mut dropped) else { panic!("a queued packet") };
+            assert_eq!(p, q);
+            assert_eq!((a.busy_until(), a.tx_pkts, a.tx_bytes), (b.busy_until(), b.tx_pkts, b.tx_bytes));
+            assert_eq!(counted(&a), counted(&b));
+        }
+        assert_eq!(a.dequeue_plain(SimTime(8_000_000)), None);
+        // Not a plain FIFO: a RED profile, or another discipline, is asked by `dequeue`.
+        let red: crate::config::QueueConfig = serde_json::from_str(r#"{"red": {"min_th": 5, "max_th": 15, "limit_pkts": 30}}"#).unwrap();
+        let htb: crate::config::QueueConfig =
+            serde_json::from_str(r#"{"htb": {"classes": [{"name": "a", "rate_bps": 8000000}], "default_class": "a"}}"#).unwrap();
+        for cfg in [red, htb] {
+            let rate = DataRate::mbps(100);
+            let mut port = Egress::new(crate::qos::build_on(&cfg, 1500, Some(rate)).unwrap(), Rng::stream(1, "t"), rate, 0);
+            port.enqueue(SimTime(0), Packet::test(0, 100), &mut dropped).unwrap();
+            assert_eq!(port.dequeue_plain(SimTime(0)), None);
+            assert_eq!(port.qdisc.backlog().pkts, 1, "{cfg:?}: left in the queue");
+        }
     }
 
     #[test]

@@ -303,6 +303,13 @@ impl Net {
     /// The transmitter of interface `i` is free: put the next frame on the wire.
     pub fn start_tx(&mut self, i: u32) {
         let now = self.now;
+        // A plain FIFO's head goes from its ring to the wire as it is, not
+        // through the discipline's answer (`Dequeued`): the enum's copy of
+        // the packet, written field by field and read back whole, stalled
+        // the processor's store forwarding at every departure.
+        if let Some(p) = self.ifaces[i as usize].egress.dequeue_plain(now) {
+            return self.on_wire(i, p);
+        }
         let next = self.ifaces[i as usize].egress.dequeue(now, &mut self.dropped);
         // Packets dropped at dequeue (CoDel).
         if !self.dropped.is_empty() {

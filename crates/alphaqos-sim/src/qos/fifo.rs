@@ -135,6 +135,17 @@ impl Fifo {
         self.q.counters.on_dequeue(pkt.size, now, now);
         Some(true)
     }
+    /// The head packet of a plain drop-tail FIFO (no drop profile), leaving
+    /// for the wire at `now`, counted as [`Qdisc::dequeue`] counts it. None
+    /// if the queue is empty or has a profile (the caller asks
+    /// [`Qdisc::dequeue`]).
+    #[inline(always)]
+    pub fn pop_plain(&mut self, now: SimTime) -> Option<Packet> {
+        if self.profile.is_some() {
+            return None;
+        }
+        self.q.pop(now)
+    }
     /// Admit `pkt` without asking the profile or the limit (tests that hold
     /// a queue at a level).
     #[cfg(test)]
