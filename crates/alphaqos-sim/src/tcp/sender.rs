@@ -460,7 +460,10 @@ impl TcpSender {
 
     /// The pacing rate now, if the connection paces.
     fn pacing_rate(&self) -> Option<DataRate> {
-        let internal = if self.internal_pacing {
+        let internal = if self.internal_pacing && self.edt_frames() {
+            // Linux 6 (`linux6.rs`): `tcp_update_pacing_rate`, max(cwnd, packets_out).
+            self.linux_pacing_rate().map(|bytes_per_s| DataRate(bytes_per_s.saturating_mul(8)))
+        } else if self.internal_pacing {
             self.rtt.srtt().map(|srtt| {
                 // Linux tcp_update_pacing_rate: 200% of cwnd/srtt in slow start, 120% after.
                 let pct: u128 = if self.st.cwnd < self.st.ssthresh / 2 { 200 } else { 120 };
@@ -509,8 +512,31 @@ impl TcpSender {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
         }
         if let Some(rate) = self.pacing_rate() {
-            self.pace_next = self.pace_next.max(now) + rate.tx_time(size as u64);
+            let tx = rate.tx_time(size as u64);
+            match self.linux.as_mut().filter(|l| l.opts.tso_autosize && l.opts.tso_max_bytes > 0) {
+                // Linux 6 (`tcp_update_skb_after_send`, `linux6.rs`): a frame that
+                // leaves `late` after its time takes up to half its gap off.
+                Some(lx) => {
+                    let late = now.as_nanos().saturating_sub(self.pace_next.as_nanos());
+                    if late > 0 {
+                        lx.pace_credit = late;
+                    }
+                    let take = lx.pace_credit.min(tx.as_nanos() / 2);
+                    lx.pace_credit -= take;
+                    self.pace_next = self.pace_next.max(now) + Duration(tx.as_nanos() - take);
+                }
+                None => self.pace_next = self.pace_next.max(now) + tx,
+            }
         }
+    }
+
+    /// Linux 6 paces TSO frames, not segments (`linux6.rs`): is the sender
+    /// in the middle of one? Then its next segment leaves at once.
+    fn edt_frames(&self) -> bool {
+        self.linux.as_ref().is_some_and(|l| l.opts.tso_autosize && l.opts.tso_max_bytes > 0)
+    }
+    fn mid_frame(&self) -> bool {
+        self.linux.as_ref().is_some_and(|l| l.opts.tso_autosize && l.tso_left > 0)
     }
 
     /// Every hole below the returned sequence is lost: by RACK's reordering
@@ -648,7 +674,7 @@ impl TcpSender {
 
     fn send_window(&mut self, w: &mut impl Wire) {
         loop {
-            if self.pacing_rate().is_some() && w.now() < self.pace_next {
+            if self.pacing_rate().is_some() && w.now() < self.pace_next && !self.mid_frame() {
                 self.pace.set(self.pace_next, FlowTimer::Pace, w);
                 return;
             }
