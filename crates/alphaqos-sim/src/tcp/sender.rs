@@ -447,6 +447,10 @@ impl TcpSender {
             }
             FlowTimer::Pace if self.pace.fire(FlowTimer::Pace, w) => self.send_data(w),
             FlowTimer::Rack if self.rack_timer.fire(FlowTimer::Rack, w) && self.active => {
+                if self.rack_retx() && self.in_recovery && !self.retx_order.is_empty() {
+                    let una = self.snd_una;
+                    self.find_lost_retransmissions(&SackBlocks::default(), una, w);
+                }
                 if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(w.now()) {
                     self.enter_recovery(w);
                     // `tcp_rack_reo_timeout`: `tcp_cwnd_reduction(sk, 1, ...)`.
@@ -528,6 +532,11 @@ impl TcpSender {
                 None => self.pace_next = self.pace_next.max(now) + tx,
             }
         }
+    }
+
+    /// Linux 6's RACK judges retransmissions by their send time too (`linux6.rs`).
+    fn rack_retx(&self) -> bool {
+        self.rack.is_some() && self.linux.as_ref().is_some_and(|l| l.opts.sack_reentry)
     }
 
     /// Linux 6 paces TSO frames, not segments (`linux6.rs`): is the sender
@@ -912,7 +921,7 @@ impl TcpSender {
             }
         }
         if self.recovery == Recovery::Sack && !(self.retx.is_empty() && self.retx_lost.is_empty()) {
-            self.find_lost_retransmissions(sack, ack);
+            self.find_lost_retransmissions(sack, ack, w);
         }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
@@ -1116,7 +1125,8 @@ impl TcpSender {
     /// cumulative ACK, those inside this ACK's SACK blocks); those sent
     /// before a delivered one, or before data that has been SACKed since,
     /// are lost. Costs the entries it removes, not the list's length.
-    fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
+    fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64, w: &mut impl Wire) {
+        let now = w.now();
         // Taken from the low end one by one (no new tree per ACK), and by
         // a walk that resumes after each removal (no list per SACK block).
         while let Some(entry) = self.retx.first_entry().filter(|en| *en.key() < self.snd_una) {
@@ -1135,11 +1145,28 @@ impl TcpSender {
             self.retx_lost.pop_front();
         }
         let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
+        // Linux 6 (RACK, `tcp_rack_detect_loss`, which covers retransmitted
+        // segments too): a retransmission is lost only once an RTT and the
+        // reordering window have passed since it left; until then a later
+        // segment's delivery may be reordering. Checked again on RACK's timer.
+        let settle = self.rack_retx().then(|| {
+            let rtt = self.rtt.srtt().or(self.rtt.min_rtt()).map_or(0, |r| r.as_nanos());
+            rtt + self.rack.as_ref().expect("rack").reo_wnd(&self.rtt).as_nanos()
+        });
         while let Some(&(order, seq, marker)) = self.retx_order.front() {
             match self.retx.get(&seq) {
-                Some(&RetxEntry { end, order: o, .. }) if o == order => {
+                Some(&RetxEntry { end, order: o, sent, .. }) if o == order => {
                     if order > self.newest_delivered && top_sacked <= marker {
                         break;
+                    }
+                    if let Some(wait) = settle {
+                        let due = sent + Duration(wait);
+                        if due > now {
+                            if self.rack_timer.deadline().is_none_or(|d| d <= now || d > due) {
+                                self.rack_timer.set(due, FlowTimer::Rack, w);
+                            }
+                            break;
+                        }
                     }
                     self.retx.remove(&seq);
                     self.retx_lost.push_back((seq, end, order));
