@@ -10,7 +10,9 @@ kernel = 1: goodput, retransmissions and the time-sequence (bytes
 delivered at the receiver: the simulator's every 100 ms, iperf3's server
 intervals). The hosts' interfaces into the
 emulator send without TSO/GSO/GRO (:func:`alphaqos.emulate.wire_like`),
-so every simulated profile is run with ``tso: 0`` and ``gro: false``.
+so every simulated profile is run with ``gro: false``, and all but the
+``linux-6`` ones with ``tso: 0`` (:data:`HOST_GSO`: Linux 6's TCP builds
+GSO frames all the same).
 
 Flows of different RTTs (case ``two-rtts``): in the simulator each flow
 has a sender of its own (``snd``, ``snd1``), the further one on a host
@@ -45,12 +47,12 @@ from typing import Any
 #: single options that stood in for it before (CUBIC, SACK, D-SACK and
 #: undo, the adaptive reordering metric, RACK and pacing), kept because it
 #: shows what pacing does to the policer and scavenger cases.
-#: "linux-6-paced" is closer to the kernel's sender as this bench runs it:
-#: iperf3 3.12 sets ``-C cubic`` after connect(), when the system default
-#: (bbr here) has already run ``bbr_init``, which sets the socket's
-#: ``sk_pacing_status`` to SK_PACING_NEEDED, so its CUBIC paces; and a
-#: capture shows the kernel sending ~1 ms trains, also with CUBIC set
-#: before connect (docs/kernel-crosscheck.md).
+#: "linux-6-paced" is the kernel's sender as this bench runs it: iperf3
+#: 3.12 sets ``-C cubic`` after connect(), when the system default (bbr
+#: here) has already run ``bbr_init``, which sets the socket's
+#: ``sk_pacing_status`` to SK_PACING_NEEDED, so its CUBIC paces (a trace
+#: shows a third of its skbs sent by the pacing timer, ``tcp_pace_kick``),
+#: frame by frame (docs/kernel-crosscheck.md, session 12).
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {"host_profile": "default"},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
@@ -60,6 +62,14 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 #: As the emulated hosts send and receive (wire_like: no offloads).
 HOST = {"tso": "0B", "gro": False}
+#: The same for the ``linux-6`` profiles: TSO frames stay on, because Linux
+#: TCP builds GSO skbs whatever the device offers (``sk_setup_caps`` sets
+#: NETIF_F_GSO on every TCP socket: "tcp: switch to GSO being always on",
+#: 2018) and the device without TSO/GSO segments them in software, back to
+#: back: a trace of this bench's kernel sender shows skbs of
+#: ``tcp_tso_autosize``'s goal, ~1 ms of the pacing rate
+#: (docs/kernel-crosscheck.md, session 12).
+HOST_GSO = {"gro": False}
 #: The simulator's receive window: the kernel's hosts' socket buffers go up
 #: to 32 MB (zurawski's TCP_MEM, set by its _socket_buffers).
 RWND = "32MiB"
@@ -131,7 +141,8 @@ def scenario(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
             "classes": {"1:10": {"rate": f"{plan.rate_bps}bps", "burst": f"{plan.burst_bytes}B", "cburst": f"{plan.burst_bytes}B"},
                         "1:20": {"rate": "1Gbps"}},
             "filters": [{"src": f"{SND}/32", "class": "1:10"}], "default": "1:20"}}}  # fmt: skip
-    tcp = {"from": "snd", "to": "rcv", "cc": "cubic", "rwnd": RWND, **HOST, **profile}
+    host = HOST_GSO if profile.get("host_profile") == "linux-6" else HOST
+    tcp = {"from": "snd", "to": "rcv", "cc": "cubic", "rwnd": RWND, **host, **profile}
     nodes: dict[str, Any] = {"snd": {"address": SND}, "rtr": rtr, "rcv": {"address": RCV}}
     links = [host_link, {"between": ["rtr", "rcv"], "rate": f"{spec['rate']}bps", "delay": f"{spec['rtt'] / 2 * 1e3:g}ms",
                          "queues": {"rtr": spec["queue"]}}]  # fmt: skip

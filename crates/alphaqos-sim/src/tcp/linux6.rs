@@ -77,6 +77,19 @@
 //!   took three times as long to fill as with `tso: 0B`). Not a key of its
 //!   own, only the profile's.
 //!
+//! - Pacing, when on (`pacing: true`; Linux paces a socket whose
+//!   congestion control asks for it, or under `fq`): whole TSO frames, not
+//!   segments (`tcp_write_xmit` -> `tcp_pacing_check` before each skb;
+//!   `tcp_update_skb_after_send`: the next departure moves on by the
+//!   frame's length over [`pacing_rate`], less up to half of that when the
+//!   frame left late), so the sender sends ~1 ms trains, as a trace of
+//!   this machine's kernel shows (docs/kernel-crosscheck.md, session 12).
+//! - RACK on retransmissions (`tcp_rack_detect_loss` treats them as any
+//!   segment): one is lost only once an RTT and the reordering window have
+//!   passed since it left and later data was delivered, not as soon as
+//!   later data is SACKed (`tcp_mark_lost_retrans`, 2.6 kernels; the other
+//!   profiles keep it). `sender.rs`, `rack_retx`.
+//!
 //! Not modelled: TSQ's exemption of a connection with at most one frame
 //! unacknowledged and its doubled limit for retransmissions (`factor` 1);
 //! `tcp_tso_should_defer`'s one-jiffy and half-SRTT conditions (the

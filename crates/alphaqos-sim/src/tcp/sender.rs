@@ -447,6 +447,10 @@ impl TcpSender {
             }
             FlowTimer::Pace if self.pace.fire(FlowTimer::Pace, w) => self.send_data(w),
             FlowTimer::Rack if self.rack_timer.fire(FlowTimer::Rack, w) && self.active => {
+                if self.rack_retx() && self.in_recovery && !self.retx_order.is_empty() {
+                    let una = self.snd_una;
+                    self.find_lost_retransmissions(&SackBlocks::default(), una, w);
+                }
                 if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(w.now()) {
                     self.enter_recovery(w);
                     // `tcp_rack_reo_timeout`: `tcp_cwnd_reduction(sk, 1, ...)`.
@@ -460,7 +464,10 @@ impl TcpSender {
 
     /// The pacing rate now, if the connection paces.
     fn pacing_rate(&self) -> Option<DataRate> {
-        let internal = if self.internal_pacing {
+        let internal = if self.internal_pacing && self.edt_frames() {
+            // Linux 6 (`linux6.rs`): `tcp_update_pacing_rate`, max(cwnd, packets_out).
+            self.linux_pacing_rate().map(|bytes_per_s| DataRate(bytes_per_s.saturating_mul(8)))
+        } else if self.internal_pacing {
             self.rtt.srtt().map(|srtt| {
                 // Linux tcp_update_pacing_rate: 200% of cwnd/srtt in slow start, 120% after.
                 let pct: u128 = if self.st.cwnd < self.st.ssthresh / 2 { 200 } else { 120 };
@@ -509,8 +516,36 @@ impl TcpSender {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
         }
         if let Some(rate) = self.pacing_rate() {
-            self.pace_next = self.pace_next.max(now) + rate.tx_time(size as u64);
+            let tx = rate.tx_time(size as u64);
+            match self.linux.as_mut().filter(|l| l.opts.tso_autosize && l.opts.tso_max_bytes > 0) {
+                // Linux 6 (`tcp_update_skb_after_send`, `linux6.rs`): a frame that
+                // leaves `late` after its time takes up to half its gap off.
+                Some(lx) => {
+                    let late = now.as_nanos().saturating_sub(self.pace_next.as_nanos());
+                    if late > 0 {
+                        lx.pace_credit = late;
+                    }
+                    let take = lx.pace_credit.min(tx.as_nanos() / 2);
+                    lx.pace_credit -= take;
+                    self.pace_next = self.pace_next.max(now) + Duration(tx.as_nanos() - take);
+                }
+                None => self.pace_next = self.pace_next.max(now) + tx,
+            }
         }
+    }
+
+    /// Linux 6's RACK judges retransmissions by their send time too (`linux6.rs`).
+    fn rack_retx(&self) -> bool {
+        self.rack.is_some() && self.linux.as_ref().is_some_and(|l| l.opts.sack_reentry)
+    }
+
+    /// Linux 6 paces TSO frames, not segments (`linux6.rs`): is the sender
+    /// in the middle of one? Then its next segment leaves at once.
+    fn edt_frames(&self) -> bool {
+        self.linux.as_ref().is_some_and(|l| l.opts.tso_autosize && l.opts.tso_max_bytes > 0)
+    }
+    fn mid_frame(&self) -> bool {
+        self.linux.as_ref().is_some_and(|l| l.opts.tso_autosize && l.tso_left > 0)
     }
 
     /// Every hole below the returned sequence is lost: by RACK's reordering
@@ -648,7 +683,7 @@ impl TcpSender {
 
     fn send_window(&mut self, w: &mut impl Wire) {
         loop {
-            if self.pacing_rate().is_some() && w.now() < self.pace_next {
+            if self.pacing_rate().is_some() && w.now() < self.pace_next && !self.mid_frame() {
                 self.pace.set(self.pace_next, FlowTimer::Pace, w);
                 return;
             }
@@ -886,7 +921,7 @@ impl TcpSender {
             }
         }
         if self.recovery == Recovery::Sack && !(self.retx.is_empty() && self.retx_lost.is_empty()) {
-            self.find_lost_retransmissions(sack, ack);
+            self.find_lost_retransmissions(sack, ack, w);
         }
         if !self.in_recovery && self.snd_una < self.snd_max && self.loss_detected(now) {
             self.enter_recovery(w);
@@ -1090,7 +1125,8 @@ impl TcpSender {
     /// cumulative ACK, those inside this ACK's SACK blocks); those sent
     /// before a delivered one, or before data that has been SACKed since,
     /// are lost. Costs the entries it removes, not the list's length.
-    fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64) {
+    fn find_lost_retransmissions(&mut self, blocks: &SackBlocks, ack: u64, w: &mut impl Wire) {
+        let now = w.now();
         // Taken from the low end one by one (no new tree per ACK), and by
         // a walk that resumes after each removal (no list per SACK block).
         while let Some(entry) = self.retx.first_entry().filter(|en| *en.key() < self.snd_una) {
@@ -1109,11 +1145,28 @@ impl TcpSender {
             self.retx_lost.pop_front();
         }
         let top_sacked = self.sacked.last().map_or(0, |(_, e)| e);
+        // Linux 6 (RACK, `tcp_rack_detect_loss`, which covers retransmitted
+        // segments too): a retransmission is lost only once an RTT and the
+        // reordering window have passed since it left; until then a later
+        // segment's delivery may be reordering. Checked again on RACK's timer.
+        let settle = self.rack_retx().then(|| {
+            let rtt = self.rtt.srtt().or(self.rtt.min_rtt()).map_or(0, |r| r.as_nanos());
+            rtt + self.rack.as_ref().expect("rack").reo_wnd(&self.rtt).as_nanos()
+        });
         while let Some(&(order, seq, marker)) = self.retx_order.front() {
             match self.retx.get(&seq) {
-                Some(&RetxEntry { end, order: o, .. }) if o == order => {
+                Some(&RetxEntry { end, order: o, sent, .. }) if o == order => {
                     if order > self.newest_delivered && top_sacked <= marker {
                         break;
+                    }
+                    if let Some(wait) = settle {
+                        let due = sent + Duration(wait);
+                        if due > now {
+                            if self.rack_timer.deadline().is_none_or(|d| d <= now || d > due) {
+                                self.rack_timer.set(due, FlowTimer::Rack, w);
+                            }
+                            break;
+                        }
                     }
                     self.retx.remove(&seq);
                     self.retx_lost.push_back((seq, end, order));
