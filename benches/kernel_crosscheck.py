@@ -45,8 +45,9 @@ from typing import Any
 #: (``tcp/linux6.rs``: RACK-TLP, PRR, TSO autosizing and TSQ from the
 #: unpaced pacing rate, no pacing); "near-linux-6" is the combination of
 #: single options that stood in for it before (CUBIC, SACK, D-SACK and
-#: undo, the adaptive reordering metric, RACK and pacing), kept because it
-#: shows what pacing does to the policer and scavenger cases.
+#: undo, the adaptive reordering metric, RACK and pacing) on the
+#: ``default`` profile (named: the front's default is ``linux-6`` now),
+#: kept because it shows what pacing does to the policer and scavenger cases.
 #: "linux-6-paced" is the kernel's sender as this bench runs it: iperf3
 #: 3.12 sets ``-C cubic`` after connect(), when the system default (bbr
 #: here) has already run ``bbr_init``, which sets the socket's
@@ -56,7 +57,7 @@ from typing import Any
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {"host_profile": "default"},
     "linux-2.6.33": {"host_profile": "linux-2.6.33"},
-    "near-linux-6": {"sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
+    "near-linux-6": {"host_profile": "default", "sack": True, "rack": True, "pacing": True, "dsack": True, "undo": True, "adaptive_reordering": True},
     "linux-6": {"host_profile": "linux-6"},
     "linux-6-paced": {"host_profile": "linux-6", "pacing": True},
 }
