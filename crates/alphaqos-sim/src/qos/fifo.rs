@@ -126,14 +126,23 @@ impl Fifo {
         if self.profile.is_some() || !self.q.is_empty() {
             return None;
         }
-        if !self.limit.admits(self.q.backlog(), pkt.size) {
-            self.q.counters.on_drop(pkt.size, DropReason::Tail);
+        if !self.fits_or_tail_drop(pkt.size) {
             return Some(false);
         }
         pkt.enqueued = now;
         self.q.counters.on_enqueue(pkt.size);
         self.q.counters.on_dequeue(pkt.size, now, now);
         Some(true)
+    }
+    /// The plain FIFO's limit: does a packet of `size` fit? If not it is
+    /// counted as a tail drop.
+    #[inline(always)]
+    fn fits_or_tail_drop(&mut self, size: u32) -> bool {
+        let fits = self.limit.admits(self.q.backlog(), size);
+        if !fits {
+            self.q.counters.on_drop(size, DropReason::Tail);
+        }
+        fits
     }
     /// The head packet of a plain drop-tail FIFO (no drop profile), leaving
     /// for the wire at `now`, counted as [`Qdisc::dequeue`] counts it. None
@@ -163,8 +172,7 @@ impl Qdisc for Fifo {
         let held = self.q.backlog();
         let Some(profile) = &mut self.profile else {
             // The plain drop-tail FIFO.
-            if !self.limit.admits(held, pkt.size) {
-                self.q.counters.on_drop(pkt.size, DropReason::Tail);
+            if !self.fits_or_tail_drop(pkt.size) {
                 return Err((pkt, DropReason::Tail));
             }
             self.q.push(pkt, ctx.now);

@@ -517,7 +517,8 @@ impl TcpSender {
         }
         if let Some(rate) = self.pacing_rate() {
             let tx = rate.tx_time(size as u64);
-            match self.linux.as_mut().filter(|l| l.opts.tso_autosize && l.opts.tso_max_bytes > 0) {
+            let edt_frames = self.edt_frames();
+            match self.linux.as_mut().filter(|_| edt_frames) {
                 // Linux 6 (`tcp_update_skb_after_send`, `linux6.rs`): a frame that
                 // leaves `late` after its time takes up to half its gap off.
                 Some(lx) => {
@@ -683,7 +684,7 @@ impl TcpSender {
 
     fn send_window(&mut self, w: &mut impl Wire) {
         loop {
-            if self.pacing_rate().is_some() && w.now() < self.pace_next && !self.mid_frame() {
+            if w.now() < self.pace_next && !self.mid_frame() && self.pacing_rate().is_some() {
                 self.pace.set(self.pace_next, FlowTimer::Pace, w);
                 return;
             }
