@@ -9,7 +9,7 @@ loop's cost per interval.
 Both tools run with the receiver pinned to one core and the sender to the
 other (``taskset -c 0`` / ``-c 1``), at real-time priority when root
 (``chrt -f 50``: other work on the machine cannot take the cores from
-them; ``--no-rt`` to leave it), on loopback (127.0.0.1) or a veth pair
+them; ``--no-rt`` to leave it; never with ``--no-pin``, see ``main``), on loopback (127.0.0.1) or a veth pair
 between two namespaces (``veth:RATE`` adds an HTB root at RATE on the
 sender's side: a circuit's rate), files in /dev/shm (``--no-pin``: both
 tools unpinned, the scheduler spreading their threads over the cores;
@@ -51,6 +51,7 @@ from alphaqos.transfer.loop import DeadlineLoop  # noqa: E402
 
 RX_CORE, TX_CORE = "0", "1"
 RT = ["chrt", "-f", "50"]  # cleared by --no-rt (and when not root)
+RX_ARGS: list[str] = []  # the receiver's extra options (--rx-threads)
 PIN = [True]  # [False] with --no-pin
 
 
@@ -164,6 +165,8 @@ def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None
     port = free_port()
     binary = binary or xfer_binary()
     rx_cmd = [str(binary), "serve", "--listen", f"{net.host}:{port}", "--dir", str(dst), "--once", "1"]
+    if binary == xfer_binary():
+        rx_cmd += RX_ARGS  # --rx-threads: this build's option only
     tx_cmd = [str(binary), "send", str(src), f"{net.host}:{port}", "--streams", str(streams),
               "--rate-bps", "0", "--cc", "cubic", "--force", "--interval-ms", "1000"]  # fmt: skip
     if trace:
@@ -320,11 +323,18 @@ def main() -> None:
     ap.add_argument("--compare", type=Path, help="another alphaqos-xfer build, run alternating with this one")
     ap.add_argument("--no-rt", action="store_true", help="no real-time priority (chrt) for the measured processes")
     ap.add_argument("--no-pin", action="store_true", help="no taskset: each tool's threads on any core")
+    ap.add_argument("--rx-threads", type=int, help="the receiver's threads per transfer (serve --threads; default: its own)")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
-    if args.no_rt or os.geteuid() != 0 or not shutil.which("chrt"):
+    # Unpinned, real-time senders that spin in sendfile(2) can take both cores
+    # from the (normal-priority) softirq work that would drain a veth: seen
+    # here as two iperf3 clients at 95 % CPU for ten minutes with nothing
+    # moving. So --no-pin runs at normal priority.
+    if args.no_rt or args.no_pin or os.geteuid() != 0 or not shutil.which("chrt"):
         RT.clear()
     PIN[0] = not args.no_pin
+    if args.rx_threads:
+        RX_ARGS[:] = ["--threads", str(args.rx_threads)]
     size = units.parse_size(args.size)
     # /dev/shm when there is room: the path, not the disk, is measured.
     shm = Path("/dev/shm")

@@ -33,7 +33,7 @@ def free_port() -> int:
 
 class Receiver:
     def __init__(self, directory: Path, env: dict | None = None, netns: str | None = None, listen: str = "127.0.0.1",
-                 wrap: list[str] | None = None):
+                 wrap: list[str] | None = None, args: list[str] | None = None):
         self.dir = directory
         self.port = free_port()
         self.addr = f"{listen}:{self.port}"
@@ -43,7 +43,7 @@ class Receiver:
         prefix = ["nsenter", f"--net=/run/netns/{netns}"] if netns else []
         prefix += wrap or []  # e.g. a private mount namespace (tests/test_transfer.py's full disk)
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen([*prefix, binary(), "serve", "--listen", self.addr, "--dir", str(directory)],
+            self.proc = subprocess.Popen([*prefix, binary(), "serve", "--listen", self.addr, "--dir", str(directory), *(args or [])],
                                          stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))  # fmt: skip
         for _ in range(200):
             if "listening" in self.log.read_text():

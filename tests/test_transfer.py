@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from _transfer import Receiver, binary, make_file, receiver, send
 
+from alphaqos.cli import main
+
 MiB = 1 << 20
 
 
@@ -163,6 +165,39 @@ def test_bad_input(tmp_path, rx, capsys):
     # A receiver directory that cannot be written.
     done = subprocess.run([binary(), "serve", "--listen", "127.0.0.1:0", "--dir", "/proc/1"], capture_output=True, text=True)
     assert done.returncode == 2 and "not writable" in done.stderr
+    # No receiving thread at all.
+    assert main(["transfer", "serve", "--listen", "127.0.0.1:0", "--dir", str(tmp_path), "--threads", "0"]) == 2
+    assert "--threads 0: at least 1" in capsys.readouterr().err
+    done = subprocess.run([binary(), "serve", "--listen", "127.0.0.1:0", "--dir", str(tmp_path), "--threads", "0"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--threads: at least 1" in done.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_receiving_threads_share_the_connections(tmp_path, capsys, threads):
+    """Four connections dealt to `threads` receiving threads in turn (0, 1,
+    0, 1 for two): each thread that has connections receives a share of the
+    bytes, a thread without any receives none, the shares add up to the
+    file, and the file is whole."""
+    src = make_file(tmp_path / "t.bin", 24 * MiB + 777, seed=9)
+    with receiver(tmp_path / "in", args=["--threads", str(threads)]) as r:
+        status, lines, err = send(capsys, str(src), r.addr, "--deadline", "60s", "--rate", "4Gbps", "--streams", "4",
+                                  "--block", "1MiB")  # fmt: skip
+        assert status == 0, err
+        assert (r.dir / "t.bin").read_bytes() == src.read_bytes()
+        done = [e for e in r.events() if e.get("event") == "complete"]
+    assert len(done) == 1
+    shares = done[0]["thread_bytes"]
+    assert len(shares) == threads
+    # Every byte once, and a block at most twice (the sender's endgame may send one on two connections).
+    assert src.stat().st_size <= sum(shares) <= src.stat().st_size + 4 * MiB
+    # The base connection is paced at the needed rate (24 MiB in 60 s: a few
+    # Mbit/s) and may carry nothing; with two threads each has an unpaced
+    # connection besides it. Four connections use at most four threads.
+    used = [b > 0 for b in shares]
+    if threads <= 2:
+        assert all(used), shares
+    else:
+        assert shares[4:] == [0] * (threads - 4) and sum(used[:4]) >= 3, shares
 
 
 def test_block_map_of_another_protocol_version(tmp_path, rx):

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const USAGE: &str = "usage: alphaqos-xfer serve --listen ADDR --dir DIR [--once N]\n       alphaqos-xfer send FILE HOST:PORT [--streams K] [--block BYTES] [--rate-bps N] [--dscp-base NAME] [--dscp-excess NAME] [--cc NAME] [--force] [--hold] [--interval-ms MS] [--name NAME]";
+const USAGE: &str = "usage: alphaqos-xfer serve --listen ADDR --dir DIR [--once N] [--threads N]\n       alphaqos-xfer send FILE HOST:PORT [--streams K] [--block BYTES] [--rate-bps N] [--dscp-base NAME] [--dscp-excess NAME] [--cc NAME] [--force] [--hold] [--interval-ms MS] [--name NAME]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,13 +35,17 @@ fn dscp(s: &str, flag: &str) -> Result<u8, Fail> {
 fn run(args: &[String]) -> Result<(), Fail> {
     match args.first().map(String::as_str) {
         Some("serve") => {
-            let (mut listen, mut dir, mut once) = (None, None, 0);
+            let (mut listen, mut dir, mut once, mut threads) = (None, None, 0, None);
             let mut i = 1;
             while i < args.len() {
                 match args[i].as_str() {
                     "--listen" => listen = Some(value(args, &mut i, "--listen")?.to_string()),
                     "--dir" => dir = Some(PathBuf::from(value(args, &mut i, "--dir")?)),
                     "--once" => once = number(value(args, &mut i, "--once")?, "--once")?,
+                    "--threads" => match number(value(args, &mut i, "--threads")?, "--threads")? {
+                        0 => return Err(Fail::bad("serve: --threads: at least 1".into())),
+                        n => threads = Some(n as usize),
+                    },
                     a => return Err(Fail::bad(format!("serve: unknown argument {a:?}\n{USAGE}"))),
                 }
                 i += 1;
@@ -52,6 +56,7 @@ fn run(args: &[String]) -> Result<(), Fail> {
                 dir: dir.ok_or_else(|| Fail::bad("serve: --dir is required".into()))?,
                 corrupt_block,
                 once,
+                threads,
             })
         }
         Some("send") => {

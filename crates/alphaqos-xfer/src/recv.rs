@@ -1,5 +1,6 @@
 //! The receiver (`alphaqos-xfer serve`): one listening port, a thread per
-//! control connection, and one thread per transfer serving all its data
+//! control connection, and per transfer up to one receiving thread per core
+//! it may run on (`--threads`), each serving its share of the data
 //! connections by poll(2) (`pump`). Blocks land in `DIR/.NAME.part`: copied from the socket into
 //! a reused buffer, hashed there while cache-hot and written by `pwrite`
 //! (or, with `ALPHAQOS_XFER_RECV=splice`, moved by `splice(2)` from the
@@ -41,6 +42,20 @@ pub struct ServeOptions {
     pub corrupt_block: Option<u64>,
     /// Exit after this many transfers (0: serve forever).
     pub once: u64,
+    /// Receiving threads per transfer (None: one fewer than the cores this
+    /// process may run on, at least one; see `lane_count`). A transfer's
+    /// data connections are dealt to them in turn, so it uses at most as
+    /// many as it has connections.
+    pub threads: Option<usize>,
+}
+
+/// The receiving threads a transfer may use: one per core this process may
+/// run on (`available_parallelism` reads its CPU affinity and cgroup quota)
+/// but one, left to the kernel's receive processing (softirq, ACKs) that
+/// every byte also costs; so one thread on a two-core host (where a second
+/// was slower, docs/transfer.md) and on a receiver pinned to one core.
+fn lane_count(opts: &ServeOptions) -> usize {
+    opts.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1)).max(1)
 }
 
 struct Session {
@@ -58,9 +73,10 @@ struct Session {
     corrupt: Mutex<Option<u64>>,
     received: AtomicU64,
     bad: AtomicU64,
-    /// The data connections waiting for the receiving thread, and whether it runs.
-    pump: Mutex<Pump>,
-    wake: Wake,
+    /// The receiving threads ("lanes"), each with the data connections
+    /// handed to it and whether it runs; new connections go to them in turn.
+    lanes: Vec<Lane>,
+    next_lane: AtomicU64,
 }
 
 struct MapState {
@@ -329,8 +345,8 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
         corrupt: Mutex::new(shared.opts.corrupt_block),
         received: AtomicU64::new(0),
         bad: AtomicU64::new(0),
-        pump: Mutex::new(Pump::default()),
-        wake: Wake::new()?,
+        lanes: (0..lane_count(&shared.opts)).map(|_| Lane::new()).collect::<io::Result<_>>()?,
+        next_lane: AtomicU64::new(0),
     });
     let saved = save_map(&session, &session.state.lock().unwrap());
     if let Err(e) = saved {
@@ -346,7 +362,7 @@ fn run_session(shared: &Arc<Shared>, conn: &mut TcpStream, dir: &Path, name: &st
     proto::write_msg(&mut *session.control.lock().unwrap(), &json!({"type": "welcome", "version": proto::VERSION, "session": id, "have": have, "checks": checks}))?;
     let outcome = session_loop(&session, conn);
     session.closed.store(true, Ordering::SeqCst);
-    session.wake.notify();
+    session.lanes.iter().for_each(|l| l.wake.notify());
     shared.sessions.lock().unwrap().remove(&id);
     if !matches!(outcome, Ok(true)) {
         let _ = save_map(&session, &session.state.lock().unwrap());
@@ -443,7 +459,8 @@ fn finish(s: &Arc<Session>, hash: &str) -> io::Result<Option<bool>> {
             let _ = d.sync_all();
         }
         emit(&json!({"event": "complete", "name": s.name, "path": target.display().to_string(), "size": s.size,
-                     "blocks_received": s.received.load(Ordering::SeqCst), "blocks_bad": s.bad.load(Ordering::SeqCst), "hash": got}));
+                     "blocks_received": s.received.load(Ordering::SeqCst), "blocks_bad": s.bad.load(Ordering::SeqCst), "hash": got,
+                     "thread_bytes": s.lanes.iter().map(|l| l.bytes.load(Ordering::Relaxed)).collect::<Vec<_>>()}));
         proto::write_msg(&mut *ctl, &json!({"type": "finished", "path": target.display().to_string(), "hash": got}))?;
         return Ok(Some(true));
     }
@@ -474,27 +491,44 @@ fn data(shared: &Arc<Shared>, mut conn: TcpStream) -> io::Result<()> {
     };
     conn.set_nonblocking(true)?;
     let peer = conn.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let lane = (s.next_lane.fetch_add(1, Ordering::SeqCst) % s.lanes.len() as u64) as usize;
     let start = {
-        let mut p = s.pump.lock().unwrap();
+        let mut p = s.lanes[lane].pump.lock().unwrap();
         p.pending.push((conn, peer));
         !std::mem::replace(&mut p.running, true)
     };
-    s.wake.notify();
+    s.lanes[lane].wake.notify();
     if start {
         let s = s.clone();
-        std::thread::spawn(move || pump(&s));
+        std::thread::spawn(move || pump(&s, lane));
     }
     Ok(())
 }
 
-/// The data connections of a session handed to its receiving thread.
+/// The data connections of a session handed to one receiving thread.
 #[derive(Default)]
 struct Pump {
     pending: Vec<(TcpStream, String)>,
     running: bool,
 }
 
-/// An eventfd(2) that wakes the receiving thread's poll (a new data
+/// One receiving thread of a session: its pending connections and the
+/// eventfd that wakes its poll.
+struct Lane {
+    pump: Mutex<Pump>,
+    wake: Wake,
+    /// Payload bytes this thread has received (the `complete` event's
+    /// `thread_bytes`: how the work was shared).
+    bytes: AtomicU64,
+}
+
+impl Lane {
+    fn new() -> io::Result<Lane> {
+        Ok(Lane { pump: Mutex::new(Pump::default()), wake: Wake::new()?, bytes: AtomicU64::new(0) })
+    }
+}
+
+/// An eventfd(2) that wakes a receiving thread's poll (a new data
 /// connection, the session closed).
 struct Wake(std::os::fd::OwnedFd);
 
@@ -553,22 +587,23 @@ enum Turn {
     Eof,
 }
 
-/// The receiving thread of a session: all its data connections (nonblocking)
-/// served by one thread through poll(2), as iperf3 serves its streams
-/// (pinned to one core, a thread per connection did not take turns: one
-/// connection carried most of the bytes, docs/transfer.md). Each readable
-/// connection gets a turn of at most one piece (the CHUNK receive step) per
-/// round; blocks are written, checked, recorded and acknowledged as each
-/// completes.
-fn pump(s: &Arc<Session>) {
+/// A receiving thread of a session (`lane`): its data connections
+/// (nonblocking) served through poll(2), as iperf3 serves its streams (on
+/// one core, a thread per connection did not take turns: one connection
+/// carried most of the bytes, docs/transfer.md; so there is one thread per
+/// core, not per connection). Each readable connection gets a turn of at
+/// most one piece (the CHUNK receive step) per round; blocks are written,
+/// checked, recorded and acknowledged as each completes.
+fn pump(s: &Arc<Session>, lane: usize) {
+    let me = &s.lanes[lane];
     let mut conns: Vec<Conn> = Vec::new();
     let mut fds: Vec<libc::pollfd> = Vec::new();
     loop {
         if s.closed.load(Ordering::SeqCst) {
             break;
         }
-        s.wake.clear();
-        for (sock, peer) in s.pump.lock().unwrap().pending.drain(..) {
+        me.wake.clear();
+        for (sock, peer) in me.pump.lock().unwrap().pending.drain(..) {
             let splice = s.map.is_some();
             let pipe = if splice {
                 match Pipe::new(CHUNK) {
@@ -585,7 +620,7 @@ fn pump(s: &Arc<Session>) {
             conns.push(Conn { sock, peer, head: [0; proto::BLOCK_HEADER], head_got: 0, block: None, buf, filled: 0, pipe });
         }
         fds.clear();
-        fds.push(libc::pollfd { fd: s.wake.0.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        fds.push(libc::pollfd { fd: me.wake.0.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         fds.extend(conns.iter().map(|c| libc::pollfd { fd: c.sock.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
         if rc < 0 {
@@ -601,7 +636,7 @@ fn pump(s: &Arc<Session>) {
             if fds[i + 1].revents == 0 {
                 continue;
             }
-            match turn(s, c) {
+            match turn(s, me, c) {
                 Ok(Turn::Again) => {}
                 Ok(Turn::Eof) => gone.push(i),
                 Err(e) => {
@@ -619,7 +654,7 @@ fn pump(s: &Arc<Session>) {
             conns.swap_remove(i);
         }
     }
-    s.pump.lock().unwrap().running = false;
+    me.pump.lock().unwrap().running = false;
 }
 
 /// recv(2) without waiting: Ok(None) when nothing is queued.
@@ -644,7 +679,7 @@ fn inside_block() -> io::Error {
 
 /// One turn on a readable data connection: reads until the socket is
 /// drained or one piece has been received, written and hashed.
-fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
+fn turn(s: &Arc<Session>, lane: &Lane, c: &mut Conn) -> io::Result<Turn> {
     let n = block_count(s.size, s.block);
     let fd = c.sock.as_raw_fd();
     let write_error = |e: io::Error, index: u64| {
@@ -751,6 +786,7 @@ fn turn(s: &Arc<Session>, c: &mut Conn) -> io::Result<Turn> {
         };
         b.off += piece as u64;
         b.left -= piece;
+        lane.bytes.fetch_add(piece as u64, Ordering::Relaxed);
         if b.left == 0 {
             // Its check is likely queued behind it.
             continue;

@@ -22,6 +22,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--dir", required=True, type=Path, help="where files land")
     serve.add_argument("--json", action="store_true", help="the receiver's events as JSON lines")
     serve.add_argument("--once", type=int, default=0, metavar="N", help="exit after N complete transfers (0: never)")
+    serve.add_argument("--threads", type=int, default=None, metavar="N",
+                       help="receiving threads per transfer (default: one per core the receiver may run on but one, at least one; a transfer uses at most one per connection)")
     serve.set_defaults(handler=_serve)
 
     send = sub.add_parser("send", help="send a file by a deadline")

@@ -58,6 +58,7 @@ class ServeOptions:
     dir: Path  # where files land
     json: bool  # the receiver's events as JSON lines
     once: int  # exit after this many complete transfers (0: never)
+    threads: int | None = None  # receiving threads per transfer (None: one per core it may run on but one)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,11 @@ def serve(args: ServeOptions) -> int:
         raise TransferError(f"--dir {d}: not a directory")
     if not os.access(d, os.W_OK | os.X_OK):
         raise TransferError(f"--dir {d}: not writable")
+    if args.threads is not None and args.threads < 1:
+        raise TransferError(f"--threads {args.threads}: at least 1")
     cmd = [str(xfer_binary()), "serve", "--listen", args.listen, "--dir", str(d), "--once", str(args.once)]
+    if args.threads is not None:
+        cmd += ["--threads", str(args.threads)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
