@@ -395,3 +395,37 @@ fn linux6_waits_an_rtt_and_the_reordering_window_before_resending_a_retransmissi
     assert_eq!(fired, 50 * MS, "a RACK timer at 50 ms");
     assert_eq!((resent(&w), s.stats.lost_retransmits), (2, 1), "lost after an RTT and the window: sent again");
 }
+
+/// `tcp_update_skb_after_send`: an skb that leaves `credit` late (its
+/// departure time, `tcp_wstamp_ns`, already behind the clock) takes up to
+/// half its own pacing gap off, `len_ns -= min(len_ns / 2, credit)`; the
+/// credit is that skb's own lateness, nothing of it is kept for the next.
+/// Here (the frames of the test above, 946.8 us each at 10 MB/s): frame 2
+/// is held back a whole gap (the host queue full) and takes half its gap
+/// off; frame 3 leaves on time and takes nothing off, so frame 4 is due a
+/// whole gap after it. The sender used to keep the unused half of frame
+/// 2's lateness and take it off frame 3's gap (frame 4 half a gap early).
+#[test]
+fn linux6_pacing_credit_is_the_frames_own_lateness() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 100, \"pacing\": true, \"tso_max_bytes\": 65536"));
+    assert_eq!(w.data.len(), 9);
+    let gap = (9 * 1052 * 8 * 1_000_000_000u64).div_ceil(80_000_000);
+    let next_pace = |w: &W| w.timers.iter().rev().find(|t| t.1 == FlowTimer::Pace).expect("a pacing timer").0.as_nanos();
+    assert!(next_pace(&w).abs_diff(gap) <= 10);
+    // Frame 2's time comes with the host queue full; room again a gap later.
+    w.held = true;
+    let t2 = next_pace(&w);
+    fire(&mut s, &mut w, t2, FlowTimer::Pace);
+    assert_eq!(w.data.len(), 9, "held back");
+    w.held = false;
+    w.now = SimTime(2 * gap);
+    s.on_wake(&mut w);
+    assert_eq!(w.data.len(), 18);
+    let t3 = next_pace(&w);
+    assert!(t3.abs_diff(2 * gap + gap / 2) <= 10, "frame 3 due at {t3} ns, expected {} ns", 2 * gap + gap / 2);
+    // Frame 3 on time: its whole gap.
+    fire(&mut s, &mut w, t3, FlowTimer::Pace);
+    assert_eq!(w.data.len(), 27);
+    let t4 = next_pace(&w);
+    assert!(t4.abs_diff(t3 + gap) <= 10, "frame 4 due {} ns after frame 3, expected {gap} ns", t4 as i64 - t3 as i64);
+}
