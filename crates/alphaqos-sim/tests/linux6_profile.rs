@@ -429,3 +429,34 @@ fn linux6_pacing_credit_is_the_frames_own_lateness() {
     let t4 = next_pace(&w);
     assert!(t4.abs_diff(t3 + gap) <= 10, "frame 4 due {} ns after frame 3, expected {gap} ns", t4 as i64 - t3 as i64);
 }
+
+/// RFC 6675's pipe, Linux's `tcp_packets_in_flight` (`packets_out -
+/// (sacked_out + lost_out) + retrans_out`), when a hole RACK has counted
+/// lost below a later one is filled by its delayed original: the two
+/// SACKed blocks around it become one, the later hole's RACK mark (where
+/// its block began) now lies inside a block, and the SACKed bytes above
+/// the lost edge are that block's part above the mark. The sender counted
+/// only blocks beginning at or above the mark, so it took the whole merged
+/// block as lying below the edge, pipe fell to nothing, and the sender sent
+/// new data segment after segment on cwnd = pipe + PRR's sndcnt (the
+/// bursts of the kernel cross-check's unpaced scavenger case: 25,081
+/// retransmissions against the kernel's 380; docs/kernel-crosscheck.md,
+/// session 13). Here: 0 and 5 lost, 0 retransmitted, 5's original arrives
+/// late: pipe = 28 out - 9 SACKed = 19, above ssthresh 10, so PRR sends
+/// nothing (sndcnt = ceil(10 x 2 / 20) - 1 = 0).
+#[test]
+fn a_late_original_filling_a_hole_below_the_lost_edge_keeps_pipe_counted() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    // 1..5 and 6..10 SACKed at 20 ms (new data 20..27 goes out on the SACKs).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 5)]);
+    ack(&mut s, &mut w, 20, 0, 0, &[(6, 10), (1, 5)]);
+    assert_eq!(w.data.len(), 28);
+    // RACK's window passes at 25 ms: 0 and 5 are lost; recovery retransmits 0.
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    assert_eq!(w.data[28..], [(0, true)]);
+    assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
+    // 5's original arrives: one block 1..10.
+    ack(&mut s, &mut w, 26, 5, 0, &[(1, 10)]);
+    assert_eq!(w.data.len(), 29, "nothing more sent: {:?}", &w.data[29..w.data.len().min(40)]);
+    assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
+}

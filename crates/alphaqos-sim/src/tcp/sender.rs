@@ -558,7 +558,9 @@ impl TcpSender {
         if let Some(rack) = &self.rack {
             let reo_wnd = rack.reo_wnd(&self.rtt);
             return match rack.marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
-                Some(&(b, _)) => (b, self.sacked.iter_rev().take_while(|&(s, _)| s >= b).map(|(s, e)| e - s).sum()),
+                // `b` began a SACKed block when it was marked; the hole below
+                // it may have been SACKed since, so it can lie inside a block.
+                Some(&(b, _)) => (b, self.sacked.covered_in(b, u64::MAX)),
                 None => (self.snd_una, self.sacked.bytes()),
             };
         }
