@@ -484,13 +484,14 @@ impl TcpSender {
     }
 
     /// Send a segment and move the next pacing departure on by it.
+    #[inline]
     fn transmit(&mut self, seq: u64, len: u64, w: &mut impl Wire) {
-        self.send_segment(seq, len, w);
-        self.pace_after(len + TCP_HEADER_BYTES as u64, w.now());
+        self.send_segment(seq, len, true, w);
     }
 
-    /// Send a segment (pacing aside).
-    fn send_segment(&mut self, seq: u64, len: u64, w: &mut impl Wire) {
+    /// Send a segment; with `pace`, move the next pacing departure on by it
+    /// (else the caller charges a whole frame, Linux 6).
+    fn send_segment(&mut self, seq: u64, len: u64, pace: bool, w: &mut impl Wire) {
         let retx = seq < self.snd_max;
         if retx {
             self.stats.retransmits += 1;
@@ -521,6 +522,9 @@ impl TcpSender {
         self.snd_max = self.snd_max.max(seq + len);
         if self.rto.deadline().is_none() {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
+        }
+        if pace {
+            self.pace_after(size as u64, now);
         }
     }
 
@@ -712,7 +716,9 @@ impl TcpSender {
             };
             let Some((seq, len)) = seg else { return };
             let new_data = seq >= self.snd_max;
-            let starts_frame = new_data && !self.mid_frame();
+            // Linux 6 paces whole TSO frames: a frame's gap is charged once, at its start.
+            let framed = new_data && self.edt_frames();
+            let starts_frame = framed && !self.mid_frame();
             if new_data && !self.tso_allows(len) {
                 return;
             }
@@ -720,15 +726,10 @@ impl TcpSender {
                 self.resend_of = None;
                 return;
             }
-            if new_data && self.edt_frames() {
-                // Linux 6 paces whole TSO frames: the frame's gap is charged once, at its start.
+            self.send_segment(seq, len, !framed, w);
+            if starts_frame {
                 let frame = len + self.linux.as_ref().map_or(0, |l| l.tso_left);
-                self.send_segment(seq, len, w);
-                if starts_frame {
-                    self.pace_after(frame + frame.div_ceil(self.mss) * TCP_HEADER_BYTES as u64, w.now());
-                }
-            } else {
-                self.transmit(seq, len, w);
+                self.pace_after(frame + frame.div_ceil(self.mss) * TCP_HEADER_BYTES as u64, w.now());
             }
             if sack_recovery && seq < self.snd_nxt {
                 self.set_high_rxt(self.high_rxt.max(seq + len));
