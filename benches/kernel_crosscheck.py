@@ -23,7 +23,13 @@ packets of the further address both ways before the shared path
 (``flow_delays``). Reported per flow, and the short-RTT flow's goodput
 over the long one's (RTT unfairness) against the kernel's.
 
-Usage: ``kernel_crosscheck.py [--cases a,b] [--seconds S] [--out DIR]``
+The unpaced reference (``--unpaced``, source ``kernel-unpaced``): the
+same path once more with a kernel sender that does not pace (Reno from the
+socket's creation, :data:`UNPACED_CC`), against ``linux-6`` run with the
+same controller (:data:`UNPACED_PROFILES`): the profile as the scenarios
+run it by default, unpaced, has its own reference there.
+
+Usage: ``kernel_crosscheck.py [--cases a,b] [--seconds S] [--out DIR] [--unpaced]``
 (root; ``make bench`` runs every case). Writes ``DIR/results.json``, one
 plot per case (``DIR/CASE.png``) and prints the table that
 ``docs/kernel-crosscheck.md`` carries.
@@ -61,6 +67,16 @@ PROFILES: dict[str, dict[str, Any]] = {
     "linux-6": {"host_profile": "linux-6"},
     "linux-6-paced": {"host_profile": "linux-6", "pacing": True},
 }
+#: The unpaced kernel reference (source ``kernel-unpaced``, ``--unpaced``):
+#: the sender namespace's default congestion control is set to Reno, so the
+#: socket is created with it and no controller that asks for pacing (bbr,
+#: this machine's default) ever runs on it; iperf3's ``-C reno`` after
+#: connect() then changes nothing. A trace of this kernel shows such a
+#: socket sending from ACK processing only, never from the pacing timer
+#: (docs/kernel-crosscheck.md, sessions 12 and 13). Compared with these
+#: profiles run with the same controller.
+UNPACED_CC = "reno"
+UNPACED_PROFILES: dict[str, dict[str, Any]] = {"linux-6": {"host_profile": "linux-6", "cc": UNPACED_CC}}
 #: As the emulated hosts send and receive (wire_like: no offloads).
 HOST = {"tso": "0B", "gro": False}
 #: The same for the ``linux-6`` profiles: TSO frames stay on, because Linux
@@ -211,11 +227,14 @@ def simulated(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
             "path": path_counters(tables)}  # fmt: skip
 
 
-def kernel(spec: dict[str, Any]) -> dict[str, Any]:
+def kernel(spec: dict[str, Any], cc: str = "cubic", netns_default: bool = False) -> dict[str, Any]:
     """The same path with real TCP: namespaces, the emulator, iperf3
     (``-P`` flows; in a case of several RTTs one client per flow, each
     from its own address, which the emulator delays by its access delay),
-    everything removed after, also on failure."""
+    everything removed after, also on failure. The sender's congestion
+    control ``cc`` is set by iperf3 after connect(); with ``netns_default``
+    it is the sender namespace's default too, so the socket has it from
+    its creation (:data:`UNPACED_CC`)."""
     from alphaqos.emulate import Emulator, EmuError, bench, emu_config, timing, wait_for
     from alphaqos.provision.shape import apply
     from alphaqos.reproduce.zurawski import _end, _iperf_report, _listening, _server_done, _socket_buffers, _spawn
@@ -231,6 +250,8 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
     with bench("aqkx") as b:
         try:
             _socket_buffers(b)
+            if netns_default:
+                b.run(b.snd, "sysctl", "-qw", f"net.ipv4.tcp_congestion_control={cc}", check=True)
             for ip, _, _ in clients[1:]:
                 b.add_sender(ip)
             if spec.get("shape"):
@@ -242,7 +263,7 @@ def kernel(spec: dict[str, Any]) -> dict[str, Any]:
                 if not wait_for(lambda: all(_listening(b, port) for _, port, _ in clients), 10):
                     raise EmuError("iperf3 -s did not start listening in the receiver's namespace")
                 running = [_spawn(procs, b.snd, "iperf3", "-c", b.rcv_ip, "-p", str(port), "-B", ip, "-t", f"{spec['seconds']:g}",
-                                  "-i", "0.1", "-J", "-C", "cubic", "-P", str(n), "--get-server-output")
+                                  "-i", "0.1", "-J", "-C", cc, "-P", str(n), "--get-server-output")
                            for ip, port, n in clients]  # fmt: skip
                 done = []
                 for proc in running:
@@ -298,24 +319,44 @@ def seq_error(k: dict[str, Any], s: dict[str, Any], seconds: float) -> float:
     return max(gaps) if gaps else float("nan")
 
 
-def run_case(name: str, seconds: float) -> dict[str, Any]:
-    spec = case_spec(name, seconds)
-    out: dict[str, Any] = {"case": name, "spec": {k: v for k, v in spec.items() if k != "policy"}, "kernel": kernel(spec), "sim": {}}
-    k = out["kernel"]
+def compare(spec: dict[str, Any], k: dict[str, Any], profiles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each profile's simulated run against the kernel's ``k``: ratios, the time-sequence gap, the target."""
     if k.get("flow_bps"):
         k["unfairness"] = k["flow_bps"][0] / max(k["flow_bps"][-1], 1.0)
-    for prof, opts in PROFILES.items():
+    out = {}
+    for prof, opts in profiles.items():
         s = simulated(spec, opts)
         s["goodput_ratio"] = s["goodput_bps"] / k["goodput_bps"]
         s["retx_ratio"] = s["retransmits"] / k["retransmits"] if k["retransmits"] else None
-        s["seq_max_error"] = seq_error(k, s, seconds)
+        s["seq_max_error"] = seq_error(k, s, spec["seconds"])
         s["within_target"] = abs(s["goodput_ratio"] - 1) <= TARGET
         if k.get("flow_bps"):
             # RTT unfairness: the short-RTT flow's goodput over the long one's, against the kernel's.
             s["flow_ratio"] = [b / kb for b, kb in zip(s["flow_bps"], k["flow_bps"])]
             s["unfairness"] = s["flow_bps"][0] / max(s["flow_bps"][-1], 1.0)
             s["unfairness_ratio"] = s["unfairness"] / k["unfairness"]
-        out["sim"][prof] = s
+        out[prof] = s
+    return out
+
+
+def run_case(name: str, seconds: float, unpaced: bool = False) -> dict[str, Any]:
+    """The kernel (iperf3's CUBIC) against :data:`PROFILES`; with
+    ``unpaced`` also the unpaced kernel (``kernel-unpaced``,
+    :data:`UNPACED_CC`) against :data:`UNPACED_PROFILES` (``sim-unpaced``)."""
+    spec = case_spec(name, seconds)
+    out: dict[str, Any] = {"case": name, "spec": {k: v for k, v in spec.items() if k != "policy"}, "kernel": kernel(spec)}
+    out["sim"] = compare(spec, out["kernel"], PROFILES)
+    if unpaced:
+        out["kernel-unpaced"] = kernel(spec, UNPACED_CC, netns_default=True)
+        out["sim-unpaced"] = compare(spec, out["kernel-unpaced"], UNPACED_PROFILES)
+    return out
+
+
+def sources(result: dict[str, Any]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(kernel source, its run, the simulated runs against it) of a case's result."""
+    out = [("kernel", result["kernel"], result["sim"])]
+    if "kernel-unpaced" in result:
+        out.append(("kernel-unpaced", result["kernel-unpaced"], result["sim-unpaced"]))
     return out
 
 
@@ -326,10 +367,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    k = result["kernel"]
-    ax.plot(k["time"], [b / 1e6 for b in k["bytes"]], "k-", lw=2, label="kernel (Linux 6.18)")
-    for prof, s in result["sim"].items():
-        ax.plot(s["time"], [b / 1e6 for b in s["bytes"]], lw=1, label=f"sim {prof} (x{s['goodput_ratio']:.2f})")
+    for src, k, sims in sources(result):
+        unpaced = src != "kernel"
+        ax.plot(k["time"], [b / 1e6 for b in k["bytes"]], "k:" if unpaced else "k-", lw=2, label=f"{src} (Linux 6.18{', ' + UNPACED_CC if unpaced else ''})")
+        for prof, s in sims.items():
+            ax.plot(s["time"], [b / 1e6 for b in s["bytes"]], ":" if unpaced else "-", lw=1,
+                    label=f"sim {prof}{' ' + UNPACED_CC if unpaced else ''} (x{s['goodput_ratio']:.2f})")  # fmt: skip
     ax.set(xlabel="time (s)", ylabel="bytes delivered (MB)", title=f"kernel cross-check: {result['case']}")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -339,10 +382,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| case | source | goodput Mbit/s | ratio | retx | retx ratio | time-seq max gap | within 15 % |", "|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        k = r["kernel"]
-        lines.append(f"| {r['case']} | kernel | {k['goodput_bps'] / 1e6:.1f} | 1 | {k['retransmits']} | 1 | - | - |")
-        for prof, s in r["sim"].items():
+    for r, (src, k, sims) in ((r, x) for r in results for x in sources(r)):
+        lines.append(f"| {r['case'] if src == 'kernel' else ''} | {src} | {k['goodput_bps'] / 1e6:.1f} | 1 | {k['retransmits']} | 1 | - | - |")
+        for prof, s in sims.items():
             rr = "-" if s["retx_ratio"] is None else f"{s['retx_ratio']:.2f}"
             miss = "yes" if s["within_target"] else f"no ({abs(s['goodput_ratio'] - 1) * 100 - TARGET * 100:.0f} pts over)"
             lines.append(f"| | {prof} | {s['goodput_bps'] / 1e6:.1f} | {s['goodput_ratio']:.2f} | {s['retransmits']} | {rr} | "
@@ -373,7 +415,8 @@ def path_table(results: list[dict[str, Any]]) -> str:
     out of profile at its filter terms (what the sender's bursts cost)."""
     lines = ["| case | source | drops per router queue (of enqueued) | out of profile (of matched) |", "|---|---|---|---|"]
     for r in results:
-        for src, d in [("kernel", r["kernel"])] + list(r["sim"].items()):
+        runs = [(src, d) for src, k, sims in sources(r) for src, d in [(src, k)] + list(sims.items())]
+        for src, d in runs:
             p = d.get("path") or {}
             qs = ", ".join(f"{n.removeprefix('rtr->')}: {v['drop_pkts']} ({v['enq_pkts']})" for n, v in (p.get("queues") or {}).items() if v["enq_pkts"])
             fs = ", ".join(f"{n}: {v['out_of_profile_pkts']} ({v['matched_pkts']})" for n, v in (p.get("filter") or {}).items())
@@ -386,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--out", type=Path, default=Path("runs/kernel-crosscheck"))
+    ap.add_argument("--unpaced", action="store_true", help=f"also the unpaced kernel ({UNPACED_CC} from socket creation) against linux-6 with {UNPACED_CC}")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("kernel_crosscheck: the kernel's runs make network namespaces, which needs root", file=sys.stderr)
@@ -397,13 +441,18 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for c in cases:
         t0 = time.perf_counter()
-        r = run_case(c, args.seconds)
+        r = run_case(c, args.seconds, unpaced=args.unpaced)
         r["wall_time_s"] = round(time.perf_counter() - t0, 1)
         results.append(r)
         plot(r, args.out / f"{c}.png")
         print(f"{c}: kernel {r['kernel']['goodput_bps'] / 1e6:.1f} Mbit/s retx {r['kernel']['retransmits']}, load {r['kernel']['load_avg_1min']}, "
               f"emulator p99 delay error {r['kernel']['delay_error_p99_s'] * 1e3:.2f} ms; "
               + ", ".join(f"{p} x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in r["sim"].items()), flush=True)  # fmt: skip
+        if args.unpaced:
+            u = r["kernel-unpaced"]
+            print(f"{c}: kernel-unpaced {u['goodput_bps'] / 1e6:.1f} Mbit/s retx {u['retransmits']}, load {u['load_avg_1min']}, "
+                  f"emulator p99 delay error {u['delay_error_p99_s'] * 1e3:.2f} ms; "
+                  + ", ".join(f"{p} ({UNPACED_CC}) x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in r["sim-unpaced"].items()), flush=True)  # fmt: skip
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
     print(flow_table(results))

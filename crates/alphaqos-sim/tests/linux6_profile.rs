@@ -395,3 +395,68 @@ fn linux6_waits_an_rtt_and_the_reordering_window_before_resending_a_retransmissi
     assert_eq!(fired, 50 * MS, "a RACK timer at 50 ms");
     assert_eq!((resent(&w), s.stats.lost_retransmits), (2, 1), "lost after an RTT and the window: sent again");
 }
+
+/// `tcp_update_skb_after_send`: an skb that leaves `credit` late (its
+/// departure time, `tcp_wstamp_ns`, already behind the clock) takes up to
+/// half its own pacing gap off, `len_ns -= min(len_ns / 2, credit)`; the
+/// credit is that skb's own lateness, nothing of it is kept for the next.
+/// Here (the frames of the test above, 946.8 us each at 10 MB/s): frame 2
+/// is held back a whole gap (the host queue full) and takes half its gap
+/// off; frame 3 leaves on time and takes nothing off, so frame 4 is due a
+/// whole gap after it. The sender used to keep the unused half of frame
+/// 2's lateness and take it off frame 3's gap (frame 4 half a gap early).
+#[test]
+fn linux6_pacing_credit_is_the_frames_own_lateness() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 100, \"pacing\": true, \"tso_max_bytes\": 65536"));
+    assert_eq!(w.data.len(), 9);
+    let gap = (9 * 1052 * 8 * 1_000_000_000u64).div_ceil(80_000_000);
+    let next_pace = |w: &W| w.timers.iter().rev().find(|t| t.1 == FlowTimer::Pace).expect("a pacing timer").0.as_nanos();
+    assert!(next_pace(&w).abs_diff(gap) <= 10);
+    // Frame 2's time comes with the host queue full; room again a gap later.
+    w.held = true;
+    let t2 = next_pace(&w);
+    fire(&mut s, &mut w, t2, FlowTimer::Pace);
+    assert_eq!(w.data.len(), 9, "held back");
+    w.held = false;
+    w.now = SimTime(2 * gap);
+    s.on_wake(&mut w);
+    assert_eq!(w.data.len(), 18);
+    let t3 = next_pace(&w);
+    assert!(t3.abs_diff(2 * gap + gap / 2) <= 10, "frame 3 due at {t3} ns, expected {} ns", 2 * gap + gap / 2);
+    // Frame 3 on time: its whole gap.
+    fire(&mut s, &mut w, t3, FlowTimer::Pace);
+    assert_eq!(w.data.len(), 27);
+    let t4 = next_pace(&w);
+    assert!(t4.abs_diff(t3 + gap) <= 10, "frame 4 due {} ns after frame 3, expected {gap} ns", t4 as i64 - t3 as i64);
+}
+
+/// RFC 6675's pipe, Linux's `tcp_packets_in_flight` (`packets_out -
+/// (sacked_out + lost_out) + retrans_out`), when a hole RACK has counted
+/// lost below a later one is filled by its delayed original: the two
+/// SACKed blocks around it become one, the later hole's RACK mark (where
+/// its block began) now lies inside a block, and the SACKed bytes above
+/// the lost edge are that block's part above the mark. The sender counted
+/// only blocks beginning at or above the mark, so it took the whole merged
+/// block as lying below the edge, pipe fell to nothing, and the sender sent
+/// new data segment after segment on cwnd = pipe + PRR's sndcnt (the
+/// bursts of the kernel cross-check's unpaced scavenger case: 25,081
+/// retransmissions against the kernel's 380; docs/kernel-crosscheck.md,
+/// session 13). Here: 0 and 5 lost, 0 retransmitted, 5's original arrives
+/// late: pipe = 28 out - 9 SACKed = 19, above ssthresh 10, so PRR sends
+/// nothing (sndcnt = ceil(10 x 2 / 20) - 1 = 0).
+#[test]
+fn a_late_original_filling_a_hole_below_the_lost_edge_keeps_pipe_counted() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    // 1..5 and 6..10 SACKed at 20 ms (new data 20..27 goes out on the SACKs).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 5)]);
+    ack(&mut s, &mut w, 20, 0, 0, &[(6, 10), (1, 5)]);
+    assert_eq!(w.data.len(), 28);
+    // RACK's window passes at 25 ms: 0 and 5 are lost; recovery retransmits 0.
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    assert_eq!(w.data[28..], [(0, true)]);
+    assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
+    // 5's original arrives: one block 1..10.
+    ack(&mut s, &mut w, 26, 5, 0, &[(1, 10)]);
+    assert_eq!(w.data.len(), 29, "nothing more sent: {:?}", &w.data[29..w.data.len().min(40)]);
+    assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
+}

@@ -94,9 +94,6 @@ pub struct Linux {
     /// TSO deferred a frame because of cwnd in this round of sending
     /// (`tcp_tso_should_defer`'s `*is_cwnd_limited`).
     pub tso_deferred_by_cwnd: bool,
-    /// Linux 6's pacing credit, ns (`tcp_update_skb_after_send`: a frame
-    /// sent late shortens its own pacing gap by up to half; `linux6.rs`).
-    pub pace_credit: u64,
     /// Linux 6's PRR, TLP and record of cwnd use (`linux6.rs`).
     pub prr: Prr,
     pub tlp: Tlp,
@@ -137,7 +134,6 @@ impl Linux {
             undo_until: None,
             tso_left: 0,
             tso_deferred_by_cwnd: false,
-            pace_credit: 0,
             prr: Prr::default(),
             tlp: Tlp::default(),
             usage: CwndUsage::default(),

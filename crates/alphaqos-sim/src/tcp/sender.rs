@@ -483,7 +483,15 @@ impl TcpSender {
         }
     }
 
+    /// Send a segment and move the next pacing departure on by it.
+    #[inline]
     fn transmit(&mut self, seq: u64, len: u64, w: &mut impl Wire) {
+        self.send_segment(seq, len, true, w);
+    }
+
+    /// Send a segment; with `pace`, move the next pacing departure on by it
+    /// (else the caller charges a whole frame, Linux 6).
+    fn send_segment(&mut self, seq: u64, len: u64, pace: bool, w: &mut impl Wire) {
         let retx = seq < self.snd_max;
         if retx {
             self.stats.retransmits += 1;
@@ -515,24 +523,21 @@ impl TcpSender {
         if self.rto.deadline().is_none() {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);
         }
-        if let Some(rate) = self.pacing_rate() {
-            let tx = rate.tx_time(size as u64);
-            let edt_frames = self.edt_frames();
-            match self.linux.as_mut().filter(|_| edt_frames) {
-                // Linux 6 (`tcp_update_skb_after_send`, `linux6.rs`): a frame that
-                // leaves `late` after its time takes up to half its gap off.
-                Some(lx) => {
-                    let late = now.as_nanos().saturating_sub(self.pace_next.as_nanos());
-                    if late > 0 {
-                        lx.pace_credit = late;
-                    }
-                    let take = lx.pace_credit.min(tx.as_nanos() / 2);
-                    lx.pace_credit -= take;
-                    self.pace_next = self.pace_next.max(now) + Duration(tx.as_nanos() - take);
-                }
-                None => self.pace_next = self.pace_next.max(now) + tx,
-            }
+        if pace {
+            self.pace_after(size as u64, now);
         }
+    }
+
+    /// The next departure after an skb of `bytes` (wire) left at `now`.
+    /// Linux 6 (`tcp_update_skb_after_send`, `linux6.rs`): an skb that
+    /// left late (its departure time behind the clock) takes its own
+    /// lateness, up to half its gap, off the gap; nothing of it is kept for
+    /// the next skb.
+    fn pace_after(&mut self, bytes: u64, now: SimTime) {
+        let Some(rate) = self.pacing_rate() else { return };
+        let len_ns = rate.tx_time(bytes).as_nanos();
+        let credit = if self.edt_frames() { now.as_nanos().saturating_sub(self.pace_next.as_nanos()) } else { 0 };
+        self.pace_next = self.pace_next.max(now) + Duration(len_ns - credit.min(len_ns / 2));
     }
 
     /// Linux 6's RACK judges retransmissions by their send time too (`linux6.rs`).
@@ -557,7 +562,9 @@ impl TcpSender {
         if let Some(rack) = &self.rack {
             let reo_wnd = rack.reo_wnd(&self.rtt);
             return match rack.marks.iter().rev().find(|&&(_, seen)| seen + reo_wnd <= now) {
-                Some(&(b, _)) => (b, self.sacked.iter_rev().take_while(|&(s, _)| s >= b).map(|(s, e)| e - s).sum()),
+                // `b` began a SACKed block when it was marked; the hole below
+                // it may have been SACKed since, so it can lie inside a block.
+                Some(&(b, _)) => (b, self.sacked.covered_in(b, u64::MAX)),
                 None => (self.snd_una, self.sacked.bytes()),
             };
         }
@@ -708,14 +715,22 @@ impl TcpSender {
                 self.next_new_segment()
             };
             let Some((seq, len)) = seg else { return };
-            if seq >= self.snd_max && !self.tso_allows(len) {
+            let new_data = seq >= self.snd_max;
+            // Linux 6 paces whole TSO frames: a frame's gap is charged once, at its start.
+            let framed = new_data && self.edt_frames();
+            let starts_frame = framed && !self.mid_frame();
+            if new_data && !self.tso_allows(len) {
                 return;
             }
             if !w.tx_room() {
                 self.resend_of = None;
                 return;
             }
-            self.transmit(seq, len, w);
+            self.send_segment(seq, len, !framed, w);
+            if starts_frame {
+                let frame = len + self.linux.as_ref().map_or(0, |l| l.tso_left);
+                self.pace_after(frame + frame.div_ceil(self.mss) * TCP_HEADER_BYTES as u64, w.now());
+            }
             if sack_recovery && seq < self.snd_nxt {
                 self.set_high_rxt(self.high_rxt.max(seq + len));
             } else {

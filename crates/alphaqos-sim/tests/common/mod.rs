@@ -210,7 +210,7 @@ pub fn started_sender<W: alphaqos_sim::tcp::Wire + Default>(cfg: &alphaqos_sim::
 }
 
 /// A test wire for driving one TCP end by hand: it records what the end
-/// sends and the timers it asks for, and never holds a send back (no TSQ).
+/// sends and the timers it asks for; it holds sends back only while `held`.
 #[derive(Default)]
 pub struct RecWire {
     pub now: alphaqos_sim::time::SimTime,
@@ -222,6 +222,9 @@ pub struct RecWire {
     pub timers: Vec<(alphaqos_sim::time::SimTime, alphaqos_sim::event::FlowTimer)>,
     /// TSQ limits the sender set.
     pub limits: Vec<u64>,
+    /// The host's queue is full: a send is held back (no room) until the
+    /// test clears this and wakes the end (`on_wake`).
+    pub held: bool,
 }
 
 impl alphaqos_sim::tcp::Wire for RecWire {
@@ -240,7 +243,7 @@ impl alphaqos_sim::tcp::Wire for RecWire {
         self.timers.push((at, t));
     }
     fn tx_room(&mut self) -> bool {
-        true
+        !self.held
     }
     fn set_tx_limit(&mut self, bytes: u64) {
         self.limits.push(bytes);
