@@ -228,7 +228,7 @@ impl Net {
             match ifc.egress.pass(now, &mut pkt) {
                 Some(true) => {
                     self.tsq(share, true);
-                    self.on_wire(i, pkt);
+                    self.on_wire(i, &pkt);
                     return;
                 }
                 Some(false) => return self.count_drop(&pkt),
@@ -308,7 +308,7 @@ impl Net {
         // the packet, written field by field and read back whole, stalled
         // the processor's store forwarding at every departure.
         if let Some(p) = self.ifaces[i as usize].egress.dequeue_plain(now) {
-            return self.on_wire(i, p);
+            return self.on_wire(i, &p);
         }
         let next = self.ifaces[i as usize].egress.dequeue(now, &mut self.dropped);
         // Packets dropped at dequeue (CoDel).
@@ -318,7 +318,7 @@ impl Net {
         }
         let ifc = &mut self.ifaces[i as usize];
         match next {
-            Dequeued::Packet(p) => self.on_wire(i, p),
+            Dequeued::Packet(p) => self.on_wire(i, &p),
             Dequeued::Empty => ifc.egress.held(now, None),
             Dequeued::NotBefore(t) => {
                 ifc.egress.held(now, Some(t));
@@ -332,17 +332,17 @@ impl Net {
     /// now: into the pipe (unless the wire loses it), the next departure
     /// scheduled if more wait, its TSQ share released.
     #[inline(always)]
-    fn on_wire(&mut self, i: u32, p: Packet) {
+    fn on_wire(&mut self, i: u32, p: &Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let end = ifc.sent(now, &p);
+        let end = ifc.sent(now, p);
         let wire = end.since(now);
         let mut arrive = end + ifc.delay;
         let imp = ifc.impair;
         // Impairments draw from their own stream, so that enabling
         // loss leaves the discipline's draws as they were (defect 2).
         let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-        let share = TsqShare::of(ifc.node, &p);
+        let share = TsqShare::of(ifc.node, p);
         if lost {
             ifc.lost_pkts += 1;
         } else {
@@ -350,7 +350,7 @@ impl Net {
                 // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
                 arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
             }
-            if ifc.push_pipe(arrive, p) {
+            if ifc.push_pipe(arrive, *p) {
                 self.events.schedule(arrive, Event::Deliver(i));
             }
         }
@@ -360,7 +360,7 @@ impl Net {
             self.events.schedule(end, Event::TxDone(i));
         }
         if lost {
-            self.count_drop(&p);
+            self.count_drop(p);
         }
         self.tsq(share, false);
     }
