@@ -213,7 +213,7 @@ impl Net {
         }
     }
 
-    fn enqueue(&mut self, i: u32, pkt: Packet) {
+    fn enqueue(&mut self, i: u32, mut pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
         let share = TsqShare::of(ifc.node, &pkt);
@@ -224,7 +224,6 @@ impl Net {
         // ordinary way below (enqueue, then start_tx) would put it, without
         // its copy into the queue's ring and back; same counters, same events.
         if ifc.tx_event == SimTime::MAX {
-            let mut pkt = pkt;
             match ifc.egress.pass(now, &mut pkt) {
                 Some(true) => {
                     self.tsq(share, true);
