@@ -275,7 +275,7 @@ impl Net {
     /// (`entered`) or left it, sent or dropped there; a sender held back is
     /// woken when [`Tsq::left`] says so. A connection that has ended keeps
     /// no account.
-    #[inline]
+    #[inline(always)]
     fn tsq(&mut self, share: Option<TsqShare>, entered: bool) {
         let Some(TsqShare { id, bytes }) = share else { return };
         let Some(s) = self.conns.get_mut(id.idx as usize).filter(|s| s.gen == id.gen) else { return };
