@@ -337,21 +337,21 @@ impl Net {
         let end = ifc.sent(now, p);
         let wire = end.since(now);
         let mut arrive = end + ifc.delay;
-        let imp = ifc.impair;
-        // Impairments draw from their own stream, so that enabling
-        // loss leaves the discipline's draws as they were (defect 2).
-        let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-        let share = TsqShare::of(ifc.node, p);
-        if lost {
-            ifc.lost_pkts += 1;
-        } else {
-            if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
+        let mut lost = false;
+        if let Some(imp) = ifc.impair {
+            // Impairments draw from their own stream, so that enabling
+            // loss leaves the discipline's draws as they were (defect 2).
+            lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
+            if !lost && imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
                 // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
                 arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
             }
-            if ifc.push_pipe(arrive, *p) {
-                self.events.schedule(arrive, Event::Deliver(i));
-            }
+        }
+        let share = TsqShare::of(ifc.node, p);
+        if lost {
+            ifc.lost_pkts += 1;
+        } else if ifc.push_pipe(arrive, *p) {
+            self.events.schedule(arrive, Event::Deliver(i));
         }
         let ifc = &mut self.ifaces[i as usize];
         if ifc.egress.qdisc.backlog().pkts > 0 {

@@ -44,7 +44,8 @@ pub struct Iface {
     pub pipe: VecDeque<(SimTime, Packet)>,
     /// When the pipe's live `Deliver` event fires (SimTime::MAX: none).
     pub next_deliver: SimTime,
-    pub impair: Impairment,
+    /// The wire's loss and reordering (None: it has neither, the usual case).
+    pub impair: Option<Impairment>,
     /// Frames lost on the wire (impairment).
     pub lost_pkts: u64,
     /// Reorder and arrival-length counters (opt-in: `monitor_*`).
