@@ -86,7 +86,8 @@ pub fn build_net(cfg: &Config) -> Result<Net, ConfigError> {
                     tx_event: SimTime::MAX,
                     pipe: VecDeque::new(),
                     next_deliver: SimTime::MAX,
-                    impair: imp,
+                    // A wire that neither loses nor reorders: no impairment to ask.
+                    impair: (imp.loss > 0.0 || (imp.reorder_by > 0 && imp.reorder_fraction > 0.0)).then_some(imp),
                     lost_pkts: 0,
                     monitor: monitor.then(Box::default),
                     tap,

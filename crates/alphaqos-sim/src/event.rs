@@ -173,18 +173,36 @@ impl Heap {
         self.0.first().map_or(u128::MAX, Entry::key)
     }
 
+    /// The earliest entry, left in place (see [`EventQueue`]'s taken entry).
     #[inline(always)]
-    fn pop(&mut self) -> Option<Entry> {
-        let h = &mut self.0;
-        let last = h.pop()?;
-        if h.is_empty() {
-            return Some(last);
+    fn top(&self) -> Option<Entry> {
+        self.0.first().copied()
+    }
+
+    /// Remove the earliest entry.
+    #[inline(always)]
+    fn remove_top(&mut self) {
+        if let Some(last) = self.0.pop() {
+            if !self.0.is_empty() {
+                self.sift_down(last);
+            }
         }
-        let top = h[0];
-        // Move `last` down from the root into the hole: at each level the
-        // earliest of up to four children moves up, until `last` is earlier.
+    }
+
+    /// Remove the earliest entry and insert `e`, in one walk down from the
+    /// root: a pop and a push without the push's climb.
+    #[inline(always)]
+    fn replace_top(&mut self, e: Entry) {
+        self.sift_down(e);
+    }
+
+    /// Fill the root's place with `e`: at each level the earliest of up to
+    /// four children moves up, until `e` is earlier.
+    #[inline(always)]
+    fn sift_down(&mut self, e: Entry) {
+        let h = &mut self.0;
         let n = h.len();
-        let last_key = last.key();
+        let key = e.key();
         let mut i = 0;
         loop {
             let first = ARITY * i + 1;
@@ -198,14 +216,13 @@ impl Heap {
             } else {
                 (first + 1..n).map(|j| (h[j].key(), j)).fold((h[first].key(), first), |a, b| a.min(b))
             };
-            if ck >= last_key {
+            if ck >= key {
                 break;
             }
             h[i] = h[c];
             i = c;
         }
-        h[i] = last;
-        Some(top)
+        h[i] = e;
     }
 }
 
@@ -217,16 +234,27 @@ impl Heap {
 /// of a few entries rather than one holding every connection's timers; a
 /// pop takes the earlier of the two heads by (time, seq), the sequence
 /// numbers being shared, so the order is the one heap's.
+///
+/// A popped event stays at its heap's root, *taken*, while it is handled:
+/// the first event its handler schedules into the same heap (nearly every
+/// link event schedules the next one: a departure's end, the next head
+/// of a pipe) replaces it there with one walk down from the root, where a
+/// pop then a push would walk down and climb back up. Any other call
+/// removes the taken entry first. The queue holds the same entries either
+/// way, and (time, seq) keys are unique, so the order is unchanged.
 #[derive(Debug)]
 pub struct EventQueue {
     links: Heap,
     timers: Heap,
     next_seq: u64,
+    /// The heap whose root was popped and is still there (`Some(true)`:
+    /// the links' heap), if any.
+    taken: Option<bool>,
 }
 
 impl EventQueue {
     pub fn new() -> Self {
-        EventQueue { links: Heap::default(), timers: Heap::default(), next_seq: FIRST_SEQ }
+        EventQueue { links: Heap::default(), timers: Heap::default(), next_seq: FIRST_SEQ, taken: None }
     }
 
     #[inline(always)]
@@ -246,16 +274,36 @@ impl EventQueue {
     }
 
     #[inline(always)]
-    fn push(&mut self, e: Entry) {
-        // Kinds 0 and 1: TxDone and Deliver (see `Event::encode`).
-        if e.code >> KIND_SHIFT < 2 {
-            self.links.push(e)
+    fn heap(&mut self, links: bool) -> &mut Heap {
+        if links {
+            &mut self.links
         } else {
-            self.timers.push(e)
+            &mut self.timers
         }
     }
 
-    pub fn peek_time(&self) -> Option<SimTime> {
+    #[inline(always)]
+    fn push(&mut self, e: Entry) {
+        // Kinds 0 and 1: TxDone and Deliver (see `Event::encode`).
+        let links = e.code >> KIND_SHIFT < 2;
+        if self.taken == Some(links) {
+            self.taken = None;
+            self.heap(links).replace_top(e)
+        } else {
+            self.heap(links).push(e)
+        }
+    }
+
+    /// Remove the taken entry, if one is left.
+    #[inline(always)]
+    fn settle(&mut self) {
+        if let Some(links) = self.taken.take() {
+            self.heap(links).remove_top();
+        }
+    }
+
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        self.settle();
         let k = self.links.first_key().min(self.timers.first_key());
         (k != u128::MAX).then_some(SimTime((k >> 64) as u64))
     }
@@ -273,28 +321,31 @@ impl EventQueue {
 
     /// [`Self::pop_code`] if the next event is before `until` (or at it,
     /// if `inclusive`): the event loop's test and pop with one look at the
-    /// two heads.
+    /// two heads. The event is taken, not yet removed (see [`EventQueue`]).
     #[inline]
     pub fn pop_code_before(&mut self, until: SimTime, inclusive: bool) -> Option<(SimTime, u64)> {
+        self.settle();
         let limit = ((until.0 as u128) << 64).saturating_add((inclusive as u128) << 64);
         let (l, t) = (self.links.first_key(), self.timers.first_key());
-        let e = if l < t && l < limit {
-            self.links.pop()
+        let links = if l < t && l < limit {
+            true
         } else if t <= l && t < limit {
-            self.timers.pop()
+            false
         } else {
-            None
-        }?;
+            return None;
+        };
+        let e = self.heap(links).top()?;
+        self.taken = Some(links);
         Some((e.time, e.code))
     }
 
     /// Is there an event before `until` (or at it, if `inclusive`)?
-    pub fn any_before(&self, until: SimTime, inclusive: bool) -> bool {
+    pub fn any_before(&mut self, until: SimTime, inclusive: bool) -> bool {
         self.peek_time().is_some_and(|t| t < until || (t == until && inclusive))
     }
 
     pub fn len(&self) -> usize {
-        self.links.0.len() + self.timers.0.len()
+        self.links.0.len() + self.timers.0.len() - self.taken.is_some() as usize
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -344,6 +395,29 @@ mod tests {
             }
         }
         assert_eq!(q.len(), reference.len());
+    }
+
+    #[test]
+    fn an_event_scheduled_while_one_is_taken_keeps_the_order() {
+        // A popped event stays at its heap's root until the next call; the
+        // first event scheduled into that heap replaces it there, whatever
+        // its key: later, at the same instant ahead of it (ranked), or in
+        // the other heap.
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(5), Event::TxDone(1));
+        q.schedule(SimTime(7), Event::TxDone(2));
+        q.schedule(SimTime(9), Event::Sample);
+        assert_eq!(q.pop(), Some((SimTime(5), Event::TxDone(1))));
+        assert_eq!(q.len(), 2);
+        q.schedule_first(SimTime(5), Event::Deliver(3), 0);
+        q.schedule(SimTime(6), Event::Deliver(4));
+        assert_eq!(q.len(), 4);
+        assert_eq!(q.pop(), Some((SimTime(5), Event::Deliver(3))));
+        q.schedule(SimTime(8), Event::Agent(0));
+        assert_eq!(q.peek_time(), Some(SimTime(6)));
+        let rest: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(rest, [Event::Deliver(4), Event::TxDone(2), Event::Agent(0), Event::Sample]);
+        assert!(q.is_empty());
     }
 
     #[test]

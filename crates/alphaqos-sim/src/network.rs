@@ -213,7 +213,7 @@ impl Net {
         }
     }
 
-    fn enqueue(&mut self, i: u32, pkt: Packet) {
+    fn enqueue(&mut self, i: u32, mut pkt: Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
         let share = TsqShare::of(ifc.node, &pkt);
@@ -224,11 +224,10 @@ impl Net {
         // ordinary way below (enqueue, then start_tx) would put it, without
         // its copy into the queue's ring and back; same counters, same events.
         if ifc.tx_event == SimTime::MAX {
-            let mut pkt = pkt;
             match ifc.egress.pass(now, &mut pkt) {
                 Some(true) => {
                     self.tsq(share, true);
-                    self.on_wire(i, pkt);
+                    self.on_wire(i, &pkt);
                     return;
                 }
                 Some(false) => return self.count_drop(&pkt),
@@ -276,7 +275,7 @@ impl Net {
     /// (`entered`) or left it, sent or dropped there; a sender held back is
     /// woken when [`Tsq::left`] says so. A connection that has ended keeps
     /// no account.
-    #[inline]
+    #[inline(always)]
     fn tsq(&mut self, share: Option<TsqShare>, entered: bool) {
         let Some(TsqShare { id, bytes }) = share else { return };
         let Some(s) = self.conns.get_mut(id.idx as usize).filter(|s| s.gen == id.gen) else { return };
@@ -308,7 +307,7 @@ impl Net {
         // the packet, written field by field and read back whole, stalled
         // the processor's store forwarding at every departure.
         if let Some(p) = self.ifaces[i as usize].egress.dequeue_plain(now) {
-            return self.on_wire(i, p);
+            return self.on_wire(i, &p);
         }
         let next = self.ifaces[i as usize].egress.dequeue(now, &mut self.dropped);
         // Packets dropped at dequeue (CoDel).
@@ -318,7 +317,7 @@ impl Net {
         }
         let ifc = &mut self.ifaces[i as usize];
         match next {
-            Dequeued::Packet(p) => self.on_wire(i, p),
+            Dequeued::Packet(p) => self.on_wire(i, &p),
             Dequeued::Empty => ifc.egress.held(now, None),
             Dequeued::NotBefore(t) => {
                 ifc.egress.held(now, Some(t));
@@ -332,27 +331,27 @@ impl Net {
     /// now: into the pipe (unless the wire loses it), the next departure
     /// scheduled if more wait, its TSQ share released.
     #[inline(always)]
-    fn on_wire(&mut self, i: u32, p: Packet) {
+    fn on_wire(&mut self, i: u32, p: &Packet) {
         let now = self.now;
         let ifc = &mut self.ifaces[i as usize];
-        let end = ifc.sent(now, &p);
+        let end = ifc.sent(now, p);
         let wire = end.since(now);
         let mut arrive = end + ifc.delay;
-        let imp = ifc.impair;
-        // Impairments draw from their own stream, so that enabling
-        // loss leaves the discipline's draws as they were (defect 2).
-        let lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-        let share = TsqShare::of(ifc.node, &p);
-        if lost {
-            ifc.lost_pkts += 1;
-        } else {
-            if imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
+        let mut lost = false;
+        if let Some(imp) = ifc.impair {
+            // Impairments draw from their own stream, so that enabling
+            // loss leaves the discipline's draws as they were (defect 2).
+            lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
+            if !lost && imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
                 // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
                 arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
             }
-            if ifc.push_pipe(arrive, p) {
-                self.events.schedule(arrive, Event::Deliver(i));
-            }
+        }
+        let share = TsqShare::of(ifc.node, p);
+        if lost {
+            ifc.lost_pkts += 1;
+        } else if ifc.push_pipe(arrive, *p) {
+            self.events.schedule(arrive, Event::Deliver(i));
         }
         let ifc = &mut self.ifaces[i as usize];
         if ifc.egress.qdisc.backlog().pkts > 0 {
@@ -360,7 +359,7 @@ impl Net {
             self.events.schedule(end, Event::TxDone(i));
         }
         if lost {
-            self.count_drop(&p);
+            self.count_drop(p);
         }
         self.tsq(share, false);
     }
