@@ -445,14 +445,11 @@ def main(argv: list[str] | None = None) -> int:
         r["wall_time_s"] = round(time.perf_counter() - t0, 1)
         results.append(r)
         plot(r, args.out / f"{c}.png")
-        print(f"{c}: kernel {r['kernel']['goodput_bps'] / 1e6:.1f} Mbit/s retx {r['kernel']['retransmits']}, load {r['kernel']['load_avg_1min']}, "
-              f"emulator p99 delay error {r['kernel']['delay_error_p99_s'] * 1e3:.2f} ms; "
-              + ", ".join(f"{p} x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in r["sim"].items()), flush=True)  # fmt: skip
-        if args.unpaced:
-            u = r["kernel-unpaced"]
-            print(f"{c}: kernel-unpaced {u['goodput_bps'] / 1e6:.1f} Mbit/s retx {u['retransmits']}, load {u['load_avg_1min']}, "
-                  f"emulator p99 delay error {u['delay_error_p99_s'] * 1e3:.2f} ms; "
-                  + ", ".join(f"{p} ({UNPACED_CC}) x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in r["sim-unpaced"].items()), flush=True)  # fmt: skip
+        for src, k, sims in sources(r):
+            cc = f" ({UNPACED_CC})" if src != "kernel" else ""
+            print(f"{c}: {src} {k['goodput_bps'] / 1e6:.1f} Mbit/s retx {k['retransmits']}, load {k['load_avg_1min']}, "
+                  f"emulator p99 delay error {k['delay_error_p99_s'] * 1e3:.2f} ms; "
+                  + ", ".join(f"{p}{cc} x{s['goodput_ratio']:.2f} retx {s['retransmits']}" for p, s in sims.items()), flush=True)  # fmt: skip
         (args.out / "results.json").write_text(json.dumps(results, indent=1))
     print(table(results))
     print(flow_table(results))

@@ -87,7 +87,7 @@ pub fn build_net(cfg: &Config) -> Result<Net, ConfigError> {
                     pipe: VecDeque::new(),
                     next_deliver: SimTime::MAX,
                     // A wire that neither loses nor reorders: no impairment to ask.
-                    impair: (imp.loss > 0.0 || (imp.reorder_by > 0 && imp.reorder_fraction > 0.0)).then_some(imp),
+                    impair: (imp.loses() || imp.reorders()).then_some(imp),
                     lost_pkts: 0,
                     monitor: monitor.then(Box::default),
                     tap,

@@ -277,6 +277,18 @@ pub struct Impairment {
 }
 
 impl Impairment {
+    /// Whether the wire loses packets at all.
+    #[inline(always)]
+    pub fn loses(&self) -> bool {
+        self.loss > 0.0
+    }
+
+    /// Whether the wire reorders packets at all.
+    #[inline(always)]
+    pub fn reorders(&self) -> bool {
+        self.reorder_by > 0 && self.reorder_fraction > 0.0
+    }
+
     /// A problem is located at its field (`loss`).
     pub fn validate(&self) -> Result<(), crate::error::ConfigError> {
         use crate::error::ConfigError;

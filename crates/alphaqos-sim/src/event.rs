@@ -189,15 +189,10 @@ impl Heap {
         }
     }
 
-    /// Remove the earliest entry and insert `e`, in one walk down from the
-    /// root: a pop and a push without the push's climb.
-    #[inline(always)]
-    fn replace_top(&mut self, e: Entry) {
-        self.sift_down(e);
-    }
-
     /// Fill the root's place with `e`: at each level the earliest of up to
-    /// four children moves up, until `e` is earlier.
+    /// four children moves up, until `e` is earlier. On a taken root this
+    /// removes it and inserts `e` in one walk down (a pop and a push without
+    /// the push's climb).
     #[inline(always)]
     fn sift_down(&mut self, e: Entry) {
         let h = &mut self.0;
@@ -288,7 +283,7 @@ impl EventQueue {
         let links = e.code >> KIND_SHIFT < 2;
         if self.taken == Some(links) {
             self.taken = None;
-            self.heap(links).replace_top(e)
+            self.heap(links).sift_down(e)
         } else {
             self.heap(links).push(e)
         }

@@ -341,8 +341,8 @@ impl Net {
         if let Some(imp) = ifc.impair {
             // Impairments draw from their own stream, so that enabling
             // loss leaves the discipline's draws as they were (defect 2).
-            lost = imp.loss > 0.0 && ifc.impair_rng.uniform() < imp.loss;
-            if !lost && imp.reorder_by > 0 && imp.reorder_fraction > 0.0 && ifc.impair_rng.uniform() < imp.reorder_fraction {
+            lost = imp.loses() && ifc.impair_rng.uniform() < imp.loss;
+            if !lost && imp.reorders() && ifc.impair_rng.uniform() < imp.reorder_fraction {
                 // `reorder_by` back-to-back frames of this size pass it (+1 ns breaks the tie).
                 arrive += wire.saturating_mul(imp.reorder_by as u64) + Duration(1);
             }
