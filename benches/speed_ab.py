@@ -130,9 +130,10 @@ def main(argv: list[str]) -> int:
                     raise SystemExit(f"{builds[name]}: exit {r.returncode}: {r.stderr.strip().splitlines()[-2:]}")
                 events[name].add(int(m.group(1)))
                 speeds[name].append(float(m.group(2)))
+            # Refused at the first pair that disagrees, not after the sitting.
+            if events["old"] != events["new"] or len(events["old"]) != 1:
+                raise SystemExit(f"event counts differ: old {sorted(events['old'])}, new {sorted(events['new'])}: not the same run")
             print(f"{k + 1:>4} {speeds['old'][-1]:>8.3f} {speeds['new'][-1]:>8.3f} {speeds['new'][-1] / speeds['old'][-1]:>8.3f}")
-    if events["old"] != events["new"] or len(events["old"]) != 1:
-        raise SystemExit(f"event counts differ: old {sorted(events['old'])}, new {sorted(events['new'])}: not the same run")
     ratios = [n / o for n, o in zip(speeds["new"], speeds["old"])]
     mo, mn = statistics.median(speeds["old"]), statistics.median(speeds["new"])
     load = os.getloadavg()

@@ -52,3 +52,4 @@ def test_the_older_runner_gets_the_unset_fields_left_out_and_event_counts_must_a
     other = fake_runner(tmp_path, "other", 101)
     r = subprocess.run(cmd + ["--old", str(old), "--new", str(other)], capture_output=True, text=True)
     assert r.returncode != 0 and "event counts differ" in r.stderr
+    assert "   1 " not in r.stdout, "refused at the first pair, before printing it"
