@@ -460,3 +460,36 @@ fn a_late_original_filling_a_hole_below_the_lost_edge_keeps_pipe_counted() {
     assert_eq!(w.data.len(), 29, "nothing more sent: {:?}", &w.data[29..w.data.len().min(40)]);
     assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
 }
+
+/// Linux 6's `tcp_enter_recovery` (`tcp_retrans_stamp_cleanup`, then
+/// `tcp_init_undo`): a recovery that starts while retransmissions of the
+/// last one are still out counts them in `undo_retrans` and keeps the
+/// first retransmission's time, so it is undone only when those too prove
+/// needless. Here Reno leaves slow start into RED (100 Mbit/s, 20 ms, no
+/// reordering, so every hole is a real drop and nothing may be undone):
+/// this machine's kernel (`ss -tin` every 2 ms in the bench's RED case,
+/// docs/kernel-crosscheck.md, session 14) halves three times in a row
+/// (cwnd 487 -> 257 -> 128 -> 64) and grows from there by a segment a
+/// round trip. Before, the third recovery began with none of its own
+/// retransmissions and undid itself on its next ACK (`undo_retrans` 0,
+/// no `retrans_stamp`): cwnd jumped 63 -> 126 segments in one sample.
+#[test]
+fn a_recovery_begun_with_retransmissions_out_is_not_undone_by_real_drops() {
+    let tcp_opts = json!({"cc": "newreno", "host_profile": "linux-6", "rack": true, "rwnd_bytes": 16 << 20});
+    let res = Cfg::new(800 * MS, 5 * MS)
+        .host("a")
+        .router("r")
+        .host("b")
+        .link("a", "r", 1_000 * MBPS, 10 * US, ETH)
+        .link_q("r", "b", 100 * MBPS, 10 * MS, ETH, red(340, 20.0, 120.0, 0.1), unlimited())
+        .flow(tcp("f", "a", "b", 0, None, tcp_opts))
+        .run();
+    let cwnd: Vec<u64> = res.series("tcp", "f", "cwnd_bytes").iter().map(|c| c / 1448).collect();
+    let ssthresh = res.series_opt("tcp", "f", "ssthresh_bytes");
+    let first_loss = ssthresh.iter().position(|s| s.is_some_and(|v| v < 1 << 40)).expect("slow start ends in a loss");
+    let halvings = ssthresh[first_loss..].windows(2).filter(|w| w[1] < w[0]).count() + 1;
+    assert!(halvings >= 2, "back-to-back recoveries in the overshoot: {halvings}");
+    let jump = cwnd[first_loss..].windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0);
+    assert!(jump <= 2, "cwnd rose by {jump} segments in 5 ms after the first loss (an undo): {:?}", &cwnd[first_loss..]);
+    assert_eq!(res.series("tcp", "f", "timeouts").last(), Some(&0));
+}

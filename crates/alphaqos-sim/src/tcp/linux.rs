@@ -73,8 +73,11 @@ pub struct Linux {
     pub initial_reordering: u64,
     /// `tp->undo_marker`: snd_una when the recovery began.
     pub undo_marker: Option<u64>,
-    /// `tp->undo_retrans`: retransmissions not yet reported by a D-SACK.
-    pub undo_retrans: u64,
+    /// `tp->undo_retrans`: retransmissions not yet reported by a D-SACK;
+    /// -1 (Linux 6's `tcp_init_undo` when none was out at the start of a
+    /// recovery): none to wait for, but not "all reported" either, so the
+    /// undo rests on the timestamps (`packet_delayed`) until one is sent.
+    pub undo_retrans: i64,
     /// `tp->retrans_stamp`: when the first retransmission left.
     pub retrans_stamp: Option<SimTime>,
     /// `tp->prior_ssthresh` (None: 0) and the window before the cut.
@@ -169,8 +172,8 @@ impl Linux {
         self.stats.dsacks += 1;
         if let Some(marker) = self.undo_marker {
             if end > marker && self.undo_retrans > 0 {
-                let segments = (end - start).div_ceil(mss).max(1);
-                self.undo_retrans = self.undo_retrans.saturating_sub(segments);
+                let segments = (end - start).div_ceil(mss).max(1) as i64;
+                self.undo_retrans = (self.undo_retrans - segments).max(0);
             }
         }
     }
@@ -180,7 +183,8 @@ impl Linux {
         self.ever_retx.insert(seq, seq + len);
         self.retrans_stamp.get_or_insert(now);
         if self.undo_marker.is_some() {
-            self.undo_retrans += 1;
+            // `tcp_retransmit_skb`: a -1 becomes 0 before the count.
+            self.undo_retrans = self.undo_retrans.max(0) + 1;
         }
     }
 }

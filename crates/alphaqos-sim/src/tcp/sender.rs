@@ -1351,17 +1351,48 @@ impl TcpSender {
         }
     }
 
+    /// Linux's `retrans_out` in segments: retransmissions above snd_una
+    /// neither delivered nor found lost (found lost, a copy leaves
+    /// `retx` for `retx_lost`, as `tcp_mark_skb_lost` takes it out of
+    /// `retrans_out`).
+    fn retrans_out(&self) -> u64 {
+        let una = self.snd_una;
+        let straddling = self.retx.range(..una).next_back().filter(|(_, r)| r.end > una).map(|(_, r)| r.end - una);
+        straddling.into_iter().chain(self.retx.range(una..).map(|(&s, r)| r.end - s)).map(|b| b.div_ceil(self.mss)).sum()
+    }
+
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
         let flight = self.reduction_flight();
+        let retrans_out = if self.linux.is_some() { self.retrans_out() } else { 0 };
+        let una = self.snd_una;
         if let Some(lx) = &mut self.linux {
             // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
             let (cwnd, ssthresh) = (self.st.cwnd, self.st.ssthresh);
             lx.prior_ssthresh = Some(ssthresh.max(cwnd / 2 + cwnd / 4)); // tcp_current_ssthresh
             lx.prior_cwnd = cwnd;
-            lx.undo_marker = Some(self.snd_una);
-            lx.undo_retrans = 0;
-            lx.retrans_stamp = None;
+            lx.undo_marker = Some(una);
+            if lx.opts.sack_reentry {
+                // Linux 6's `tcp_enter_recovery`: `tcp_retrans_stamp_cleanup`
+                // keeps the first retransmission's time while any is out or
+                // the head was ever retransmitted (`tcp_any_retrans_done`),
+                // and `tcp_init_undo` counts the retransmissions still out
+                // (D-SACKs may report them later), -1 for none. A recovery
+                // that starts while the last one's retransmissions are out
+                // is undone only when those too prove needless, not at once
+                // because it has sent none of its own.
+                if retrans_out == 0 && !lx.ever_retx.covers(una, una + 1) {
+                    lx.retrans_stamp = None;
+                }
+                let tlp = i64::from(lx.tlp.high_seq.is_some() && lx.tlp.retrans);
+                lx.undo_retrans = match retrans_out as i64 + tlp {
+                    0 => -1,
+                    n => n,
+                };
+            } else {
+                lx.undo_retrans = 0;
+                lx.retrans_stamp = None;
+            }
             lx.cwnd_cnt = 0;
             lx.undo_until = None;
             lx.disorder_high = None;
