@@ -281,7 +281,7 @@ impl BulkTcp {
         match pkt.payload {
             Payload::TcpData { seq, len, ts_val, retx, push } => self.receiver.on_segment(seq, len, ts_val, retx, push, &mut io.rev()),
             Payload::TcpAck { ack, ts_ecr, wnd, ref sack } => {
-                self.sender.on_ack(ack, ts_ecr, wnd, sack, &mut io.fwd());
+                self.sender.on_ack(ack, ts_ecr, wnd as u64, sack, &mut io.fwd());
                 self.check_finished(io.now());
             }
             // At the destination: answer every SYN (a lost SYN-ACK is

@@ -270,7 +270,7 @@ impl TcpReceiver {
             }
         }
         let size = TCP_HEADER_BYTES + sack.option_bytes();
-        let wnd = self.window();
+        let wnd = self.window() as u32; // at most 65,535 << 14
         w.send(Payload::TcpAck { ack: self.rcv_nxt, ts_ecr: self.ts_recent, wnd, sack }, size);
     }
 }
