@@ -460,3 +460,45 @@ fn a_late_original_filling_a_hole_below_the_lost_edge_keeps_pipe_counted() {
     assert_eq!(w.data.len(), 29, "nothing more sent: {:?}", &w.data[29..w.data.len().min(40)]);
     assert_eq!(s.cwnd(), 19 * MSS, "cwnd = pipe 19 + sndcnt 0");
 }
+
+/// RACK's reordering window, once a D-SACK has widened it, is reset after
+/// `TCP_RACK_RECOVERY_THRESH` (16) recoveries, but Linux counts only those
+/// that end not undone: `tcp_try_undo_recovery` decrements
+/// `rack.reo_wnd_persist` when `tcp_may_undo` fails, and a recovery left by
+/// `tcp_try_undo_partial` (the hole filled by its delayed original) does not
+/// touch it. The engine counted every exit, so on a path that reorders
+/// (the kernel cross-check's scavenger case) 16 spurious recoveries within a
+/// few milliseconds put the window back to min RTT / 4, and the sender
+/// re-sent hundreds of late originals (paced `linux-6`: 3,629
+/// retransmissions against the kernel's 520-581; docs/kernel-crosscheck.md,
+/// session 14). Here: a D-SACK widens the window to 2 x 5 ms; then 17
+/// recoveries, each a hole whose original arrives after the retransmission
+/// left (partial undo): the 18th hole still waits 10 ms.
+#[test]
+fn recoveries_undone_by_their_late_originals_keep_racks_widened_window() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    let rack_due = |w: &W| w.timers.iter().rev().find(|t| t.1 == FlowTimer::Rack).expect("a RACK timer").0.as_nanos();
+    // 0 is a hole at 20 ms; retransmitted at 25 ms; its original comes with 1..9 (partial undo).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    assert_eq!(rack_due(&w), 25 * MS);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    ack(&mut s, &mut w, 30, 10, 10, &[]);
+    // The retransmission of 0 arrives too: a D-SACK widens the window to 10 ms.
+    let mut b = SackBlocks::default();
+    b.push(10 * MSS, 0, MSS);
+    w.now = SimTime(31 * MS);
+    s.on_ack(10 * MSS, SimTime(11 * MS), 1_000_000, &b, &mut w);
+    let (mut una, mut t) = (10, 32);
+    for k in 0..18 {
+        // A hole at una, una + 1 .. una + 3 SACKed at t: lost when the window has passed.
+        ack(&mut s, &mut w, t, t - 20, una, &[(una + 1, una + 3)]);
+        assert_eq!(rack_due(&w), (t + 10) * MS, "hole {k}: RACK waits 2 x min RTT / 4 = 10 ms");
+        let undos = s.linux_stats().expect("linux").undos;
+        fire(&mut s, &mut w, (t + 10) * MS, FlowTimer::Rack);
+        assert!(w.data.contains(&(una * MSS, true)), "hole {k} retransmitted");
+        // Its original arrives (its timestamp older than the retransmission): partial undo.
+        ack(&mut s, &mut w, t + 11, t - 20, una + 3, &[]);
+        assert_eq!(s.linux_stats().expect("linux").undos, undos + 1, "hole {k} undone");
+        (una, t) = (una + 3, t + 12);
+    }
+}

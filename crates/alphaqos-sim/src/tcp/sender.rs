@@ -1250,11 +1250,11 @@ impl TcpSender {
                     (true, false) => self.st.ssthresh,
                     (false, _) => self.st.cwnd.min(self.st.ssthresh),
                 };
-                self.leave_recovery(now);
+                self.leave_recovery(now, undone);
             }
             Recovery::Sack if full => {
                 self.st.cwnd = self.st.ssthresh;
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::Sack => {
                 if self.linux.as_ref().is_some_and(|l| l.may_undo(ts_ecr)) {
@@ -1284,7 +1284,7 @@ impl TcpSender {
                             lx.undo_marker = None;
                             lx.stats.undos += 1;
                             self.undo_cwr(true, now);
-                            self.leave_recovery(now);
+                            self.leave_recovery(now, true);
                         }
                         return;
                     }
@@ -1297,12 +1297,12 @@ impl TcpSender {
             }
             Recovery::Reno => {
                 self.st.cwnd = self.st.ssthresh;
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::NewReno if full => {
                 let flight = self.snd_max - self.snd_una;
                 self.st.cwnd = self.st.ssthresh.min(flight.max(self.mss) + self.mss);
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::NewReno => {
                 // Partial acknowledgment: the next hole is lost too.
@@ -1324,11 +1324,19 @@ impl TcpSender {
     /// above the recovery point, sent for holes in data sent during the
     /// recovery) stay on the watch list and below HighRxt: the next
     /// recovery neither sends them again nor loses sight of them.
-    fn leave_recovery(&mut self, now: SimTime) {
+    /// `undone`: the reduction was undone (the recovery was spurious). Linux
+    /// counts towards resetting RACK's reordering window only recoveries
+    /// that end not undone (`tcp_try_undo_recovery`: `reo_wnd_persist--`
+    /// when `tcp_may_undo` fails; `tcp_try_undo_partial` leaves it alone);
+    /// RFC 8985 (step 4) counts every one.
+    fn leave_recovery(&mut self, now: SimTime, undone: bool) {
         self.in_recovery = false;
         self.dupacks = 0;
+        let linux = self.linux.is_some();
         if let Some(rack) = &mut self.rack {
-            rack.on_recovery_exit();
+            if !(linux && undone) {
+                rack.on_recovery_exit();
+            }
         }
         self.cc.on_recovery_exit(&mut self.st, now);
     }
