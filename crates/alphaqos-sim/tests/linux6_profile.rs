@@ -502,3 +502,22 @@ fn recoveries_undone_by_their_late_originals_keep_racks_widened_window() {
         (una, t) = (una + 3, t + 12);
     }
 }
+
+/// `tcp_reno_ssthresh` (Reno, NewReno): ssthresh = max(cwnd >> 1, 2) on
+/// entering recovery, whatever is in flight. The engine halved min(flight,
+/// cwnd), RFC 5681's FlightSize: after the spurious recoveries of a
+/// reordering path's slow start, undone with cwnd restored above the
+/// flight, the first real loss halved the flight (the kernel cross-check's
+/// unpaced scavenger case: ssthresh 71 segments from cwnd 200 and 142 out,
+/// where the kernel's came out at 145 from its cwnd; docs/kernel-crosscheck.md,
+/// session 14). Here an application that has written 12 segments, cwnd 20:
+/// ssthresh 10, not 6.
+#[test]
+fn linux6_reno_halves_cwnd_not_the_flight_on_entering_recovery() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false, \"size_bytes\": {}", 12 * MSS));
+    assert_eq!(w.data.len(), 12);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 5)]);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    assert_eq!(s.stats.fast_retransmits, 1);
+    assert_eq!(s.ssthresh(), 10 * MSS, "cwnd 20 halved, not the 12 out");
+}

@@ -1351,9 +1351,15 @@ impl TcpSender {
     /// (`tcp_reno_ssthresh`), as ns-2 halves `window()` (`slowdown` in
     /// tcp.cc); without SACK the outstanding bytes exceed cwnd by at most
     /// the limited-transmit segments, and the RFC's value stays.
+    /// Linux 6 (PRR on: the `linux-6` profile) gives the controller cwnd
+    /// itself whatever is out (`tcp_reno_ssthresh`: max(cwnd >> 1, 2)), also
+    /// when less is out than cwnd, as after an undo that restored cwnd
+    /// (2.6.33's `tcp_reno_ssthresh` is the same; that profile is left as it
+    /// is, for its goldens and the reproductions that pin it).
     fn reduction_flight(&self) -> u64 {
         let flight = self.snd_max - self.snd_una;
         match self.recovery {
+            Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.prr) => self.st.cwnd,
             Recovery::Sack => flight.min(self.st.cwnd),
             Recovery::NewReno | Recovery::Reno => flight,
         }
