@@ -521,3 +521,43 @@ fn linux6_reno_halves_cwnd_not_the_flight_on_entering_recovery() {
     assert_eq!(s.stats.fast_retransmits, 1);
     assert_eq!(s.ssthresh(), 10 * MSS, "cwnd 20 halved, not the 12 out");
 }
+
+/// `tcp_enter_recovery` -> `tcp_init_undo` and `tcp_retrans_stamp_cleanup`
+/// (Linux 6.12+): a recovery that begins while retransmissions of the one
+/// before are still in flight counts them in `undo_retrans` and keeps the
+/// first retransmission's time (`retrans_stamp`), so it is undone only by
+/// their D-SACKs or by an echo older than that time. The engine started
+/// each recovery with `undo_retrans` 0 and no stamp, so a recovery begun
+/// behind real losses repaired in the one before was undone by any echo
+/// older than its own first retransmission: the third recovery of the
+/// kernel cross-check's RED start-up, ssthresh kept at 126 segments where
+/// the kernel's went to 64 (docs/kernel-crosscheck.md, session 14). Here:
+/// recovery A repairs 0, then 24 and 26 (lost, re-sent within A); B begins
+/// as A ends, its head already re-sent, so nothing leaves on entry; the
+/// copies of 24 and 26 and then the rest (echoing 26 ms, after A's first
+/// retransmission) must not undo B: those losses were real.
+#[test]
+fn a_recovery_begun_with_retransmissions_in_flight_is_not_undone_by_their_acks() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    // Recovery A: 0 lost (RACK at 25 ms), retransmitted (20..22 were out too: A's recovery point is 23).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    ack(&mut s, &mut w, 26, 6, 0, &[(1, 20)]);
+    assert!(w.data.iter().any(|d| d.0 == 28 * MSS), "new data up to 28");
+    // 24 and 26 lost (RACK at 45 ms): re-sent within A.
+    ack(&mut s, &mut w, 40, 26, 0, &[(25, 26), (27, 29), (1, 24)]);
+    fire(&mut s, &mut w, 45 * MS, FlowTimer::Rack);
+    assert!(w.data.contains(&(24 * MSS, true)) && w.data.contains(&(26 * MSS, true)));
+    // 0's copy arrives: A is over, and B begins at once for 24 and 26 (both
+    // already re-sent: nothing leaves on entry).
+    ack(&mut s, &mut w, 46, 25, 24, &[(25, 26), (27, 30), (31, 33)]);
+    assert_eq!(s.stats.fast_retransmits, 2, "recovery B");
+    let (undos, ssthresh) = (s.linux_stats().expect("linux").undos, s.ssthresh());
+    // The copies of 24 and 26 (echoing 45 ms), then 30 with the rest (echoing 26 ms).
+    ack(&mut s, &mut w, 65, 45, 26, &[(27, 30), (31, 33)]);
+    ack(&mut s, &mut w, 66, 45, 30, &[(31, 33)]);
+    let top = w.data.iter().map(|d| d.0 / MSS + 1).max().unwrap();
+    ack(&mut s, &mut w, 67, 26, top, &[]);
+    assert_eq!(s.linux_stats().expect("linux").undos, undos, "recovery B not undone");
+    assert_eq!(s.ssthresh(), ssthresh);
+}

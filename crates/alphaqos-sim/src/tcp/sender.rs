@@ -1368,14 +1368,27 @@ impl TcpSender {
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
         let flight = self.reduction_flight();
+        // Linux 6 (PRR on: `linux-6`): `tcp_init_undo` counts the
+        // retransmissions still in flight (`retrans_out`) in `undo_retrans`,
+        // and `tcp_retrans_stamp_cleanup` keeps the first retransmission's
+        // time while any is out, so a recovery begun behind them is undone
+        // only by their D-SACKs or an echo older than that time.
+        let una = self.snd_una;
+        let retrans_out = if self.linux.as_ref().is_some_and(|l| l.opts.prr) {
+            self.retx.iter().filter(|(_, r)| r.end > una).count() as u64
+        } else {
+            0
+        };
         if let Some(lx) = &mut self.linux {
             // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
             let (cwnd, ssthresh) = (self.st.cwnd, self.st.ssthresh);
             lx.prior_ssthresh = Some(ssthresh.max(cwnd / 2 + cwnd / 4)); // tcp_current_ssthresh
             lx.prior_cwnd = cwnd;
             lx.undo_marker = Some(self.snd_una);
-            lx.undo_retrans = 0;
-            lx.retrans_stamp = None;
+            lx.undo_retrans = retrans_out;
+            if retrans_out == 0 {
+                lx.retrans_stamp = None;
+            }
             lx.cwnd_cnt = 0;
             lx.undo_until = None;
             lx.disorder_high = None;
