@@ -493,3 +493,104 @@ fn a_recovery_begun_with_retransmissions_out_is_not_undone_by_real_drops() {
     assert!(jump <= 2, "cwnd rose by {jump} segments in 5 ms after the first loss (an undo): {:?}", &cwnd[first_loss..]);
     assert_eq!(res.series("tcp", "f", "timeouts").last(), Some(&0));
 }
+
+/// RACK's reordering window, once a D-SACK has widened it, is reset after
+/// `TCP_RACK_RECOVERY_THRESH` (16) recoveries, but Linux counts only those
+/// that end not undone: `tcp_try_undo_recovery` decrements
+/// `rack.reo_wnd_persist` when `tcp_may_undo` fails, and a recovery left by
+/// `tcp_try_undo_partial` (the hole filled by its delayed original) does not
+/// touch it. The engine counted every exit, so on a path that reorders
+/// (the kernel cross-check's scavenger case) 16 spurious recoveries within a
+/// few milliseconds put the window back to min RTT / 4, and the sender
+/// re-sent hundreds of late originals (paced `linux-6`: 3,629
+/// retransmissions against the kernel's 520-581; docs/kernel-crosscheck.md,
+/// session 14). Here: a D-SACK widens the window to 2 x 5 ms; then 17
+/// recoveries, each a hole whose original arrives after the retransmission
+/// left (partial undo): the 18th hole still waits 10 ms.
+#[test]
+fn recoveries_undone_by_their_late_originals_keep_racks_widened_window() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    let rack_due = |w: &W| w.timers.iter().rev().find(|t| t.1 == FlowTimer::Rack).expect("a RACK timer").0.as_nanos();
+    // 0 is a hole at 20 ms; retransmitted at 25 ms; its original comes with 1..9 (partial undo).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    assert_eq!(rack_due(&w), 25 * MS);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    ack(&mut s, &mut w, 30, 10, 10, &[]);
+    // The retransmission of 0 arrives too: a D-SACK widens the window to 10 ms.
+    let mut b = SackBlocks::default();
+    b.push(10 * MSS, 0, MSS);
+    w.now = SimTime(31 * MS);
+    s.on_ack(10 * MSS, SimTime(11 * MS), 1_000_000, &b, &mut w);
+    let (mut una, mut t) = (10, 32);
+    for k in 0..18 {
+        // A hole at una, una + 1 .. una + 3 SACKed at t: lost when the window has passed.
+        ack(&mut s, &mut w, t, t - 20, una, &[(una + 1, una + 3)]);
+        assert_eq!(rack_due(&w), (t + 10) * MS, "hole {k}: RACK waits 2 x min RTT / 4 = 10 ms");
+        let undos = s.linux_stats().expect("linux").undos;
+        fire(&mut s, &mut w, (t + 10) * MS, FlowTimer::Rack);
+        assert!(w.data.contains(&(una * MSS, true)), "hole {k} retransmitted");
+        // Its original arrives (its timestamp older than the retransmission): partial undo.
+        ack(&mut s, &mut w, t + 11, t - 20, una + 3, &[]);
+        assert_eq!(s.linux_stats().expect("linux").undos, undos + 1, "hole {k} undone");
+        (una, t) = (una + 3, t + 12);
+    }
+}
+
+/// `tcp_reno_ssthresh` (Reno, NewReno): ssthresh = max(cwnd >> 1, 2) on
+/// entering recovery, whatever is in flight. The engine halved min(flight,
+/// cwnd), RFC 5681's FlightSize: after the spurious recoveries of a
+/// reordering path's slow start, undone with cwnd restored above the
+/// flight, the first real loss halved the flight (the kernel cross-check's
+/// unpaced scavenger case: ssthresh 71 segments from cwnd 200 and 142 out,
+/// where the kernel's came out at 145 from its cwnd; docs/kernel-crosscheck.md,
+/// session 14). Here an application that has written 12 segments, cwnd 20:
+/// ssthresh 10, not 6.
+#[test]
+fn linux6_reno_halves_cwnd_not_the_flight_on_entering_recovery() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false, \"size_bytes\": {}", 12 * MSS));
+    assert_eq!(w.data.len(), 12);
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 5)]);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    assert_eq!(s.stats.fast_retransmits, 1);
+    assert_eq!(s.ssthresh(), 10 * MSS, "cwnd 20 halved, not the 12 out");
+}
+
+/// `tcp_enter_recovery` -> `tcp_init_undo` and `tcp_retrans_stamp_cleanup`
+/// (Linux 6.12+): a recovery that begins while retransmissions of the one
+/// before are still in flight counts them in `undo_retrans` and keeps the
+/// first retransmission's time (`retrans_stamp`), so it is undone only by
+/// their D-SACKs or by an echo older than that time. The engine started
+/// each recovery with `undo_retrans` 0 and no stamp, so a recovery begun
+/// behind real losses repaired in the one before was undone by any echo
+/// older than its own first retransmission: the third recovery of the
+/// kernel cross-check's RED start-up, ssthresh kept at 126 segments where
+/// the kernel's went to 64 (docs/kernel-crosscheck.md, session 14). Here:
+/// recovery A repairs 0, then 24 and 26 (lost, re-sent within A); B begins
+/// as A ends, its head already re-sent, so nothing leaves on entry; the
+/// copies of 24 and 26 and then the rest (echoing 26 ms, after A's first
+/// retransmission) must not undo B: those losses were real.
+#[test]
+fn a_recovery_begun_with_retransmissions_in_flight_is_not_undone_by_their_acks() {
+    let (mut s, mut w) = sender(&format!("{L6}, \"init_cwnd_pkts\": 20, \"tlp\": false"));
+    // Recovery A: 0 lost (RACK at 25 ms), retransmitted (20..22 were out too: A's recovery point is 23).
+    ack(&mut s, &mut w, 20, 0, 0, &[(1, 4)]);
+    fire(&mut s, &mut w, 25 * MS, FlowTimer::Rack);
+    ack(&mut s, &mut w, 26, 6, 0, &[(1, 20)]);
+    assert!(w.data.iter().any(|d| d.0 == 28 * MSS), "new data up to 28");
+    // 24 and 26 lost (RACK at 45 ms): re-sent within A.
+    ack(&mut s, &mut w, 40, 26, 0, &[(25, 26), (27, 29), (1, 24)]);
+    fire(&mut s, &mut w, 45 * MS, FlowTimer::Rack);
+    assert!(w.data.contains(&(24 * MSS, true)) && w.data.contains(&(26 * MSS, true)));
+    // 0's copy arrives: A is over, and B begins at once for 24 and 26 (both
+    // already re-sent: nothing leaves on entry).
+    ack(&mut s, &mut w, 46, 25, 24, &[(25, 26), (27, 30), (31, 33)]);
+    assert_eq!(s.stats.fast_retransmits, 2, "recovery B");
+    let (undos, ssthresh) = (s.linux_stats().expect("linux").undos, s.ssthresh());
+    // The copies of 24 and 26 (echoing 45 ms), then 30 with the rest (echoing 26 ms).
+    ack(&mut s, &mut w, 65, 45, 26, &[(27, 30), (31, 33)]);
+    ack(&mut s, &mut w, 66, 45, 30, &[(31, 33)]);
+    let top = w.data.iter().map(|d| d.0 / MSS + 1).max().unwrap();
+    ack(&mut s, &mut w, 67, 26, top, &[]);
+    assert_eq!(s.linux_stats().expect("linux").undos, undos, "recovery B not undone");
+    assert_eq!(s.ssthresh(), ssthresh);
+}

@@ -89,6 +89,18 @@
 //!   passed since it left and later data was delivered, not as soon as
 //!   later data is SACKed (`tcp_mark_lost_retrans`, 2.6 kernels; the other
 //!   profiles keep it). `sender.rs`, `rack_retx`.
+//! - RACK's widened reordering window (`tcp_rack_update_reo_wnd`) falls back
+//!   to min RTT / 4 after 16 recoveries that end *not undone*
+//!   (`tcp_try_undo_recovery` decrements `rack.reo_wnd_persist` only when
+//!   `tcp_may_undo` fails; `tcp_try_undo_partial` does not touch it), not
+//!   after any 16 (RFC 8985's step 4, the other profiles). `sender.rs`,
+//!   `leave_recovery`.
+//! - Entering recovery (`tcp_enter_recovery`): ssthresh from cwnd, whatever
+//!   is in flight (`tcp_reno_ssthresh`: max(cwnd >> 1, 2); `reduction_flight`),
+//!   and the undo state of `tcp_init_undo` / `tcp_retrans_stamp_cleanup`
+//!   (6.12+): `undo_retrans` counts the retransmissions still in flight and
+//!   `retrans_stamp` is kept while any is, so a recovery begun behind them
+//!   is not undone by their ACKs (`enter_recovery`).
 //!
 //! Not modelled: TSQ's exemption of a connection with at most one frame
 //! unacknowledged and its doubled limit for retransmissions (`factor` 1);

@@ -1250,11 +1250,11 @@ impl TcpSender {
                     (true, false) => self.st.ssthresh,
                     (false, _) => self.st.cwnd.min(self.st.ssthresh),
                 };
-                self.leave_recovery(now);
+                self.leave_recovery(now, undone);
             }
             Recovery::Sack if full => {
                 self.st.cwnd = self.st.ssthresh;
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::Sack => {
                 if self.linux.as_ref().is_some_and(|l| l.may_undo(ts_ecr)) {
@@ -1284,7 +1284,7 @@ impl TcpSender {
                             lx.undo_marker = None;
                             lx.stats.undos += 1;
                             self.undo_cwr(true, now);
-                            self.leave_recovery(now);
+                            self.leave_recovery(now, true);
                         }
                         return;
                     }
@@ -1297,12 +1297,12 @@ impl TcpSender {
             }
             Recovery::Reno => {
                 self.st.cwnd = self.st.ssthresh;
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::NewReno if full => {
                 let flight = self.snd_max - self.snd_una;
                 self.st.cwnd = self.st.ssthresh.min(flight.max(self.mss) + self.mss);
-                self.leave_recovery(now);
+                self.leave_recovery(now, false);
             }
             Recovery::NewReno => {
                 // Partial acknowledgment: the next hole is lost too.
@@ -1324,11 +1324,19 @@ impl TcpSender {
     /// above the recovery point, sent for holes in data sent during the
     /// recovery) stay on the watch list and below HighRxt: the next
     /// recovery neither sends them again nor loses sight of them.
-    fn leave_recovery(&mut self, now: SimTime) {
+    /// `undone`: the reduction was undone (the recovery was spurious). Linux
+    /// counts towards resetting RACK's reordering window only recoveries
+    /// that end not undone (`tcp_try_undo_recovery`: `reo_wnd_persist--`
+    /// when `tcp_may_undo` fails; `tcp_try_undo_partial` leaves it alone);
+    /// RFC 8985 (step 4) counts every one.
+    fn leave_recovery(&mut self, now: SimTime, undone: bool) {
         self.in_recovery = false;
         self.dupacks = 0;
+        let linux = self.linux.is_some();
         if let Some(rack) = &mut self.rack {
-            rack.on_recovery_exit();
+            if !(linux && undone) {
+                rack.on_recovery_exit();
+            }
         }
         self.cc.on_recovery_exit(&mut self.st, now);
     }
@@ -1343,9 +1351,15 @@ impl TcpSender {
     /// (`tcp_reno_ssthresh`), as ns-2 halves `window()` (`slowdown` in
     /// tcp.cc); without SACK the outstanding bytes exceed cwnd by at most
     /// the limited-transmit segments, and the RFC's value stays.
+    /// Linux 6 (PRR on: the `linux-6` profile) gives the controller cwnd
+    /// itself whatever is out (`tcp_reno_ssthresh`: max(cwnd >> 1, 2)), also
+    /// when less is out than cwnd, as after an undo that restored cwnd
+    /// (2.6.33's `tcp_reno_ssthresh` is the same; that profile is left as it
+    /// is, for its goldens and the reproductions that pin it).
     fn reduction_flight(&self) -> u64 {
         let flight = self.snd_max - self.snd_una;
         match self.recovery {
+            Recovery::Sack if self.linux.as_ref().is_some_and(|l| l.opts.prr) => self.st.cwnd,
             Recovery::Sack => flight.min(self.st.cwnd),
             Recovery::NewReno | Recovery::Reno => flight,
         }
