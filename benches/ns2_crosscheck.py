@@ -251,9 +251,10 @@ def measures_ns2(r: dict, c: Case) -> dict:
 # --- alphaqos ------------------------------------------------------------------
 
 
-def alphaqos_scenario(c: Case, ns2: bool = False) -> dict:
-    """The case as an alphaqos scenario: default hosts, or (``ns2``) the
-    ``ns2`` host profile with RED's ``wait`` as ns-2's default."""
+def alphaqos_scenario(c: Case, ns2: bool = False, profile: str | None = None) -> dict:
+    """The case as an alphaqos scenario: the front's default hosts (or the
+    host ``profile`` named), or (``ns2``) the ``ns2`` host profile with
+    RED's ``wait`` as ns-2's default."""
     link = {"mtu": "1500B", "overhead": "0B"}
     red = {"limit": QUEUE_LIMIT, "min_th": 5, "max_th": 15, "max_p": 0.1, "w_q": 0.002, "gentle": True,
            "mean_pkt_size": "1500B", **({"wait": True} if ns2 else {})}
@@ -263,7 +264,7 @@ def alphaqos_scenario(c: Case, ns2: bool = False) -> dict:
                     "queues": {"R1": queue}, **link}]
     tcp = {"cc": "newreno", "sack": True, "mss": f"{MSS}B", "init_cwnd": c.init_cwnd, "min_rto": "200ms",
            "delayed_ack": c.delack, "ack_every": 2, "delack_timeout": "100ms", "rto": "rfc6298",
-           **({"host_profile": "ns2", "tcp_tick": "1ms"} if ns2 else {})}
+           **({"host_profile": "ns2", "tcp_tick": "1ms"} if ns2 else {"host_profile": profile} if profile else {})}
     pairs = [d for d, _ in c.bulk] or [1]
     for i, delay in enumerate(pairs):
         nodes[f"S{i}"] = {"address": f"10.1.{i}.1"}
@@ -284,12 +285,12 @@ def alphaqos_scenario(c: Case, ns2: bool = False) -> dict:
             "flows": flows, "workloads": workloads}
 
 
-def run_alphaqos(c: Case, ns2: bool = False) -> dict:
+def run_alphaqos(c: Case, ns2: bool = False, profile: str | None = None) -> dict:
     import alphaqos
     import polars as pl
 
     start = time.perf_counter()
-    res = alphaqos.run(alphaqos_scenario(c, ns2))
+    res = alphaqos.run(alphaqos_scenario(c, ns2, profile))
     wall = time.perf_counter() - start
     span = c.duration_s - c.measure_from_s
     goodput, retx, timeouts = [], 0, 0
