@@ -197,7 +197,7 @@ impl Egress {
         let wire = match self.last_wire {
             (rate, b, t) if rate == self.rate && b == bytes => t,
             _ => {
-                let t = self.rate.tx_time(bytes);
+                let t = self.wire_time(pkt.size);
                 self.last_wire = (self.rate, bytes, t);
                 t
             }

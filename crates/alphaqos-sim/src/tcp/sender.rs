@@ -1378,7 +1378,8 @@ impl TcpSender {
     fn enter_recovery(&mut self, w: &mut impl Wire) {
         let now = w.now();
         let flight = self.reduction_flight();
-        let retrans_out = if self.linux.is_some() { self.retrans_out() } else { 0 };
+        // Only Linux 6's undo state below asks it (a walk of the watch list).
+        let retrans_out = if self.linux.as_ref().is_some_and(|l| l.opts.sack_reentry) { self.retrans_out() } else { 0 };
         let una = self.snd_una;
         if let Some(lx) = &mut self.linux {
             // `tcp_fastretrans_alert`, entering Recovery: remember what to undo.
