@@ -882,6 +882,12 @@ pub struct HostBehaviour {
     /// held back by cwnd in it (Linux's `tcp_cwnd_validate`;
     /// `tcp/linux6.rs`). Not a key of its own: the `linux-6` profile's.
     pub cwnd_usage: bool,
+    /// CUBIC's HyStart reads the socket's pacing as Linux 5.7 and later do
+    /// (`tcp_cubic.c`'s `hystart_update`): the ACK train must span
+    /// `delay_min + hystart_ack_delay` (halved only when the socket does not
+    /// pace), `hystart_ack_delay = min(1 ms, 4 gso_max_size / pacing rate)`.
+    /// Not a key of its own: the `linux-6` profile's (`tcp/cc/cubic.rs`).
+    pub hystart_pacing: bool,
 }
 
 /// ns-2.35's `tcpTick_` (`tcl/lib/ns-default.tcl`: `Agent/TCP set
@@ -931,6 +937,7 @@ impl TcpConfig {
             stretch_ack_ss: linux6,
             sack_reentry: linux6,
             cwnd_usage: linux6,
+            hystart_pacing: linux6,
         }
     }
 }

@@ -119,6 +119,8 @@ pub const PACING_SS_RATIO: u64 = 200;
 pub const PACING_CA_RATIO: u64 = 120;
 /// `sk_pacing_shift`: the TSO goal and TSQ limit are about 1 ms (2^-10 s) of the pacing rate.
 pub const PACING_SHIFT: u32 = 10;
+/// `GSO_LEGACY_MAX_SIZE`: a device's default `gso_max_size`, 64 KB.
+pub const GSO_MAX_SIZE: u64 = 65_536;
 /// `tcp_min_tso_segs`.
 pub const MIN_TSO_SEGS: u64 = 2;
 /// `tcp_tso_rtt_log`.

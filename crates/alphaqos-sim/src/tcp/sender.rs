@@ -57,7 +57,7 @@
 //!   the pacing rate): `linux6.rs`; with none of them set the sender is the
 //!   RFC one above.
 
-use super::cc::{Ack, CcState, Controller};
+use super::cc::{Ack, CcState, Controller, SockPacing};
 use super::linux::{Linux, LinuxStats};
 use super::linux6::{self, Prr};
 use super::ns2::Ns2;
@@ -679,6 +679,21 @@ impl TcpSender {
         linux6::pacing_rate(self.st.cwnd, packets_out, self.st.ssthresh, self.rtt.srtt())
     }
 
+    /// The socket's pacing as CUBIC's HyStart reads it (Linux 6 hosts only):
+    /// paced with internal pacing or a maximum pacing rate; the rate
+    /// `tcp_update_pacing_rate` keeps whether it paces or not, capped by
+    /// the maximum; `sk_gso_max_size` the profile's largest TSO frame
+    /// (GSO is always on for Linux TCP, 64 KB when TSO is off).
+    fn sock_pacing(&self) -> Option<SockPacing> {
+        let lx = self.linux.as_ref().filter(|l| l.opts.hystart_pacing)?;
+        let mut rate = self.linux_pacing_rate().unwrap_or(0);
+        if let Some(max) = self.max_pacing_rate {
+            rate = rate.min(max.0 / 8);
+        }
+        let gso_max = if lx.opts.tso_max_bytes > 0 { lx.opts.tso_max_bytes } else { linux6::GSO_MAX_SIZE };
+        Some(SockPacing { paced: self.internal_pacing || self.max_pacing_rate.is_some(), rate, gso_max })
+    }
+
     /// The largest TSO frame: `tso_max_bytes`, or `tcp_tso_autosize`'s goal.
     fn tso_goal(&self) -> u64 {
         let Some(lx) = &self.linux else { return 0 };
@@ -909,6 +924,7 @@ impl TcpSender {
                 snd_una: ack,
                 snd_max: self.snd_max,
                 cwnd_limited: self.cwnd_limited(flight),
+                pacing: self.sock_pacing(),
             };
             self.cc.on_measure(&self.st, &sample);
             if self.in_recovery {
@@ -1523,7 +1539,7 @@ impl TcpSender {
         self.dupacks = 0;
         let rtt = now.since(ts_ecr);
         self.rtt.sample(rtt);
-        let sample = Ack { now, acked, rtt: Some(rtt), min_rtt: self.rtt.min_rtt(), in_flight: flight, snd_una: ack, snd_max: self.snd_max, cwnd_limited: true };
+        let sample = Ack { now, acked, rtt: Some(rtt), min_rtt: self.rtt.min_rtt(), in_flight: flight, snd_una: ack, snd_max: self.snd_max, cwnd_limited: true, pacing: None };
         self.cc.on_measure(&self.st, &sample);
         if self.snd_una < self.snd_max {
             self.rto.set(now + self.rtt.rto(), FlowTimer::Rto, w);

@@ -110,7 +110,7 @@ pub mod testing {
     //! An ACK clock for the controllers' tests: a sender that always has
     //! data, a fixed RTT, and one ACK per `per_ack` segments spread evenly
     //! over the round trip.
-    use super::super::{Ack, CcState, Controller};
+    use super::super::{Ack, CcState, Controller, SockPacing};
     use crate::time::{Duration, SimTime};
 
     pub struct Clock {
@@ -118,11 +118,13 @@ pub mod testing {
         pub rtt: Duration,
         pub per_ack: u64,
         pub snd_una: u64,
+        /// The socket's pacing every ACK reports (None: not a Linux 6 host).
+        pub pacing: Option<SockPacing>,
     }
 
     impl Clock {
         pub fn new(rtt: Duration) -> Self {
-            Clock { now: SimTime(1_000_000_000), rtt, per_ack: 1, snd_una: 0 }
+            Clock { now: SimTime(1_000_000_000), rtt, per_ack: 1, snd_una: 0, pacing: None }
         }
 
         pub fn ack(&self, s: &CcState, acked: u64) -> Ack {
@@ -135,6 +137,7 @@ pub mod testing {
                 snd_una: self.snd_una,
                 snd_max: self.snd_una + s.cwnd,
                 cwnd_limited: true,
+                pacing: self.pacing,
             }
         }
 
@@ -194,6 +197,12 @@ pub mod testing {
                             snd_una: round.wrapping_mul(u64::MAX / 4),
                             snd_max: u64::MAX,
                             cwnd_limited: true,
+                            // Each round a different view of the socket's pacing.
+                            pacing: match round {
+                                0 => None,
+                                1 => Some(SockPacing { paced: true, rate: 1, gso_max: u64::MAX }),
+                                _ => Some(SockPacing { paced: false, rate: u64::MAX, gso_max: 0 }),
+                            },
                         };
                         cc.on_measure(&s, &a);
                         cc.on_ack(&mut s, &a);

@@ -33,18 +33,17 @@
 //!   (both detectors, Linux's `hystart_detect = 3`) once cwnd >= 16 segments
 //!   (`hystart_low_window`): the *ACK train* ends slow start when ACKs
 //!   spaced at most 2 ms apart (`hystart_ack_delta_us`) have spanned more
-//!   than delay_min / 2 since the round began; the *delay increase* ends it
+//!   than delay_min / 2 since the round began (Linux 6 hosts: delay_min +
+//!   `hystart_ack_delay`, halved only when the socket does not pace, see
+//!   [`ack_train_threshold`]); the *delay increase* ends it
 //!   when the smallest of the round's first 8 RTT samples exceeds
 //!   `delay_min + clamp(delay_min / 8, 4 ms, 16 ms)`. Either sets
 //!   `ssthresh = cwnd`. A round ends when snd_una passes the snd_max noted
 //!   at its start.
 //!
 //! Simplified from Linux: the window is recomputed on every ACK rather than
-//! at most once per jiffy; no TSO/GRO allowance in the ACK-train threshold
-//! (`hystart_ack_delay` is 0: the simulator has no offloads) and the
-//! threshold is always halved (Linux halves it unless fq pacing is on);
-//! no idle-restart epoch shift (`CA_EVENT_TX_START`, needs a sender hook);
-//! no undo of spurious reductions; the Reno-friendly alpha stays
+//! at most once per jiffy; no idle-restart epoch shift (`CA_EVENT_TX_START`,
+//! needs a sender hook); no undo of spurious reductions; the Reno-friendly alpha stays
 //! `3(1-beta)/(1+beta)` after W_est passes W_max (as Linux; RFC 9438 would
 //! switch it to 1). K and the curve use exact arithmetic (integer cube
 //! root, microseconds) instead of Linux's 2^-10 s fixed point.
@@ -79,6 +78,25 @@ const HYSTART_ACK_DELTA: Duration = Duration::from_millis(2);
 const HYSTART_MIN_SAMPLES: u32 = 8;
 const HYSTART_DELAY_MIN: Duration = Duration::from_millis(4);
 const HYSTART_DELAY_MAX: Duration = Duration::from_millis(16);
+/// How long a round's ACK train must last for HyStart to end slow start.
+/// Linux 5.7+ (`hystart_update`, with the socket's pacing): `delay_min +
+/// hystart_ack_delay`, halved unless the socket paces ("pacing might have
+/// delayed packets up to RTT/2 during slow start"); before, and for hosts
+/// that are not Linux 6, `delay_min / 2`.
+fn ack_train_threshold(delay_min: Duration, pacing: Option<super::SockPacing>) -> Duration {
+    match pacing {
+        None => Duration(delay_min.as_nanos() / 2),
+        Some(p) => {
+            let t = delay_min + p.hystart_ack_delay();
+            if p.paced {
+                t
+            } else {
+                Duration(t.as_nanos() / 2)
+            }
+        }
+    }
+}
+
 /// Linux ignores delay samples for 1 s after a reduction (recovery skews them).
 const DELAY_SAMPLE_HOLDOFF: Duration = Duration::from_secs(1);
 
@@ -271,10 +289,10 @@ impl Cubic {
             return;
         }
         let delay_min = self.delay_min.unwrap_or(delay);
-        // ACK train: closely spaced ACKs for longer than delay_min / 2.
+        // ACK train: closely spaced ACKs for longer than the threshold.
         if now.since(self.hs.last_ack) <= HYSTART_ACK_DELTA {
             self.hs.last_ack = now;
-            if now.since(self.hs.round_start) > Duration(delay_min.as_nanos() / 2) {
+            if now.since(self.hs.round_start) > ack_train_threshold(delay_min, ack.pacing) {
                 self.hs.found = true;
                 s.ssthresh = s.cwnd;
             }
@@ -365,6 +383,7 @@ impl Controller for Cubic {
 #[cfg(test)]
 mod tests {
     use super::super::common::testing::{torture, Clock};
+    use super::super::SockPacing;
     use super::*;
 
     const MSS: u64 = 1000;
@@ -509,6 +528,50 @@ mod tests {
             } else {
                 assert_eq!(s.ssthresh, u64::MAX);
                 assert_eq!(s.cwnd, 10 * MSS * 256, "plain slow start doubles per RTT");
+            }
+        }
+    }
+
+    /// Linux 5.7+'s `hystart_ack_delay`: 4 x 64 KB at the pacing rate,
+    /// at most 1 ms, whole microseconds, 0 without a rate.
+    #[test]
+    fn hystart_ack_delay_is_four_gso_frames_at_the_pacing_rate_capped_at_1ms() {
+        let p = |rate| SockPacing { paced: true, rate, gso_max: 65_536 };
+        // 100 Mbit/s paced at 2x in slow start: 25 MB/s; 262,144 B take 10.5 ms.
+        assert_eq!(p(25_000_000).hystart_ack_delay(), Duration::from_millis(1));
+        // 10 Gbit/s at 2x: 2.5 GB/s; 262,144 B take 104.86 us, truncated.
+        assert_eq!(p(2_500_000_000).hystart_ack_delay(), Duration::from_micros(104));
+        assert_eq!(p(0).hystart_ack_delay(), Duration::ZERO);
+        // The ACK train's threshold at delay_min 20 ms, 25 MB/s.
+        let d = Duration::from_millis(20);
+        assert_eq!(ack_train_threshold(d, None), Duration::from_millis(10));
+        assert_eq!(ack_train_threshold(d, Some(p(25_000_000))), Duration::from_millis(21));
+        let unpaced = SockPacing { paced: false, ..p(25_000_000) };
+        assert_eq!(ack_train_threshold(d, Some(unpaced)), Duration::from_micros(10_500));
+    }
+
+    /// A round's ACK train spans just under one RTT (the ACKs of a full
+    /// window, evenly spaced). A socket that paces needs it longer than
+    /// delay_min + 1 ms, so slow start goes on to a loss (the kernel's CUBIC
+    /// behind RED in docs/kernel-crosscheck.md); an unpaced Linux 6 socket
+    /// needs (delay_min + 1 ms) / 2 and stops as hosts without the rule do.
+    #[test]
+    fn a_paced_linux6_socket_needs_a_train_of_a_whole_rtt() {
+        let rate = 25_000_000;
+        for (pacing, stops) in [
+            (None, true),
+            (Some(SockPacing { paced: false, rate, gso_max: 65_536 }), true),
+            (Some(SockPacing { paced: true, rate, gso_max: 65_536 }), false),
+        ] {
+            let mut cc = cubic(Params::default());
+            let mut s = CcState { cwnd: 10 * MSS, ssthresh: u64::MAX, mss: MSS };
+            let mut clock = Clock { pacing, ..Clock::new(Duration::from_millis(20)) };
+            for _ in 0..8 {
+                clock.round(&mut cc, &mut s);
+            }
+            assert_eq!(cc.hs.found, stops, "{pacing:?}");
+            if !stops {
+                assert_eq!(s.cwnd, 10 * MSS * 256, "slow start goes on: {pacing:?}");
             }
         }
     }

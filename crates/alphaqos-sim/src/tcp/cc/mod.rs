@@ -42,6 +42,35 @@ pub struct Ack {
     /// The window limited sending (RFC 7661; Linux `tcp_is_cwnd_limited`):
     /// controllers grow cwnd only then.
     pub cwnd_limited: bool,
+    /// The socket's pacing as Linux 5.7+ shows it to CUBIC's HyStart; None
+    /// for hosts that are not Linux 6 (HyStart then halves delay_min).
+    pub pacing: Option<SockPacing>,
+}
+
+/// What Linux's `hystart_update` reads of the socket's pacing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SockPacing {
+    /// `sk_pacing_status != SK_PACING_NONE`: the socket paces (internal
+    /// pacing, a maximum pacing rate, or fq).
+    pub paced: bool,
+    /// `sk_pacing_rate`, bytes/s; Linux computes it whether the socket paces
+    /// or not (`tcp_update_pacing_rate`); 0 before the first RTT sample.
+    pub rate: u64,
+    /// `sk_gso_max_size`, bytes.
+    pub gso_max: u64,
+}
+
+impl SockPacing {
+    /// `hystart_ack_delay`: room for TSO/GRO batching in the ACK-train
+    /// threshold, `min(1 ms, 4 gso_max_size / sk_pacing_rate)`, whole
+    /// microseconds as the kernel computes it; 0 without a pacing rate.
+    pub fn hystart_ack_delay(&self) -> Duration {
+        if self.rate == 0 {
+            return Duration::ZERO;
+        }
+        let us = (self.gso_max as u128 * 4 * 1_000_000 / self.rate as u128).min(1000) as u64;
+        Duration::from_micros(us)
+    }
 }
 
 pub trait Controller: Send {

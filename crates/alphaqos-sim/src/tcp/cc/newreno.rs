@@ -47,7 +47,7 @@ mod tests {
     use super::*;
 
     fn ack(acked: u64) -> Ack {
-        Ack { now: SimTime::ZERO, acked, rtt: None, min_rtt: None, in_flight: 0, snd_una: 0, snd_max: 0, cwnd_limited: true }
+        Ack { now: SimTime::ZERO, acked, rtt: None, min_rtt: None, in_flight: 0, snd_una: 0, snd_max: 0, cwnd_limited: true, pacing: None }
     }
 
     #[test]
