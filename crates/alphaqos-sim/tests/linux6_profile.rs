@@ -473,17 +473,23 @@ fn a_late_original_filling_a_hole_below_the_lost_edge_keeps_pipe_counted() {
 /// round trip. Before, the third recovery began with none of its own
 /// retransmissions and undid itself on its next ACK (`undo_retrans` 0,
 /// no `retrans_stamp`): cwnd jumped 63 -> 126 segments in one sample.
-#[test]
-fn a_recovery_begun_with_retransmissions_out_is_not_undone_by_real_drops() {
-    let tcp_opts = json!({"cc": "newreno", "host_profile": "linux-6", "rack": true, "rwnd_bytes": 16 << 20});
-    let res = Cfg::new(800 * MS, 5 * MS)
+/// One flow for 0.8 s through the kernel cross-check's RED case: 100 Mbit/s,
+/// 20 ms, RED 20/120 packets, max_p 0.1; series every 5 ms.
+fn red_path(tcp_opts: serde_json::Value) -> Res {
+    Cfg::new(800 * MS, 5 * MS)
         .host("a")
         .router("r")
         .host("b")
         .link("a", "r", 1_000 * MBPS, 10 * US, ETH)
         .link_q("r", "b", 100 * MBPS, 10 * MS, ETH, red(340, 20.0, 120.0, 0.1), unlimited())
         .flow(tcp("f", "a", "b", 0, None, tcp_opts))
-        .run();
+        .run()
+}
+
+#[test]
+fn a_recovery_begun_with_retransmissions_out_is_not_undone_by_real_drops() {
+    let tcp_opts = json!({"cc": "newreno", "host_profile": "linux-6", "rack": true, "rwnd_bytes": 16 << 20});
+    let res = red_path(tcp_opts);
     let cwnd: Vec<u64> = res.series("tcp", "f", "cwnd_bytes").iter().map(|c| c / 1448).collect();
     let ssthresh = res.series_opt("tcp", "f", "ssthresh_bytes");
     let first_loss = ssthresh.iter().position(|s| s.is_some_and(|v| v < 1 << 40)).expect("slow start ends in a loss");
@@ -610,14 +616,7 @@ fn a_recovery_begun_with_retransmissions_in_flight_is_not_undone_by_their_acks()
 fn paced_linux6_cubic_overshoots_slow_start_behind_red_unpaced_does_not() {
     let run = |pacing: bool| {
         let tcp_opts = json!({"cc": "cubic", "host_profile": "linux-6", "pacing": pacing, "rwnd_bytes": 16 << 20});
-        let res = Cfg::new(800 * MS, 5 * MS)
-            .host("a")
-            .router("r")
-            .host("b")
-            .link("a", "r", 1_000 * MBPS, 10 * US, ETH)
-            .link_q("r", "b", 100 * MBPS, 10 * MS, ETH, red(340, 20.0, 120.0, 0.1), unlimited())
-            .flow(tcp("f", "a", "b", 0, None, tcp_opts))
-            .run();
+        let res = red_path(tcp_opts);
         let ssthresh = res.series_opt("tcp", "f", "ssthresh_bytes");
         let exit = ssthresh.iter().find_map(|s| s.filter(|&v| v < 1 << 40)).expect("slow start ends") / 1448;
         (exit, *res.series("tcp", "f", "retransmits").last().unwrap())
