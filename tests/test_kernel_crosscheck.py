@@ -102,3 +102,30 @@ def test_the_two_rtts_case_gives_each_flow_its_own_rtt():
     lo = {f: tcp.filter(tcp["flow"] == f)["srtt"].min() for f in ("f0", "f1")}
     assert 0.010 <= lo["f0"] < 0.035 and 0.040 <= lo["f1"] < 0.065, lo
     assert 0.020 <= lo["f1"] - lo["f0"] <= 0.040, lo
+
+
+def test_several_kernel_runs_make_one_reference_with_its_ranges():
+    """``--repeat``: the kernel is not deterministic, so several runs give
+    the reference: medians of goodput and retransmissions, the median
+    bytes at each 0.1 s, each run's time-sequence gap from that median; a
+    simulated figure more than 15 % off the median but inside the runs'
+    range is told apart from one outside it."""
+    kx = _module()
+
+    def run(bps, retx, scale):
+        t = [round(0.1 * i, 3) for i in range(1, 51)]
+        return {"goodput_bps": bps, "retransmits": retx, "time": t, "bytes": [int(scale * 1e6 * x) for x in t],
+                "delay_error_p99_s": 1e-5, "load_avg_1min": [0.1, 0.2], "flow_bps": None, "path": {"queues": {}}}  # fmt: skip
+
+    runs = [run(80e6, 300, 1.0), run(90e6, 200, 1.2), run(70e6, 420, 0.9)]
+    k = kx.combine(runs, 5.0)
+    assert k["goodput_bps"] == 80e6 and k["retransmits"] == 300
+    assert k["spread"]["goodput_bps"] == [70e6, 90e6] and k["spread"]["retransmits"] == [200, 420]
+    assert k["bytes"][19] == 2_000_000  # at 2 s: the median of 2.0, 2.4 and 1.8 MB
+    assert k["spread"]["seq"] == pytest.approx(0.2)  # the 1.2x run, 20 % above the median from 2 s on
+    assert kx.verdict({"retransmits": 340}, k, "retransmits", 340 / 300) == "yes"
+    assert kx.verdict({"retransmits": 400}, k, "retransmits", 400 / 300) == "in kernel range"
+    assert kx.verdict({"retransmits": 500}, k, "retransmits", 500 / 300).startswith("no (52 pts")
+    assert kx.combine(runs[:1], 5.0) is runs[0], "one run is its own reference"
+    table = kx.table([{"case": "red", "kernel": k, "sim": {}}])
+    assert "| red | kernel x3 | 80.0 (70.0-90.0) | 1 | - | 300 (200-420) |" in table, table
