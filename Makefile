@@ -91,7 +91,7 @@ bench: build
 	$(PY) benches/flows_identify.py
 	$(PY) benches/flows_decode.py --realtime
 	$(PY) benches/circuits.py
-	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck --unpaced
+	$(PY) benches/kernel_crosscheck.py --out runs/kernel-crosscheck --unpaced --repeat 3
 	$(PY) benches/validate_many.py --workloads 10000 --flows 10000
 	$(PY) benches/scaling.py --realtime --plot docs/img --json runs/scaling.json
 	$(PY) benches/transfer.py

@@ -361,7 +361,7 @@ def verdict(s: dict[str, Any], k: dict[str, Any], key: str, ratio: float | None)
     lo, hi = (k.get("spread") or {}).get(key, (None, None))
     if lo is not None and lo <= s[key] <= hi:
         return "in kernel range"
-    return "no" if ratio is None else f"no ({abs(ratio - 1) * 100 - TARGET * 100:.0f} pts over)"
+    return "no" if ratio is None else f"no ({abs(ratio - 1) * 100 - TARGET * 100:.1f} pts over)"
 
 
 def compare(spec: dict[str, Any], k: dict[str, Any], profiles: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -419,7 +419,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for src, k, sims in sources(result):
         unpaced = src != "kernel"
-        ax.plot(k["time"], [b / 1e6 for b in k["bytes"]], "k:" if unpaced else "k-", lw=2, label=f"{src} (Linux 6.18{', ' + UNPACED_CC if unpaced else ''})")
+        runs = f", median of {len(k['runs'])} runs" if k.get("runs") else ""
+        ax.plot(k["time"], [b / 1e6 for b in k["bytes"]], "k:" if unpaced else "k-", lw=2, label=f"{src} (Linux 6.18{', ' + UNPACED_CC if unpaced else ''}{runs})")
         for prof, s in sims.items():
             ax.plot(s["time"], [b / 1e6 for b in s["bytes"]], ":" if unpaced else "-", lw=1,
                     label=f"sim {prof}{' ' + UNPACED_CC if unpaced else ''} (x{s['goodput_ratio']:.2f})")  # fmt: skip
