@@ -119,7 +119,7 @@ class CubicParams(_Params):
     tcp_friendliness: Flag = True
     """The Reno-friendly region (RFC 9438, Section 4.3)."""
     hystart: Flag = True
-    """HyStart in slow start (ACK-train and delay-increase detection)."""
+    """HyStart in slow start (ACK-train and delay-increase detection; on `linux-6` hosts the ACK train reads the socket's pacing as Linux 5.7+ does)."""
 
 
 class HtcpParams(_Params):
