@@ -213,18 +213,39 @@ def simulated(spec: dict[str, Any], profile: dict[str, Any]) -> dict[str, Any]:
     tables = alphaqos.run(scenario(spec, profile)).tables()
     tcp = tables["tcp"].sort("time")
     per_t: dict[float, int] = {}
-    retx = 0
+    retx = recoveries = 0
     flow_bps = []
     for flow in sorted(tcp["flow"].unique()):
         rows = tcp.filter(tcp["flow"] == flow)
         for t, b in zip(rows["time"], rows["bytes_acked"]):
             per_t[round(t, 3)] = per_t.get(round(t, 3), 0) + int(b)
         retx += int(rows["retransmits"].max())
+        recoveries += int(rows["fast_retransmits"].max())
         flow_bps.append(8 * int(rows["bytes_acked"].max()) / spec["seconds"])
     times = sorted(per_t)
     acked = [per_t[t] for t in times]
-    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "time": times, "bytes": acked, "flow_bps": flow_bps,
+    return {"goodput_bps": 8 * acked[-1] / spec["seconds"], "retransmits": retx, "recoveries": recoveries, "time": times, "bytes": acked, "flow_bps": flow_bps,
             "path": path_counters(tables)}  # fmt: skip
+
+
+#: The sender's TCP counters (``nstat``, the namespace's own MIB) kept with
+#: each kernel run: how its slow starts ended and how many recoveries it
+#: made, to set beside the engine's (``fast_retransmits``).
+COUNTERS = ("TcpExtTCPSackRecovery", "TcpExtTCPLostRetransmit", "TcpExtTCPLossProbes", "TcpExtTCPTimeouts",
+            "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
+            "TcpExtTCPHystartDelayCwnd", "TcpExtTCPSackRecoveryFail", "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
+            "TcpExtTCPDSACKUndo")  # fmt: skip
+
+
+def parse_nstat(text: str) -> dict[str, int]:
+    """``nstat -az``'s lines (name, value, rate) to the :data:`COUNTERS`, 0
+    for those it does not list."""
+    seen = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in COUNTERS and parts[1].isdigit():
+            seen[parts[0]] = int(parts[1])
+    return {name: seen.get(name, 0) for name in COUNTERS}
 
 
 def kernel(spec: dict[str, Any], cc: str = "cubic", netns_default: bool = False) -> dict[str, Any]:
@@ -273,6 +294,8 @@ def kernel(spec: dict[str, Any], cc: str = "cubic", netns_default: bool = False)
                         raise EmuError(f"iperf3 -c did not finish within {spec['seconds'] + 60:g} s") from None
                     done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
                 tables = emu.stop()
+            nstat = b.run(b.snd, "nstat", "-az")
+            counters = parse_nstat(nstat.stdout) if nstat.returncode == 0 else None
             for server, c in zip(servers, done):
                 _server_done(server, c)
         finally:
@@ -296,6 +319,7 @@ def kernel(spec: dict[str, Any], cc: str = "cubic", netns_default: bool = False)
         "delay_error_p99_s": max((t["delay_error_p99_s"] or 0.0) for t in held),
         "load_avg_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "path": path_counters(tables),
+        "counters": counters,
     }  # fmt: skip
 
 
@@ -345,6 +369,7 @@ def combine(runs: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     k["delay_error_p99_s"] = max(r["delay_error_p99_s"] for r in runs)
     k["load_avg_1min"] = [runs[0]["load_avg_1min"][0], runs[-1]["load_avg_1min"][-1]]
     k["runs"] = [{"goodput_bps": r["goodput_bps"], "retransmits": r["retransmits"], "seq_gap": seq_error(k, r, seconds)} for r in runs]
+    k["runs_full"] = [{"counters": r.get("counters")} for r in runs]
     k["spread"] = {
         "goodput_bps": [min(r["goodput_bps"] for r in runs), max(r["goodput_bps"] for r in runs)],
         "retransmits": [min(r["retransmits"] for r in runs), max(r["retransmits"] for r in runs)],
@@ -470,6 +495,27 @@ def flow_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def recovery_table(results: list[dict[str, Any]]) -> str:
+    """Per case: the kernel sender's SACK recoveries, HyStart exits (by the
+    ACK train or the delay increase, with the summed cwnd at them), lost
+    retransmissions and timeouts, each run's (:data:`COUNTERS`), beside each
+    profile's recoveries (the engine's ``fast_retransmits``)."""
+    lines = ["| case | source | recoveries | HyStart exits: train (cwnd), delay (cwnd) | lost retransmissions | timeouts |", "|---|---|---|---|---|---|"]
+    for r in results:
+        for src, k, sims in sources(r):
+            runs = [x.get("counters") for x in (k.get("runs_full") or [k])]
+            if not all(runs):
+                continue
+            col = lambda f: ", ".join(f(c) for c in runs)  # noqa: E731
+            hs = col(lambda c: f"{c['TcpExtTCPHystartTrainDetect']} ({c['TcpExtTCPHystartTrainCwnd']}), "
+                               f"{c['TcpExtTCPHystartDelayDetect']} ({c['TcpExtTCPHystartDelayCwnd']})")  # fmt: skip
+            lines.append(f"| {r['case'] if src == 'kernel' else ''} | {src} | {col(lambda c: str(c['TcpExtTCPSackRecovery']))} | {hs} | "
+                         f"{col(lambda c: str(c['TcpExtTCPLostRetransmit']))} | {col(lambda c: str(c['TcpExtTCPTimeouts']))} |")  # fmt: skip
+            for prof, sim in sims.items():
+                lines.append(f"| | {prof} | {sim.get('recoveries', '-')} | - | - | - |")
+    return "\n".join(lines)
+
+
 def path_table(results: list[dict[str, Any]]) -> str:
     """Per case and source: drops at each of the router's queues and packets
     out of profile at its filter terms (what the sender's bursts cost)."""
@@ -518,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     print(flow_table(results))
     print(path_table(results))
+    print(recovery_table(results))
     return 0
 
 

@@ -56,6 +56,12 @@ def test_droptail_kernel_and_simulator_agree():
         assert _ours() == before, "the cross-check left its namespaces behind"
         assert not _children(), f"processes left running: {_children()}"
     k = result["kernel"]
+    # The sender's counters come from its namespace: every retransmission of
+    # this loss-only path belongs to a recovery, a probe or a timeout.
+    c = k["counters"]
+    assert c is not None and set(c) == set(kx.COUNTERS)
+    if k["retransmits"]:
+        assert c["TcpExtTCPSackRecovery"] + c["TcpExtTCPLossProbes"] + c["TcpExtTCPTimeouts"] >= 1, c
     # The path holds 50 Mbit/s: the kernel fills most of it.
     assert 0.8 * 50e6 <= k["goodput_bps"] <= 50e6, k["goodput_bps"]
     # linux-6-paced: the kernel's own sender as iperf3 sets it up (see PROFILES).
@@ -129,3 +135,20 @@ def test_several_kernel_runs_make_one_reference_with_its_ranges():
     assert kx.combine(runs[:1], 5.0) is runs[0], "one run is its own reference"
     table = kx.table([{"case": "red", "kernel": k, "sim": {}}])
     assert "| red | kernel x3 | 80.0 (70.0-90.0) | 1 | - | 300 (200-420) |" in table, table
+
+
+def test_the_senders_counters_are_read_from_nstat():
+    """The kernel sender's counters (``nstat -az`` in its namespace): the
+    ones named in COUNTERS, 0 where nstat lists none, other lines ignored;
+    the recovery table sets each run's beside the engine's recoveries."""
+    kx = _module()
+    text = ("#kernel\nTcpExtTCPSackRecovery           4                  0.0\n"
+            "TcpExtTCPHystartTrainDetect     1                  0.0\nTcpExtTCPHystartTrainCwnd       463                0.0\n"
+            "TcpExtTCPSackShifted            332                0.0\nIpInReceives 9 0.0\n")  # fmt: skip
+    c = kx.parse_nstat(text)
+    assert set(c) == set(kx.COUNTERS)
+    assert c["TcpExtTCPSackRecovery"] == 4 and c["TcpExtTCPHystartTrainCwnd"] == 463 and c["TcpExtTCPTimeouts"] == 0
+    k = {"counters": c}
+    table = kx.recovery_table([{"case": "red", "kernel": k, "sim": {"linux-6-paced": {"recoveries": 3}}}])
+    assert "| red | kernel | 4 | 1 (463), 0 (0) | 0 | 0 |" in table, table
+    assert "| | linux-6-paced | 3 |" in table
