@@ -378,7 +378,7 @@ mod tests {
         // 962 B + 38 B at 8 Mbit/s: 1 ms; 462 B + 38 B: 0.5 ms; at 16 Mbit/s
         // (a rate knob's change) 1000 B take 0.5 ms, and 12 B of overhead more 0.506 ms.
         let mut port = fifo_port(8, 10, 38);
-        let mut at = |port: &mut Egress, t: u64, size: u32| port.sent(SimTime(t), &Packet::test(0, size), &mut NoWatch).0 - t;
+        let at = |port: &mut Egress, t: u64, size: u32| port.sent(SimTime(t), &Packet::test(0, size), &mut NoWatch).0 - t;
         assert_eq!([at(&mut port, 0, 962), at(&mut port, 2_000_000, 962), at(&mut port, 4_000_000, 462)], [1_000_000, 1_000_000, 500_000]);
         assert_eq!(at(&mut port, 5_000_000, 462), 500_000);
         port.rate = DataRate::mbps(16);
