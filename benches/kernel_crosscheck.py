@@ -506,7 +506,7 @@ def recovery_table(results: list[dict[str, Any]]) -> str:
             runs = [x.get("counters") for x in (k.get("runs_full") or [k])]
             if not all(runs):
                 continue
-            col = lambda f: ", ".join(f(c) for c in runs)  # noqa: E731
+            col = lambda f: " / ".join(f(c) for c in runs)  # noqa: E731
             hs = col(lambda c: f"{c['TcpExtTCPHystartTrainDetect']} ({c['TcpExtTCPHystartTrainCwnd']}), "
                                f"{c['TcpExtTCPHystartDelayDetect']} ({c['TcpExtTCPHystartDelayCwnd']})")  # fmt: skip
             lines.append(f"| {r['case'] if src == 'kernel' else ''} | {src} | {col(lambda c: str(c['TcpExtTCPSackRecovery']))} | {hs} | "
