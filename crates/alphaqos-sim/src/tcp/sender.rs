@@ -924,7 +924,8 @@ impl TcpSender {
                 snd_una: ack,
                 snd_max: self.snd_max,
                 cwnd_limited: self.cwnd_limited(flight),
-                pacing: self.sock_pacing(),
+                // Read by HyStart only, which runs in slow start only.
+                pacing: if self.st.cwnd < self.st.ssthresh { self.sock_pacing() } else { None },
             };
             self.cc.on_measure(&self.st, &sample);
             if self.in_recovery {

@@ -42,8 +42,9 @@ pub struct Ack {
     /// The window limited sending (RFC 7661; Linux `tcp_is_cwnd_limited`):
     /// controllers grow cwnd only then.
     pub cwnd_limited: bool,
-    /// The socket's pacing as Linux 5.7+ shows it to CUBIC's HyStart; None
-    /// for hosts that are not Linux 6 (HyStart then halves delay_min).
+    /// The socket's pacing as Linux 5.7+ shows it to CUBIC's HyStart, in
+    /// slow start (where HyStart runs); None outside it and for hosts that
+    /// are not Linux 6 (HyStart then halves delay_min).
     pub pacing: Option<SockPacing>,
 }
 
