@@ -41,6 +41,7 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -343,13 +344,6 @@ def seq_error(k: dict[str, Any], s: dict[str, Any], seconds: float) -> float:
     return max(gaps) if gaps else float("nan")
 
 
-def median(xs: list[float]) -> float:
-    """The median (the mean of the middle two for an even count)."""
-    ys = sorted(xs)
-    n = len(ys)
-    return ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
-
-
 def combine(runs: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     """Several kernel runs of one case as one reference: goodput and
     retransmissions their medians, with each one's range over the runs
@@ -360,16 +354,18 @@ def combine(runs: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     median's nearest. One run is returned as it is."""
     if len(runs) == 1:
         return runs[0]
+    median = statistics.median
     times = [round(0.1 * i, 3) for i in range(1, int(round(seconds * 10)) + 1)]
-    k = dict(min(runs, key=lambda r: abs(r["goodput_bps"] - median([x["goodput_bps"] for x in runs]))))
-    k["goodput_bps"] = median([r["goodput_bps"] for r in runs])
+    goodput = median([r["goodput_bps"] for r in runs])
+    k = dict(min(runs, key=lambda r: abs(r["goodput_bps"] - goodput)))
+    k["goodput_bps"] = goodput
     k["retransmits"] = median([r["retransmits"] for r in runs])
     k["time"] = times
     k["bytes"] = [median([at(r, t) for r in runs]) for t in times]
     k["delay_error_p99_s"] = max(r["delay_error_p99_s"] for r in runs)
     k["load_avg_1min"] = [runs[0]["load_avg_1min"][0], runs[-1]["load_avg_1min"][-1]]
-    k["runs"] = [{"goodput_bps": r["goodput_bps"], "retransmits": r["retransmits"], "seq_gap": seq_error(k, r, seconds)} for r in runs]
-    k["runs_full"] = [{"counters": r.get("counters")} for r in runs]
+    k["runs"] = [{"goodput_bps": r["goodput_bps"], "retransmits": r["retransmits"], "seq_gap": seq_error(k, r, seconds),
+                  "counters": r.get("counters")} for r in runs]  # fmt: skip
     k["spread"] = {
         "goodput_bps": [min(r["goodput_bps"] for r in runs), max(r["goodput_bps"] for r in runs)],
         "retransmits": [min(r["retransmits"] for r in runs), max(r["retransmits"] for r in runs)],
@@ -399,7 +395,6 @@ def compare(spec: dict[str, Any], k: dict[str, Any], profiles: dict[str, dict[st
         s["goodput_ratio"] = s["goodput_bps"] / k["goodput_bps"]
         s["retx_ratio"] = s["retransmits"] / k["retransmits"] if k["retransmits"] else None
         s["seq_max_error"] = seq_error(k, s, spec["seconds"])
-        s["within_target"] = abs(s["goodput_ratio"] - 1) <= TARGET
         s["goodput_verdict"] = verdict(s, k, "goodput_bps", s["goodput_ratio"])
         s["retx_verdict"] = verdict(s, k, "retransmits", s["retx_ratio"])
         if k.get("flow_bps"):
@@ -503,7 +498,7 @@ def recovery_table(results: list[dict[str, Any]]) -> str:
     lines = ["| case | source | recoveries | HyStart exits: train (cwnd), delay (cwnd) | lost retransmissions | timeouts |", "|---|---|---|---|---|---|"]
     for r in results:
         for src, k, sims in sources(r):
-            runs = [x.get("counters") for x in (k.get("runs_full") or [k])]
+            runs = [x.get("counters") for x in (k.get("runs") or [k])]
             if not all(runs):
                 continue
             col = lambda f: " / ".join(f(c) for c in runs)  # noqa: E731

@@ -124,6 +124,8 @@ def test_several_kernel_runs_make_one_reference_with_its_ranges():
                 "delay_error_p99_s": 1e-5, "load_avg_1min": [0.1, 0.2], "flow_bps": None, "path": {"queues": {}}}  # fmt: skip
 
     runs = [run(80e6, 300, 1.0), run(90e6, 200, 1.2), run(70e6, 420, 0.9)]
+    for r, n in zip(runs, (4, 5, 3)):
+        r["counters"] = kx.parse_nstat(f"TcpExtTCPSackRecovery {n} 0.0")
     k = kx.combine(runs, 5.0)
     assert k["goodput_bps"] == 80e6 and k["retransmits"] == 300
     assert k["spread"]["goodput_bps"] == [70e6, 90e6] and k["spread"]["retransmits"] == [200, 420]
@@ -135,6 +137,7 @@ def test_several_kernel_runs_make_one_reference_with_its_ranges():
     assert kx.combine(runs[:1], 5.0) is runs[0], "one run is its own reference"
     table = kx.table([{"case": "red", "kernel": k, "sim": {}}])
     assert "| red | kernel x3 | 80.0 (70.0-90.0) | 1 | - | 300 (200-420) |" in table, table
+    assert "| red | kernel | 4 / 5 / 3 |" in kx.recovery_table([{"case": "red", "kernel": k, "sim": {}}]), "each run's counters"
 
 
 def test_the_senders_counters_are_read_from_nstat():
