@@ -94,6 +94,22 @@ def accepted(config: dict, binaries: list[Path], tmp: Path) -> dict:
     raise SystemExit("too many unknown fields")
 
 
+def median_interval(ratios: list[float], level: float = 0.95, draws: int = 10_000, seed: int = 1) -> tuple[float, float]:
+    """A percentile-bootstrap interval of the median of the pairs' ratios
+    (Efron and Tibshirani, *An Introduction to the Bootstrap*, 1993, ch.
+    13): the pairs resampled with replacement `draws` times, the median of
+    each resample, the central `level` of those medians. Seeded: the same
+    ratios give the same interval. A target is shown when the interval's
+    lower end clears it, not when the median alone does."""
+    import random
+
+    rng = random.Random(seed)
+    n = len(ratios)
+    meds = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(draws))
+    tail = (1 - level) / 2
+    return meds[int(tail * draws)], meds[min(draws - 1, int((1 - tail) * draws))]
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--old", type=Path, required=True, help="run_config of the build to compare against")
@@ -139,7 +155,8 @@ def main(argv: list[str]) -> int:
     load = os.getloadavg()
     print(f"events per run: {events['old'].pop():,} (both)")
     print(f"median simulated s per wall s: old {mo:.3f}, new {mn:.3f}; ratio of medians {mn / mo:.3f}")
-    print(f"pair ratios {min(ratios):.3f}-{max(ratios):.3f}, median {statistics.median(ratios):.3f}")
+    lo, hi = median_interval(ratios)
+    print(f"pair ratios {min(ratios):.3f}-{max(ratios):.3f}, median {statistics.median(ratios):.3f} (95 % bootstrap interval {lo:.3f}-{hi:.3f})")
     print(f"load after {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return 0
 

@@ -53,3 +53,18 @@ def test_the_older_runner_gets_the_unset_fields_left_out_and_event_counts_must_a
     r = subprocess.run(cmd + ["--old", str(old), "--new", str(other)], capture_output=True, text=True)
     assert r.returncode != 0 and "event counts differ" in r.stderr
     assert "   1 " not in r.stdout, "refused at the first pair, before printing it"
+
+
+def test_the_bootstrap_interval_holds_the_median_and_narrows_with_more_pairs():
+    import statistics
+
+    ratios = [1.2, 1.9, 1.5, 1.7, 1.6, 2.1, 1.4, 1.8, 1.65]
+    lo, hi = speed_ab.median_interval(ratios)
+    assert lo <= statistics.median(ratios) <= hi
+    assert min(ratios) <= lo < hi <= max(ratios)
+    assert speed_ab.median_interval(ratios) == (lo, hi), "seeded: the same ratios, the same interval"
+    # Four times the pairs from the same spread: a narrower interval.
+    lo4, hi4 = speed_ab.median_interval(ratios * 4)
+    assert hi4 - lo4 < hi - lo
+    # All pairs alike: no spread to resample.
+    assert speed_ab.median_interval([1.7] * 5) == (1.7, 1.7)

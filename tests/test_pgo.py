@@ -1,0 +1,44 @@
+"""Profile-guided optimisation's training runs (`benches/pgo.py`, the
+Makefile's `pgo` target): the configurations in benches/pgo/ are the bench
+cases as this tree's front resolves them, so the instrumented engine can
+run them; a stale or stray one is named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+
+pgo = pytest.importorskip("pgo")
+
+
+def test_the_training_configurations_are_the_bench_cases_as_resolved_now():
+    assert pgo.stale() == [], "python benches/pgo.py --write, and commit benches/pgo/"
+    files = sorted(p.name for p in pgo.DIR.glob("*.json"))
+    assert files == sorted(f"{c}.json" for c in pgo.TRAINING)
+    for case, seconds in pgo.TRAINING.items():
+        config = json.loads((pgo.DIR / f"{case}.json").read_text())
+        assert config["duration_ns"] == int(seconds * 1e9)
+        assert all(f["stop_ns"] <= config["duration_ns"] for f in config["flows"])
+
+
+def test_a_changed_missing_or_stray_training_file_is_named(tmp_path):
+    for name in ("reference.json", "yaqs.json"):
+        shutil.copy(pgo.DIR / name, tmp_path / name)
+    config = json.loads((tmp_path / "yaqs.json").read_text())
+    config["seed"] += 1
+    (tmp_path / "yaqs.json").write_text(json.dumps(config) + "\n")
+    (tmp_path / "old-case.json").write_text("{}\n")
+    stale = pgo.stale(tmp_path)
+    assert "reference.json" not in stale
+    assert {"yaqs.json", "old-case.json", "manyflows.json"} <= set(stale)
+    r = subprocess.run([sys.executable, str(ROOT / "benches" / "pgo.py"), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0 and "current" in r.stdout, r.stdout + r.stderr
+
