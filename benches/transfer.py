@@ -121,6 +121,28 @@ def reap(proc: subprocess.Popen, timeout: float = 30) -> float:
     raise RuntimeError(f"{proc.args} did not end")
 
 
+def busy_core_seconds(stat: str | None = None) -> float:
+    """Core-seconds the whole machine has spent busy since boot: the first
+    line of /proc/stat (user, nice, system, idle, iowait, irq, softirq,
+    steal, ...; in clock ticks), all but idle and iowait. Differences of it
+    over a run count everything the run made the machine do, the kernel's
+    softirq work of the path included, which getrusage of the two processes
+    leaves out where ksoftirqd does it."""
+    if stat is None:
+        with open("/proc/stat") as f:
+            stat = f.readline()
+    fields = [int(x) for x in stat.split()[1:9]]
+    fields += [0] * (8 - len(fields))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cores_for(cost_s_per_gb: float, rate_bps: float) -> float:
+    """Cores a tool needs to move data at `rate_bps` at its measured cost
+    (busy core-seconds per GB of the whole machine)."""
+    return cost_s_per_gb * rate_bps / 8e9
+
+
 def pinned(core: str, cmd: list[str]) -> list[str]:
     return [*RT, *(["taskset", "-c", core] if PIN[0] and shutil.which("taskset") else []), *cmd]
 
@@ -178,12 +200,13 @@ def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None
     rx = subprocess.Popen(rx_cmd, stdout=subprocess.PIPE, text=True)
     try:
         rx.stdout.readline()  # listening
-        before = os.times()
+        before, busy0 = os.times(), busy_core_seconds()
         t0 = time.perf_counter()
         done = subprocess.run(tx_cmd, capture_output=True, text=True, check=True)
         wall = time.perf_counter() - t0
         after = os.times()
         rx_cpu = reap(rx)  # --once 1: it ends after the file is complete (strace writes its counts)
+        busy = busy_core_seconds() - busy0
     finally:
         if rx.poll() is None:
             rx.kill()
@@ -194,7 +217,7 @@ def xfer(net: Net, src: Path, dst: Path, streams: int, trace: Path | None = None
     size = final["size"]
     out = {"bps": size * 8 / final["seconds"], "bps_all": size * 8 / (final["seconds"] + start["hash_s"]), "hash_s": start["hash_s"],
            "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system),
-           "rx_cpu": rx_cpu, "wall": wall}  # fmt: skip
+           "rx_cpu": rx_cpu, "wall": wall, "busy": busy}  # fmt: skip
     if trace:
         out["rx_calls"], out["tx_calls"] = syscall_counts(trace / "rx"), syscall_counts(trace / "tx")
     return out
@@ -225,7 +248,7 @@ def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | Non
         for port, _, s_cmd, _ in pairs:
             servers.append(subprocess.Popen(s_cmd, stdout=subprocess.DEVNULL))
             wait_listening(servers[-1], port)
-        before = os.times()
+        before, busy0 = os.times(), busy_core_seconds()
         clients = [subprocess.Popen(c_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _, _, _, c_cmd in pairs]
         outs = [c.communicate() for c in clients]
         after = os.times()
@@ -233,6 +256,7 @@ def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | Non
             if c.returncode:
                 raise subprocess.CalledProcessError(c.returncode, c.args, stderr=err)
         s_cpu = sum(reap(s) for s in servers)  # -s -1: each ends after its one test
+        busy = busy_core_seconds() - busy0
     finally:
         for s in servers:
             if s.poll() is None:
@@ -240,7 +264,7 @@ def iperf(net: Net, size: int, streams: int, zerocopy: bool, to_file: Path | Non
                 s.wait()
     ends = [json.loads(out)["end"]["sum_received"] for out, _ in outs]
     r = {"bps": sum(e["bytes"] for e in ends) * 8 / max(e["seconds"] for e in ends),
-         "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu}  # fmt: skip
+         "tx_cpu": (after.children_user - before.children_user) + (after.children_system - before.children_system), "rx_cpu": s_cpu, "busy": busy}  # fmt: skip
     if to_file:
         # iperf3 3.12 opens the -F file once per stream, each from offset 0
         # with O_TRUNC: with -P 4 the streams overwrite one quarter of the
@@ -355,7 +379,9 @@ def main() -> None:
               " pairs: with several connections, that many iperf3 -Z -F pairs of one stream, each storing its share in its own file")  # fmt: skip
         print("Gbit/s: median [lowest-highest]; CPU s/GB: median, user + system of all threads, sender/receiver;"
               " 'with hash': ours including the sender's hashing before the data phase (protocol 3: only blocks held at the receiver)")  # fmt: skip
-        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'with hash':>9} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'pairs':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17}"
+        print(f"machine core-s/GB: busy core-seconds of the whole machine per GB (/proc/stat, softirq included), ours/iperf3 plain;"
+              f" 'cores for 0.9': the cores ours would need at that cost to move 0.9 x iperf3 plain's rate (this machine has {os.cpu_count()})")  # fmt: skip
+        head = f"{'path':<12} {'streams':>7} {'ours Gbit/s':>20} {'with hash':>9} {'iperf3':>7} {'ratio':>6} {'-Z -F':>7} {'ratio':>6} {'pairs':>7} {'ratio':>6} {'ours CPU tx/rx':>15} {'iperf3 CPU tx/rx':>17} {'machine core-s/GB':>17} {'cores for 0.9':>13}"
         if args.compare:
             head += f" {'before Gbit/s':>20} {'with hash':>9} {'ratio':>6} {'ratio with hash':>15}"
         print(head)
@@ -375,7 +401,10 @@ def main() -> None:
                     icpu = f"{cpu('iperf3', 'tx_cpu'):.2f}/{cpu('iperf3', 'rx_cpu'):.2f}" if "iperf3" in runs else "no iperf3"
                     ocpu = f"{cpu('ours', 'tx_cpu'):.2f}/{cpu('ours', 'rx_cpu'):.2f}"
                     with_hash = median([r["bps_all"] for r in runs["ours"]]) / 1e9
-                    line = f"{kind:<12} {streams:>7} {spread:>20} {with_hash:>9.2f} {ref('iperf3')} {ref('iperf3 -Z -F')} {ref('pairs -Z -F')} {ocpu:>15} {icpu:>17}"
+                    busy = lambda k: median([r["busy"] for r in runs[k]]) / gb  # noqa: E731
+                    machine = f"{busy('ours'):.2f}/{busy('iperf3'):.2f}" if "iperf3" in runs else f"{busy('ours'):.2f}/-"
+                    need = f"{cores_for(busy('ours'), 0.9 * med['iperf3']):.2f}" if "iperf3" in runs else "-"
+                    line = f"{kind:<12} {streams:>7} {spread:>20} {with_hash:>9.2f} {ref('iperf3')} {ref('iperf3 -Z -F')} {ref('pairs -Z -F')} {ocpu:>15} {icpu:>17} {machine:>17} {need:>13}"
                     if "before" in runs:
                         b = [r["bps"] / 1e9 for r in runs["before"]]
                         before = f"{med['before'] / 1e9:.2f} [{min(b):.2f}-{max(b):.2f}]"
