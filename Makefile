@@ -39,12 +39,15 @@ PGO_PROFILE  := $(PGO_DIR)/engine.profdata
 PGO_TRAINING := $(sort $(wildcard benches/pgo/*.json))
 ENGINE_SRC   := $(shell find crates/alphaqos-sim/src crates/alphaqos-sim/examples -name '*.rs') crates/alphaqos-sim/Cargo.toml Cargo.toml Cargo.lock
 PROFDATA     := llvm-profdata-19
-RELEASE_RUSTFLAGS = $$(if [ "$(PGO)" = 1 ] && [ -s $(PGO_PROFILE) ]; then echo "-Cprofile-use=$(CURDIR)/$(PGO_PROFILE) -Cllvm-args=-no-pgo-warn-mismatch"; fi)
+# The profile is used under a name that carries its hash (engine-HASH.profdata):
+# a new profile changes the flags, so cargo rebuilds what was built with the
+# old one (it does not watch the file itself).
+RELEASE_RUSTFLAGS = $$(p=$$(ls $(CURDIR)/$(PGO_DIR)/engine-*.profdata 2>/dev/null | head -n 1); if [ "$(PGO)" = 1 ] && [ -s $(PGO_PROFILE) ] && [ -n "$$p" ]; then echo "-Cprofile-use=$$p -Cllvm-args=-no-pgo-warn-mismatch"; fi)
 .PHONY: pgo pgo-deps
 pgo: pgo-deps
 	@if [ "$(PGO)" != 1 ]; then echo "note: PGO=0: the engine is built without its profile"; \
-	elif ! command -v $(PROFDATA) >/dev/null; then echo "note: $(PROFDATA) (Debian: llvm-19) not found: the engine is built without profile-guided optimisation"; rm -f $(PGO_PROFILE); \
-	else $(MAKE) --no-print-directory $(PGO_PROFILE) || { echo "note: the engine's profile could not be made (above): built without it"; rm -f $(PGO_PROFILE); }; fi
+	elif ! command -v $(PROFDATA) >/dev/null; then echo "note: $(PROFDATA) (Debian: llvm-19) not found: the engine is built without profile-guided optimisation"; rm -f $(PGO_PROFILE) $(PGO_DIR)/engine-*.profdata; \
+	else $(MAKE) --no-print-directory $(PGO_PROFILE) || { echo "note: the engine's profile could not be made (above): built without it"; rm -f $(PGO_PROFILE) $(PGO_DIR)/engine-*.profdata; }; fi
 pgo-deps:
 	@if [ "$(PGO)" = 1 ] && ! command -v $(PROFDATA) >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing llvm-19 (Debian) for llvm-profdata-19"; \
@@ -56,11 +59,12 @@ pgo-deps:
 run-config: pgo
 	RUSTFLAGS="$(RELEASE_RUSTFLAGS)" cargo build --release -q -p alphaqos-sim --example run_config
 $(PGO_PROFILE): $(ENGINE_SRC) $(PGO_TRAINING)
-	@echo "profile-guided optimisation: an instrumented engine runs $(words $(PGO_TRAINING)) bench cases (benches/pgo/)"
+	@echo "profile-guided optimisation: an instrumented engine runs $(words $(PGO_TRAINING)) training configurations (benches/pgo/: the bench cases, the bundled scenarios)"
 	@rm -rf $(PGO_DIR)/raw $@
 	RUSTFLAGS="-Cprofile-generate=$(CURDIR)/$(PGO_DIR)/raw" cargo build --release -q -p alphaqos-sim --example run_config --target-dir $(PGO_DIR)/build
 	@for f in $(PGO_TRAINING); do $(PGO_DIR)/build/release/examples/run_config $$f >/dev/null || exit 1; done
-	$(PROFDATA) merge -o $@.part $(PGO_DIR)/raw && mv $@.part $@
+	$(PROFDATA) merge -o $@.part $(PGO_DIR)/raw
+	@rm -f $(PGO_DIR)/engine-*.profdata && cp $@.part $(PGO_DIR)/engine-$$(sha256sum $@.part | cut -c1-16).profdata && mv $@.part $@
 
 # The first document's experiment 1: one shared FIFO, then the alpha flow in
 # a queue of its own (compare the ping RTT in the two summaries and plots);

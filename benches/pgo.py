@@ -9,6 +9,14 @@ compiler which branches are taken and which calls are hot, so it lays out
 the event loop's common path straight and inlines where the runs spend
 their time; results do not change (``make golden``), only their speed.
 
+The training covers the bench cases, every bundled scenario
+(``scenarios/``: the first document's experiments, the examples) and the
+first two runs of each document's quick reproduction, so that the code
+those exercise (Junos WFQ and priority queues, MDRR, policers, HTB, RIO,
+the ns-2 and Linux 2.6 host profiles, the control agents) is not
+left out of the profile, where the compiler would take it for cold and
+optimise it for size.
+
 The configurations are resolved by this tree's front, so they must follow
 the engine's configuration format: ``--check`` (run by the test suite)
 fails when one differs from what the front resolves now, ``--write``
@@ -22,13 +30,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DIR = HERE / "pgo"
 sys.path.insert(0, str(HERE))
-from instructions import resolved  # noqa: E402  (a bench case resolved and cut, as instructions.py measures it)
+from instructions import cut, resolved  # noqa: E402  (a bench case resolved and cut, as instructions.py measures it)
+
+ROOT = HERE.parent
 
 # Bench case -> simulated seconds of its training run. One second covers a
 # 20 ms path's start-up and steady state; the two 100 ms paths get four so
@@ -47,9 +58,47 @@ TRAINING = {
 }
 
 
+# Every bundled scenario, cut to this many simulated seconds (past TCP's
+# start-up at their 1-10 Gbps rates; about 2 M events each).
+SCENARIO_SECONDS = 5.0
+
+
+# Each document's quick reproduction (`alphaqos reproduce NAME --quick`):
+# its first runs with a scenario, cut like the bundled scenarios. Not
+# liberatore's: its YAQS is in the bench cases and the examples already,
+# and its runs' configurations are 110 KB each.
+REPRODUCTIONS = ("yan2013", "bouras", "zurawski", "deadline_af")
+RUNS_PER_REPRODUCTION = 2
+
+
+def scenarios() -> list[Path]:
+    return sorted((ROOT / "scenarios").rglob("*.yaml"))
+
+
+def reproduction_runs() -> list[tuple[str, dict]]:
+    """(name, scenario) of the reproductions' training runs."""
+    import importlib
+
+    out = []
+    for name in REPRODUCTIONS:
+        plan = importlib.import_module(f"alphaqos.reproduce.{name}").plan(quick=True)
+        runs = [r for r in plan if r.scenario is not None][:RUNS_PER_REPRODUCTION]
+        out += [(f"reproduce-{name}-{k}", r.scenario) for k, r in enumerate(runs)]
+    return out
+
+
 def configs() -> dict[str, str]:
     """File name -> the resolved configuration of each training run."""
-    return {f"{case}.json": resolved(case, seconds) + "\n" for case, seconds in TRAINING.items()}
+    sys.path.insert(0, str(ROOT / "python"))
+    from alphaqos import load_scenario, resolve
+
+    out = {f"{case}.json": resolved(case, seconds) + "\n" for case, seconds in TRAINING.items()}
+    for path in scenarios():
+        name = "scenario-" + "-".join(path.relative_to(ROOT / "scenarios").with_suffix("").parts) + ".json"
+        out[name] = json.dumps(cut(resolve(load_scenario(path)), SCENARIO_SECONDS)) + "\n"
+    for name, scenario in reproduction_runs():
+        out[f"{name}.json"] = json.dumps(cut(resolve(load_scenario(scenario)), SCENARIO_SECONDS)) + "\n"
+    return out
 
 
 def stale(directory: Path = DIR) -> list[str]:
@@ -70,15 +119,16 @@ def main(argv: list[str]) -> int:
         DIR.mkdir(exist_ok=True)
         for old in DIR.glob("*.json"):
             old.unlink()
-        for name, text in configs().items():
+        want = configs()
+        for name, text in want.items():
             (DIR / name).write_text(text)
-        print(f"wrote {len(TRAINING)} training configurations into {DIR}")
+        print(f"wrote {len(want)} training configurations into {DIR}")
         return 0
     bad = stale()
     if bad:
         print(f"benches/pgo: not current: {', '.join(bad)} (python benches/pgo.py --write)")
         return 1
-    print(f"benches/pgo: {len(TRAINING)} training configurations current")
+    print(f"benches/pgo: {len(list(DIR.glob('*.json')))} training configurations current")
     return 0
 
 

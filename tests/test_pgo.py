@@ -22,11 +22,17 @@ pgo = pytest.importorskip("pgo")
 def test_the_training_configurations_are_the_bench_cases_as_resolved_now():
     assert pgo.stale() == [], "python benches/pgo.py --write, and commit benches/pgo/"
     files = sorted(p.name for p in pgo.DIR.glob("*.json"))
-    assert files == sorted(f"{c}.json" for c in pgo.TRAINING)
-    for case, seconds in pgo.TRAINING.items():
-        config = json.loads((pgo.DIR / f"{case}.json").read_text())
-        assert config["duration_ns"] == int(seconds * 1e9)
-        assert all(f["stop_ns"] <= config["duration_ns"] for f in config["flows"])
+    assert files == sorted(pgo.configs())
+    # Every bench case and every bundled scenario, each cut short.
+    assert {f"{c}.json" for c in pgo.TRAINING} < set(files)
+    runs = pgo.reproduction_runs()
+    assert len(files) == len(pgo.TRAINING) + len(pgo.scenarios()) + len(runs) and pgo.scenarios()
+    assert len(runs) == len(pgo.REPRODUCTIONS) * pgo.RUNS_PER_REPRODUCTION
+    for name in files:
+        config = json.loads((pgo.DIR / name).read_text())
+        limit = pgo.TRAINING.get(name.removesuffix(".json"), pgo.SCENARIO_SECONDS)
+        assert 0 < config["duration_ns"] <= int(limit * 1e9), name
+        assert all(f["stop_ns"] <= config["duration_ns"] for f in config["flows"]), name
 
 
 def test_a_changed_missing_or_stray_training_file_is_named(tmp_path):
