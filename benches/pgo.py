@@ -2,8 +2,7 @@
 
 `make build` compiles the engine twice when Debian's ``llvm-profdata-19``
 is present: once instrumented (``-Cprofile-generate``), which then runs the
-resolved configurations in ``benches/pgo/`` (the bench cases of
-``benches/run.py``, cut short), and once for real with the merged profile
+resolved configurations in ``benches/pgo/`` (below), and once for real with the merged profile
 (``-Cprofile-use``; ``Makefile``, target ``pgo``). The profile tells the
 compiler which branches are taken and which calls are hot, so it lays out
 the event loop's common path straight and inlines where the runs spend
@@ -11,7 +10,7 @@ their time; results do not change (``make golden``), only their speed.
 
 The training covers the bench cases, every bundled scenario
 (``scenarios/``: the first document's experiments, the examples) and the
-first two runs of each document's quick reproduction, so that the code
+first two runs of four documents' quick reproductions, so that the code
 those exercise (Junos WFQ and priority queues, MDRR, policers, HTB, RIO,
 the ns-2 and Linux 2.6 host profiles, the control agents) is not
 left out of the profile, where the compiler would take it for cold and
@@ -44,7 +43,7 @@ ROOT = HERE.parent
 # Bench case -> simulated seconds of its training run. One second covers a
 # 20 ms path's start-up and steady state; the two 100 ms paths get four so
 # that congestion avoidance is in the profile, not only slow start. About
-# 15 s of instrumented running in all.
+# 15 s of instrumented running, the scenarios and reproductions 5 s more.
 TRAINING = {
     "reference": 1.0,
     "cubic-8flows": 1.0,
