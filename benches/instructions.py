@@ -95,10 +95,12 @@ def main(argv: list[str]) -> int:
     for b in [a.bin] + ([a.compare] if a.compare else []):
         if not b.is_file():
             p.error(f"{b}: no such run_config binary")
-    pgo = ROOT / "target" / "pgo" / "engine.profdata"
-    built = "profile-guided (target/pgo/engine.profdata)" if pgo.is_file() else "without profile-guided optimisation (no target/pgo/engine.profdata)"
-    print(f"instructions executed (cachegrind), {a.seconds:g} simulated s; this tree's build {built}" if a.bin == BIN else
-          f"instructions executed (cachegrind), {a.seconds:g} simulated s")  # fmt: skip
+    head = f"instructions executed (cachegrind), {a.seconds:g} simulated s"
+    if a.bin == BIN:
+        # `make`'s pointer to the engine's profile (Makefile, target pgo).
+        pgo = ROOT / "target" / "pgo" / "profile"
+        head += f"; this tree's build profile-guided ({pgo.read_text().strip()})" if pgo.is_file() else "; this tree's build without its profile"
+    print(head)
     print(f"{'case':<14} {'build':<8} {'instructions':>16} {'events':>11} {'instr/event':>12} {'ratio':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for case in a.cases:

@@ -62,11 +62,12 @@ TRAINING = {
 SCENARIO_SECONDS = 5.0
 
 
-# Each document's quick reproduction (`alphaqos reproduce NAME --quick`):
-# its first runs with a scenario, cut like the bundled scenarios. Not
-# liberatore's: its YAQS is in the bench cases and the examples already,
-# and its runs' configurations are 110 KB each.
-REPRODUCTIONS = ("yan2013", "bouras", "zurawski", "deadline_af")
+# Documents' quick reproductions (`alphaqos reproduce NAME --quick`, names
+# of alphaqos.reproduce.REPRODUCTIONS): their first runs with a scenario,
+# cut like the bundled scenarios. Not liberatore-yaqs: its YAQS is in the
+# bench cases and the examples already, and its runs' configurations are
+# 110 KB each.
+REPRODUCTIONS = ("yan2013", "bouras-relative", "zurawski-tc", "deadline-af")
 RUNS_PER_REPRODUCTION = 2
 
 
@@ -76,11 +77,12 @@ def scenarios() -> list[Path]:
 
 def reproduction_runs() -> list[tuple[str, dict]]:
     """(name, scenario) of the reproductions' training runs."""
-    import importlib
+    sys.path.insert(0, str(ROOT / "python"))
+    from alphaqos import reproduce
 
     out = []
     for name in REPRODUCTIONS:
-        plan = importlib.import_module(f"alphaqos.reproduce.{name}").plan(quick=True)
+        plan = reproduce.module(name).plan(quick=True)
         runs = [r for r in plan if r.scenario is not None][:RUNS_PER_REPRODUCTION]
         out += [(f"reproduce-{name}-{k}", r.scenario) for k, r in enumerate(runs)]
     return out
@@ -100,8 +102,10 @@ def configs() -> dict[str, str]:
     return out
 
 
-def stale(directory: Path = DIR) -> list[str]:
-    """Training files missing, differing from what the front resolves now, or left over."""
+def stale(directory: Path | None = None) -> list[str]:
+    """Training files missing, differing from what the front resolves now,
+    or left over (in ``directory``, by default :data:`DIR`)."""
+    directory = directory or DIR
     want = configs()
     have = {p.name for p in directory.glob("*.json")} if directory.is_dir() else set()
     out = [name for name, text in want.items() if not (directory / name).is_file() or (directory / name).read_text() != text]
@@ -112,7 +116,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--check", action="store_true", help="exit 1 naming each training file that is not current")
-    g.add_argument("--write", action="store_true", help=f"write the training files into {DIR.relative_to(HERE.parent)}/")
+    g.add_argument("--write", action="store_true", help="write the training files into benches/pgo/")
     a = p.parse_args(argv)
     if a.write:
         DIR.mkdir(exist_ok=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -101,8 +102,6 @@ def median_interval(ratios: list[float], level: float = 0.95, draws: int = 10_00
     each resample, the central `level` of those medians. Seeded: the same
     ratios give the same interval. A target is shown when the interval's
     lower end clears it, not when the median alone does."""
-    import random
-
     rng = random.Random(seed)
     n = len(ratios)
     meds = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(draws))
